@@ -1,0 +1,234 @@
+"""``perf_ab.py engines``: run an A/B campaign between two engine configurations (protocol.md).
+
+Prepares (or reads from the cache) the inputs of each graph, runs the cells with the protocol's
+runner, writes the records under ``--out``, renders the report and prints a summary table.
+Exit status as protocol.md §8 says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from protocol.exitcodes import EnvironmentProblem, ProtocolError, UsageError
+
+DEFAULT_SIDES = "cuda:fused,cuda:operators"
+
+
+def _split_list(values):
+    """``--graphs a b`` and ``--graphs a,b`` both give ["a", "b"]."""
+    if values is None:
+        return None
+    out = []
+    for v in values:
+        out.extend(p for p in v.split(",") if p)
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("what to measure")
+    g.add_argument("--graphs", nargs="+", metavar="NAME",
+                   help="gate names (default: the four gates roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa)")
+    g.add_argument("--batches", nargs="+", metavar="NAME", help="batch names (default: every batch)")
+    g.add_argument("--objectives", nargs="+", metavar="K", help="objectives (default: every objective)")
+    g.add_argument("--sides", default=DEFAULT_SIDES, metavar="A,B",
+                   help=f"the two sides: host, cuda, cuda:fused, cuda:operators (default {DEFAULT_SIDES})")
+    r = parser.add_argument_group("rounds")
+    r.add_argument("--rounds", type=int, default=21, help="accepted rounds per side and cell (min 5; default 21)")
+    r.add_argument("--warmup", type=int, default=2, help="untimed warm-up rounds per side (min 2; default 2)")
+    r.add_argument("--adaptive", action="store_true",
+                   help="after --rounds, continue until the 95%% interval of the ratio is within --precision")
+    r.add_argument("--precision", type=float, default=0.01, help="relative half-width target (default 0.01)")
+    r.add_argument("--max-rounds", type=int, default=None, help="adaptive limit (default 4 x --rounds)")
+    r.add_argument("--max-rejects", type=int, default=None,
+                   help="rejected pairs before a cell is too noisy (default: --rounds)")
+    r.add_argument("--order", choices=("abba", "random"), default="abba", help="round order (default abba)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random order and the bootstrap")
+    c = parser.add_argument_group("clocks and contamination")
+    c.add_argument("--lock-clocks", metavar="base|max|MHZ[,MEM]", default=None,
+                   help="lock the GPU clocks via NVML (needs admin rights; never on shared machines). "
+                        "Default: observe only")
+    c.add_argument("--min-clock-fraction", type=float, default=0.9,
+                   help="reject rounds whose SM clock falls below this fraction of the max (default 0.9)")
+    c.add_argument("--max-foreign-cpu", type=float, default=1.0,
+                   help="reject rounds with more foreign CPU load than this many cores (default 1.0)")
+    v = parser.add_argument_group("verification")
+    v.add_argument("--verify", choices=("host",), default=None,
+                   help="host: the host reference is the third party of every guard")
+    v.add_argument("--verify-syncs", action="store_true",
+                   help="count synchronizing CUDA calls with CUPTI and compare with the engines' count")
+    o = parser.add_argument_group("records")
+    o.add_argument("--out", default=None, help="records and report folder (default results/)")
+    o.add_argument("--resume", action="store_true", help="continue the campaign recorded in --out")
+    o.add_argument("--allow-dirty", action="store_true", help="allow a dirty working tree (printed in the report)")
+    o.add_argument("--data-dir", default=None, help="folder of real graph files")
+    o.add_argument("--cache-dir", default=None, help="cache of prepared inputs (default $SSSPAB_CACHE_DIR or .cache)")
+    o.add_argument("--no-progress", action="store_true", help="no live progress display")
+
+
+def _check_cuda(sides) -> int | None:
+    """The CUDA device the campaign measures, or None; exit 3 problems before anything runs."""
+    if not any(s.needs_cuda for s in sides):
+        return None
+    from engines.errors import NotSupportedError
+    from engines.sssp import cuda
+
+    if not cuda.is_available():
+        raise EnvironmentProblem(
+            "a CUDA side was requested ("
+            + ", ".join(s.label for s in sides if s.needs_cuda)
+            + ") but no CUDA GPU is usable here (CuPy missing or no device); "
+            "measure the host reference with --sides host,host"
+        )
+    device = cuda.current_device()
+    for side in sides:
+        if side.needs_cuda and side.cuda_engine == "fused":
+            try:
+                cuda.select_engine("fused", device)
+            except NotSupportedError as exc:
+                raise EnvironmentProblem(f"side {side.label}: {exc}") from exc
+    return device
+
+
+def _sync_counter_factory():
+    from engines.errors import NotSupportedError
+    from engines.sssp.cuda import syncs
+
+    try:
+        syncs.count_synchronizations()  # fails early (NotSupportedError) without CUPTI
+    except NotSupportedError as exc:
+        raise EnvironmentProblem(f"--verify-syncs needs CUPTI: {exc}") from exc
+    return syncs.count_synchronizations
+
+
+def _inputs(names, args, progress):
+    """Prepared gates one at a time (one graph in memory); unreadable inputs are exit 2."""
+    from bench.prepare import prepare_gate
+    from engines.errors import FileFormatError, InvalidArgumentError
+
+    for name in names:
+        progress.preparing(name)
+        try:
+            gate = prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                                progress=not args.no_progress)
+        except (OSError, FileFormatError, InvalidArgumentError, KeyError) as exc:
+            raise UsageError(f"graph {name}: cannot prepare its inputs: {exc}") from exc
+        yield gate
+
+
+def _check_graph_names(names) -> None:
+    from bench.gates import ALL_GATES
+
+    unknown = [n for n in names if n not in ALL_GATES]
+    if unknown:
+        raise UsageError(f"unknown gate name(s): {', '.join(unknown)} (known: {', '.join(ALL_GATES)})")
+
+
+def _reproduce_command(argv) -> str:
+    return "python bench/perf_ab.py engines " + " ".join(shlex.quote(a) for a in argv)
+
+
+def build_config(args):
+    from protocol.runner import CampaignConfig
+    from protocol.sides import parse_sides
+
+    sides = parse_sides(args.sides)
+    objectives = _split_list(args.objectives)
+    try:
+        objectives = None if objectives is None else [int(k) for k in objectives]
+    except ValueError as exc:
+        raise UsageError(f"--objectives: {exc}") from exc
+    from bench.gates import GATE_NAMES
+
+    return CampaignConfig(
+        sides=sides,
+        graphs=_split_list(args.graphs) or list(GATE_NAMES),
+        batches=_split_list(args.batches),
+        objectives=objectives,
+        rounds=args.rounds,
+        warmup=args.warmup,
+        adaptive=args.adaptive,
+        precision=args.precision,
+        max_rounds=args.max_rounds,
+        max_rejects=args.max_rejects,
+        order=args.order,
+        seed=args.seed,
+        min_clock_fraction=args.min_clock_fraction,
+        max_foreign_cpu=args.max_foreign_cpu,
+        lock_clocks=args.lock_clocks,
+        verify_host=args.verify == "host",
+        verify_syncs=args.verify_syncs,
+        allow_dirty=args.allow_dirty,
+    )
+
+
+def _rebuild_argv(args) -> list[str]:
+    """The command line that reproduces this campaign (without --resume and --out)."""
+    argv = ["--sides", args.sides, "--rounds", str(args.rounds), "--warmup", str(args.warmup),
+            "--order", args.order, "--seed", str(args.seed)]
+    for flag, value in (("--graphs", args.graphs), ("--batches", args.batches), ("--objectives", args.objectives)):
+        if value:
+            argv += [flag, *value]
+    for flag, value in (("--max-rounds", args.max_rounds), ("--max-rejects", args.max_rejects),
+                        ("--lock-clocks", args.lock_clocks)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.adaptive:
+        argv += ["--adaptive", "--precision", str(args.precision)]
+    if args.min_clock_fraction != 0.9:
+        argv += ["--min-clock-fraction", str(args.min_clock_fraction)]
+    if args.max_foreign_cpu != 1.0:
+        argv += ["--max-foreign-cpu", str(args.max_foreign_cpu)]
+    if args.verify:
+        argv += ["--verify", args.verify]
+    if args.verify_syncs:
+        argv += ["--verify-syncs"]
+    return argv
+
+
+def main(args) -> int:
+    from protocol.console import CampaignProgress, print_summary_table
+    from protocol.environment import REPO_ROOT, cuda_device_info, host_info
+    from protocol.instruments import Instruments
+    from protocol.clocks import LockRequest
+    from protocol.records import RecordStore
+    from protocol.report import render_report
+    from protocol.runner import CampaignRunner
+
+    try:
+        config = build_config(args)
+        _check_graph_names(config.graphs)
+        lock_request = LockRequest.parse(args.lock_clocks) if args.lock_clocks else None
+        device = _check_cuda(config.sides)
+        sync_factory = _sync_counter_factory() if args.verify_syncs else None
+        out = args.out or str(REPO_ROOT / "results")
+        store = RecordStore(out)
+        pci = cuda_device_info(device)["pci_bus_id"] if device is not None else None
+        with Instruments.open(gpu=device is not None, pci_bus_id=pci, own_context=device is not None,
+                              lock_request=lock_request) as instruments:
+            environment = {"host": host_info()}
+            if device is not None:
+                environment["gpu"] = {**cuda_device_info(device), "nvml": instruments.device}
+            with CampaignProgress(enabled=not args.no_progress) as progress:
+                runner = CampaignRunner(
+                    config, store, instruments, resume=args.resume, progress=progress,
+                    sync_counter_factory=sync_factory,
+                    reproduce_command=_reproduce_command(_rebuild_argv(args)),
+                    environment=environment,
+                )
+                code = runner.run(_inputs(config.graphs, args, progress))
+        report_path = render_report(store)
+        print_summary_table(store)
+        print(f"report: {report_path}", file=sys.stderr)
+        return int(code)
+    except ProtocolError as exc:
+        print(f"perf_ab.py engines: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("perf_ab.py engines: interrupted; the finished rounds are recorded, continue with --resume",
+              file=sys.stderr)
+        return 130
+
+
+__all__ = ["add_arguments", "main", "build_config", "DEFAULT_SIDES"]

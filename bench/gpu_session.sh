@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One device session: the GPU tests, the golden replay on both CUDA engines, the engine table and
+# the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
+# Usage (on the GPU machine, from the repository root):
+#   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
+# steps: tests compare table campaign (default: all, in that order).
+set -u
+OUT=${OUT:-/tmp/ssspab-gpu}
+mkdir -p "$OUT"
+BUDGET=${1:-570}
+shift || true
+STEPS=${*:-tests compare table campaign}
+TABLE_GRAPHS=${TABLE_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0}
+CAMPAIGN_GRAPHS=${CAMPAIGN_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa}
+END=$((SECONDS + BUDGET))
+export PYTHONUNBUFFERED=1
+export SSSPAB_SHARED_DATA=${SSSPAB_SHARED_DATA:-$PWD/.devdata}
+export SSSPAB_DATA_DIR=${SSSPAB_DATA_DIR:-$PWD/.devdata}
+LOG="$OUT/session.log"
+
+left() { local l=$((END - SECONDS)); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+step() {  # step NAME CAP command...
+  local name=$1 cap; cap=$(left "$2"); shift 2
+  if [ "$cap" -le 5 ]; then echo "== $name: skipped, budget spent" | tee -a "$LOG"; return; fi
+  echo "== $name (cap ${cap}s) $(date -u +%H:%M:%S)" | tee -a "$LOG"
+  timeout --signal=TERM --kill-after=10 "$cap" "$@" > "$OUT/$name.log" 2>&1
+  echo "== $name rc=$? $(date -u +%H:%M:%S)" | tee -a "$LOG"
+  tail -n 25 "$OUT/$name.log" | tee -a "$LOG"
+}
+
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$LOG"
+
+for s in $STEPS; do
+  case $s in
+    tests) step gpu_tests 260 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider tests ;;
+    compare) [ -f bench/compare.py ] && step compare 90 python3 bench/compare.py --configs host,cuda-fused,cuda-operators ;;
+    table) step engine_table 200 python3 bench/engine_table.py --graphs $TABLE_GRAPHS --out "$OUT/table" ;;
+    campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
+                --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
+  esac
+done
+[ -d "$OUT/table" ] && cp "$OUT"/table/engine_table.* "$OUT"/ && rm -r "$OUT/table"
+[ -d results ] && tar czf "$OUT/results.tar.gz" results
+echo "== done $(date -u +%H:%M:%S)" | tee -a "$LOG"

@@ -1,0 +1,228 @@
+"""Build (or read back from the cache) everything a gate's benchmark needs (inputs.md §4):
+the graph with its K = 3 weight columns, the initial trees, the three batches and their facts.
+
+Cache layout under the cache folder (``$SSSPAB_CACHE_DIR`` or ``<repo>/.cache``)::
+
+    gates/<name>-<key>/graph.npz       row_ptr, col_ind (weights are re-drawn: seed 12345)
+    gates/<name>-<key>/facts.json      origin, graph facts, build times
+    gates/<name>-<key>/trees.npz       distances_k, parents_k per objective
+    gates/<name>-<key>/batches-<bkey>.npz / .json   the batches' arrays and facts
+
+``<key>`` hashes the origin (real file: reader, reader version and SHA-256; stand-in: generator,
+every parameter and GENERATOR_VERSION), the weight parameters and PREPARE_VERSION; ``<bkey>`` adds
+the batch specs, seed, radius and BATCH_GENERATOR_VERSION. A changed input or generator therefore
+never reads a stale entry; a damaged entry is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engines.io import READER_VERSION, default_cache_dir, file_sha256, read_graph_cached, reader_for
+from engines.io.cache import load_arrays, save_arrays
+
+from . import batches as batches_mod
+from . import standins
+from .gates import Gate, find_real_file, get_gate
+from .graphfacts import graph_facts
+from .weights import SOURCE, WEIGHT_PARAMS, build_graph, draw_weights, initial_trees
+
+PREPARE_VERSION = 1
+TREES_VERSION = 1
+
+
+@dataclass
+class PreparedBatch:
+    name: str
+    batch: object  # engines.Batch
+    facts: dict
+    digest: str
+
+
+@dataclass
+class PreparedGate:
+    name: str
+    origin: dict
+    graph: object  # engines.Graph, K = 3
+    source: int
+    facts: dict
+    trees: list = field(default_factory=list)  # [(distances int64, parents int32)] per objective
+    batches: dict = field(default_factory=dict)  # name -> PreparedBatch
+
+    @property
+    def is_standin(self) -> bool:
+        return self.origin.get("kind") == "standin"
+
+
+def _key(payload: dict) -> str:
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class _Progress:
+    """Step messages on stderr with a rich spinner while a long step runs."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._console = None
+        if enabled:
+            from rich.console import Console
+
+            self._console = Console(stderr=True)
+
+    @contextmanager
+    def step(self, gate: str, text: str):
+        start = time.perf_counter()
+        if not self.enabled:
+            yield
+            return
+        with self._console.status(f"[bold]{gate}[/]: {text} ..."):
+            yield
+        self._console.print(f"{gate}: {text} ({time.perf_counter() - start:.1f} s)")
+
+
+def resolve_origin(gate: Gate, data_dir=None) -> tuple[dict, Path | None]:
+    """The gate's origin record and its real file (None for a stand-in). Raises
+    FileNotFoundError for a gate without a stand-in whose file is missing."""
+    path = find_real_file(gate, data_dir)
+    if path is not None:
+        reader_name, _ = reader_for(path)
+        return {"kind": "real", "path": str(path), "reader": reader_name,
+                "reader_version": READER_VERSION}, path
+    if not gate.has_standin:
+        from .gates import data_dir_candidates
+
+        searched = ", ".join(str(p) for p in data_dir_candidates(data_dir))
+        raise FileNotFoundError(
+            f"gate {gate.name!r} needs one of {', '.join(gate.real_files)} (searched: {searched})")
+    return {"kind": "standin", "generator": gate.standin_generator, "params": dict(gate.standin_params),
+            "seed": gate.standin_params.get("seed"), "generator_version": standins.GENERATOR_VERSION,
+            "note": f"stand-in for {gate.facts.get('matrix', gate.name)}: generated locally, not the real graph"}, None
+
+
+def _csr_from_edges(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    row_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=row_ptr[1:])
+    return row_ptr, np.ascontiguousarray(dst, dtype=np.int32)
+
+
+def _build_structure(gate: Gate, origin: dict, path: Path | None, cache_dir: Path, progress: _Progress):
+    if path is not None:
+        with progress.step(gate.name, f"reading {path.name}"):
+            parsed, _ = read_graph_cached(path, cache_dir=cache_dir, sha256=origin["sha256"])
+        return _csr_from_edges(parsed.num_vertices, parsed.src, parsed.dst)
+    with progress.step(gate.name, f"generating stand-in {gate.standin_generator}({gate.standin_params})"):
+        undirected = gate.build_standin()
+        src, dst = standins.directed_csr_edges(undirected)
+    return _csr_from_edges(undirected.num_vertices, src, dst)
+
+
+def prepare_gate(name: str, *, data_dir=None, cache_dir=None, progress: bool = True,
+                 with_trees: bool = True, with_batches: bool = True) -> PreparedGate:
+    """Everything gate ``name`` needs, built where missing and cached.
+
+    Raises KeyError (unknown gate), FileNotFoundError (a needed real file is missing) and
+    engines.errors.FileFormatError (a corrupt real file).
+    """
+    gate = get_gate(name)
+    cache_root = default_cache_dir(cache_dir)
+    shown = _Progress(progress)
+    origin, path = resolve_origin(gate, data_dir)
+    if path is not None:
+        with shown.step(gate.name, f"hashing {path.name}"):
+            origin["sha256"] = file_sha256(path)
+    key = _key({"gate": gate.name, "origin": {k: v for k, v in origin.items() if k not in ("path", "note")},
+                "weights": WEIGHT_PARAMS, "prepare_version": PREPARE_VERSION})
+    folder = cache_root / "gates" / f"{gate.name}-{key}"
+
+    arrays = load_arrays(folder / "graph.npz")
+    facts_path = folder / "facts.json"
+    facts = None
+    if arrays is not None and facts_path.is_file():
+        try:
+            facts = json.loads(facts_path.read_text())
+        except (OSError, ValueError):
+            facts = None
+    if arrays is None or facts is None or "row_ptr" not in arrays:
+        start = time.perf_counter()
+        row_ptr, col_ind = _build_structure(gate, origin, path, cache_root, shown)
+        build_seconds = time.perf_counter() - start
+        with shown.step(gate.name, "graph facts (components, hop eccentricity)"):
+            facts = graph_facts(row_ptr.size - 1, row_ptr, col_ind, source=SOURCE)
+        facts["build_seconds"] = round(build_seconds, 2)
+        save_arrays(folder / "graph.npz", row_ptr=row_ptr, col_ind=col_ind)
+        facts_path.write_text(json.dumps(facts, indent=1, sort_keys=True))
+    else:
+        row_ptr, col_ind = arrays["row_ptr"], arrays["col_ind"]
+    if row_ptr.size < 2:
+        raise ValueError(f"gate {gate.name!r}: the graph has no vertex, so no source 0")
+    with shown.step(gate.name, "weights and engines.Graph"):
+        graph = build_graph(row_ptr, col_ind, draw_weights(col_ind.size))
+    prepared = PreparedGate(gate.name, origin, graph, SOURCE, dict(facts))
+    prepared.facts.update(gate=gate.name, kind=gate.kind, is_standin=origin["kind"] == "standin",
+                          local_radius=gate.local_radius, real_facts=gate.facts, cache_key=key)
+    if origin["kind"] == "standin":
+        prepared.facts["standin"] = {"generator": origin["generator"], "params": origin["params"],
+                                     "generator_version": origin["generator_version"]}
+    if with_trees:
+        prepared.trees = _trees(prepared, folder, shown)
+    if with_batches:
+        prepared.batches = _batches(prepared, gate, folder, shown)
+    return prepared
+
+
+def _trees(prepared: PreparedGate, folder: Path, shown: _Progress) -> list:
+    graph = prepared.graph
+    path = folder / f"trees-v{TREES_VERSION}-s{prepared.source}.npz"
+    arrays = load_arrays(path)
+    k = graph.num_weights
+    n = graph.num_vertices
+    if arrays is not None and all(f"distances_{i}" in arrays and arrays[f"distances_{i}"].shape == (n,)
+                                  for i in range(k)):
+        return [(arrays[f"distances_{i}"], arrays[f"parents_{i}"]) for i in range(k)]
+    with shown.step(prepared.name, f"initial trees (compute(), {k} objectives)"):
+        trees = initial_trees(graph, source=prepared.source)
+    save_arrays(path, **{f"{kind}_{i}": arr for i, tree in enumerate(trees)
+                         for kind, arr in zip(("distances", "parents"), tree)})
+    return trees
+
+
+def _batches(prepared: PreparedGate, gate: Gate, folder: Path, shown: _Progress) -> dict:
+    from engines import Batch
+
+    specs = batches_mod.BATCH_SPECS
+    bkey = _key({"specs": [vars(s) if hasattr(s, "__dict__") else repr(s) for s in specs],
+                 "spec_repr": [repr(s) for s in specs], "seed": batches_mod.BATCH_SEED,
+                 "radius": gate.local_radius, "source": prepared.source,
+                 "version": batches_mod.BATCH_GENERATOR_VERSION})
+    arrays = load_arrays(folder / f"batches-{bkey}.npz")
+    facts_path = folder / f"batches-{bkey}.json"
+    drawn = None
+    if arrays is not None and facts_path.is_file():
+        try:
+            all_facts = json.loads(facts_path.read_text())
+            drawn = {spec.name: batches_mod.BatchArrays(
+                *(arrays[f"{spec.name}__{part}"] for part in
+                  ("insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst")),
+                facts=all_facts[spec.name]) for spec in specs}
+        except (OSError, ValueError, KeyError):
+            drawn = None
+    if drawn is None:
+        with shown.step(prepared.name, "batches safe50k, unsafe50k, local10k (seed 777, safe filter)"):
+            drawn = batches_mod.draw_gate_batches(prepared.graph, radius=gate.local_radius,
+                                                  source=prepared.source, specs=specs)
+        save_arrays(folder / f"batches-{bkey}.npz",
+                    **{f"{name}__{part}": arr for name, b in drawn.items() for part, arr in b.arrays().items()})
+        facts_path.write_text(json.dumps({name: b.facts for name, b in drawn.items()}, indent=1, sort_keys=True))
+    out = {}
+    for name, b in drawn.items():
+        out[name] = PreparedBatch(name, Batch(b.insert_src, b.insert_dst, b.insert_weights,
+                                              b.delete_src, b.delete_dst), dict(b.facts), b.facts["digest"])
+    return out

@@ -1,0 +1,105 @@
+"""Parsed-graph cache: ``.npz`` files keyed by the source file's SHA-256 and the reader version.
+
+The cache folder is ``$SSSPAB_CACHE_DIR`` or ``<repo>/.cache`` (git-ignored). A changed file
+(new digest) or a changed reader (new version) never reads a stale entry; a damaged entry is
+rebuilt. Writes go through a temporary file and an atomic rename, so an interrupted run leaves
+no half-written entry behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .parsed import ParsedGraph
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_CHUNK = 1 << 22
+
+
+def default_cache_dir(cache_dir: str | Path | None = None) -> Path:
+    """The explicit folder, else ``$SSSPAB_CACHE_DIR``, else ``<repo>/.cache``."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("SSSPAB_CACHE_DIR")
+    return Path(env) if env else REPO_ROOT / ".cache"
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def save_arrays(path: Path, **arrays) -> None:
+    """Atomically write an uncompressed ``.npz`` (uncompressed: loading must take seconds)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **arrays)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a cache entry is an ordinary file
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load_arrays(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of a cache entry, or None when it is missing or damaged."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError):
+        return None
+
+
+def graph_to_arrays(graph: ParsedGraph) -> dict[str, np.ndarray]:
+    arrays = {"num_vertices": np.int64(graph.num_vertices), "src": graph.src, "dst": graph.dst}
+    if graph.weights is not None:
+        arrays["weights"] = graph.weights
+    return arrays
+
+
+def graph_from_arrays(arrays: dict[str, np.ndarray]) -> ParsedGraph:
+    return ParsedGraph(int(arrays["num_vertices"]), arrays["src"], arrays["dst"], arrays.get("weights"))
+
+
+def cached_parse(
+    path: str | Path,
+    reader: Callable[[Path], ParsedGraph],
+    *,
+    reader_name: str,
+    reader_version: int,
+    cache_dir: str | Path | None = None,
+    sha256: str | None = None,
+) -> tuple[ParsedGraph, str]:
+    """Parse ``path`` with ``reader`` unless a cache entry for (its SHA-256, reader, version)
+    exists. Returns the graph and the file's SHA-256."""
+    path = Path(path)
+    sha256 = sha256 or file_sha256(path)
+    entry = default_cache_dir(cache_dir) / "parsed" / f"{reader_name}-v{reader_version}-{sha256}.npz"
+    arrays = load_arrays(entry)
+    if arrays is not None:
+        try:
+            return graph_from_arrays(arrays), sha256
+        except KeyError:
+            pass
+    graph = reader(path)
+    save_arrays(entry, **graph_to_arrays(graph))
+    return graph, sha256

@@ -1,0 +1,223 @@
+"""compute() and update(): the checks, the batch commit and the engine dispatch (§6, §8, §10).
+
+Host and CUDA engines share everything here; only the engine body differs. Every check that can
+fail before the commit runs before ``Graph.apply``; after it, a failure poisons only the result
+it concerns (§8.5), and the first such error is raised once every result has been handled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..batch import Batch, validate_for_graph
+from ..errors import (CudaError, Error, InternalError, InvalidArgumentError, OutOfMemoryError,
+                      StaleResultError)
+from ..graph import Graph
+from .backends import cuda_module, grow_arrays, resolve_backend
+from .packing import check_size, decide_packing, default_delta
+from .plan import ChangeLists, EngineReport, Plan
+from .result import Options, Result, Stats, resolve_options
+
+
+def _check_graph(graph) -> None:
+    if not isinstance(graph, Graph):
+        raise InvalidArgumentError(f"expected an engines.Graph, got {type(graph).__name__}")
+
+
+def _stats(report: EngineReport, packed: bool, batch_summary) -> Stats:
+    return Stats(
+        invalidated=int(report.invalidated),
+        affected=int(report.affected),
+        iterations=int(report.iterations),
+        epochs=int(report.epochs),
+        pushes=int(report.pushes),
+        packed_parents=bool(packed),
+        engine_used=report.engine_used,
+        host_syncs=int(report.host_syncs),
+        sync_budget=int(report.sync_budget),
+        batch=batch_summary,
+    )
+
+
+def _select_engine(backend: str, opts: Options, device) -> str:
+    if backend == "host":
+        return "host"
+    return cuda_module().select_engine(opts.cuda_engine, device)
+
+
+def _call_probe(probe, name: str, stream) -> None:
+    if probe is not None:
+        getattr(probe, name)(stream)
+
+
+def _wrap_device_errors(exc: Exception) -> Error:
+    """Map stray CuPy/CUDA exceptions to the D5 classes (engines map their own where they can)."""
+    if isinstance(exc, Error):
+        return exc
+    name = type(exc).__name__
+    if isinstance(exc, MemoryError) or "OutOfMemory" in name:
+        return OutOfMemoryError(f"device allocation failed: {exc}")
+    if "CUDA" in name or "Cuda" in name or "NVRTC" in name or "cupy" in type(exc).__module__:
+        return CudaError(f"CUDA failure: {exc}")
+    return InternalError(f"unexpected {name} in the engine: {exc}")
+
+
+# -- compute ------------------------------------------------------------------------------------
+
+
+def compute(graph, source, *, backend: str = "host", options: Options | None = None, **overrides) -> Result:
+    """Shortest-path tree from scratch: the canonical tree with lowest-id ties (§6)."""
+    _check_graph(graph)
+    opts = resolve_options(options, overrides, graph.num_weights)
+    backend = resolve_backend(backend)
+    n = graph.num_vertices
+    if isinstance(source, bool) or not isinstance(source, (int, np.integer)) or not 0 <= int(source) < n:
+        raise InvalidArgumentError(f"source {source!r} is not a vertex of the graph (n = {n})")
+    source = int(source)
+    k = opts.objective
+    max_w = max(1, graph.max_weight(k))
+    check_size(max_w, n)
+    delta = opts.delta or default_delta(n, graph.num_edges, graph.weight_sum(k))
+    plan = Plan(source=source, objective=k, num_vertices=n, max_weight=max_w, delta=delta,
+                packing=decide_packing(max_w, n))
+    if backend == "host":
+        from . import host
+
+        d, p, report = host.compute(graph, plan)
+        return Result(graph, source, d, p, backend="host", device=None, options=opts,
+                      stats=_stats(report, plan.packed, None))
+    cuda = cuda_module()
+    device = cuda.current_device()
+    engine = _select_engine("cuda", opts, device)
+    try:
+        cuda.prepare(graph, plan, engine, device, 0)
+        cuda.upload(graph, device, k)
+        d, p, report = cuda.compute(graph, plan, engine, device)
+    except Exception as exc:  # nothing was created: no result to poison
+        raise _wrap_device_errors(exc) from exc
+    return Result(graph, source, d, p, backend="cuda", device=device, options=opts,
+                  stats=_stats(report, plan.packed, None))
+
+
+# -- update -------------------------------------------------------------------------------------
+
+
+class _Pending:
+    """One result's pre-commit work: its plan inputs, engine and device."""
+
+    __slots__ = ("result", "opts", "engine", "max_weight", "delta", "plan")
+
+    def __init__(self, result: Result, opts: Options, engine: str):
+        self.result, self.opts, self.engine = result, opts, engine
+
+
+def _check_results(graph: Graph, results) -> None:
+    if not results:
+        raise InvalidArgumentError("update() needs at least one result")
+    seen = set()
+    for r in results:
+        if not isinstance(r, Result):
+            raise InvalidArgumentError(f"expected engines.sssp.Result, got {type(r).__name__}")
+        if id(r) in seen:
+            raise InvalidArgumentError("the same result was passed to update() twice")
+        seen.add(id(r))
+    for r in results:
+        if r.poisoned:
+            r._live()
+        if r._graph is not graph:
+            raise StaleResultError("this result belongs to another graph")
+        if r.graph_version != graph.version:
+            raise StaleResultError(
+                f"this result describes graph version {r.graph_version}, but the graph is at version "
+                f"{graph.version}; results not passed to update() become stale"
+            )
+
+
+def _batch_max_weight(batch: Batch, k: int) -> int:
+    if batch.num_insertions == 0:
+        return 0
+    return int(batch.insert_weights[:, k].max())
+
+
+def change_lists(delta, k: int) -> ChangeLists:
+    """The changes of objective k (§3.4): deletions, then weight-increased insertions; all heads."""
+    up = delta.weight_increased[:, k] if delta.weight_increased.shape[0] else np.zeros(0, dtype=bool)
+    changed_from = np.concatenate([delta.delete_src, delta.insert_src[up]]).astype(np.int32)
+    changed_to = np.concatenate([delta.delete_dst, delta.insert_dst[up]]).astype(np.int32)
+    return ChangeLists(changed_from=changed_from, changed_to=changed_to,
+                       heads=np.ascontiguousarray(delta.insert_dst, dtype=np.int32))
+
+
+def update(graph, batch, *results, probe=None):
+    """Apply ``batch`` to ``graph`` once and update every result on the new graph (§8.2-§8.5).
+
+    Returns one ``Stats`` for one result, a tuple in argument order for several.
+    """
+    _check_graph(graph)
+    _check_results(graph, results)
+    pending = []
+    for r in results:
+        opts = r._options
+        if r.backend == "cuda":
+            resolve_backend("cuda")
+        pending.append(_Pending(r, opts, _select_engine(r.backend, opts, r.device)))
+    n_after = validate_for_graph(batch, graph.num_vertices, graph.num_weights)
+    n_old, m_old = graph.num_vertices, graph.num_edges
+    for item in pending:
+        k = item.opts.objective
+        item.max_weight = max(1, graph.max_weight(k), _batch_max_weight(batch, k))
+        check_size(item.max_weight, n_after)
+        item.delta = item.opts.delta or default_delta(n_old, m_old, graph.weight_sum(k))
+        item.plan = Plan(source=item.result.source, objective=k, num_vertices=n_after,
+                         max_weight=item.max_weight, delta=item.delta,
+                         packing=decide_packing(item.max_weight, n_after))
+    for item in pending:
+        if item.engine != "host":
+            try:
+                cuda_module().prepare(graph, item.plan, item.engine, item.result.device, len(batch))
+            except Exception as exc:
+                raise _wrap_device_errors(exc) from exc
+
+    summary, delta = graph.apply(batch)  # the commit
+
+    first_error = None
+    stats = []
+    for item in pending:
+        try:
+            stats.append(_run_update(graph, item, delta, summary, probe))
+        except Exception as exc:
+            item.result._poisoned = True
+            item.result._version = graph.version
+            stats.append(None)
+            if first_error is None:
+                first_error = _wrap_device_errors(exc)
+                if first_error is not exc:
+                    first_error.__cause__ = exc
+    if first_error is not None:
+        raise first_error
+    return stats[0] if len(stats) == 1 else tuple(stats)
+
+
+def _run_update(graph: Graph, item: _Pending, delta, summary, probe) -> Stats:
+    r = item.result
+    changes = change_lists(delta, item.opts.objective)
+    r._d, r._p = grow_arrays(r._d, r._p, graph.num_vertices)
+    if item.engine == "host":
+        from . import host
+
+        _call_probe(probe, "engine_start", None)
+        report = host.update(graph, r._d, r._p, item.plan, changes)
+        _call_probe(probe, "engine_stop", None)
+    else:
+        cuda = cuda_module()
+        cuda.upload(graph, r.device, item.opts.objective)
+        stream = cuda.stream(r.device)
+        _call_probe(probe, "engine_start", stream)
+        report = cuda.update(graph, r._d, r._p, item.plan, changes, item.engine, r.device)
+        _call_probe(probe, "engine_stop", stream)
+    r._version = graph.version
+    r._stats = _stats(report, item.plan.packed, summary)
+    return r._stats
+
+
+__all__ = ["compute", "update", "change_lists"]

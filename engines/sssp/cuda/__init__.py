@@ -1,0 +1,125 @@
+"""The CUDA backend of ``engines.sssp``: what the dispatch (``engines.sssp.api``) calls.
+
+Two engines share the workspace, the device mirror, the stream and the synchronization helper of
+this package: the fused engine (one persistent cooperative kernel, ``fused.py``) and the operators
+engine (one kernel per phase and a host loop, ``operators.py``). CuPy is imported lazily: this
+package imports on machines without CuPy, and ``is_available()`` is then False.
+
+Each engine module (``fused``, ``operators``) provides the same three functions:
+
+- ``load_module(device)``: compile (or fetch from the cache) the engine's module on ``device``;
+- ``update(graph, distances, parents, plan, changes, device) -> EngineReport``;
+- ``compute(graph, plan, device) -> (distances, parents, EngineReport)``.
+"""
+
+from __future__ import annotations
+
+from ...errors import NotSupportedError
+from . import runtime
+from .runtime import current_device, is_available, without_cooperative_launch
+
+ENGINES = ("fused", "operators")
+ENGINE_OPTIONS = ("automatic", "fused", "operators")
+
+
+def _engine_module(engine: str):
+    if engine == "fused":
+        from . import fused
+
+        return fused
+    if engine == "operators":
+        from . import operators
+
+        return operators
+    raise NotSupportedError(f"unknown CUDA engine {engine!r}; expected one of {', '.join(ENGINES)}")
+
+
+def fused_unavailable_reason(device: int) -> str | None:
+    """Why the fused engine cannot run on ``device`` (§10.1), or None when it can.
+
+    Compiles the fused module (CudaError on failure) unless cooperative launch is missing or
+    hidden by the test hook.
+    """
+    if not runtime.supports_cooperative_launch(device):
+        if runtime.cooperative_launch_disabled():
+            return "cooperative launch is disabled (test hook or ENGINES_NO_COOPERATIVE_LAUNCH)"
+        return f"device {device} does not support cooperative launch"
+    from . import fused
+
+    if fused.max_blocks(device) < 1:
+        return "the persistent kernel does not fit on an SM"
+    return None
+
+
+def select_engine(option: str, device: int) -> str:
+    """``options.cuda_engine`` -> "fused" | "operators" (§10.1), before the commit."""
+    if option not in ENGINE_OPTIONS:
+        raise NotSupportedError(
+            f"unknown cuda_engine {option!r}; expected one of {', '.join(ENGINE_OPTIONS)}"
+        )
+    if option == "operators":
+        return "operators"
+    reason = fused_unavailable_reason(device)
+    if reason is None:
+        return "fused"
+    if option == "automatic":
+        return "operators"
+    raise NotSupportedError(
+        f'cuda_engine="fused" cannot run on device {device}: {reason}; use cuda_engine="automatic" '
+        f'or cuda_engine="operators", or backend="host"'
+    )
+
+
+def stream(device: int):
+    """The one stream every run on ``device`` uses."""
+    return runtime.stream(device)
+
+
+def prepare(graph, plan, engine: str, device: int, num_changes: int) -> None:
+    """Before the commit (§8.2 step 6): compile the engine's module, reserve the workspace for
+    ``plan.num_vertices`` vertices and ``num_changes`` changes, and grow the graph mirror for the
+    state after the batch (at most ``num_changes`` more edges). CudaError / OutOfMemoryError."""
+    from . import mirror, workspace
+
+    module = _engine_module(engine)
+    module.load_module(device)
+    s = runtime.stream(device)
+    ws = workspace.get(device, graph.vertex_dtype)
+    with ws.lock:
+        ws.reserve(int(plan.num_vertices), max(int(num_changes), 1), s)
+    mirror.reserve(
+        graph, device, int(plan.num_vertices), int(graph.num_edges) + max(int(num_changes), 0),
+        int(plan.objective), s,
+    )
+
+
+def upload(graph, device: int, objective: int) -> None:
+    """Refresh the device mirror of the graph's current state (host-to-device copies only)."""
+    from . import mirror
+
+    mirror.upload(graph, device, objective, runtime.stream(device))
+
+
+def update(graph, distances, parents, plan, changes, engine: str, device: int):
+    """Run ``engine`` on the device arrays in place; returns an ``EngineReport``."""
+    return _engine_module(engine).update(graph, distances, parents, plan, changes, device)
+
+
+def compute(graph, plan, engine: str, device: int):
+    """A tree from scratch with ``engine``: (distances cupy int64, parents cupy, EngineReport)."""
+    return _engine_module(engine).compute(graph, plan, device)
+
+
+__all__ = [
+    "ENGINES",
+    "compute",
+    "current_device",
+    "fused_unavailable_reason",
+    "is_available",
+    "prepare",
+    "select_engine",
+    "stream",
+    "update",
+    "upload",
+    "without_cooperative_launch",
+]

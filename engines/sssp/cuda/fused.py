@@ -1,0 +1,213 @@
+"""Launcher of the CUDA fused engine (algorithm.md §5, §5.11, §6, §10): one persistent cooperative
+kernel per update and per ``compute()``, one host synchronization.
+
+The host stages the change lists and a fresh control block, launches ``fused_update`` (or
+``fused_compute``) cooperatively over occupancy x SM count blocks of 256 threads on the device's
+stream, then reads the control block back once through ``runtime.synchronize``. The epilogue turns
+``overflow`` into ``invalid_input`` and the pointer-jumping activity of the last round into
+``parent_cycle`` (re-zeroing the workspace first), else hands the kernel's last generation back
+to the workspace and reports the statistics. A steady-state update allocates no device memory:
+the workspace, the change-list buffers, the control block and the graph mirror are reserved
+beforehand (``prepare``) and reused.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ... import errors
+from ..plan import EngineReport
+from . import mirror, runtime, workspace
+
+ENGINE = "fused"
+SOURCE = "fused.cu"
+KERNELS = ("fused_update", "fused_compute")
+#: The control block says the kernel ran this many times per run: one synchronization (§9).
+SYNC_BUDGET = 1
+#: Optional cap on the grid (blocks), for experiments with smaller grids (§12.2, §15); results
+#: never depend on the grid size.
+MAX_BLOCKS_ENV = "ENGINES_FUSED_MAX_BLOCKS"
+#: Upper clamp of delta on the device: thresholds then stay far below 2^64 (bound < 2^60), and a
+#: threshold above the bound behaves the same whatever its value, so results do not change.
+DELTA_CLAMP = 1 << 62
+
+
+def load_module(device: int) -> runtime.CompiledModule:
+    """Compile (or fetch) the fused module on ``device``; CudaError on failure."""
+    return runtime.get_module(ENGINE, device, SOURCE, KERNELS, cooperative=True)
+
+
+def max_blocks(device: int) -> int:
+    """Co-resident blocks of the fused kernels on ``device`` (the smallest over every kernel and
+    type pair); 0 means the persistent kernel does not fit on an SM (§10.1)."""
+    module = load_module(device)
+    return min(
+        runtime.cooperative_grid(module, kernel, v, o)
+        for kernel in KERNELS
+        for v, o in runtime.TYPE_PAIRS
+    )
+
+
+def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype) -> int:
+    """The cooperative grid (§10.2), optionally capped by ``ENGINES_FUSED_MAX_BLOCKS``."""
+    blocks = runtime.cooperative_grid(module, kernel, vertex_dtype, offset_dtype)
+    cap = os.environ.get(MAX_BLOCKS_ENV, "").strip()
+    if cap:
+        blocks = min(blocks, max(int(cap), 1))
+    if blocks < 1:
+        raise errors.NotSupportedError(
+            f"the persistent kernel does not fit on an SM of device {module.device}; "
+            'use cuda_engine="operators" or backend="host"'
+        )
+    return blocks
+
+
+def pointer_jumping_rounds(n: int) -> int:
+    """``max_rounds = R + 1`` with ``R = ceil(log2 n)`` (0 for n = 1) (§5.5)."""
+    return (max(int(n), 1) - 1).bit_length() + 1
+
+
+def _scalars(plan, vertex_dtype):
+    vt = np.dtype(vertex_dtype).type
+    packing = plan.packing
+    return (
+        vt(plan.num_vertices),
+        vt(plan.source),
+        np.uint32(packing.bits),
+        np.uint64(packing.no_parent),
+        np.uint64(packing.bound),
+        np.uint64(min(int(plan.delta), DELTA_CLAMP)),
+        vt,
+    )
+
+
+def update(graph, distances, parents, plan, changes, device: int) -> EngineReport:
+    """One fused update of ``(distances, parents)`` (CuPy, already grown to n) in place (§5)."""
+    cupy = runtime.cupy_module()
+    vertex_dtype = np.dtype(parents.dtype)
+    n = int(plan.num_vertices)
+    num_changed = int(changes.changed_to.shape[0])
+    num_heads = int(changes.heads.shape[0])
+    s = runtime.stream(device)
+    module = load_module(device)
+    ws = workspace.get(device, vertex_dtype)
+    syncs = runtime.SyncCounter()
+    vn, vsource, bits, no_parent, bound, delta, vt = _scalars(plan, vertex_dtype)
+    max_rounds = pointer_jumping_rounds(n)
+
+    with ws.lock:
+        try:
+            runtime.order_after_current_stream(s, device)
+            with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
+                dg = mirror.view(graph, device, plan.objective)
+                fn = module.function("fused_update", vertex_dtype, dg.offset_dtype)
+                blocks = grid_blocks(module, "fused_update", vertex_dtype, dg.offset_dtype)
+                ws.reserve(n, max(num_changed, num_heads, 1), s)  # within capacity: nothing
+                changed_from, changed_to, heads = ws.stage_changes(changes, s)
+                base = ws.next_generation(s)
+                control = ws.control("fused")
+                control.upload_initial(s)
+                fn(
+                    (blocks,),
+                    (runtime.BLOCK_SIZE,),
+                    (
+                        vn, vsource,
+                        dg.out_ptr, dg.out_index, dg.out_weight,
+                        dg.in_ptr, dg.in_index, dg.in_weight,
+                        distances, parents,
+                        ws.word, ws.stamp, ws.in_far, ws.flag, ws.ancestor,
+                        ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
+                        changed_from, changed_to, vt(num_changed),
+                        heads, vt(num_heads),
+                        bits, no_parent, bound, delta,
+                        np.int32(base), np.int32(max_rounds), control.device,
+                    ),
+                )
+                record = runtime.synchronize(control, s, syncs)
+        except Exception:
+            _reset_quietly(ws, s)
+            raise
+        return _epilogue(ws, s, record, syncs, num_changed, max_rounds)
+
+
+def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> EngineReport:
+    """§5.11: overflow -> invalid_input; else parent cycle -> parent_cycle; else stats."""
+    if int(record["overflow"]) != 0:
+        _reset_quietly(ws, s)
+        raise errors.invalid_input_error()
+    if num_changed > 0:
+        rounds = int(record["rounds"])
+        if rounds == max_rounds and rounds > 0 and int(record["active"][(rounds - 1) % 3]) != 0:
+            _reset_quietly(ws, s)
+            raise errors.parent_cycle_error()
+    ws.advance_generation(int(record["generation"]))
+    return EngineReport(
+        engine_used=ENGINE,
+        invalidated=int(record["invalidated"]),
+        affected=int(record["affected"]),
+        iterations=int(record["iterations"]),
+        epochs=int(record["epochs"]),
+        pushes=int(record["pushes"]),
+        host_syncs=syncs.count,
+        sync_budget=SYNC_BUDGET,
+    )
+
+
+def compute(graph, plan, device: int):
+    """A tree from scratch (§6): returns (distances cupy int64, parents cupy, EngineReport)."""
+    cupy = runtime.cupy_module()
+    vertex_dtype = np.dtype(graph.vertex_dtype)
+    n = int(plan.num_vertices)
+    s = runtime.stream(device)
+    module = load_module(device)
+    ws = workspace.get(device, vertex_dtype)
+    syncs = runtime.SyncCounter()
+    vn, vsource, bits, no_parent, bound, delta, _vt = _scalars(plan, vertex_dtype)
+
+    with ws.lock:
+        try:
+            runtime.order_after_current_stream(s, device)
+            with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
+                dg = mirror.view(graph, device, plan.objective)
+                fn = module.function("fused_compute", vertex_dtype, dg.offset_dtype)
+                blocks = grid_blocks(module, "fused_compute", vertex_dtype, dg.offset_dtype)
+                ws.reserve(n, 1, s)
+                distances = cupy.empty(n, dtype=cupy.int64)
+                parents = cupy.empty(n, dtype=vertex_dtype)
+                base = ws.next_generation(s)
+                control = ws.control("fused")
+                control.upload_initial(s, near=np.array([1, 0, 0], dtype=vertex_dtype))
+                fn(
+                    (blocks,),
+                    (runtime.BLOCK_SIZE,),
+                    (
+                        vn, vsource,
+                        dg.out_ptr, dg.out_index, dg.out_weight,
+                        distances, parents,
+                        ws.word, ws.stamp, ws.in_far,
+                        ws.near_a, ws.near_b, ws.far_a, ws.far_b,
+                        bits, no_parent, bound, delta,
+                        np.int32(base), control.device,
+                    ),
+                )
+                record = runtime.synchronize(control, s, syncs)
+        except Exception:
+            _reset_quietly(ws, s)
+            raise
+        report = _epilogue(ws, s, record, syncs, 0, 0)
+    report.invalidated = 0
+    report.affected = 0
+    return distances, parents, report
+
+
+def _reset_quietly(ws, s) -> None:
+    """Re-zero the workspace after a failed run; discard it if even that fails (§5.1)."""
+    try:
+        ws.reset_after_failure(s)
+    except Exception:
+        workspace.discard(ws.device, ws.vertex_dtype)
+
+
+__all__ = ["ENGINE", "KERNELS", "compute", "grid_blocks", "load_module", "max_blocks", "update"]

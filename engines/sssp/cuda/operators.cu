@@ -1,0 +1,489 @@
+// The CUDA operators engine: one kernel per phase, driven by the host loop of operators.py
+// (algorithm.md §5 [ops], §6, §10; ADR 0026 item 1).
+//
+// The semantics are the fused engine's, phase by phase; only the barriers differ: a grid barrier
+// of the fused kernel is a kernel boundary here, and the decisions that need no host value
+// (pointer-jumping early exit, the near-far threshold, the first frontier length) are taken on the
+// device through the control block. None of MP1's simplifications (§14): every pointer-jumping
+// round is enqueued and a vertex still jumping in the last one is a parent cycle, candidates above
+// the bound are never packed, distance-only words recover their parents, and the unpack of an
+// update writes only changed entries and counts them.
+//
+// Every kernel is grid-stride over blocks of SSSP_BLOCK threads (the host caps the grid, §10.2);
+// one-thread kernels are launched as one block of one thread. Full-mask warp collectives are
+// called by every lane, after the grid-stride loop.
+//
+// Template parameters: V is the vertex type (counters have its width), O the edge-offset type.
+// Every kernel takes both, even where O is unused, so that runtime.py instantiates every kernel
+// of the module at every (vertex, offset) pair the same way.
+
+#include "kernels.cuh"
+
+namespace sssp {
+namespace ops {
+
+// Packing from the two kernel arguments every word-handling kernel receives.
+__device__ __forceinline__ Packing make_packing(u32 bits, u64 no_parent) {
+    Packing k;
+    k.bits = bits;
+    k.no_parent = no_parent;
+    return k;
+}
+
+}  // namespace ops
+}  // namespace sssp
+
+// The kernels live at global scope so that CuPy's name expressions (runtime.instantiation_name,
+// e.g. "ops_push<int, long long>") find them, as the fused engine's; the building blocks come
+// from namespace sssp.
+using namespace sssp;
+
+// ---------------------------------------------------------------------------------------------
+// Control-block initialization (§5.2 [ops]): zero every field, minimum = empty.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK) ops_control_init(OperatorsControl<V>* ctl) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    ctl->minimum = EMPTY_MIN;
+    ctl->threshold = 0;
+    ctl->affected = 0;
+    ctl->candidates = 0;
+    ctl->frontier = 0;
+    ctl->near[0] = 0;
+    ctl->near[1] = 0;
+    ctl->far[0] = 0;
+    ctl->far[1] = 0;
+    ctl->invalidated = 0;
+    ctl->overflow = 0;
+    for (int r = 0; r < 65; ++r) ctl->active[r] = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pack the old tree (§5.3) and initialize the pointer-jumping ancestors with the input parents.
+// An input distance below INF/2 that is negative or above the bound is invalid_input: it sets
+// ctl->overflow (read at sync #1) and its word becomes INF; work in flight is not stopped.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_pack(V n, const i64* __restrict__ distances, const V* __restrict__ parents,
+             u64* __restrict__ words, V* __restrict__ ancestor, u64 bound, u32 bits,
+             u64 no_parent, OperatorsControl<V>* ctl) {
+    const Packing k = sssp::ops::make_packing(bits, no_parent);
+    const GridStride g;
+    bool overflow = false;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        const i64 d = distances[v];
+        const V p = parents[v];
+        u64 word = INF_WORD;
+        if (d < INF_HALF) {
+            if (d < 0 || static_cast<u64>(d) > bound) {
+                overflow = true;
+            } else {
+                word = pack(k, static_cast<u64>(d), static_cast<i64>(p));
+            }
+        }
+        words[v] = word;
+        ancestor[v] = p;
+    }
+    if (overflow) ctl->overflow = 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Roots (§5.4): the heads of changed edges that are tree edges of the input parents as given.
+// Launched only when the changed list is non-empty.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_roots(V num_changed, const V* __restrict__ changed_from, const V* __restrict__ changed_to,
+              const V* __restrict__ parents, i32* __restrict__ flag) {
+    const GridStride g;
+    for (i64 i = g.first; i < num_changed; i += g.stride) {
+        const V to = changed_to[i];
+        if (parents[to] == changed_from[i]) flag[to] = 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One pointer-jumping round (§5.5). The host enqueues rounds 0 .. R without waiting; a round
+// after one in which no vertex jumped returns at once (a uniform decision: the previous launch
+// has finished), so the device stops exactly where the fused kernel does. Each round reports its
+// own activity in ctl->active[round]; activity in round R is a parent cycle (checked at sync #1).
+// Ancestors and flags are written by other blocks of the same launch: coherent loads.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_pointer_jump(V n, i32 round, V* __restrict__ ancestor, i32* __restrict__ flag,
+                     OperatorsControl<V>* ctl) {
+    if (round > 0 && load_cg(&ctl->active[round - 1]) == 0) return;
+    const GridStride g;
+    bool jumping = false;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        const V a = load_cg(ancestor + v);
+        if (a < 0 || load_cg(flag + v) != 0) continue;
+        if (load_cg(flag + a) != 0) {
+            flag[v] = 1;
+            continue;
+        }
+        const V next = load_cg(ancestor + a);
+        ancestor[v] = next;
+        jumping = jumping || next >= 0;
+    }
+    if (__any_sync(SSSP_FULL_MASK, jumping) && lane_id() == 0) ctl->active[round] = 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invalidate (§5.6): every flagged vertex gets the INF word, the invalidation generation and a
+// candidates slot; its flag is cleared for the next run. `invalidated` is this exact count, summed
+// per warp, never the candidates counter (which the heads kernel keeps incrementing).
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_invalidate(V n, i32* __restrict__ flag, u64* __restrict__ words, i32* __restrict__ stamp,
+                   i32 generation, V* __restrict__ candidates, OperatorsControl<V>* ctl) {
+    const GridStride g;
+    V local = 0;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        if (flag[v] != 0) {
+            flag[v] = 0;
+            words[v] = INF_WORD;
+            stamp[v] = generation;
+            candidates[append(&ctl->candidates)] = static_cast<V>(v);
+            ++local;
+        }
+    }
+    warp_sum_into(local, &ctl->invalidated);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Insertion heads (§5.7), with the invalidation's generation: a just-invalidated head is not
+// listed twice, duplicates once, the source never. Launched only when the head list is non-empty.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_heads(V num_heads, const V* __restrict__ heads, V source, i32* __restrict__ stamp,
+              i32 generation, V* __restrict__ candidates, OperatorsControl<V>* ctl) {
+    const GridStride g;
+    for (i64 i = g.first; i < num_heads; i += g.stride) {
+        const V v = heads[i];
+        if (v != source && claim(stamp, v, generation)) {
+            candidates[append(&ctl->candidates)] = v;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pull (§5.8): each candidate takes the key-minimum of its own word and every in-neighbour offer
+// (u's current distance + w, parent u), dropping offers above the bound. A strictly smaller
+// distance lists it in the frontier, once per pull generation. The candidate count comes by value
+// (the host read it at sync #1). Words of other candidates may be lowered concurrently: coherent
+// loads; the result does not depend on it (§5.12).
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_pull(V count, const V* __restrict__ candidates, const O* __restrict__ in_ptr,
+             const V* __restrict__ in_src, const i32* __restrict__ in_weight,
+             u64* __restrict__ words, u64 bound, u32 bits, u64 no_parent, i32* __restrict__ stamp,
+             i32 generation, V* __restrict__ frontier, OperatorsControl<V>* ctl) {
+    const Packing k = sssp::ops::make_packing(bits, no_parent);
+    const CsrView<V, O> in{in_ptr, in_src, in_weight};
+    const GridStride g;
+    for (i64 i = g.first; i < count; i += g.stride) {
+        const V v = candidates[i];
+        const u64 current = load_cg(words + v);
+        u64 best = current;
+        const O end = in.end(v);
+        for (O e = in.begin(v); e < end; ++e) {
+            const V u = in.neighbour(e);
+            const u64 x = load_cg(words + u);
+            if (x == INF_WORD) continue;
+            const u64 nd = (x >> k.bits) + in.weight_of(e);
+            if (nd > bound) continue;
+            const u64 offer = pack(k, nd, static_cast<i64>(u));
+            if (offer < best) best = offer;
+        }
+        if (best < current) {
+            const u64 old = atomicMin(words + v, best);
+            if (word_distance(k, best) < word_distance(k, old) && claim(stamp, v, generation)) {
+                frontier[append(&ctl->frontier)] = v;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Minimum distance over the finite words of a list (§5.9 (a) and the epoch minimum) into
+// ctl->minimum. The first minimum reads the list length from ctl->frontier (`from_frontier`; the
+// frontier length stays on the device); an epoch's minimum gets the pile size by value.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_min(V count, i32 from_frontier, const V* __restrict__ list, const u64* __restrict__ words,
+            u32 bits, OperatorsControl<V>* ctl) {
+    const V length = from_frontier != 0 ? load_cg(&ctl->frontier) : count;
+    const GridStride g;
+    u64 minimum = EMPTY_MIN;
+    for (i64 i = g.first; i < length; i += g.stride) {
+        const u64 x = load_cg(words + list[i]);
+        if (x == INF_WORD) continue;
+        const u64 d = x >> bits;
+        if (d < minimum) minimum = d;
+    }
+    warp_min_into(minimum, &ctl->minimum);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The near-far threshold, one thread (§5.9). First mode: (minimum, or 0 when empty) + delta.
+// Raise mode: max(threshold, minimum) + delta. Both reset the minimum slot to empty for the next
+// minimum kernel. In raise mode the minimum is over the far pile, always finite (§5.9 "Progress").
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_threshold(i32 raise, u64 delta, OperatorsControl<V>* ctl) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const u64 minimum = ctl->minimum;
+    if (raise != 0) {
+        const u64 base = minimum == EMPTY_MIN || minimum < ctl->threshold ? ctl->threshold : minimum;
+        ctl->threshold = base + delta;
+    } else {
+        ctl->threshold = (minimum == EMPTY_MIN ? 0ull : minimum) + delta;
+    }
+    ctl->minimum = EMPTY_MIN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The first split (§5.9 (b)): frontier entries below the threshold go to near list 0 (claimed
+// with a fresh generation), the others to far pile 0 on their in_far 0 -> 1 transition. The
+// frontier length is read from the control block.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_split_frontier(const V* __restrict__ frontier, const u64* __restrict__ words, u32 bits,
+                       u64 no_parent, i32* __restrict__ stamp, i32 generation,
+                       i32* __restrict__ in_far, V* __restrict__ near_list,
+                       V* __restrict__ far_list, OperatorsControl<V>* ctl) {
+    const Packing k = sssp::ops::make_packing(bits, no_parent);
+    const V length = load_cg(&ctl->frontier);
+    const u64 threshold = load_cg(&ctl->threshold);
+    const GridStride g;
+    for (i64 i = g.first; i < length; i += g.stride) {
+        const V v = frontier[i];
+        const u64 d = word_distance(k, load_cg(words + v));
+        if (d < threshold) {
+            if (claim(stamp, v, generation)) near_list[append(&ctl->near[0])] = v;
+        } else if (atomicExch(in_far + v, 1) == 0) {
+            far_list[append(&ctl->far[0])] = v;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// An epoch's re-split of the far pile (§5.9 (c)), after the threshold was raised: entries now
+// below the threshold leave the pile (in_far cleared) for near list `near_slot`, which is empty;
+// the others stay, copied to pile 1 - far_slot. The pile size comes by value, so thread 0 may zero
+// far[far_slot], the pile being read, for its next use.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_split_pile(V count, const V* __restrict__ pile, const u64* __restrict__ words, u32 bits,
+                   u64 no_parent, i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
+                   V* __restrict__ near_list, V* __restrict__ kept_pile, i32 near_slot,
+                   i32 far_slot, OperatorsControl<V>* ctl) {
+    const Packing k = sssp::ops::make_packing(bits, no_parent);
+    const u64 threshold = load_cg(&ctl->threshold);
+    const GridStride g;
+    if (g.first == 0) ctl->far[far_slot] = 0;
+    for (i64 i = g.first; i < count; i += g.stride) {
+        const V v = pile[i];
+        const u64 d = word_distance(k, load_cg(words + v));
+        if (d < threshold) {
+            in_far[v] = 0;
+            if (claim(stamp, v, generation)) near_list[append(&ctl->near[near_slot])] = v;
+        } else {
+            kept_pile[append(&ctl->far[1 - far_slot])] = v;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One push iteration (§5.9 (c)): every near vertex offers (its distance + w, itself) to each
+// out-neighbour except the source, dropping offers above the bound. A thread that lowers a
+// neighbour's distance queues it: near list 1 - near_slot (claimed with this iteration's
+// generation) below the threshold, else the far pile far_slot on its in_far 0 -> 1 transition.
+// The near count comes by value, so thread 0 zeroes near[near_slot] for the iteration after next.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_push(V count, const V* __restrict__ near_list, const O* __restrict__ out_ptr,
+             const V* __restrict__ out_dst, const i32* __restrict__ out_weight,
+             u64* __restrict__ words, V source, u64 bound, u32 bits, u64 no_parent,
+             i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
+             V* __restrict__ next_list, V* __restrict__ far_list, i32 near_slot, i32 far_slot,
+             OperatorsControl<V>* ctl) {
+    const Packing k = sssp::ops::make_packing(bits, no_parent);
+    const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+    const u64 threshold = load_cg(&ctl->threshold);
+    const GridStride g;
+    if (g.first == 0) ctl->near[near_slot] = 0;
+    for (i64 i = g.first; i < count; i += g.stride) {
+        const V u = near_list[i];
+        const u64 x = load_cg(words + u);
+        if (x == INF_WORD) continue;
+        const u64 du = x >> k.bits;
+        const O end = out.end(u);
+        for (O e = out.begin(u); e < end; ++e) {
+            const V w = out.neighbour(e);
+            if (w == source) continue;  // the source is never relaxed
+            const u64 nd = du + out.weight_of(e);
+            if (nd > bound) continue;  // never packed (§4.2)
+            const u64 offer = pack(k, nd, static_cast<i64>(u));
+            if (offer >= load_cg(words + w)) continue;  // racy pre-check, only a filter
+            const u64 old = atomicMin(words + w, offer);
+            if (nd < word_distance(k, old)) {
+                if (nd < threshold) {
+                    if (claim(stamp, w, generation)) next_list[append(&ctl->near[1 - near_slot])] = w;
+                } else if (atomicExch(in_far + w, 1) == 0) {
+                    far_list[append(&ctl->far[far_slot])] = w;
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unpack of an update in packed mode (§5.10): only entries whose (distance, parent) differ from
+// the input are written; `affected` counts them, summed per warp.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_unpack_update(V n, const u64* __restrict__ words, u32 bits, u64 no_parent,
+                      i64* __restrict__ distances, V* __restrict__ parents,
+                      OperatorsControl<V>* ctl) {
+    const Packing k = sssp::ops::make_packing(bits, no_parent);
+    const GridStride g;
+    u64 changed = 0;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        i64 d;
+        V p;
+        unpack(k, words[v], d, p);
+        if (d != distances[v] || p != parents[v]) {
+            distances[v] = d;
+            parents[v] = p;
+            ++changed;
+        }
+    }
+    warp_sum_into(changed, &ctl->affected);
+}
+
+// Unpack of compute() in packed mode: every entry written, nothing counted.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_unpack_all(V n, const u64* __restrict__ words, u32 bits, u64 no_parent,
+                   i64* __restrict__ distances, V* __restrict__ parents) {
+    const Packing k = sssp::ops::make_packing(bits, no_parent);
+    const GridStride g;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        i64 d;
+        V p;
+        unpack(k, words[v], d, p);
+        distances[v] = d;
+        parents[v] = p;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Distance-only parent recovery (§4.4), step 1: distances from the words; parent -1 for the
+// source and unreachable vertices, VMAX (no tight in-edge seen yet) for the others. For an update
+// (`count_affected`) the input parent is first saved in `saved_parents` and `distance_changed[v]`
+// marks a distance that differs from the input, for the affected count after step 2.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_recover_init(V n, const u64* __restrict__ words, V source, i64* __restrict__ distances,
+                     V* __restrict__ parents, i32 count_affected, V* __restrict__ saved_parents,
+                     V* __restrict__ distance_changed) {
+    const GridStride g;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        const u64 x = words[v];
+        const i64 d = x == INF_WORD ? INF_DISTANCE : static_cast<i64>(x);
+        if (count_affected != 0) {
+            saved_parents[v] = parents[v];
+            distance_changed[v] = d != distances[v] ? V(1) : V(0);
+        }
+        distances[v] = d;
+        parents[v] = (x == INF_WORD || v == source) ? V(-1) : VertexMax<V>::value;
+    }
+}
+
+// Step 2: every reachable u offers itself to each out-neighbour x != s it reaches tightly; the
+// atomic minimum keeps the lowest-id tight in-neighbour, so the recovered tree is canonical.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_recover_parents(V n, const O* __restrict__ out_ptr, const V* __restrict__ out_dst,
+                        const i32* __restrict__ out_weight, V source,
+                        const i64* __restrict__ distances, V* __restrict__ parents) {
+    const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+    const GridStride g;
+    for (i64 u = g.first; u < n; u += g.stride) {
+        const i64 du = distances[u];
+        if (du >= INF_HALF) continue;
+        const O end = out.end(u);
+        for (O e = out.begin(u); e < end; ++e) {
+            const V x = out.neighbour(e);
+            if (x == source) continue;
+            if (du + static_cast<i64>(out.weight_of(e)) == distances[x]) {
+                atomic_min(parents + x, static_cast<V>(u));
+            }
+        }
+    }
+}
+
+// Step 3 (update only): affected = vertices whose distance changed or whose recovered parent
+// differs from the saved input parent.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_recover_count(V n, const V* __restrict__ parents, const V* __restrict__ saved_parents,
+                      const V* __restrict__ distance_changed, OperatorsControl<V>* ctl) {
+    const GridStride g;
+    u64 changed = 0;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        if (distance_changed[v] != 0 || parents[v] != saved_parents[v]) ++changed;
+    }
+    warp_sum_into(changed, &ctl->affected);
+}
+
+// ---------------------------------------------------------------------------------------------
+// compute() initialization (§6): the control block zeroed with an empty minimum, every word INF
+// but the source's (0, no parent), and the frontier {s} with ctl->frontier = 1. No pack, roots,
+// invalidation, heads or pull follow.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_compute_init(V n, V source, u64* __restrict__ words, u32 bits, u64 no_parent,
+                     V* __restrict__ frontier, OperatorsControl<V>* ctl) {
+    const Packing k = sssp::ops::make_packing(bits, no_parent);
+    const GridStride g;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        words[v] = v == source ? pack(k, 0ull, -1ll) : INF_WORD;
+    }
+    if (g.first == 0) {
+        ctl->minimum = EMPTY_MIN;
+        ctl->threshold = 0;
+        ctl->affected = 0;
+        ctl->candidates = 0;
+        ctl->frontier = 1;
+        ctl->near[0] = 0;
+        ctl->near[1] = 0;
+        ctl->far[0] = 0;
+        ctl->far[1] = 0;
+        ctl->invalidated = 0;
+        ctl->overflow = 0;
+        for (int r = 0; r < 65; ++r) ctl->active[r] = 0;
+        frontier[0] = source;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The control block's layout as the compiler sees it, for the test that checks the NumPy mirror:
+// the byte offset of every field of the block at `ctl` (never written), then its size.
+template <typename V, typename O>
+__global__ void ops_control_layout(const OperatorsControl<V>* ctl, i64* out) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const char* base = reinterpret_cast<const char*>(ctl);
+    out[0] = reinterpret_cast<const char*>(&ctl->minimum) - base;
+    out[1] = reinterpret_cast<const char*>(&ctl->threshold) - base;
+    out[2] = reinterpret_cast<const char*>(&ctl->affected) - base;
+    out[3] = reinterpret_cast<const char*>(&ctl->candidates) - base;
+    out[4] = reinterpret_cast<const char*>(&ctl->frontier) - base;
+    out[5] = reinterpret_cast<const char*>(&ctl->near[0]) - base;
+    out[6] = reinterpret_cast<const char*>(&ctl->far[0]) - base;
+    out[7] = reinterpret_cast<const char*>(&ctl->invalidated) - base;
+    out[8] = reinterpret_cast<const char*>(&ctl->overflow) - base;
+    out[9] = reinterpret_cast<const char*>(&ctl->active[0]) - base;
+    out[10] = static_cast<i64>(sizeof(OperatorsControl<V>));
+}
+

@@ -1,0 +1,414 @@
+"""CUDA runtime pieces shared by the fused and operators engines (algorithm.md §10, §12).
+
+- lazy CuPy import (this module imports on machines without CuPy);
+- device capability (cooperative launch) with the test hook ``without_cooperative_launch()`` and
+  the environment variable ``ENGINES_NO_COOPERATIVE_LAUNCH=1``;
+- compilation of an engine's source through ``cupy.RawModule`` with the shared header inlined
+  (CuPy's cache key covers the source string, not headers found through ``-I``: cupy/cupy#6159),
+  templates instantiated for every supported (vertex, offset) type pair, and an in-process cache
+  per (engine, device);
+- occupancy and grid sizing (§10.2);
+- the one stream per device and THE synchronization helper (§10.3), which both engines use and
+  which is the only place a run waits for the device;
+- translation of CuPy / CUDA exceptions into ``CudaError`` / ``OutOfMemoryError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import CudaError, NotSupportedError, OutOfMemoryError
+
+#: Every kernel of both engines runs blocks of this many threads (kernels.cuh SSSP_BLOCK).
+BLOCK_SIZE = 256
+#: Environment switch of the "no cooperative launch" test hook (§10.1, D6).
+NO_COOPERATIVE_ENV = "ENGINES_NO_COOPERATIVE_LAUNCH"
+#: The shared header, inlined into every engine source string.
+HEADER_NAME = "kernels.cuh"
+SOURCE_DIR = Path(__file__).resolve().parent
+
+#: (vertex dtype, offset dtype) pairs every engine instantiates (D2, §3.1), with their C names.
+TYPE_PAIRS = ((np.dtype(np.int32), np.dtype(np.int32)), (np.dtype(np.int32), np.dtype(np.int64)))
+C_TYPE_NAMES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
+
+#: Compiler options for NVRTC (through CuPy). The header uses C++17 features only.
+NVRTC_OPTIONS = ("-std=c++17",)
+
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"kernels\.cuh"\s*$', re.MULTILINE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lazy CuPy
+
+
+def cupy_module():
+    """Import and return CuPy, or raise ``NotSupportedError`` when it is missing."""
+    try:
+        import cupy  # noqa: PLC0415 - imported lazily so the package imports without CuPy
+    except Exception as exc:  # ImportError, or a broken CUDA installation raising at import
+        raise NotSupportedError(
+            f"backend='cuda' needs CuPy and a CUDA GPU; CuPy could not be imported ({exc}); "
+            "use backend='host'"
+        ) from exc
+    return cupy
+
+
+def is_available() -> bool:
+    """CuPy importable and at least one CUDA device visible; never raises."""
+    try:
+        cupy = cupy_module()
+        return int(cupy.cuda.runtime.getDeviceCount()) > 0
+    except Exception:
+        return False
+
+
+def current_device() -> int:
+    """The id of CuPy's current device."""
+    cupy = cupy_module()
+    with cuda_errors("querying the current device"):
+        return int(cupy.cuda.runtime.getDevice())
+
+
+# ---------------------------------------------------------------------------------------------
+# Error translation
+
+
+@contextlib.contextmanager
+def cuda_errors(what: str):
+    """Turn CuPy / CUDA failures inside the block into ``CudaError`` / ``OutOfMemoryError``.
+
+    Errors of the engines' own hierarchy pass through unchanged.
+    """
+    from ...errors import Error
+
+    try:
+        yield
+    except Error:
+        raise
+    except MemoryError as exc:  # cupy.cuda.memory.OutOfMemoryError derives from MemoryError
+        raise OutOfMemoryError(f"out of memory while {what}: {exc}") from exc
+    except Exception as exc:
+        if not _is_cuda_exception(exc):
+            raise
+        code = getattr(exc, "status", None)
+        if _is_out_of_memory_status(exc):
+            raise OutOfMemoryError(f"out of memory while {what}: {exc}") from exc
+        raise CudaError(f"CUDA failure while {what}: {exc}", code=code) from exc
+
+
+def _is_cuda_exception(exc: BaseException) -> bool:
+    module = type(exc).__module__ or ""
+    name = type(exc).__name__
+    if module.startswith(("cupy", "cupy_backends", "cuda")):
+        return True
+    return name in {"CUDARuntimeError", "CUDADriverError", "CompileException", "NVRTCError"}
+
+
+def _is_out_of_memory_status(exc: BaseException) -> bool:
+    # cudaErrorMemoryAllocation = 2 (runtime), CUDA_ERROR_OUT_OF_MEMORY = 2 (driver).
+    name = type(exc).__name__
+    return name in {"CUDARuntimeError", "CUDADriverError"} and getattr(exc, "status", None) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Device capability and the "no cooperative launch" hook
+
+
+_hook_lock = threading.Lock()
+_hook_depth = 0
+
+
+@contextlib.contextmanager
+def without_cooperative_launch():
+    """Test hook (D6, §10.1): inside the block, no device counts as supporting cooperative launch.
+
+    ``cuda_engine="automatic"`` then selects the operators engine and ``"fused"`` raises
+    ``NotSupportedError``. Nests; thread-safe.
+    """
+    global _hook_depth
+    with _hook_lock:
+        _hook_depth += 1
+    try:
+        yield
+    finally:
+        with _hook_lock:
+            _hook_depth -= 1
+
+
+def cooperative_launch_disabled() -> bool:
+    """True while the test hook is active or ``ENGINES_NO_COOPERATIVE_LAUNCH`` is set (not 0)."""
+    if _hook_depth > 0:
+        return True
+    value = os.environ.get(NO_COOPERATIVE_ENV, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    device: int
+    name: str
+    multiprocessors: int
+    max_threads_per_multiprocessor: int
+    cooperative_launch: bool  # the hardware attribute, before the test hook
+
+
+@functools.lru_cache(maxsize=None)
+def device_info(device: int) -> DeviceInfo:
+    """Properties of one device, queried once per process."""
+    cupy = cupy_module()
+    with cuda_errors(f"querying the properties of device {device}"):
+        props = cupy.cuda.runtime.getDeviceProperties(int(device))
+    name = props.get("name", b"")
+    if isinstance(name, bytes):
+        name = name.decode(errors="replace")
+    return DeviceInfo(
+        device=int(device),
+        name=str(name),
+        multiprocessors=int(props["multiProcessorCount"]),
+        max_threads_per_multiprocessor=int(props["maxThreadsPerMultiProcessor"]),
+        cooperative_launch=bool(props.get("cooperativeLaunch", 0)),
+    )
+
+
+def supports_cooperative_launch(device: int) -> bool:
+    """The device attribute, unless the test hook or the environment variable hides it."""
+    if cooperative_launch_disabled():
+        return False
+    return device_info(device).cooperative_launch
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources and compilation
+
+
+def read_source(filename: str) -> str:
+    """The text of an engine source with the shared header inlined in place of its include."""
+    source = (SOURCE_DIR / filename).read_text()
+    header = (SOURCE_DIR / HEADER_NAME).read_text()
+    inlined, count = _INCLUDE_RE.subn(lambda _m: header, source, count=1)
+    if count != 1:
+        raise CudaError(f'{filename} must include "{HEADER_NAME}" exactly once')
+    return inlined
+
+
+def instantiation_name(kernel: str, vertex_dtype, offset_dtype) -> str:
+    """The C++ name expression of a kernel template instantiation, e.g. ``k<int, long long>``."""
+    v = C_TYPE_NAMES[np.dtype(vertex_dtype)]
+    o = C_TYPE_NAMES[np.dtype(offset_dtype)]
+    return f"{kernel}<{v}, {o}>"
+
+
+class CompiledModule:
+    """One engine's module on one device: every kernel template at every supported type pair."""
+
+    def __init__(self, engine: str, device: int, raw_module, kernels: tuple[str, ...]):
+        self.engine = engine
+        self.device = device
+        self._raw = raw_module
+        self._kernels = kernels
+        self._functions: dict[tuple[str, np.dtype, np.dtype], object] = {}
+        self._occupancy: dict[tuple[str, np.dtype, np.dtype], int] = {}
+
+    def function(self, kernel: str, vertex_dtype, offset_dtype):
+        """The ``cupy.RawKernel`` of one instantiation (compiled on first use of the module)."""
+        key = (kernel, np.dtype(vertex_dtype), np.dtype(offset_dtype))
+        fn = self._functions.get(key)
+        if fn is None:
+            if kernel not in self._kernels:
+                raise KeyError(f"kernel {kernel!r} is not part of the {self.engine} module")
+            with cuda_errors(f"loading kernel {kernel} of the {self.engine} engine"):
+                fn = self._raw.get_function(instantiation_name(kernel, *key[1:]))
+            self._functions[key] = fn
+        return fn
+
+    def load_all(self) -> None:
+        """Compile the module and load every instantiation (so failures surface early)."""
+        for kernel in self._kernels:
+            for vertex, offset in TYPE_PAIRS:
+                fn = self.function(kernel, vertex, offset)
+                with cuda_errors(f"loading kernel {kernel} of the {self.engine} engine"):
+                    _ = fn.kernel  # forces compilation and module load on this device
+
+    def occupancy(self, kernel: str, vertex_dtype, offset_dtype, block: int = BLOCK_SIZE) -> int:
+        """Co-resident blocks of ``block`` threads per multiprocessor (0 dynamic shared memory)."""
+        key = (kernel, np.dtype(vertex_dtype), np.dtype(offset_dtype))
+        value = self._occupancy.get(key)
+        if value is None:
+            cupy = cupy_module()
+            fn = self.function(kernel, vertex_dtype, offset_dtype)
+            with cuda_errors(f"querying the occupancy of {kernel}"), cupy.cuda.Device(self.device):
+                value = int(
+                    cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                        fn.kernel.ptr, int(block), 0
+                    )
+                )
+            self._occupancy[key] = value
+        return value
+
+
+_module_lock = threading.Lock()
+_modules: dict[tuple[str, int], CompiledModule] = {}
+
+
+def get_module(
+    engine: str,
+    device: int,
+    source_file: str,
+    kernels: tuple[str, ...],
+    *,
+    cooperative: bool,
+) -> CompiledModule:
+    """The compiled module of ``engine`` on ``device``, from the in-process cache or compiled now.
+
+    Compiles under ``cuda_errors`` (NVRTC failures become ``CudaError``). CuPy's on-disk cache
+    keeps the binary across processes; its key covers the full source string, header included.
+    """
+    key = (engine, int(device))
+    with _module_lock:
+        module = _modules.get(key)
+        if module is not None:
+            return module
+        cupy = cupy_module()
+        code = read_source(source_file)
+        names = [instantiation_name(k, v, o) for k in kernels for v, o in TYPE_PAIRS]
+        with cuda_errors(f"compiling the {engine} engine"), cupy.cuda.Device(int(device)):
+            raw = cupy.RawModule(
+                code=code,
+                options=NVRTC_OPTIONS,
+                name_expressions=names,
+                enable_cooperative_groups=cooperative,
+            )
+            module = CompiledModule(engine, int(device), raw, tuple(kernels))
+            module.load_all()
+        _modules[key] = module
+        return module
+
+
+# ---------------------------------------------------------------------------------------------
+# Grid sizing (§10.2)
+
+
+def cooperative_grid(module: CompiledModule, kernel: str, vertex_dtype, offset_dtype) -> int:
+    """Fused: blocks = occupancy(kernel, 256 threads, 0 shared) x SM count (0 if it cannot fit)."""
+    occ = module.occupancy(kernel, vertex_dtype, offset_dtype)
+    return occ * device_info(module.device).multiprocessors
+
+
+def operators_grid_cap(device: int) -> int:
+    """Operators: max(SM count, 1) x max(max threads per SM // 256, 1) (1056 on an H200)."""
+    info = device_info(device)
+    return max(info.multiprocessors, 1) * max(info.max_threads_per_multiprocessor // BLOCK_SIZE, 1)
+
+
+def operators_blocks(work: int, device: int) -> int:
+    """Operators: min(ceil(max(work, 1) / 256), grid_cap) blocks of 256 threads."""
+    work = max(int(work), 1)
+    return min((work + BLOCK_SIZE - 1) // BLOCK_SIZE, operators_grid_cap(device))
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams and THE synchronization helper (§10.3, §12.3)
+
+
+_stream_lock = threading.Lock()
+_streams: dict[int, object] = {}
+
+
+def stream(device: int):
+    """The one stream every run on ``device`` uses (created on first use).
+
+    A blocking stream on purpose: work that other code enqueues on CuPy's legacy default stream
+    (growing a result, ``clone()``, ``from_arrays()``) is ordered before the engines' launches
+    without any host synchronization, and the engines' work before later default-stream work.
+    """
+    device = int(device)
+    s = _streams.get(device)
+    if s is not None:
+        return s
+    with _stream_lock:
+        s = _streams.get(device)
+        if s is None:
+            cupy = cupy_module()
+            with cuda_errors(f"creating the stream of device {device}"), cupy.cuda.Device(device):
+                s = cupy.cuda.Stream(non_blocking=False)
+            _streams[device] = s
+        return s
+
+
+_order_events: dict[int, object] = {}
+
+
+def order_after_current_stream(stream_, device: int) -> None:
+    """Make the engine's stream wait, on the device, for the work already enqueued on CuPy's
+    current stream (where the dispatch grows, clones and imports result arrays): one event record
+    and one stream wait, reused; no host synchronization, no allocation. Covers a per-thread
+    default stream too, with which the blocking stream does not order itself."""
+    cupy = cupy_module()
+    with cuda_errors("ordering the engine's stream after the caller's"), cupy.cuda.Device(int(device)):
+        current = cupy.cuda.get_current_stream()
+        if current.ptr == stream_.ptr:
+            return
+        event = _order_events.get(int(device))
+        if event is None:
+            event = _order_events[int(device)] = cupy.cuda.Event(block=False, disable_timing=True)
+        event.record(current)
+        stream_.wait_event(event)
+
+
+class SyncCounter:
+    """Counts the host synchronizations of one run (``host_syncs``, §9)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def synchronize(control, stream_, syncs: SyncCounter):
+    """THE synchronization helper of both engines (§10.3).
+
+    Copies the whole device control block into its pinned host mirror asynchronously on
+    ``stream_``, waits for the stream, counts one host synchronization and returns the host record
+    (a NumPy structured scalar view; valid until the next synchronization of this control block).
+    ``control`` is a ``workspace.ControlBlock``.
+    """
+    with cuda_errors("reading the control block"):
+        control.device.data.copy_to_host_async(control.host_read_ptr, control.nbytes, stream_)
+        stream_.synchronize()
+    syncs.count += 1
+    return control.host_read[0]
+
+
+__all__ = [
+    "BLOCK_SIZE",
+    "NO_COOPERATIVE_ENV",
+    "TYPE_PAIRS",
+    "CompiledModule",
+    "DeviceInfo",
+    "SyncCounter",
+    "cooperative_grid",
+    "cooperative_launch_disabled",
+    "cuda_errors",
+    "cupy_module",
+    "current_device",
+    "device_info",
+    "get_module",
+    "instantiation_name",
+    "is_available",
+    "operators_blocks",
+    "operators_grid_cap",
+    "order_after_current_stream",
+    "read_source",
+    "stream",
+    "supports_cooperative_launch",
+    "synchronize",
+    "without_cooperative_launch",
+]

@@ -1,0 +1,297 @@
+"""The per-device CUDA workspace shared by the fused and operators engines (algorithm.md §5.1, §12.3).
+
+One ``Workspace`` per (device, vertex dtype), reserved for a capacity of vertices and of
+change-list entries, grown geometrically and then reused, so a steady-state update allocates no
+device memory. It holds:
+
+- the per-vertex scratch: ``word`` (u64), ``stamp``, ``in_far``, ``flag`` (int32), ``ancestor``
+  (vertex type) and the six lists ``candidates``, ``frontier``, ``near_a``, ``near_b``, ``far_a``,
+  ``far_b`` (vertex type, capacity n each);
+- the generation counter (``next_generation()``, the 2^30 reset rule);
+- the change-list buffers on the device, staged through one pinned host buffer and copied with
+  one asynchronous host-to-device copy;
+- the control blocks (fused and operators layouts of ``kernels.cuh``), each a small device buffer
+  mirrored by a NumPy structured dtype over pinned host memory.
+
+``flag``, ``in_far`` and ``stamp`` are zeroed only when reserved; every successful run leaves
+``flag`` and ``in_far`` zero. A failed run calls ``reset_after_failure()``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ...errors import InternalError
+from .runtime import cuda_errors, cupy_module
+
+#: Generations above this reset every stamp (INT32_MAX / 2, §5.1).
+GENERATION_LIMIT = (1 << 30) - 1
+#: Geometric growth factor of every capacity.
+GROWTH = 1.5
+#: The empty value of a 64-bit minimum slot.
+EMPTY_MIN = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+# ---------------------------------------------------------------------------------------------
+# Control-block layouts: NumPy mirrors of sssp::FusedControl<V> and sssp::OperatorsControl<V>.
+# align=True applies the C layout rules, so the offsets equal the compiler's (checked by
+# tests/engines/test_cuda_sources.py against offsetof in kernels.cuh).
+
+
+def fused_control_dtype(vertex_dtype=np.int32) -> np.dtype:
+    v = np.dtype(vertex_dtype)
+    return np.dtype(
+        [
+            ("candidates", v),
+            ("frontier", v),
+            ("near", v, (3,)),
+            ("far", v, (3,)),
+            ("active", np.int32, (3,)),
+            ("overflow", np.int32),
+            ("invalidated", v),
+            ("rounds", np.int32),
+            ("iterations", np.int32),
+            ("epochs", np.int32),
+            ("generation", np.int32),
+            ("pushes", np.int64),
+            ("minimum", np.uint64, (3,)),
+            ("affected", np.uint64),
+        ],
+        align=True,
+    )
+
+
+def operators_control_dtype(vertex_dtype=np.int32) -> np.dtype:
+    v = np.dtype(vertex_dtype)
+    return np.dtype(
+        [
+            ("minimum", np.uint64),
+            ("threshold", np.uint64),
+            ("affected", np.uint64),
+            ("candidates", v),
+            ("frontier", v),
+            ("near", v, (2,)),
+            ("far", v, (2,)),
+            ("invalidated", v),
+            ("overflow", np.int32),
+            ("active", np.int32, (65,)),
+        ],
+        align=True,
+    )
+
+
+CONTROL_LAYOUTS = {"fused": fused_control_dtype, "operators": operators_control_dtype}
+
+
+def _pinned_array(nbytes: int, dtype, count: int) -> tuple[np.ndarray, int]:
+    """A NumPy array over fresh pinned host memory, and the memory's address."""
+    cupy = cupy_module()
+    mem = cupy.cuda.alloc_pinned_memory(max(int(nbytes), 1))
+    # As cupyx.empty_pinned does: the array's base keeps the pinned memory alive.
+    arr = np.ndarray((int(count),), dtype=dtype, buffer=mem)
+    return arr, int(mem.ptr)
+
+
+class ControlBlock:
+    """One control block: a device buffer with the struct's bytes and two pinned host mirrors.
+
+    ``host_init`` is what the host uploads before a fused launch (``upload_initial``);
+    ``host_read`` receives the block at the synchronization (``runtime.synchronize``). They are
+    separate so the record a caller reads is never overwritten by the next upload.
+    """
+
+    def __init__(self, layout: str, vertex_dtype, device: int):
+        cupy = cupy_module()
+        self.layout = layout
+        self.dtype = CONTROL_LAYOUTS[layout](vertex_dtype)
+        self.nbytes = int(self.dtype.itemsize)
+        with cupy.cuda.Device(device):
+            self.device = cupy.zeros(self.nbytes, dtype=cupy.uint8)
+        self.host_read, self.host_read_ptr = _pinned_array(self.nbytes, self.dtype, 1)
+        self.host_init, self.host_init_ptr = _pinned_array(self.nbytes, self.dtype, 1)
+
+    def upload_initial(self, stream, **fields) -> None:
+        """Stage a zeroed block with every minimum slot empty (and ``fields`` set); copy it
+        asynchronously to the device on ``stream``. No synchronization."""
+        rec = self.host_init
+        rec[...] = np.zeros((), dtype=self.dtype)
+        rec["minimum"] = EMPTY_MIN
+        for name, value in fields.items():
+            rec[name] = value
+        with cuda_errors("uploading the control block"):
+            self.device.data.copy_from_host_async(self.host_init_ptr, self.nbytes, stream)
+
+    @property
+    def pointer(self):
+        """The device buffer (pass it as the kernel argument ``ctl``)."""
+        return self.device
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _grown(current: int, needed: int) -> int:
+    return max(int(needed), int(current * GROWTH) + 1, 1)
+
+
+class Workspace:
+    """Scratch of one device and vertex dtype, shared by both CUDA engines (§5.1)."""
+
+    VERTEX_LISTS = ("candidates", "frontier", "near_a", "near_b", "far_a", "far_b")
+
+    def __init__(self, device: int, vertex_dtype=np.int32):
+        self.device = int(device)
+        self.vertex_dtype = np.dtype(vertex_dtype)
+        self.lock = threading.RLock()  # runs sharing a workspace never overlap
+        self.generation = 0
+        self.vertex_capacity = 0
+        self.change_capacity = 0
+        self.word = self.stamp = self.in_far = self.flag = self.ancestor = None
+        self.candidates = self.frontier = None
+        self.near_a = self.near_b = self.far_a = self.far_b = None
+        self.changes_device = None
+        self._changes_host = None
+        self._changes_host_ptr = 0
+        self._controls: dict[str, ControlBlock] = {}
+
+    # -- reservation --------------------------------------------------------------------------
+
+    def reserve(self, num_vertices: int, num_changes: int, stream) -> None:
+        """Make room for ``num_vertices`` vertices and ``num_changes`` changes (§8.2 step 6).
+
+        Growth reallocates and zeroes ``flag``, ``in_far`` and ``stamp`` (stream-ordered) and resets
+        the generation; within capacity nothing is allocated. Raises ``OutOfMemoryError``.
+        """
+        cupy = cupy_module()
+        with cuda_errors("reserving the CUDA workspace"), cupy.cuda.Device(self.device), stream:
+            if num_vertices > self.vertex_capacity:
+                self._reserve_vertices(_grown(self.vertex_capacity, num_vertices), stream)
+            # changed_from, changed_to and heads live in one buffer: 3 x the change capacity.
+            if num_changes > self.change_capacity or self.changes_device is None:
+                cap = _grown(self.change_capacity, num_changes)
+                self.changes_device = cupy.empty(3 * cap, dtype=self.vertex_dtype)
+                self._changes_host, self._changes_host_ptr = _pinned_array(
+                    3 * cap * self.vertex_dtype.itemsize, self.vertex_dtype, 3 * cap
+                )
+                self.change_capacity = cap
+            for layout in CONTROL_LAYOUTS:
+                if layout not in self._controls:
+                    self._controls[layout] = ControlBlock(layout, self.vertex_dtype, self.device)
+
+    def _reserve_vertices(self, cap: int, stream) -> None:
+        cupy = cupy_module()
+        # Release the old buffers first so that the pool can reuse their memory.
+        self.word = self.stamp = self.in_far = self.flag = self.ancestor = None
+        for name in self.VERTEX_LISTS:
+            setattr(self, name, None)
+        self.vertex_capacity = 0
+        self.word = cupy.empty(cap, dtype=cupy.uint64)
+        self.stamp = cupy.empty(cap, dtype=cupy.int32)
+        self.in_far = cupy.empty(cap, dtype=cupy.int32)
+        self.flag = cupy.empty(cap, dtype=cupy.int32)
+        self.ancestor = cupy.empty(cap, dtype=self.vertex_dtype)
+        for name in self.VERTEX_LISTS:
+            setattr(self, name, cupy.empty(cap, dtype=self.vertex_dtype))
+        self.vertex_capacity = cap
+        self._zero_scratch(stream)
+        self.generation = 0
+
+    def _zero_scratch(self, stream) -> None:
+        for arr in (self.stamp, self.in_far, self.flag):
+            arr.data.memset_async(0, arr.nbytes, stream)
+
+    def control(self, layout: str) -> ControlBlock:
+        """The control block of ``layout`` ("fused" or "operators"); reserved by ``reserve``."""
+        try:
+            return self._controls[layout]
+        except KeyError:
+            raise InternalError(f"the {layout} control block was not reserved") from None
+
+    def require(self, num_vertices: int, num_changes: int) -> None:
+        """Engines call this: the capacity must already be there (no allocation after the commit
+        unless unavoidable; then ``reserve`` is called by the engine instead)."""
+        if num_vertices > self.vertex_capacity or num_changes > self.change_capacity:
+            raise InternalError(
+                f"workspace of device {self.device} holds {self.vertex_capacity} vertices and "
+                f"{self.change_capacity} changes; {num_vertices} and {num_changes} needed"
+            )
+
+    # -- generations --------------------------------------------------------------------------
+
+    def next_generation(self, stream) -> int:
+        """A generation greater than every one used since the last stamp reset (§5.1)."""
+        if self.generation > GENERATION_LIMIT:
+            with cuda_errors("resetting the stamps"):
+                self.stamp.data.memset_async(0, self.stamp.nbytes, stream)
+            self.generation = 0
+        self.generation += 1
+        return self.generation
+
+    def advance_generation(self, last_used: int) -> None:
+        """After a fused run: continue above the kernel's last generation (§5.11)."""
+        self.generation = max(self.generation, int(last_used))
+
+    def reset_after_failure(self, stream) -> None:
+        """Re-zero ``flag``, ``in_far`` and ``stamp`` and reset the counter (§5.1, §8.3)."""
+        if self.vertex_capacity:
+            with cuda_errors("re-zeroing the CUDA workspace"):
+                self._zero_scratch(stream)
+        self.generation = 0
+
+    # -- change lists -------------------------------------------------------------------------
+
+    def stage_changes(self, changes, stream):
+        """Copy the change lists (§3.4) to the device with one asynchronous copy.
+
+        Returns device views ``(changed_from, changed_to, heads)``; no allocation, no wait.
+        """
+        num_changed = int(changes.changed_to.shape[0])
+        num_heads = int(changes.heads.shape[0])
+        if max(num_changed, num_heads) > self.change_capacity:
+            self.reserve(0, max(num_changed, num_heads), stream)  # unusual: prepare reserves
+        host = self._changes_host
+        a, b, c = num_changed, 2 * num_changed, 2 * num_changed + num_heads
+        host[0:a] = changes.changed_from
+        host[a:b] = changes.changed_to
+        host[b:c] = changes.heads
+        if c:
+            with cuda_errors("copying the change lists"):
+                self.changes_device.data.copy_from_host_async(
+                    self._changes_host_ptr, c * self.vertex_dtype.itemsize, stream
+                )
+        dev = self.changes_device
+        return dev[0:a], dev[a:b], dev[b:c]
+
+
+_registry_lock = threading.Lock()
+_workspaces: dict[tuple[int, np.dtype], Workspace] = {}
+
+
+def get(device: int, vertex_dtype=np.int32) -> Workspace:
+    """The workspace of ``device`` (created empty on first use; ``reserve`` sizes it)."""
+    key = (int(device), np.dtype(vertex_dtype))
+    with _registry_lock:
+        ws = _workspaces.get(key)
+        if ws is None:
+            ws = _workspaces[key] = Workspace(device, vertex_dtype)
+        return ws
+
+
+def discard(device: int, vertex_dtype=np.int32) -> None:
+    """Drop a workspace (after a failure that re-zeroing could not repair)."""
+    with _registry_lock:
+        _workspaces.pop((int(device), np.dtype(vertex_dtype)), None)
+
+
+__all__ = [
+    "GENERATION_LIMIT",
+    "ControlBlock",
+    "Workspace",
+    "CONTROL_LAYOUTS",
+    "discard",
+    "fused_control_dtype",
+    "get",
+    "operators_control_dtype",
+]

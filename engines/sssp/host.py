@@ -1,0 +1,185 @@
+"""The host reference engine (algorithm.md §7): ``update()`` and ``compute()`` on NumPy arrays.
+
+The dispatch (``engines.sssp.api``) owns the checks before the commit, the batch, poisoning and
+the public statistics; this module is the engine body. It follows §7.1 step by step:
+
+1. start state (the words the device would pack), 2. input check, 3. roots judged against the raw
+input parents, 4. cycle check (only with a non-empty changed list), 5. invalidation of the
+old-tree subtrees of the roots, 6. the seed pull of the invalidated vertices and the non-source
+insertion heads, 7. propagation, 8. finalize (parent recovery in distance-only mode) and
+``affected``. The input arrays are modified only after every check has passed.
+
+Propagation runs either the vectorized near-far schedule (:mod:`.host_schedule`, always
+available) or a Numba heap (:mod:`.host_kernels`); both give the same bytes (§5.12). The
+module-level switch :data:`PROPAGATION` picks one: ``"numba"``, ``"numpy"`` or ``"auto"``
+(Numba when it imports). The environment variable ``SSSPAB_HOST_PROPAGATION`` sets its default.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import errors
+from .host_schedule import ScheduleCounts, propagate_near_far
+from .host_steps import (
+    WORD_INF,
+    invalidate_subtrees,
+    pull,
+    recover_parents,
+    word_distances,
+    word_parents,
+    words_from_tree,
+)
+from .packing import INF_HALF, Packing
+from .plan import ChangeLists, EngineReport, Plan
+
+#: Which propagation the engine runs: "auto" (Numba if importable, else NumPy), "numba", "numpy".
+PROPAGATION = os.environ.get("SSSPAB_HOST_PROPAGATION", "auto")
+
+_ENGINE = "host"
+
+
+def _numba_propagate():
+    """The Numba propagation, or None when PROPAGATION is "numpy" / Numba is missing under "auto"."""
+    choice = PROPAGATION
+    if choice not in ("auto", "numba", "numpy"):
+        raise errors.InvalidArgumentError(
+            f"engines.sssp.host.PROPAGATION must be 'auto', 'numba' or 'numpy', got {choice!r}"
+        )
+    if choice == "numpy":
+        return None
+    try:
+        from .host_kernels import propagate_heap
+    except ImportError as exc:  # numba missing or broken
+        if choice == "numba":
+            raise errors.NotSupportedError(f"the Numba host propagation is unavailable: {exc}") from exc
+        return None
+    return propagate_heap
+
+
+def _propagate(words: np.ndarray, frontier: np.ndarray, graph, plan: Plan) -> ScheduleCounts:
+    """§7.1 step 7 from ``frontier`` (distinct vertices whose distance just decreased)."""
+    row_ptr = graph.row_ptr
+    col_ind = graph.col_ind
+    weight = graph.weight_column(plan.objective)
+    numba_path = _numba_propagate()
+    if numba_path is not None:
+        return numba_path(words, frontier, row_ptr, col_ind, weight, plan.source, plan.packing)
+    return propagate_near_far(words, frontier, row_ptr, col_ind, weight, plan.source, plan.packing, plan.delta)
+
+
+def _final_arrays(words: np.ndarray, graph, plan: Plan, vertex_dtype) -> tuple[np.ndarray, np.ndarray]:
+    """§7.1 step 8: unpack the words, or recover parents in distance-only mode (§4.4)."""
+    packing: Packing = plan.packing
+    distances = word_distances(words, packing)
+    if packing.packed:
+        parents = word_parents(words, packing, vertex_dtype)
+    else:
+        in_edges = graph.in_edges(plan.objective)
+        parents = recover_parents(distances, in_edges.ptr, in_edges.src, in_edges.weight, plan.source, vertex_dtype)
+    return distances, parents
+
+
+def _check_inputs(distances: np.ndarray, bound: int) -> None:
+    """§7.1 step 2: a finite input distance that is negative or above the bound -> invalid_input."""
+    bad = (distances < 0) | ((distances > bound) & (distances < INF_HALF))
+    if bad.any():
+        v = int(np.flatnonzero(bad)[0])
+        raise errors.invalid_input_error(f"vertex {v} has distance {int(distances[v])}, bound {bound}")
+
+
+def _check_shapes(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan) -> None:
+    n = plan.num_vertices
+    if graph.num_vertices != n or distances.shape != (n,) or parents.shape != (n,):
+        raise errors.InternalError(
+            f"host engine: graph has {graph.num_vertices} vertices, plan {n}, arrays "
+            f"{distances.shape} / {parents.shape}"
+        )
+    if distances.dtype != np.int64:
+        raise errors.InternalError(f"host engine: distances must be int64, got {distances.dtype}")
+
+
+def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, changes: ChangeLists) -> EngineReport:
+    """Update ``(distances, parents)`` in place from G_t's tree to G_{t+1}'s (§7.1).
+
+    ``graph`` is G_{t+1}; the arrays are already grown with (INF, -1) and rewritten to INF where
+    ``>= INF/2``. Raises ``invalid_input`` / ``parent_cycle`` (InvalidArgumentError with that
+    ``reason``) before touching the arrays; invalid_input wins.
+    """
+    _check_shapes(graph, distances, parents, plan)
+    n = plan.num_vertices
+    source = plan.source
+    _check_inputs(distances, plan.bound)
+
+    changed_to = np.asarray(changes.changed_to, dtype=np.int64)
+    changed_from = np.asarray(changes.changed_from, dtype=np.int64)
+    if changed_to.size:
+        roots = np.zeros(n, dtype=bool)
+        roots[changed_to[parents[changed_to] == changed_from]] = True
+        flagged, cycle = invalidate_subtrees(parents, roots)
+        if cycle:
+            raise errors.parent_cycle_error()
+        invalid = np.flatnonzero(flagged)
+    else:
+        invalid = np.empty(0, dtype=np.int64)
+
+    words = words_from_tree(distances, parents, plan.packing)
+    words[invalid] = WORD_INF
+
+    heads = np.asarray(changes.heads, dtype=np.int64)
+    heads = heads[heads != source]
+    if heads.size:
+        # A mark array deduplicates in O(n) (np.union1d sorts, far slower at millions of vertices).
+        is_candidate = np.zeros(n, dtype=bool)
+        is_candidate[invalid] = True
+        is_candidate[heads] = True
+        candidates = np.flatnonzero(is_candidate)
+    else:
+        candidates = invalid
+    in_edges = graph.in_edges(plan.objective)
+    frontier = pull(words, candidates, in_edges.ptr, in_edges.src, in_edges.weight, plan.packing)
+    counts = _propagate(words, frontier, graph, plan)
+
+    new_d, new_p = _final_arrays(words, graph, plan, parents.dtype)
+    changed = np.flatnonzero((new_d != distances) | (new_p != parents))
+    distances[changed] = new_d[changed]
+    parents[changed] = new_p[changed]
+    return EngineReport(
+        engine_used=_ENGINE,
+        invalidated=int(invalid.size),
+        affected=int(changed.size),
+        iterations=counts.iterations,
+        epochs=counts.epochs,
+        pushes=counts.pushes,
+        host_syncs=0,
+        sync_budget=0,
+    )
+
+
+def compute(graph, plan: Plan) -> tuple[np.ndarray, np.ndarray, EngineReport]:
+    """The canonical lowest-id Dijkstra tree of ``graph`` from ``plan.source`` (§6, §7.1)."""
+    n = plan.num_vertices
+    if graph.num_vertices != n:
+        raise errors.InternalError(f"host engine: graph has {graph.num_vertices} vertices, plan {n}")
+    source = plan.source
+    words = np.full(n, WORD_INF, dtype=np.uint64)
+    words[source] = np.uint64(plan.packing.no_parent)  # pack(0, -1); 0 in distance-only mode
+    frontier = np.array([source], dtype=np.int64)
+    counts = _propagate(words, frontier, graph, plan)
+    distances, parents = _final_arrays(words, graph, plan, graph.vertex_dtype)
+    report = EngineReport(
+        engine_used=_ENGINE,
+        invalidated=0,
+        affected=0,
+        iterations=counts.iterations,
+        epochs=counts.epochs,
+        pushes=counts.pushes,
+        host_syncs=0,
+        sync_budget=0,
+    )
+    return distances, parents, report
+
+
+__all__ = ["PROPAGATION", "update", "compute"]

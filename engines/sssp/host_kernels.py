@@ -1,0 +1,133 @@
+"""Optional Numba propagation of the host reference: a binary-heap schedule (§7.1 allows it).
+
+Same rules as the NumPy near-far schedule and the device push (§5.9): the source is never
+relaxed, offers above the bound are dropped, a word is replaced only by a strictly smaller one in
+key order (one uint64 comparison), and a vertex is queued again after each strict decrease of its
+distance. Entries are popped in distance order, so a vertex is expanded once at its final
+distance; stale heap entries (their distance no longer the vertex's) are skipped. The final words
+equal those of every other schedule (§5.12); the counters are this schedule's own:
+``iterations = pushes = expansions``, ``epochs = 0``.
+
+Importing this module needs Numba; :mod:`.host` falls back to NumPy when it is missing.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..errors import InternalError
+from .host_schedule import ScheduleCounts
+from .packing import INF_WORD, Packing
+
+
+@numba.njit(cache=True, nogil=True)
+def _sift_up(keys, verts, i):
+    key = keys[i]
+    vert = verts[i]
+    while i > 0:
+        parent = (i - 1) >> 1
+        if keys[parent] <= key:
+            break
+        keys[i] = keys[parent]
+        verts[i] = verts[parent]
+        i = parent
+    keys[i] = key
+    verts[i] = vert
+
+
+@numba.njit(cache=True, nogil=True)
+def _sift_down(keys, verts, i, size):
+    key = keys[i]
+    vert = verts[i]
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and keys[child + 1] < keys[child]:
+            child += 1
+        if keys[child] >= key:
+            break
+        keys[i] = keys[child]
+        verts[i] = verts[child]
+        i = child
+    keys[i] = key
+    verts[i] = vert
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, packed, bound):
+    """Returns (expansions, ok); ``ok`` is False if the safety cap (n expansions) was exceeded."""
+    n = words.shape[0]
+    inf_word = np.uint64(INF_WORD)
+    ubits = np.uint64(bits)
+    ubound = np.uint64(bound)
+    capacity = max(16, 2 * frontier.shape[0])
+    keys = np.empty(capacity, dtype=np.uint64)
+    verts = np.empty(capacity, dtype=np.int64)
+    size = 0
+    for i in range(frontier.shape[0]):
+        v = frontier[i]
+        if words[v] == inf_word:
+            continue
+        keys[size] = words[v] >> ubits
+        verts[size] = v
+        size += 1
+    for i in range(size // 2 - 1, -1, -1):  # bottom-up heap construction, O(size)
+        _sift_down(keys, verts, i, size)
+    expansions = 0
+    while size > 0:
+        d = keys[0]
+        u = verts[0]
+        size -= 1
+        if size > 0:
+            keys[0] = keys[size]
+            verts[0] = verts[size]
+            _sift_down(keys, verts, 0, size)
+        if (words[u] >> ubits) != d:
+            continue  # stale: u was lowered after this entry was queued
+        expansions += 1
+        if expansions > n:
+            return expansions, False
+        uu = np.uint64(u)
+        for e in range(row_ptr[u], row_ptr[u + 1]):
+            x = col_ind[e]
+            if x == source:
+                continue
+            nd = d + np.uint64(weight[e])
+            if nd > ubound:
+                continue
+            if packed:
+                offer = (nd << ubits) | uu
+            else:
+                offer = nd
+            old = words[x]
+            if offer < old:
+                words[x] = offer
+                if nd < (old >> ubits):
+                    if size == keys.shape[0]:
+                        grown_keys = np.empty(2 * size, dtype=np.uint64)
+                        grown_verts = np.empty(2 * size, dtype=np.int64)
+                        grown_keys[:size] = keys
+                        grown_verts[:size] = verts
+                        keys = grown_keys
+                        verts = grown_verts
+                    keys[size] = nd
+                    verts[size] = x
+                    size += 1
+                    _sift_up(keys, verts, size - 1)
+    return expansions, True
+
+
+def propagate_heap(words: np.ndarray, frontier: np.ndarray, row_ptr: np.ndarray, col_ind: np.ndarray,
+                   weight: np.ndarray, source: int, packing: Packing) -> ScheduleCounts:
+    """Run the search from ``frontier`` to the fixpoint, modifying ``words`` in place."""
+    frontier = np.ascontiguousarray(frontier, dtype=np.int64)
+    expansions, ok = _heap_search(words, frontier, row_ptr, col_ind, weight, np.int64(source),
+                                  np.int64(packing.bits), bool(packing.packed), np.int64(packing.bound))
+    if not ok:
+        raise InternalError(f"host propagation expanded more than n = {words.shape[0]} vertices")
+    return ScheduleCounts(iterations=int(expansions), epochs=0, pushes=int(expansions))
+
+
+__all__ = ["propagate_heap"]

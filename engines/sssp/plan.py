@@ -1,0 +1,73 @@
+"""What the dispatch hands an engine: the scalars fixed before the commit and the change lists.
+
+Every engine (host, CUDA fused, CUDA operators) receives the same ``Plan`` and ``ChangeLists`` and
+reports an ``EngineReport``; the dispatch (``engines.sssp.api``) owns every check, the batch
+application, poisoning and the public ``Stats``. So the engines differ only in their body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .packing import Packing
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Scalars of one run (algorithm.md §3.5, §4, §6).
+
+    For ``update()`` they are fixed on G_t before the commit, with ``num_vertices`` the vertex
+    count after the batch; for ``compute()`` on the current graph.
+    """
+
+    source: int
+    objective: int
+    num_vertices: int
+    max_weight: int  # W
+    delta: int  # resolved, >= 1
+    packing: Packing  # .packed, .bits, .bound
+
+    @property
+    def bound(self) -> int:
+        return self.packing.bound
+
+    @property
+    def packed(self) -> bool:
+        return self.packing.packed
+
+
+@dataclass(frozen=True)
+class ChangeLists:
+    """The changes of one objective (§3.4), vertex dtype, in the spec's order.
+
+    ``changed_from/changed_to``: every deletion of the classification, then every insertion whose
+    ``weight_increased[i, k]`` is set. ``heads``: ``insert_dst`` of every insertion, duplicates
+    and the source included (the engines drop those in the heads phase).
+    """
+
+    changed_from: np.ndarray
+    changed_to: np.ndarray
+    heads: np.ndarray
+
+    @property
+    def num_changed(self) -> int:
+        return int(self.changed_to.shape[0])
+
+
+@dataclass
+class EngineReport:
+    """What one engine run reports; the dispatch turns it into the public ``Stats``."""
+
+    engine_used: str  # "host", "fused", "operators"
+    invalidated: int = 0
+    affected: int = 0
+    iterations: int = 0
+    epochs: int = 0
+    pushes: int = 0
+    host_syncs: int = 0
+    sync_budget: int = 0
+
+
+__all__ = ["Plan", "ChangeLists", "EngineReport"]

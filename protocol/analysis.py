@@ -1,0 +1,191 @@
+"""From round records to the per-cell statistics of protocol.md §7 (the summary record).
+
+Used by the runner (adaptive stopping, the end-of-campaign summary) and by the report, so both
+read the same numbers from the same rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import SCHEMA_VERSION
+from .nvml import reason_names
+from .stats import paired_ratio, provisional, ratio_of_medians, round_trip_cost_ms, summarize, verdict
+
+REGIONS = {
+    "engine_device": "engine_device_ms",
+    "engine_host": "engine_host_ms",
+    "update_host": "update_host_ms",
+}
+
+
+def timed(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[~rows["warmup"].astype(bool)]
+
+
+def accepted(rows: pd.DataFrame) -> pd.DataFrame:
+    t = timed(rows)
+    return t[t["accepted"].astype(bool)]
+
+
+def primary_region(rows: pd.DataFrame) -> str:
+    """Device time when both sides have it (CUDA events), else host time of the engine region."""
+    acc = accepted(rows)
+    if len(acc) and acc["engine_device_ms"].notna().all():
+        return "engine_device"
+    return "engine_host"
+
+
+def paired_values(rows: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(A, B) values of the accepted pairs, aligned by pair index."""
+    acc = accepted(rows)
+    if acc.empty:
+        return np.zeros(0), np.zeros(0)
+    wide = acc.pivot_table(index="pair_index", columns="role", values=column, aggfunc="first")
+    if "A" not in wide or "B" not in wide:
+        return np.zeros(0), np.zeros(0)
+    wide = wide.dropna(subset=["A", "B"]).sort_index()
+    return wide["A"].to_numpy(dtype=float), wide["B"].to_numpy(dtype=float)
+
+
+def _median(series: pd.Series) -> float | None:
+    s = series.dropna()
+    return float(s.median()) if len(s) else None
+
+
+def _clean(value):
+    """NaN/inf -> None so the JSON record holds only real numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value
+
+
+def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
+    """The statistics of one cell's rounds (every region, both sides)."""
+    acc = accepted(rows)
+    t = timed(rows)
+    by_role = {role: acc[acc["role"] == role] for role in ("A", "B")}
+    regions = {}
+    for region, column in REGIONS.items():
+        a_vals = by_role["A"][column].dropna().to_numpy(dtype=float)
+        b_vals = by_role["B"][column].dropna().to_numpy(dtype=float)
+        if a_vals.size == 0 and b_vals.size == 0:
+            continue
+        sa, sb = summarize(a_vals), summarize(b_vals)
+        pa_, pb_ = paired_values(rows, column)
+        pr = paired_ratio(pa_, pb_, resamples=resamples, seed=seed)
+        regions[region] = {
+            "A": _clean(sa.as_dict()),
+            "B": _clean(sb.as_dict()),
+            "ratio_of_medians": _clean(ratio_of_medians(a_vals, b_vals))
+            if a_vals.size and b_vals.size
+            else None,
+            "paired": _clean(pr.as_dict()),
+            "verdict": verdict(pr),
+            "noisy": bool(sa.noisy or sb.noisy),
+            "provisional": bool(
+                (sa.count and provisional(sa.median, sa.count))
+                or (sb.count and provisional(sb.median, sb.count))
+            ),
+        }
+    primary = primary_region(rows)
+    rejected_pairs = int(t.loc[~t["accepted"].astype(bool), "pair_index"].nunique())
+    reasons = (
+        t.loc[~t["accepted"].astype(bool), "reject_reason"].dropna().value_counts().to_dict()
+    )
+    syncs = {}
+    for role, part in by_role.items():
+        syncs[f"host_syncs_{role}"] = _median(part["host_syncs"])
+        syncs[f"sync_budget_{role}"] = _median(part["sync_budget"])
+        syncs[f"cupti_syncs_{role}"] = _median(part["cupti_syncs"])
+        syncs[f"iterations_{role}"] = _median(part["iterations"])
+        syncs[f"epochs_{role}"] = _median(part["epochs"])
+        engines = part["engine"].dropna().unique().tolist()
+        syncs[f"engine_{role}"] = engines[0] if len(engines) == 1 else ",".join(map(str, engines))
+    if syncs["iterations_B"] is not None:
+        syncs["operators_formula_B"] = 3 + syncs["iterations_B"] + syncs["epochs_B"]
+    else:
+        syncs["operators_formula_B"] = None
+    cost = None
+    if primary in regions and None not in (syncs["host_syncs_A"], syncs["host_syncs_B"]):
+        r = regions[primary]
+        if r["A"]["median"] is not None and r["B"]["median"] is not None:
+            cost = round_trip_cost_ms(
+                r["A"]["median"], r["B"]["median"], syncs["host_syncs_A"], syncs["host_syncs_B"]
+            )
+    syncs["round_trip_ms"] = cost
+    reasons_seen = 0
+    for v in t["event_reasons"].dropna():
+        reasons_seen |= int(v)
+    clocks = {
+        "sm_min_mhz": _extreme(acc["sm_clock_min_mhz"], min),
+        "sm_max_mhz": _extreme(acc["sm_clock_median_mhz"], max),
+        "mem_mhz": _median(acc["mem_clock_mhz"]),
+        "event_reasons_seen": reason_names(reasons_seen) if t["event_reasons"].notna().any() else None,
+        "nvml_samples_median": _median(acc["nvml_samples"]),
+        "temperature_peak_c": _extreme(t["temperature_peak_c"], max),
+        "power_peak_w": _extreme(t["power_peak_w"], max),
+        "foreign_cpu_max": _extreme(t["foreign_cpu_cores"], max),
+    }
+    main = regions.get(primary)
+    return _clean(
+        {
+            "primary_region": primary,
+            "accepted": {role: int(len(part)) for role, part in by_role.items()},
+            "rejected": {
+                role: int(((t["role"] == role) & ~t["accepted"].astype(bool)).sum())
+                for role in ("A", "B")
+            },
+            "rejected_pairs": rejected_pairs,
+            "reject_reasons": {str(k): int(v) for k, v in reasons.items()},
+            "regions": regions,
+            "verdict": main["verdict"] if main else "not measured",
+            "ratio": main["paired"]["median"] if main else None,
+            "ratio_lo": main["paired"]["lo"] if main else None,
+            "ratio_hi": main["paired"]["hi"] if main else None,
+            "noisy": bool(main and main["noisy"]),
+            "provisional": bool(main and main["provisional"]),
+            "syncs": syncs,
+            "clocks": clocks,
+        }
+    )
+
+
+def _extreme(series: pd.Series, pick):
+    s = series.dropna()
+    return float(pick(s)) if len(s) else None
+
+
+def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
+    """The summary record: campaign-level facts plus one entry per cell in campaign order."""
+    params = campaign["parameters"]
+    resamples = int(params.get("bootstrap_resamples", 2000))
+    seed = int(params.get("seed", 0))
+    cells = []
+    for key, cell in campaign.get("cells", {}).items():
+        rows = rounds[rounds["cell"] == key]
+        entry = {
+            "cell": key,
+            "graph": cell["graph"],
+            "batch": cell["batch"],
+            "objective": cell["objective"],
+            "status": cell["status"],
+            "detail": cell.get("detail"),
+        }
+        entry.update(cell_summary(rows, resamples=resamples, seed=seed))
+        cells.append(entry)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "campaign_id": campaign["campaign_id"],
+        "sides": campaign["parameters"]["sides"],
+        "bootstrap": {"resamples": resamples, "seed": seed, "confidence": 0.95},
+        "cells": cells,
+    }
+
+
+__all__ = ["REGIONS", "timed", "accepted", "primary_region", "paired_values", "cell_summary", "build_summary"]

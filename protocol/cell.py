@@ -1,0 +1,366 @@
+"""One cell of a campaign (protocol.md §2, §3): guard, warm-up and counterbalanced rounds.
+
+Per cell the prepared tree becomes one result per side and a snapshot of graph and results is
+taken; a guard update per side must agree byte for byte; warm-up rounds run untimed; then pairs
+of rounds in ABBA or seeded random order until the target of accepted pairs (and with
+``--adaptive`` the precision) is reached. Every round is restored outside the timers, checked
+against the guard, judged for clocks and contamination, and flushed to the records at once.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import time
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from .analysis import REGIONS, paired_values, primary_region
+from .digest import result_digest
+from .records import ROUND_COLUMNS, cell_key
+from .sides import Side
+from .stats import paired_ratio
+
+if TYPE_CHECKING:
+    from .runner import CampaignRunner
+
+ROLES = ("A", "B")
+
+
+class CheckFailure(Exception):
+    """A correctness failure in a round (protocol.md §2.4): aborts the cell, exit 1 at the end."""
+
+
+class RegionProbe:
+    """The ``probe`` of engines.sssp.update: host times and CUDA events of the engine region."""
+
+    def __init__(self):
+        self._events = None
+        self.reset()
+
+    def reset(self):
+        self.start_ns = None
+        self.stop_ns = None
+        self._timed_on_device = False
+
+    def engine_start(self, stream):
+        if stream is not None:
+            if self._events is None:
+                import cupy
+
+                self._events = (cupy.cuda.Event(), cupy.cuda.Event())
+            self._events[0].record(stream)
+            self._timed_on_device = True
+        self.start_ns = time.perf_counter_ns()
+
+    def engine_stop(self, stream):
+        self.stop_ns = time.perf_counter_ns()
+        if stream is not None:
+            self._events[1].record(stream)
+
+    def host_ms(self) -> float | None:
+        if self.start_ns is None or self.stop_ns is None:
+            return None
+        return (self.stop_ns - self.start_ns) / 1e6
+
+    def device_ms(self) -> float | None:
+        """Elapsed time between the two events (waits for the stop event: call outside timers)."""
+        if not self._timed_on_device:
+            return None
+        import cupy
+
+        self._events[1].synchronize()
+        return float(cupy.cuda.get_elapsed_time(self._events[0], self._events[1]))
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class _SideState:
+    """One side's result in a cell and the snapshot it is restored from before every round."""
+
+    def __init__(self, role: str, side: Side, result):
+        self.role = role
+        self.side = side
+        self.result = result
+        self.snapshot = result.clone()
+        self.rounds_done = 0
+
+
+class CellRun:
+    """Runs one cell to a terminal status; rows go to ``rounds`` as they finish."""
+
+    def __init__(self, *, runner: "CampaignRunner", gi, batch_name: str, objective: int, rounds):
+        self.r = runner
+        self.config = runner.config
+        self.gi = gi
+        self.batch_name = batch_name
+        self.batch = gi.batches[batch_name].batch
+        self.objective = objective
+        self.key = cell_key(gi.name, batch_name, objective)
+        self.rounds = rounds
+        self.probe = RegionProbe()
+        self.sequence = len(rounds.rows)
+        self.guard: dict | None = None
+
+    # -- state ----------------------------------------------------------------------------------
+    def _restore(self, state: _SideState, *, verify: bool = False) -> None:
+        graph = self.gi.graph
+        graph.restore(self.r.graph_snapshot)
+        state.result.copy_from(state.snapshot)
+        if verify:
+            if graph.state_id != self.r.graph_snapshot.state_id:
+                raise CheckFailure("the graph restore did not return to the snapshot's state")
+            got = result_digest(state.result.distances, state.result.parents)
+            want = result_digest(state.snapshot.distances, state.snapshot.parents)
+            if got != want:
+                raise CheckFailure(f"side {state.role}: the restored result differs from its snapshot")
+
+    def _make_states(self) -> dict[str, _SideState]:
+        self.gi.graph.restore(self.r.graph_snapshot)  # the previous cell left its post-batch state
+        d, p = self.gi.trees[self.objective]
+        states = {}
+        for role, side in zip(ROLES, self.config.sides):
+            self.r.check_initial_tree(self.gi, side, self.objective)
+            result = side.make_result(self.gi.graph, self.gi.source, self.objective, d, p)
+            states[role] = _SideState(role, side, result)
+        return states
+
+    # -- guard ----------------------------------------------------------------------------------
+    def _guard(self, states) -> str | None:
+        """One untimed update per side (and the host reference with --verify host)."""
+        outcomes = {}
+        parties = [(role, st) for role, st in states.items()]
+        if self.config.verify_host:
+            host = Side("host (reference)", "host")
+            d, p = self.gi.trees[self.objective]
+            ref = _SideState("host", host, host.make_result(self.gi.graph, self.gi.source, self.objective, d, p))
+            parties.append(("host", ref))
+        for role, st in parties:
+            self._restore(st, verify=True)
+            try:
+                stats = st.side.update(self.gi.graph, self.batch, st.result, self.probe)
+            except Exception as exc:  # an engine error in the guard fails the cell, not the campaign
+                return f"side {role} ({st.side.label}) raised {type(exc).__name__}: {exc}"
+            dist, par = st.result.to_numpy()
+            outcomes[role] = {
+                "stats": stats,
+                "tree": (dist, par),
+                "digest": result_digest(st.result.distances, st.result.parents),
+                "host_digest": result_digest(dist, par),
+            }
+        base = outcomes["A"]
+        for role, o in outcomes.items():
+            if o["digest"] != o["host_digest"]:
+                return f"side {role}: the device digest differs from the digest of its host copy"
+            if role == "A":
+                continue
+            problem = compare_trees(base["tree"], o["tree"], "A", role)
+            for counter in ("invalidated", "affected", "packed_parents"):
+                va, vb = getattr(base["stats"], counter), getattr(o["stats"], counter)
+                if va != vb:
+                    problem = (problem + "; " if problem else "") + f"{counter}: A {va}, {role} {vb}"
+            if problem:
+                return problem
+        self.guard = {
+            "invalidated": base["stats"].invalidated,
+            "affected": base["stats"].affected,
+            "digest": base["digest"],
+        }
+        return None
+
+    # -- one round ------------------------------------------------------------------------------
+    def _round(self, state: _SideState, *, warmup: bool, pair_index: int, position: int) -> dict:
+        self._restore(state)
+        counter = self.r.sync_counter()
+        window = self.r.instruments.begin_round()
+        self.probe.reset()
+        error = None
+        stats = None
+        with counter:
+            t0 = time.perf_counter_ns()
+            try:
+                stats = state.side.update(self.gi.graph, self.batch, state.result, self.probe)
+            except Exception as exc:  # an engine error in a round is a correctness failure
+                error = exc
+            t1 = time.perf_counter_ns()
+        fields, reason = self.r.instruments.end_round(window)
+        row = self._row(state, warmup, pair_index, position)
+        row.update(fields)
+        row["update_host_ms"] = (t1 - t0) / 1e6
+        row["engine_host_ms"] = self.probe.host_ms()
+        row["cupti_syncs"] = getattr(counter, "count", None)
+        if error is not None:
+            row["accepted"] = False
+            row["reject_reason"] = f"check failed: {type(error).__name__}: {error}"
+            self._emit(row)
+            raise CheckFailure(f"side {state.role} raised {type(error).__name__}: {error}")
+        row["engine_device_ms"] = self.probe.device_ms()
+        for name in ("host_syncs", "sync_budget", "iterations", "epochs", "pushes",
+                     "invalidated", "affected", "packed_parents"):
+            row[name] = getattr(stats, name)
+        row["engine"] = stats.engine_used
+        failure = self._check(state, stats, row["cupti_syncs"])
+        if failure:
+            row["accepted"] = False
+            row["reject_reason"] = f"check failed: {failure}"
+            self._emit(row)
+            raise CheckFailure(f"side {state.role} ({state.side.label}): {failure}")
+        row["accepted"] = not warmup and reason is None
+        row["reject_reason"] = None if warmup else reason
+        return row
+
+    def _check(self, state: _SideState, stats, cupti) -> str | None:
+        g = self.guard
+        if stats.invalidated != g["invalidated"] or stats.affected != g["affected"]:
+            return (
+                f"invalidated/affected {stats.invalidated}/{stats.affected}, guard "
+                f"{g['invalidated']}/{g['affected']}"
+            )
+        if stats.host_syncs > stats.sync_budget:
+            return f"host_syncs {stats.host_syncs} over the budget {stats.sync_budget}"
+        if cupti is not None and cupti != stats.host_syncs:
+            return f"CUPTI counted {cupti} synchronizations, the engine {stats.host_syncs}"
+        digest = result_digest(state.result.distances, state.result.parents)
+        if digest != g["digest"]:
+            return f"result digest {digest:#018x} differs from the guard's {g['digest']:#018x}"
+        return None
+
+    def _row(self, state: _SideState, warmup: bool, pair_index: int, position: int) -> dict:
+        row = dict.fromkeys(ROUND_COLUMNS)
+        row.update(
+            campaign_id=self.r.campaign["campaign_id"],
+            session=self.r.session,
+            cell=self.key,
+            graph=self.gi.name,
+            batch=self.batch_name,
+            objective=self.objective,
+            role=state.role,
+            side=state.side.label,
+            round_index=state.rounds_done,
+            pair_index=pair_index,
+            position=position,
+            sequence=self.sequence,
+            warmup=warmup,
+            timestamp=utc_now(),
+        )
+        state.rounds_done += 1
+        self.sequence += 1
+        return row
+
+    def _emit(self, *rows: dict) -> None:
+        self.rounds.append(*rows)
+        for row in rows:
+            self.r.progress.round_done(self.key, row)
+
+    # -- order ----------------------------------------------------------------------------------
+    def _orientation(self, accepted_pairs: int, pair_index: int) -> tuple[str, str]:
+        if self.config.order == "abba":
+            # pair k of the accepted sequence: AB for even k, BA for odd; a repeat keeps the slot
+            return ("A", "B") if accepted_pairs % 2 == 0 else ("B", "A")
+        digest = hashlib.sha256(f"{self.config.seed}/{self.key}/{pair_index}".encode()).digest()
+        return ("A", "B") if digest[0] % 2 == 0 else ("B", "A")
+
+    def _precise_enough(self) -> bool:
+        frame = pd.DataFrame(self.rounds.rows)
+        column = REGIONS[primary_region(frame)]
+        a, b = paired_values(frame, column)
+        ratio = paired_ratio(a, b, resamples=self.config.bootstrap_resamples, seed=self.config.seed)
+        return ratio.relative_half_width <= self.config.precision
+
+    # -- the cell -------------------------------------------------------------------------------
+    def run(self) -> tuple[str, str | None, dict]:
+        states = self._make_states()
+        for st in states.values():  # resumed rounds keep their indexes
+            st.rounds_done = sum(1 for r in self.rounds.rows if r["role"] == st.role)
+        try:
+            problem = self._guard(states)
+        except CheckFailure as exc:
+            return "check_failed", str(exc), {}
+        if problem:
+            return "guard_failed", problem, {}
+        self.r.instruments.start_cell()
+        try:
+            for _ in range(self.config.warmup):
+                for role in ROLES:
+                    self._emit(self._round(states[role], warmup=True, pair_index=-1, position=-1))
+            self.r.instruments.after_warmup()
+            return self._pairs(states)
+        except CheckFailure as exc:
+            return "check_failed", str(exc), {}
+
+    def _pairs(self, states) -> tuple[str, str | None, dict]:
+        cfg = self.config
+        by_pair: dict[int, list[int]] = {}
+        for i, r in enumerate(self.rounds.rows):
+            if not r["warmup"]:
+                by_pair.setdefault(r["pair_index"], []).append(i)
+        accepted_pairs = rejected_pairs = 0
+        for indexes in by_pair.values():
+            rows = [self.rounds.rows[i] for i in indexes]
+            if len(rows) < 2:  # an interrupted campaign's half pair: never used, not noise either
+                if rows[0]["accepted"]:
+                    self.rounds.amend(indexes[0], accepted=False, reject_reason="pair interrupted")
+            elif all(r["accepted"] for r in rows):
+                accepted_pairs += 1
+            else:
+                rejected_pairs += 1
+        pair_index = max(by_pair, default=-1) + 1
+        self.r.progress.cell_progress(self.key, accepted_pairs, cfg.rounds)
+        while True:
+            if rejected_pairs > cfg.max_rejects:
+                counts = {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
+                return "too_noisy", (
+                    f"{rejected_pairs} rejected pairs exceed --max-rejects {cfg.max_rejects}"
+                ), counts
+            if accepted_pairs >= cfg.rounds:
+                if not cfg.adaptive or accepted_pairs >= cfg.max_rounds or self._precise_enough():
+                    break
+            first, second = self._orientation(accepted_pairs, pair_index)
+            # every round is flushed as it finishes, so both positions of a pair follow the same
+            # bookkeeping (a flush only after the pair would slow the next pair's first round)
+            first_row = self._round(states[first], warmup=False, pair_index=pair_index, position=0)
+            self._emit(first_row)
+            first_at = len(self.rounds.rows) - 1
+            try:
+                second_row = self._round(states[second], warmup=False, pair_index=pair_index, position=1)
+            except CheckFailure:
+                self.rounds.amend(first_at, accepted=False,
+                                  reject_reason="pair aborted: the other round failed its check")
+                raise
+            if first_row["reject_reason"] or second_row["reject_reason"]:
+                if second_row["accepted"]:
+                    second_row["accepted"] = False
+                    second_row["reject_reason"] = f"pair repeated (other round: {first_row['reject_reason']})"
+                self._emit(second_row)
+                if first_row["accepted"]:
+                    self.rounds.amend(first_at, accepted=False,
+                                      reject_reason=f"pair repeated (other round: {second_row['reject_reason']})")
+                rejected_pairs += 1
+            else:
+                self._emit(second_row)
+                accepted_pairs += 1
+            self.r.progress.cell_progress(self.key, accepted_pairs, cfg.rounds)
+            pair_index += 1
+        return "done", None, {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
+
+
+def compare_trees(tree_a, tree_b, name_a: str, name_b: str) -> str | None:
+    (da, pa), (db, pb) = tree_a, tree_b
+    if da.shape != db.shape:
+        return f"tree sizes differ: {name_a} {da.shape[0]}, {name_b} {db.shape[0]}"
+    diff = np.flatnonzero((da != db) | (pa != pb))
+    if diff.size == 0:
+        return None
+    shown = ", ".join(
+        f"v{v}: {name_a} ({int(da[v])}, {int(pa[v])}) {name_b} ({int(db[v])}, {int(pb[v])})"
+        for v in diff[:5]
+    )
+    return f"trees differ at {diff.size} vertices; first: {shown}"
+
+
+__all__ = ["CellRun", "CheckFailure", "RegionProbe", "ROLES", "compare_trees", "utc_now"]

@@ -1,0 +1,87 @@
+"""What a campaign measures and with which protocol parameters (protocol.md §3, §4, §5).
+
+``GraphInput`` is the shape the runner reads inputs in (``bench.prepare.PreparedGate`` has it);
+``CampaignConfig`` checks the parameters and is recorded in campaign.json (``--resume`` requires
+them unchanged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .exitcodes import UsageError
+from .sides import Side
+
+
+@dataclass
+class BatchInput:
+    name: str
+    batch: object  # engines.Batch
+    facts: dict = field(default_factory=dict)
+    digest: str | None = None
+
+
+@dataclass
+class GraphInput:
+    """What the runner measures on one graph; ``bench.prepare.PreparedGate`` has the same shape."""
+
+    name: str
+    origin: dict
+    graph: object  # engines.Graph, pre-batch state
+    source: int
+    facts: dict
+    trees: list  # [(distances, parents)] per objective, NumPy
+    batches: dict  # name -> BatchInput (or bench.prepare.PreparedBatch)
+
+
+@dataclass
+class CampaignConfig:
+    sides: tuple[Side, Side]
+    graphs: list[str] | None = None  # recorded only; the inputs iterable decides what runs
+    batches: list[str] | None = None  # None: every batch of each graph
+    objectives: list[int] | None = None  # None: every objective
+    rounds: int = 21
+    warmup: int = 2
+    adaptive: bool = False
+    precision: float = 0.01
+    max_rounds: int | None = None  # default 4 x rounds (adaptive only)
+    max_rejects: int | None = None  # default: rounds
+    order: str = "abba"
+    seed: int = 0
+    min_clock_fraction: float = 0.9
+    max_foreign_cpu: float = 1.0
+    lock_clocks: str | None = None
+    verify_host: bool = False
+    verify_syncs: bool = False
+    bootstrap_resamples: int = 2000
+    allow_dirty: bool = False
+
+    def __post_init__(self):
+        if self.rounds < 5:
+            raise UsageError(f"--rounds {self.rounds}: at least 5 accepted rounds per side")
+        if self.warmup < 2:
+            raise UsageError(f"--warmup {self.warmup}: at least 2 warm-up rounds per side")
+        if self.order not in ("abba", "random"):
+            raise UsageError(f"--order {self.order!r}: expected abba or random")
+        if self.max_rounds is None:
+            self.max_rounds = 4 * self.rounds
+        if self.max_rounds < self.rounds:
+            raise UsageError(f"--max-rounds {self.max_rounds} is below --rounds {self.rounds}")
+        if self.max_rejects is None:
+            self.max_rejects = self.rounds
+        if self.max_rejects < 0:
+            raise UsageError("--max-rejects must be >= 0")
+        if not 0 < self.precision < 1:
+            raise UsageError(f"--precision {self.precision}: expected a fraction in (0, 1)")
+        if not 0 < self.min_clock_fraction <= 1:
+            raise UsageError(f"--min-clock-fraction {self.min_clock_fraction}: expected (0, 1]")
+
+    def parameters(self) -> dict:
+        """The protocol parameters as recorded; --resume requires them unchanged."""
+        p = asdict(self)
+        p["sides"] = {"A": self.sides[0].label, "B": self.sides[1].label}
+        p.pop("allow_dirty")
+        return p
+
+
+__all__ = ["BatchInput", "GraphInput", "CampaignConfig"]

@@ -1,0 +1,47 @@
+"""Exit status of ``perf_ab.py engines`` (protocol.md §8) and the errors that carry one."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    CORRECTNESS = 1  # trees or counters differ, sync count over budget, digest mismatch
+    USAGE = 2  # bad arguments, unreadable input, unknown gate name
+    ENVIRONMENT = 3  # no CUDA GPU, no cooperative launch for fused, clock lock not permitted
+    TOO_NOISY = 4  # a cell had more rejections than --max-rejects
+
+
+class ProtocolError(Exception):
+    """An error that ends the command with a given exit code and a message for the user."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
+class UsageError(ProtocolError):
+    exit_code = ExitCode.USAGE
+
+
+class EnvironmentProblem(ProtocolError):
+    exit_code = ExitCode.ENVIRONMENT
+
+
+def campaign_exit_code(cell_statuses) -> ExitCode:
+    """The exit status of a finished campaign from its cells' statuses.
+
+    A correctness failure outranks a noisy cell: a wrong answer matters more than a slow
+    measurement, and the other cells still ran either way.
+    """
+    statuses = set(cell_statuses)
+    if statuses & {"guard_failed", "check_failed"}:
+        return ExitCode.CORRECTNESS
+    if "too_noisy" in statuses:
+        return ExitCode.TOO_NOISY
+    return ExitCode.OK
+
+
+__all__ = ["ExitCode", "ProtocolError", "UsageError", "EnvironmentProblem", "campaign_exit_code"]

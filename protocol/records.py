@@ -1,0 +1,204 @@
+"""The records of a campaign (protocol.md §9): rounds (Parquet), campaign and summary (JSON).
+
+Layout under the output folder (``results/`` by default)::
+
+    campaign.json            schema version, environment, parameters, inputs, cell statuses
+    rounds/<cell>.parquet    one row per round of one cell, warm-up and rejected rounds included
+    summary.json             the statistics of §7 per cell and region
+
+A Parquet file cannot be appended to safely (an interrupted writer leaves no footer), so a cell's
+file is rewritten whole, through a temporary file and an atomic rename, after every round: an
+interrupted campaign keeps every finished round and ``--resume`` continues from them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import SCHEMA_VERSION
+from .exitcodes import UsageError
+
+ROUND_SCHEMA = pa.schema(
+    [
+        ("campaign_id", pa.string()),
+        ("session", pa.int32()),  # 0 for the first run, +1 per --resume
+        ("cell", pa.string()),
+        ("graph", pa.string()),
+        ("batch", pa.string()),
+        ("objective", pa.int32()),
+        ("role", pa.string()),  # "A" or "B"
+        ("side", pa.string()),  # the side's label, e.g. cuda:fused
+        ("engine", pa.string()),  # Stats.engine_used
+        ("round_index", pa.int32()),  # per side and cell, counting every round
+        ("pair_index", pa.int32()),  # -1 for warm-up rounds
+        ("position", pa.int32()),  # 0 or 1 within the pair (0 = first)
+        ("sequence", pa.int32()),  # order of the round within the cell's session
+        ("warmup", pa.bool_()),
+        ("accepted", pa.bool_()),
+        ("reject_reason", pa.string()),
+        ("engine_host_ms", pa.float64()),
+        ("engine_device_ms", pa.float64()),
+        ("update_host_ms", pa.float64()),
+        ("host_syncs", pa.int64()),
+        ("cupti_syncs", pa.int64()),
+        ("sync_budget", pa.int64()),
+        ("iterations", pa.int64()),
+        ("epochs", pa.int64()),
+        ("pushes", pa.int64()),
+        ("invalidated", pa.int64()),
+        ("affected", pa.int64()),
+        ("packed_parents", pa.bool_()),
+        ("sm_clock_min_mhz", pa.int32()),
+        ("sm_clock_median_mhz", pa.float64()),
+        ("mem_clock_mhz", pa.int32()),
+        ("pstate", pa.int32()),
+        ("event_reasons", pa.int64()),
+        ("event_reason_names", pa.string()),
+        ("nvml_samples", pa.int32()),
+        ("temperature_peak_c", pa.int32()),
+        ("power_peak_w", pa.float64()),
+        ("foreign_cpu_cores", pa.float64()),
+        ("foreign_gpu_pids", pa.string()),  # comma-separated; "" none seen; null unknown
+        ("timestamp", pa.string()),  # UTC, ISO 8601
+    ]
+)
+ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
+
+
+def cell_key(graph: str, batch: str, objective: int) -> str:
+    return f"{graph}/{batch}/{objective}"
+
+
+def _cell_file_name(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "__", key) + ".parquet"
+
+
+def _atomic_write_bytes(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: Path, data: dict) -> None:
+    text = json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n"
+    _atomic_write_bytes(Path(path), lambda h: h.write(text.encode()))
+
+
+def _json_default(value):
+    # NumPy scalars and similar: their Python value
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def read_json(path: Path) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+class CellRounds:
+    """The rounds of one cell, kept in memory and rewritten to its Parquet file on every append."""
+
+    def __init__(self, path: Path, rows: list[dict]):
+        self.path = path
+        self.rows = rows
+
+    def append(self, *rows: dict) -> None:
+        for row in rows:
+            missing = set(ROUND_COLUMNS) - set(row)
+            if missing:
+                raise ValueError(f"round record lacks {sorted(missing)}")
+            self.rows.append({c: row[c] for c in ROUND_COLUMNS})
+        self._flush()
+
+    def amend(self, index: int, **fields) -> None:
+        """Change fields of a recorded round (a pair's first round rejected with its partner)."""
+        unknown = set(fields) - set(ROUND_COLUMNS)
+        if unknown:
+            raise ValueError(f"not round columns: {sorted(unknown)}")
+        self.rows[index].update(fields)
+        self._flush()
+
+    def _flush(self) -> None:
+        table = pa.Table.from_pylist(self.rows, schema=ROUND_SCHEMA)
+        _atomic_write_bytes(self.path, lambda h: pq.write_table(table, h))
+
+
+class RecordStore:
+    """The folder of one campaign's records."""
+
+    def __init__(self, out_dir):
+        self.root = Path(out_dir)
+        self.campaign_path = self.root / "campaign.json"
+        self.summary_path = self.root / "summary.json"
+        self.rounds_dir = self.root / "rounds"
+
+    def has_campaign(self) -> bool:
+        return self.campaign_path.is_file()
+
+    def read_campaign(self) -> dict:
+        if not self.has_campaign():
+            raise UsageError(f"no campaign records in {self.root} (campaign.json is missing)")
+        campaign = read_json(self.campaign_path)
+        version = campaign.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise UsageError(
+                f"{self.campaign_path}: schema version {version}, this tool reads {SCHEMA_VERSION}"
+            )
+        return campaign
+
+    def write_campaign(self, campaign: dict) -> None:
+        write_json(self.campaign_path, campaign)
+
+    def write_summary(self, summary: dict) -> None:
+        write_json(self.summary_path, summary)
+
+    def read_summary(self) -> dict | None:
+        return read_json(self.summary_path) if self.summary_path.is_file() else None
+
+    def cell_rounds(self, key: str) -> CellRounds:
+        """The cell's rounds so far (those already on disk when resuming), ready to append."""
+        path = self.rounds_dir / _cell_file_name(key)
+        rows = pq.read_table(path).to_pylist() if path.is_file() else []
+        return CellRounds(path, rows)
+
+    def clear_rounds(self) -> None:
+        if self.rounds_dir.is_dir():
+            for f in self.rounds_dir.glob("*.parquet"):
+                f.unlink()
+
+    def read_rounds(self) -> pd.DataFrame:
+        """Every round of the campaign as one frame (empty, with the columns, when none)."""
+        files = sorted(self.rounds_dir.glob("*.parquet")) if self.rounds_dir.is_dir() else []
+        if not files:
+            return ROUND_SCHEMA.empty_table().to_pandas()
+        tables = [pq.read_table(f, schema=ROUND_SCHEMA) for f in files]
+        return pa.concat_tables(tables).to_pandas()
+
+
+__all__ = [
+    "ROUND_SCHEMA",
+    "ROUND_COLUMNS",
+    "cell_key",
+    "CellRounds",
+    "RecordStore",
+    "write_json",
+    "read_json",
+]

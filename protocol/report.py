@@ -1,0 +1,214 @@
+"""results/M7.md from the records alone (protocol.md §10), rendered with jinja2.
+
+``render_report(store)`` reads campaign.json, the rounds and summary.json (rebuilt from the rounds
+when missing), draws the plots beside the report and renders ``templates/M7.md.j2``. No number in
+the report is computed anywhere but in the summary record or the findings below, which only pick
+and phrase numbers of the summary.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import jinja2
+
+from .analysis import build_summary
+from .environment import REPO_ROOT
+from .nvml import reason_names
+from .plots import DISTRIBUTIONS, RATIO_VS_SYNCS, engine_time_distributions, ratio_against_syncs
+from .records import RecordStore
+
+TEMPLATE_DIR = REPO_ROOT / "templates"
+TEMPLATE = "M7.md.j2"
+REPORT_NAME = "M7.md"
+PLOTS_DIR = "plots"
+
+
+# -- formatting filters (one place, so tests can parse what the report prints) --------------------
+def fmt_ms(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def fmt_ratio(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def fmt_count(value) -> str:
+    if value is None:
+        return "–"
+    value = float(value)
+    return str(int(value)) if value.is_integer() else f"{value:.1f}"
+
+
+def fmt_pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def describe_origin(origin: dict | None) -> str:
+    if not origin:
+        return "unknown"
+    kind = origin.get("kind")
+    if kind == "real":
+        return f"real file {origin.get('path')} (SHA-256 {str(origin.get('sha256'))[:16]}…)"
+    if kind == "standin":
+        params = origin.get("params") or {}
+        shown = ", ".join(f"{k}={v}" for k, v in params.items())
+        return f"stand-in: {origin.get('generator')}({shown}), seed {origin.get('seed')}"
+    return ", ".join(f"{k}: {v}" for k, v in origin.items())
+
+
+# -- findings -------------------------------------------------------------------------------------
+def findings(summary: dict, campaign: dict) -> list[str]:
+    """Sentences built only from the summary: extremes, round-trip cost, noisy and failed cells."""
+    sides = summary["sides"]
+    cells = summary["cells"]
+    measured = [c for c in cells if c["status"] == "done" and c["ratio"] is not None]
+    out = []
+    if measured:
+        hi = max(measured, key=lambda c: c["ratio"])
+        lo = min(measured, key=lambda c: c["ratio"])
+        out.append(
+            f"The largest ratio B/A ({sides['B']} over {sides['A']}) is {fmt_ratio(hi['ratio'])} on "
+            f"{hi['cell']} ({hi['verdict']}); the smallest is {fmt_ratio(lo['ratio'])} on {lo['cell']} "
+            f"({lo['verdict']})."
+        )
+        differ = [c for c in measured if c["verdict"] != "no difference detected"]
+        out.append(
+            f"{len(differ)} of {len(measured)} measured cells show a difference whose 95 % interval "
+            "excludes 1."
+        )
+    costs = [(c["syncs"]["round_trip_ms"], c["cell"]) for c in measured if c["syncs"]["round_trip_ms"] is not None]
+    if costs:
+        costs.sort()
+        median = statistics.median(cost for cost, _ in costs)
+        out.append(
+            f"One host round trip costs {fmt_ms(median)} ms (median over {len(costs)} cells; from "
+            f"{fmt_ms(costs[0][0])} ms on {costs[0][1]} to {fmt_ms(costs[-1][0])} ms on {costs[-1][1]})."
+        )
+    else:
+        out.append("No cell has a difference in host synchronizations, so no round-trip cost is derived.")
+    noisy = [c["cell"] for c in measured if c["noisy"]]
+    out.append(
+        f"Noisy cells (interquartile spread above 5 %): {', '.join(noisy)}." if noisy
+        else "No measured cell is noisy (every interquartile spread is at most 5 %)."
+    )
+    provisional = [c["cell"] for c in measured if c["provisional"]]
+    if provisional:
+        out.append(f"Provisional (under 10 ms with fewer than 20 accepted rounds): {', '.join(provisional)}.")
+    for status, text in (("too_noisy", "too noisy to measure"), ("guard_failed", "failed the guard"),
+                         ("check_failed", "failed a per-round check"), ("running", "unfinished")):
+        bad = [c["cell"] for c in cells if c["status"] == status]
+        if bad:
+            out.append(f"Cells {text}: {', '.join(bad)}.")
+    rejected = sum(c["rejected_pairs"] for c in cells)
+    if rejected:
+        out.append(f"{rejected} pairs were rejected and repeated (reasons in the clocks section).")
+    return out
+
+
+# -- context --------------------------------------------------------------------------------------
+def _clock_overview(summary: dict, campaign: dict) -> str:
+    clocks = campaign.get("clocks") or {}
+    mode = clocks.get("mode", "unknown")
+    lows = [c["clocks"]["sm_min_mhz"] for c in summary["cells"] if c["clocks"]["sm_min_mhz"] is not None]
+    highs = [c["clocks"]["sm_max_mhz"] for c in summary["cells"] if c["clocks"]["sm_max_mhz"] is not None]
+    if mode == "lock":
+        lock = clocks.get("lock") or {}
+        text = f"locked at SM {lock.get('sm_mhz')} MHz"
+        if lock.get("memory_locked"):
+            text += f", memory {lock.get('mem_mhz')} MHz"
+        text += f" (held under load: {lock.get('held_under_load')})"
+    elif mode == "observe":
+        text = "observed (not locked)"
+    elif mode == "not_applicable":
+        return "not applicable (host sides only)"
+    else:
+        return f"clocks unknown ({clocks.get('note') or 'NVML unavailable'})"
+    if lows and highs:
+        text += f"; SM clock seen {fmt_count(min(lows))}–{fmt_count(max(highs))} MHz in accepted rounds"
+    return text
+
+
+def cell_flags(cell: dict) -> str:
+    flags = [] if cell["status"] == "done" else [cell["status"]]
+    flags += [name for name in ("noisy", "provisional") if cell[name]]
+    return ", ".join(flags)
+
+
+GPU_FIELDS = ("name", "sm_count", "memory_bytes", "compute_capability")
+NVML_FIELDS = ("nvidia_driver", "default_sm_mhz", "max_sm_mhz", "ecc_current", "persistence_mode")
+HOST_FIELDS = ("cuda_runtime", "cuda_driver", "cupy", "nvrtc", "cpu_model", "logical_cores", "os", "python", "numpy")
+
+
+def _with_keys(record: dict | None, keys) -> dict:
+    return {**dict.fromkeys(keys), **(record or {})}
+
+
+def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
+    origins = {i["graph"]: i["origin"] for i in campaign["inputs"]}
+    real = sorted(g for g, o in origins.items() if (o or {}).get("kind") == "real")
+    standins = sorted(g for g, o in origins.items() if (o or {}).get("kind") != "real")
+    by_graph: dict[str, dict] = {}
+    for c in summary["cells"]:
+        by_graph.setdefault(c["graph"], {}).setdefault(c["batch"], []).append(c)
+    # the environment records may lack fields (no GPU, no NVML): every field the template reads
+    # is present, None where unknown, so the template stays strict about everything else
+    gpu = _with_keys(campaign.get("gpu"), GPU_FIELDS)
+    nvml = _with_keys((campaign.get("gpu") or {}).get("nvml"), NVML_FIELDS)
+    host = _with_keys(campaign.get("host"), HOST_FIELDS)
+    return {
+        "campaign": campaign,
+        "summary": summary,
+        "sides": summary["sides"],
+        "git": campaign["git"],
+        "real_graphs": real,
+        "standin_graphs": standins,
+        "origins": {g: describe_origin(o) for g, o in origins.items()},
+        "gpu": gpu,
+        "nvml": nvml,
+        "host": host,
+        "clock_overview": _clock_overview(summary, campaign),
+        "cells": summary["cells"],
+        "flags": {c["cell"]: cell_flags(c) for c in summary["cells"]},
+        "by_graph": by_graph,
+        "findings": findings(summary, campaign),
+        "plots": plots,
+        "params": campaign["parameters"],
+        "reason_names": reason_names,
+    }
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(ms=fmt_ms, ratio=fmt_ratio, count=fmt_count, pct=fmt_pct)
+    return env
+
+
+def render_report(store: RecordStore) -> Path:
+    """Render ``<out>/M7.md`` and its plots from the records in ``store``; returns the report path."""
+    campaign = store.read_campaign()
+    rounds = store.read_rounds()
+    summary = store.read_summary()
+    if summary is None:
+        summary = build_summary(rounds, campaign)
+        store.write_summary(summary)
+    plots_dir = store.root / PLOTS_DIR
+    plots = {}
+    if summary["cells"]:
+        engine_time_distributions(rounds, summary, plots_dir / DISTRIBUTIONS)
+        ratio_against_syncs(summary, plots_dir / RATIO_VS_SYNCS)
+        plots = {"distributions": f"{PLOTS_DIR}/{DISTRIBUTIONS}", "ratio": f"{PLOTS_DIR}/{RATIO_VS_SYNCS}"}
+    text = _environment().get_template(TEMPLATE).render(**build_context(campaign, summary, plots))
+    path = store.root / REPORT_NAME
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+__all__ = ["render_report", "build_context", "findings", "fmt_ms", "fmt_ratio", "fmt_count", "describe_origin"]

@@ -1,0 +1,89 @@
+"""Side configurations of an A/B campaign: ``host``, ``cuda:fused``, ``cuda:operators`` ...
+
+A side says how to build a result (backend, CUDA engine option) and runs one update through the
+public API with the runner's probe. Test code may subclass ``Side`` to alter a side's behaviour
+inside the timed region (for example a planted slowdown), never the engines themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .exitcodes import UsageError
+
+CUDA_ENGINE_OPTIONS = ("fused", "operators", "automatic")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One engine configuration: ``label`` as the user wrote it, ``backend``, ``cuda_engine``."""
+
+    label: str
+    backend: str  # "host" or "cuda"
+    cuda_engine: str = "automatic"
+
+    @property
+    def needs_cuda(self) -> bool:
+        return self.backend == "cuda"
+
+    @property
+    def short_name(self) -> str:
+        """The engine's name in report columns: ``host``, ``fused``, ``operators``, ``automatic``."""
+        return "host" if self.backend == "host" else self.cuda_engine
+
+    def make_result(self, graph, source: int, objective: int, distances, parents):
+        """A result of this side holding the given (prepared, canonical) tree."""
+        from engines import sssp
+
+        return sssp.Result.from_arrays(
+            graph,
+            source,
+            distances,
+            parents,
+            canonicalize=False,
+            validate=False,
+            backend=self.backend,
+            objective=objective,
+            cuda_engine=self.cuda_engine,
+        )
+
+    def compute(self, graph, source: int, objective: int):
+        """compute() on this side (the once-per-cell check of a prepared tree on the device)."""
+        from engines import sssp
+
+        return sssp.compute(
+            graph, source, backend=self.backend, objective=objective, cuda_engine=self.cuda_engine
+        )
+
+    def update(self, graph, batch, result, probe):
+        """One update of ``result`` through the public API, the probe marking the engine region."""
+        from engines import sssp
+
+        return sssp.update(graph, batch, result, probe=probe)
+
+
+def parse_side(text: str) -> Side:
+    label = text.strip()
+    lowered = label.lower()
+    if lowered == "host":
+        return Side(label, "host", "automatic")
+    if lowered == "cuda":
+        return Side(label, "cuda", "automatic")
+    if lowered.startswith("cuda:"):
+        engine = lowered.split(":", 1)[1]
+        if engine in CUDA_ENGINE_OPTIONS:
+            return Side(label, "cuda", engine)
+    raise UsageError(
+        f"unknown side {text!r}: expected host, cuda, cuda:fused, cuda:operators or cuda:automatic"
+    )
+
+
+def parse_sides(text: str) -> tuple[Side, Side]:
+    """``"A,B"`` -> (side A, side B); exactly two sides."""
+    parts = [p for p in (text or "").split(",")]
+    if len(parts) != 2 or not all(p.strip() for p in parts):
+        raise UsageError(f"--sides {text!r}: expected two sides separated by a comma, e.g. cuda:fused,cuda:operators")
+    return parse_side(parts[0]), parse_side(parts[1])
+
+
+__all__ = ["Side", "parse_side", "parse_sides", "CUDA_ENGINE_OPTIONS"]

@@ -1,0 +1,52 @@
+"""Shared fixtures for the engine tests: the shared real-graph folder and hypothesis profiles."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+# Bounded example counts keep the CPU suite inside its time budget (COMMON.md); the "thorough"
+# profile (HYPOTHESIS_PROFILE=thorough) runs more examples.
+settings.register_profile(
+    "default",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "thorough",
+    deadline=None,
+    max_examples=500,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    """``$SSSPAB_SHARED_DATA`` or ``<repo>/../shared/data``; None when absent."""
+    env = os.environ.get("SSSPAB_SHARED_DATA")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO_ROOT / ".." / "shared" / "data")
+    for c in candidates:
+        if (c / "graphs").is_dir():
+            return c.resolve()
+    return None
+
+
+@pytest.fixture(scope="session")
+def shared_graphs_dir() -> Path:
+    d = shared_data_dir()
+    if d is None:
+        pytest.skip("shared real graphs not found (set SSSPAB_SHARED_DATA or place them at "
+                    "<repo>/../shared/data/graphs)")
+    return d / "graphs"
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261202)

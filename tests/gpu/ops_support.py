@@ -1,0 +1,155 @@
+"""Helpers of the GPU tests of the operators engine: the skip condition and cross-engine runs.
+
+Every expected value comes from the host reference (``backend="host"``), never from stored
+numbers: the CUDA engines must reproduce its bytes (algorithm.md §13 item 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from engines import sssp
+
+from .. import harness as H
+from .. import oracles as O
+
+
+def gpu_available() -> bool:
+    try:
+        from engines.sssp import cuda
+    except Exception:
+        return False
+    return bool(cuda.is_available())
+
+
+#: Marks and skips a GPU test module: ``pytestmark = GPU``.
+GPU = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU"),
+]
+
+CUDA_ENGINES = ("fused", "operators")
+#: Statistics every engine must agree on (§9); iterations, epochs, pushes never compared.
+COMPARED_STATS = ("invalidated", "affected", "packed_parents", "batch")
+
+
+def fused_available() -> bool:
+    from engines.sssp import cuda
+
+    return cuda.fused_unavailable_reason(cuda.current_device()) is None
+
+
+def compute_all(graph, source, *, engines=CUDA_ENGINES, **options) -> dict:
+    """``compute()`` on the host and on each CUDA engine: {"host": r, "fused": r, ...}."""
+    results = {"host": sssp.compute(graph, source, backend="host", **options)}
+    for engine in engines:
+        results[engine] = sssp.compute(graph, source, backend="cuda", cuda_engine=engine, **options)
+    return results
+
+
+def import_all(graph, source, distances, parents, *, engines=CUDA_ENGINES, validate=None,
+               **options) -> dict:
+    """The same (possibly non-canonical) tree imported as it is on every backend and engine."""
+    host = sssp.Result.from_arrays(graph, source, distances, parents, canonicalize=False,
+                                   validate=validate, backend="host", **options)
+    results = {"host": host}
+    for engine in engines:
+        r = host.clone(backend="cuda")
+        r.set_options(cuda_engine=engine)
+        results[engine] = r
+    return results
+
+
+def perturb_all(rng, graph, results: dict, objective: int = 0) -> dict:
+    """Re-import every result's tree with each tie parent a random tight in-neighbour (§13 item 4)."""
+    host = results["host"]
+    d, _ = host.to_numpy()
+    ref = H.ref_of(graph)
+    src, dst, w = ref.edges(objective)
+    p = O.perturbed_parents(rng, ref.num_vertices, host.source, d, src, dst, w).astype(np.int32)
+    engines = tuple(k for k in results if k != "host")
+    opts = host.options
+    return import_all(graph, host.source, d, p, engines=engines, objective=opts.objective,
+                      delta=opts.delta)
+
+
+def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
+    """Where host_syncs and sync_budget differ from what §9 says for ``engine``."""
+    problems = []
+    if stats.engine_used != engine:
+        problems.append(f"engine_used {stats.engine_used!r}, expected {engine!r}")
+    if engine == "host":
+        if (stats.host_syncs, stats.sync_budget) != (0, 0):
+            problems.append(f"host syncs {stats}")
+    elif engine == "fused":
+        if (stats.host_syncs, stats.sync_budget) != (1, 1):
+            problems.append(f"fused syncs {stats}")
+    else:
+        base = 3 if update else 2
+        if stats.sync_budget != base + stats.iterations + stats.epochs:
+            problems.append(f"operators budget {stats}")
+        elif stats.host_syncs > stats.sync_budget:
+            problems.append(f"operators over budget {stats}")
+        elif not (update and stats.iterations == 0 and stats.epochs == 0 and stats.host_syncs == 2):
+            if stats.host_syncs != stats.sync_budget:  # else: an update without candidates
+                problems.append(f"operators syncs {stats}")
+    return problems
+
+
+def check_stats_shape(stats, engine: str, *, update: bool) -> None:
+    """host_syncs and sync_budget exactly as §9 says for ``engine``."""
+    problems = stats_shape_problems(stats, engine, update=update)
+    assert not problems, problems
+
+
+def assert_conformant(results: dict, stats: dict | None = None, *, update: bool = False,
+                      what: str = "") -> None:
+    """Every result equals the host's byte for byte, and the compared statistics agree.
+
+    Every engine is checked before failing, so one failure reports all the engines that differ.
+    """
+    host = results["host"]
+    hd, hp = host.to_numpy()
+    problems = []
+    for name, r in results.items():
+        if name == "host":
+            continue
+        d, p = r.to_numpy()
+        if d.dtype != hd.dtype or p.dtype != hp.dtype:
+            problems.append(f"{name}: dtypes {d.dtype}, {p.dtype}")
+            continue
+        bad = np.flatnonzero(d != hd)
+        if bad.size:
+            problems.append(f"{name}: {bad.size} distances differ from the host, at "
+                            f"{bad[:8].tolist()}: {d[bad[:8]].tolist()} vs {hd[bad[:8]].tolist()}")
+        bad = np.flatnonzero(p != hp)
+        if bad.size:
+            problems.append(f"{name}: {bad.size} parents differ from the host, at "
+                            f"{bad[:8].tolist()}: {p[bad[:8]].tolist()} vs {hp[bad[:8]].tolist()}")
+        if r.graph_version != host.graph_version:
+            problems.append(f"{name}: graph_version {r.graph_version} vs {host.graph_version}")
+    all_stats = stats if stats is not None else {k: r.stats for k, r in results.items()}
+    reference = all_stats["host"]
+    for name, st in all_stats.items():
+        for field in COMPARED_STATS:
+            if getattr(st, field) != getattr(reference, field):
+                problems.append(f"{name}: {field} = {getattr(st, field)!r}, host "
+                                f"{getattr(reference, field)!r}")
+        problems += [f"{name}: {p}" for p in stats_shape_problems(st, name, update=update)]
+    assert not problems, f"{what}: " + "; ".join(problems)
+
+
+def update_all(graph, batch, results: dict) -> dict:
+    """One ``update()`` carrying every result (one commit); {name: Stats}."""
+    names = list(results)
+    stats = sssp.update(graph, batch, *[results[k] for k in names])
+    if not isinstance(stats, tuple):
+        stats = (stats,)
+    return dict(zip(names, stats))
+
+
+def stats_dict(stats) -> dict:
+    return {f.name: getattr(stats, f.name) for f in dataclasses.fields(stats)}

@@ -1,0 +1,167 @@
+"""Host synchronizations (algorithm.md §9, §10.3; protocol.md §6; §13 item 10).
+
+``host_syncs`` exactly as §9 says for both CUDA engines: fused 1 per update and per compute();
+operators 3 + iterations + epochs for an update with candidates, 2 without, 2 + iterations +
+epochs for compute(), always within ``sync_budget``. Then the independent count: CUPTI callbacks
+(engines.sssp.cuda.syncs) count the synchronizing CUDA calls made during one update, which must
+equal the engine's own ``host_syncs``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engines
+from engines import sssp
+
+from .. import harness as H
+from . import ops_support as S
+
+pytestmark = S.GPU
+
+
+def _graph(seed, n=400, wclass="mid"):
+    rng = np.random.default_rng(seed)
+    n, src, dst, w = H.random_graph(rng, "sparse", n, 1, wclass)
+    return engines.Graph.from_edges(src, dst, w, num_vertices=n), rng
+
+
+def _engines():
+    return ("fused", "operators") if S.fused_available() else ("operators",)
+
+
+@pytest.mark.parametrize("delta", [0, 1, 1000])
+def test_compute_syncs(delta):
+    graph, _ = _graph(1)
+    for engine in _engines():
+        r = sssp.compute(graph, 0, backend="cuda", cuda_engine=engine, delta=delta)
+        st = r.stats
+        if engine == "fused":
+            assert (st.host_syncs, st.sync_budget) == (1, 1)
+        else:
+            assert st.host_syncs == st.sync_budget == 2 + st.iterations + st.epochs
+            assert st.iterations >= 1
+            if delta == 1 and graph.row_ptr[1] > graph.row_ptr[0]:
+                # delta 1 and weights >= 1: every out-neighbour of the source lands in the far
+                # pile (d >= threshold = 1), so at least one raise is needed
+                assert st.epochs >= 1
+
+
+@pytest.mark.parametrize("kind", ["mixed", "tree_delete", "insert", "growth"])
+def test_update_syncs_with_candidates(kind):
+    graph, rng = _graph(2)
+    for engine in _engines():
+        r = sssp.compute(graph, 0, backend="cuda", cuda_engine=engine)
+        host = sssp.compute(graph, 0, backend="host")
+        for step in range(2):
+            _, parents = host.to_numpy()
+            arrays = H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid")
+            # at least one non-source insertion head makes a candidate
+            arrays = _with_head(arrays, graph.num_vertices)
+            stats = S.update_all(graph, H.make_batch(arrays), {"host": host, engine: r})
+            st = stats[engine]
+            S.assert_conformant({"host": host, engine: r}, stats, update=True)
+            if engine == "fused":
+                assert (st.host_syncs, st.sync_budget) == (1, 1)
+            else:
+                assert st.host_syncs == st.sync_budget == 3 + st.iterations + st.epochs
+
+
+def _with_head(arrays, n):
+    isrc, idst, iw, dsrc, ddst = arrays
+    return (np.append(isrc, 0), np.append(idst, n - 1 if n > 1 else 0),
+            np.vstack([iw, [[7]]]).astype(np.int64), dsrc, ddst)
+
+
+@pytest.mark.parametrize("batch_kind", ["empty", "non_tree_deletion"])
+def test_update_without_candidates_takes_two(batch_kind):
+    graph, rng = _graph(3)
+    r = sssp.compute(graph, 0, backend="cuda", cuda_engine="operators")
+    host = sssp.compute(graph, 0, backend="host")
+    if batch_kind == "empty":
+        batch = engines.Batch.empty()
+    else:
+        _, parents = host.to_numpy()
+        src, dst = np.asarray(graph.edge_sources()), np.asarray(graph.col_ind)
+        non_tree = np.flatnonzero(parents[dst] != src)
+        e = int(non_tree[0])
+        batch = engines.Batch(delete_src=[int(src[e])], delete_dst=[int(dst[e])])
+    stats = S.update_all(graph, batch, {"host": host, "operators": r})
+    st = stats["operators"]
+    assert st.invalidated == 0
+    assert (st.host_syncs, st.sync_budget, st.iterations, st.epochs) == (2, 3, 0, 0)
+    S.assert_conformant({"host": host, "operators": r}, stats, update=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The independent count (CUPTI)
+
+
+@pytest.fixture
+def cupti_counter():
+    from engines.sssp.cuda import syncs
+
+    if not syncs.is_available():
+        pytest.skip("cupti-python is not installed")
+    return syncs.count_synchronizations
+
+
+class _CountingProbe:
+    """A probe that counts with CUPTI only around the engine body (after the upload)."""
+
+    def __init__(self, counter_factory):
+        self.factory = counter_factory
+        self.counter = None
+        self.count = None
+        self.calls = None
+
+    def engine_start(self, stream):
+        self.counter = self.factory()
+        self.counter.__enter__()
+
+    def engine_stop(self, stream):
+        self.counter.__exit__(None, None, None)
+        self.count, self.calls = self.counter.count, list(self.counter.calls)
+
+
+def test_cupti_sees_a_stream_synchronization(cupti_counter):
+    import cupy
+
+    x = cupy.arange(10)
+    with cupti_counter() as c:
+        cupy.cuda.get_current_stream().synchronize()
+    assert c.count == 1, c.calls
+    with cupti_counter() as c:
+        _ = x.sum().get()
+    assert c.count >= 1, c.calls  # a .get() synchronizes
+
+
+@pytest.mark.parametrize("kind", ["mixed", "tree_delete", "empty"])
+def test_cupti_count_equals_host_syncs(cupti_counter, kind):
+    graph, rng = _graph(4, n=600, wclass="tiny")
+    for engine in _engines():
+        r = sssp.compute(graph, 0, backend="cuda", cuda_engine=engine, delta=2)
+        for step in range(2):
+            _, parents = r.to_numpy()
+            batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "tiny"))
+            if step == 0:
+                # the whole update() call: checks, commit, upload and engine
+                with cupti_counter() as c:
+                    st = sssp.update(graph, batch, r)
+                assert c.count == st.host_syncs, (engine, kind, c.count, st, c.calls)
+            else:
+                probe = _CountingProbe(cupti_counter)
+                st = sssp.update(graph, batch, r, probe=probe)
+                assert probe.count == st.host_syncs, (engine, kind, probe.count, st, probe.calls)
+            assert st.engine_used == engine
+            assert st.host_syncs <= st.sync_budget
+
+
+def test_cupti_count_of_compute(cupti_counter):
+    graph, _ = _graph(5)
+    for engine in _engines():
+        sssp.compute(graph, 0, backend="cuda", cuda_engine=engine)  # compiled and reserved
+        with cupti_counter() as c:
+            r = sssp.compute(graph, 0, backend="cuda", cuda_engine=engine)
+        assert c.count == r.stats.host_syncs, (engine, c.count, r.stats, c.calls)

@@ -1,0 +1,99 @@
+"""Small real inputs and side wrappers for the protocol tests.
+
+The graphs are built with ``engines.Graph.from_edges`` and their trees with the host engine's
+``compute()``: the runner measures the real host reference, nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from engines import Batch, Graph, sssp
+from protocol.runner import BatchInput, CampaignConfig, GraphInput
+from protocol.sides import Side
+
+
+def small_graph_input(*, n=2000, m=8000, seed=7, name="toy", insertions=150, deletions=150) -> GraphInput:
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    weights = rng.integers(1, 101, (src.size, 3))
+    graph = Graph.from_edges(src, dst, weights, num_vertices=n)
+    trees = [sssp.compute(graph, 0, objective=k).to_numpy() for k in range(3)]
+    ins = rng.integers(0, n, (insertions, 2))
+    pick = rng.integers(0, src.size, deletions)
+    batch = Batch(ins[:, 0], ins[:, 1], rng.integers(1, 101, (insertions, 3)), src[pick], dst[pick])
+    return GraphInput(
+        name=name,
+        origin={"kind": "standin", "generator": "uniform random (test)", "params": {"n": n, "m": m}, "seed": seed},
+        graph=graph,
+        source=0,
+        facts={"vertices": n},
+        trees=trees,
+        batches={"mixed": BatchInput("mixed", batch, {"insertions": insertions, "deletions": deletions}, "ab" * 32)},
+    )
+
+
+def host_config(**overrides) -> CampaignConfig:
+    values = dict(
+        sides=(Side("host", "host"), Side("host", "host")),
+        rounds=5,
+        warmup=2,
+        objectives=[0],
+        allow_dirty=True,
+        max_foreign_cpu=1e9,  # the CI box is shared; contamination is tested on its own
+    )
+    values.update(overrides)
+    return CampaignConfig(**values)
+
+
+class _WrappedProbe:
+    """Passes the engine hooks on; ``extra`` runs inside the region just before it closes."""
+
+    def __init__(self, inner, extra):
+        self.inner = inner
+        self.extra = extra
+        self.start_ns = 0
+
+    def engine_start(self, stream):
+        self.inner.engine_start(stream)
+        self.start_ns = time.perf_counter_ns()
+
+    def engine_stop(self, stream):
+        self.extra(time.perf_counter_ns() - self.start_ns)
+        self.inner.engine_stop(stream)
+
+
+class SlowedSide(Side):
+    """A side whose engine region lasts ``1 + fraction`` times as long: it spins after the engine."""
+
+    def __init__(self, label, fraction):
+        super().__init__(label, "host")
+        object.__setattr__(self, "fraction", fraction)
+
+    def update(self, graph, batch, result, probe):
+        def spin(elapsed_ns):
+            until = time.perf_counter_ns() + int(elapsed_ns * self.fraction)
+            while time.perf_counter_ns() < until:
+                pass
+
+        return super().update(graph, batch, result, _WrappedProbe(probe, spin) if probe else None)
+
+
+class HookedSide(Side):
+    """A host side that calls ``hook(call_number)`` inside the engine region of every update."""
+
+    def __init__(self, label, hook):
+        super().__init__(label, "host")
+        object.__setattr__(self, "hook", hook)
+        object.__setattr__(self, "calls", [0])
+
+    def update(self, graph, batch, result, probe):
+        self.calls[0] += 1
+        number = self.calls[0]
+        return super().update(graph, batch, result,
+                              _WrappedProbe(probe, lambda _ns: self.hook(number)) if probe else None)

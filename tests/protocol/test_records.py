@@ -1,0 +1,219 @@
+"""Records (protocol.md §9): Parquet rounds and JSON, flushed per round, surviving interruption."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from protocol.exitcodes import ExitCode, UsageError
+from protocol.instruments import Instruments
+from protocol.records import ROUND_COLUMNS, RecordStore, cell_key
+from protocol.runner import CampaignRunner
+
+from .campaign_script import config_for_tests
+from .helpers import HookedSide, host_config, small_graph_input
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return small_graph_input()
+
+
+def _row(**values):
+    row = dict.fromkeys(ROUND_COLUMNS)
+    row.update(values)
+    return row
+
+
+def test_cell_rounds_round_trip_and_amend(tmp_path):
+    store = RecordStore(tmp_path)
+    rounds = store.cell_rounds(cell_key("g", "b", 0))
+    rounds.append(_row(cell="g/b/0", role="A", accepted=True, engine_host_ms=1.5, pair_index=0, warmup=False))
+    rounds.append(_row(cell="g/b/0", role="B", accepted=True, engine_host_ms=2.5, pair_index=0, warmup=False))
+    rounds.amend(0, accepted=False, reject_reason="pair repeated")
+    frame = store.read_rounds()
+    assert list(frame.columns) == list(ROUND_COLUMNS)
+    assert frame["engine_host_ms"].tolist() == [1.5, 2.5]
+    assert frame["accepted"].tolist() == [False, True]
+    assert frame["reject_reason"].tolist()[0] == "pair repeated"
+    # reopening (as --resume does) sees the same rows; no temporary files are left
+    assert len(store.cell_rounds("g/b/0").rows) == 2
+    assert [p.name for p in (tmp_path / "rounds").iterdir()] == ["g__b__0.parquet"]
+    with pytest.raises(ValueError, match="lacks"):
+        rounds.append({"cell": "g/b/0"})
+
+
+def test_empty_store_reads_an_empty_frame(tmp_path):
+    frame = RecordStore(tmp_path).read_rounds()
+    assert frame.empty and list(frame.columns) == list(ROUND_COLUMNS)
+    with pytest.raises(UsageError, match="campaign.json"):
+        RecordStore(tmp_path).read_campaign()
+
+
+def test_campaign_record_has_schema_environment_and_inputs(toy, tmp_path):
+    with Instruments.open(gpu=False) as inst:
+        CampaignRunner(host_config(), RecordStore(tmp_path), inst).run([toy])
+    campaign = RecordStore(tmp_path).read_campaign()
+    assert campaign["schema_version"] == 1
+    assert set(campaign["git"]) == {"commit", "dirty", "dirty_allowed"}
+    host = campaign["host"]
+    assert {"cpu_model", "logical_cores", "os", "python", "numpy", "cupy"} <= set(host)
+    text = (tmp_path / "campaign.json").read_text()
+    assert os.uname().nodename not in text  # no host name in records
+    entry = campaign["inputs"][0]
+    assert entry["origin"]["kind"] == "standin" and entry["batches"][0]["sha256"] == "ab" * 32
+    assert campaign["parameters"]["sides"] == {"A": "host", "B": "host"}
+    assert campaign["finished_utc"] is not None
+
+
+def test_interrupted_campaign_resumes_to_completion(toy, tmp_path):
+    def interrupt(call):
+        if call == 7:
+            raise KeyboardInterrupt
+
+    config = config_for_tests(HookedSide("host", interrupt))
+    with pytest.raises(KeyboardInterrupt):
+        with Instruments.open(gpu=False) as inst:
+            CampaignRunner(config, RecordStore(tmp_path), inst).run([toy])
+    store = RecordStore(tmp_path)
+    kept = store.read_rounds()
+    assert len(kept) > 0 and store.read_campaign()["cells"]["toy/mixed/0"]["status"] == "running"
+    _resume_and_check(store, toy, kept)
+
+
+def _resume_and_check(store, toy, kept):
+    with Instruments.open(gpu=False) as inst:
+        code = CampaignRunner(config_for_tests(), store, inst, resume=True).run([toy])
+    assert code == ExitCode.OK
+    rows = store.read_rounds()
+    # every round finished before the interruption is still there, unchanged (but for a half
+    # pair's first round, which is no longer counted)
+    half = ~kept["warmup"] & ~kept.duplicated("pair_index", keep=False) & (kept["pair_index"] == kept["pair_index"].max())
+    same = ["role", "pair_index", "engine_host_ms", "update_host_ms", "session", "timestamp"]
+    pd.testing.assert_frame_equal(rows.iloc[: len(kept)][same].reset_index(drop=True), kept[same].reset_index(drop=True))
+    assert (rows.iloc[: len(kept)][half.to_numpy()]["reject_reason"] == "pair interrupted").all()
+    timed = rows[~rows["warmup"]]
+    acc = timed[timed["accepted"]]
+    assert acc.groupby("role").size().to_dict() == {"A": 6, "B": 6}
+    assert not acc.duplicated(["role", "pair_index"]).any()
+    assert set(rows["session"]) == {0, 1}
+    campaign = store.read_campaign()
+    assert len(campaign["sessions"]) == 2 and campaign["cells"]["toy/mixed/0"]["status"] == "done"
+    assert store.read_summary()["cells"][0]["accepted"] == {"A": 6, "B": 6}
+
+
+def test_resume_refuses_changed_parameters(toy, tmp_path):
+    with Instruments.open(gpu=False) as inst:
+        CampaignRunner(config_for_tests(), RecordStore(tmp_path), inst).run([toy])
+    with pytest.raises(UsageError, match="rounds"):
+        with Instruments.open(gpu=False) as inst:
+            CampaignRunner(host_config(rounds=7), RecordStore(tmp_path), inst, resume=True).run([toy])
+
+
+def test_resume_skips_finished_cells(toy, tmp_path):
+    with Instruments.open(gpu=False) as inst:
+        CampaignRunner(config_for_tests(), RecordStore(tmp_path), inst).run([toy])
+    before = RecordStore(tmp_path).read_rounds()
+    with Instruments.open(gpu=False) as inst:
+        assert CampaignRunner(config_for_tests(), RecordStore(tmp_path), inst, resume=True).run([toy]) == 0
+    assert len(RecordStore(tmp_path).read_rounds()) == len(before)
+
+
+def _child(mode, tmp_path, nvml_log=None):
+    marker = tmp_path / "marker"
+    args = [sys.executable, "-m", "tests.protocol.campaign_script", mode, str(tmp_path / "out"), str(marker)]
+    if nvml_log:
+        args.append(str(nvml_log))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 90
+    while not marker.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"child ended early: {proc.returncode} {proc.stderr.read().decode()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError("child never reached the pause")
+        time.sleep(0.05)
+    return proc
+
+
+def test_sigkill_mid_campaign_keeps_rounds_and_resume_completes(toy, tmp_path):
+    proc = _child("kill", tmp_path)
+    proc.kill()  # SIGKILL: no handler, no flush, nothing runs
+    proc.wait(timeout=30)
+    store = RecordStore(tmp_path / "out")
+    kept = store.read_rounds()
+    assert len(kept) >= 4  # the files are whole: atomic rewrites
+    _resume_and_check(store, toy, kept)
+
+
+def test_sigterm_resets_locked_clocks(tmp_path):
+    log = tmp_path / "nvml.log"
+    proc = _child("sigterm", tmp_path, log)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGTERM  # the default action still ends the process
+    calls = log.read_text().splitlines()
+    assert calls[0].startswith("nvmlDeviceSetGpuLockedClocks 1980 1980")
+    assert "nvmlDeviceResetGpuLockedClocks" in calls
+    assert "nvmlDeviceResetMemoryLockedClocks" in calls
+    assert calls.index("nvmlDeviceResetGpuLockedClocks") > 0
+
+
+def test_interpreter_exit_resets_locked_clocks(tmp_path):
+    log = tmp_path / "nvml.log"
+    marker = tmp_path / "marker"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.protocol.campaign_script", "atexit", str(tmp_path / "o"), str(marker), str(log)],
+        cwd=REPO, env=env, capture_output=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    calls = log.read_text().splitlines()
+    assert calls[-1] == "nvmlDeviceResetGpuLockedClocks" and calls[0].startswith("nvmlDeviceSetGpuLockedClocks")
+
+
+def test_exception_in_a_round_resets_locked_clocks(toy, tmp_path):
+    from protocol.clocks import LockRequest
+
+    from .fake_nvml import FakeNvml
+
+    fake = FakeNvml()
+
+    def boom(call):
+        if call == 5:
+            raise KeyboardInterrupt  # escapes the runner, unlike an engine error
+
+    with pytest.raises(KeyboardInterrupt):
+        with Instruments.open(gpu=True, nvml_module=fake, lock_request=LockRequest("max"),
+                              sample_interval_s=0.01) as inst:
+            CampaignRunner(config_for_tests(HookedSide("host", boom)), RecordStore(tmp_path), inst).run([toy])
+    assert fake.locked_sm is None and len(fake.called("nvmlDeviceResetGpuLockedClocks")) == 1
+
+
+def test_engine_error_in_a_round_is_recorded_and_clocks_reset(toy, tmp_path):
+    from protocol.clocks import LockRequest
+
+    from .fake_nvml import FakeNvml
+
+    fake = FakeNvml()
+
+    def fail(call):
+        if call == 5:
+            raise RuntimeError("engine blew up")
+
+    with Instruments.open(gpu=True, nvml_module=fake, lock_request=LockRequest(1500),
+                          sample_interval_s=0.01) as inst:
+        code = CampaignRunner(config_for_tests(HookedSide("host", fail)), RecordStore(tmp_path), inst).run([toy])
+    assert code == ExitCode.CORRECTNESS
+    assert "engine blew up" in RecordStore(tmp_path).read_summary()["cells"][0]["detail"]
+    assert fake.locked_sm is None and len(fake.called("nvmlDeviceResetGpuLockedClocks")) == 1

@@ -1,0 +1,203 @@
+"""results/M7.md from a fixture campaign's records (protocol.md §10)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from protocol import SCHEMA_VERSION
+from protocol.records import ROUND_COLUMNS, RecordStore, cell_key
+from protocol.report import render_report
+
+SECTIONS = ["## 1. Environment", "## 2. Verdicts", "## 3. Per graph", "## 4. Host synchronizations",
+            "## 5. Clocks and rejected rounds", "## 6. Findings", "## 7. Cell status", "## 8. Inputs",
+            "## 9. Reproduce", "## 10. Plots"]
+
+# (graph, batch, objective): A device ms, B device ms, B iterations, B epochs
+CELLS = {
+    ("roadNet-PA", "safe50k", 0): (2.0, 3.0, 40, 2),
+    ("roadNet-PA", "safe50k", 1): (2.2, 3.4, 44, 3),
+    ("rgg_n_2_20_s0", "local10k", 0): (0.50, 0.55, 6, 0),
+}
+
+
+def _campaign(cells):
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "campaign_id": "fixture0001",
+        "tool": {"name": "ssspab perf_ab", "version": "0.1.0"},
+        "git": {"commit": "0123456789abcdef", "dirty": False, "dirty_allowed": False},
+        "started_utc": "2026-12-02T10:00:00+00:00",
+        "finished_utc": "2026-12-02T10:30:00+00:00",
+        "host": {"cpu_model": "Fake CPU", "logical_cores": 16, "os": "Linux", "python": "3.12.3",
+                 "numpy": "2.1", "cupy": "14.2", "nvrtc": "13.0", "cuda_runtime": "13.0", "cuda_driver": "13.0"},
+        "gpu": {"name": "NVIDIA H200", "sm_count": 132, "memory_bytes": 150 * 2**30, "compute_capability": "9.0",
+                "nvml": {"nvidia_driver": "580.1", "max_sm_mhz": 1980, "default_sm_mhz": 1590,
+                         "ecc_current": True, "persistence_mode": True}},
+        "clocks": {"mode": "observe", "note": None, "lock": None, "min_clock_fraction": 0.9,
+                   "max_sm_mhz": 1980, "max_foreign_cpu": 1.0},
+        "parameters": {"sides": {"A": "cuda:fused", "B": "cuda:operators"}, "rounds": 21, "warmup": 2,
+                       "order": "abba", "seed": 0, "adaptive": False, "precision": 0.01, "max_rounds": 84,
+                       "max_rejects": 21, "min_clock_fraction": 0.9, "max_foreign_cpu": 1.0,
+                       "bootstrap_resamples": 2000},
+        "reproduce": "python bench/perf_ab.py engines --rounds 21",
+        "inputs": [
+            {"graph": "roadNet-PA", "origin": {"kind": "standin", "generator": "road_grid",
+                                                "params": {"n": 1090920}, "seed": 1},
+             "n": 1090920, "m": 3083796, "K": 3, "source": 0, "facts": {},
+             "batches": [{"name": "safe50k", "facts": {"insertions": 25000, "deletions_kept": 24000},
+                          "sha256": "f" * 64}]},
+            {"graph": "rgg_n_2_20_s0", "origin": {"kind": "real", "path": "data/rgg.mtx", "sha256": "e" * 64},
+             "n": 1048576, "m": 13783240, "K": 3, "source": 0, "facts": {},
+             "batches": [{"name": "local10k", "facts": {"insertions": 5000}, "sha256": "d" * 64}]},
+        ],
+        "cells": {cell_key(*c): {"graph": c[0], "batch": c[1], "objective": c[2], "status": "done",
+                                 "detail": None} for c in cells},
+        "sessions": [{"started_utc": "2026-12-02T10:00:00+00:00", "resumed": False}],
+    }
+
+
+def _write_fixture(root):
+    store = RecordStore(root)
+    rng = np.random.default_rng(0)
+    for (graph, batch, k), (a_ms, b_ms, iters, epochs) in CELLS.items():
+        rounds = store.cell_rounds(cell_key(graph, batch, k))
+        rows = []
+        for pair in range(21):
+            noise = rng.normal(1, 0.01, 2)
+            for role, ms, engine, syncs, budget in (("A", a_ms * noise[0], "fused", 1, 1),
+                                                    ("B", b_ms * noise[1], "operators", 3 + iters + epochs,
+                                                     3 + iters + epochs)):
+                row = dict.fromkeys(ROUND_COLUMNS)
+                row.update(campaign_id="fixture0001", session=0, cell=cell_key(graph, batch, k), graph=graph,
+                           batch=batch, objective=k, role=role, side=f"cuda:{engine}", engine=engine,
+                           round_index=pair, pair_index=pair, position=0 if role == "A" else 1, sequence=0,
+                           warmup=False, accepted=True, engine_device_ms=ms, engine_host_ms=ms + 0.05,
+                           update_host_ms=ms + 0.4, host_syncs=syncs, cupti_syncs=syncs, sync_budget=budget,
+                           iterations=iters if role == "B" else 1, epochs=epochs if role == "B" else 0,
+                           pushes=100, invalidated=7, affected=9, packed_parents=True, sm_clock_min_mhz=1965,
+                           sm_clock_median_mhz=1980.0, mem_clock_mhz=2619, pstate=0, event_reasons=0,
+                           nvml_samples=3, foreign_cpu_cores=0.1, foreign_gpu_pids="",
+                           timestamp="2026-12-02T10:01:00+00:00")
+                rows.append(row)
+        # one rejected pair in the first cell
+        if (graph, batch, k) == ("roadNet-PA", "safe50k", 0):
+            for row in rows[:2]:
+                bad = dict(row, pair_index=99, accepted=False, event_reasons=4,
+                           reject_reason="clock event: sw_power_cap")
+                rows.append(bad)
+        rounds.append(*rows)
+    store.write_campaign(_campaign(CELLS))
+    return store
+
+
+@pytest.fixture
+def rendered(tmp_path):
+    store = _write_fixture(tmp_path)
+    path = render_report(store)
+    return store, path.read_text()
+
+
+def _table_rows(text, heading):
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("|") and not line.startswith("|---")][1:]
+
+
+def test_report_has_every_section(rendered):
+    _, text = rendered
+    positions = [text.index(h) for h in SECTIONS]
+    assert positions == sorted(positions)
+    assert text.startswith("# M7: cuda:operators against cuda:fused")
+    assert "Commit `0123456789abcdef`" in text and "dirty" not in text.split("\n## 1.")[0]
+    assert "real files: rgg_n_2_20_s0" in text and "stand-ins: roadNet-PA" in text
+
+
+def test_verdict_table_numbers_equal_the_records(rendered):
+    store, text = rendered
+    rounds = store.read_rounds()
+    summary = {c["cell"]: c for c in store.read_summary()["cells"]}
+    rows = _table_rows(text, "## 2. Verdicts")
+    assert len(rows) == len(CELLS)
+    for row in rows:
+        graph, batch, k = row[0], row[1], int(row[2])
+        key = cell_key(graph, batch, k)
+        acc = rounds[(rounds["cell"] == key) & rounds["accepted"]]
+        med_a = np.median(acc.loc[acc["role"] == "A", "engine_device_ms"])
+        med_b = np.median(acc.loc[acc["role"] == "B", "engine_device_ms"])
+        assert row[3] == f"{med_a:.3f}" and row[4] == f"{med_b:.3f}"
+        pairs = acc.pivot(index="pair_index", columns="role", values="engine_device_ms")
+        assert float(row[5].split()[0]) == pytest.approx(np.median(pairs["B"] / pairs["A"]), abs=6e-4)
+        c = summary[key]
+        assert row[5] == f"{c['ratio']:.3f} [{c['ratio_lo']:.3f}, {c['ratio_hi']:.3f}]"
+        assert row[6] == c["verdict"] and row[6].startswith("B slower by")
+        _, _, iters, epochs = CELLS[(graph, batch, k)]
+        assert row[7] == f"1 / {3 + iters + epochs} ({3 + iters + epochs})"
+        rejected = 1 if k == 0 and graph == "roadNet-PA" else 0
+        assert row[8] == f"21 / {rejected}"
+
+
+def test_sync_section_and_round_trip_cost(rendered):
+    store, text = rendered
+    rows = {r[0]: r for r in _table_rows(text, "## 4. Host synchronizations")}
+    for (graph, batch, k), (_, _, iters, epochs) in CELLS.items():
+        key = cell_key(graph, batch, k)
+        c = next(c for c in store.read_summary()["cells"] if c["cell"] == key)
+        reg = c["regions"]["engine_device"]
+        cost = (reg["B"]["median"] - reg["A"]["median"]) / (3 + iters + epochs - 1)
+        row = rows[key]
+        assert row[3] == str(3 + iters + epochs)  # 3 + iterations + epochs
+        assert row[5] == f"1 / {3 + iters + epochs}"  # CUPTI
+        assert row[6] == f"{cost:.3f}"
+
+
+def test_clock_section_names_rejections(rendered):
+    _, text = rendered
+    rows = {r[0]: r for r in _table_rows(text, "## 5. Clocks and rejected rounds")}
+    first = rows["roadNet-PA/safe50k/0"]
+    assert first[1] == "1965–1980" and first[3] == "sw_power_cap"
+    assert first[6] == "1" and first[7] == "2× clock event: sw_power_cap"
+
+
+def test_findings_are_built_from_the_summary(rendered):
+    store, text = rendered
+    cells = store.read_summary()["cells"]
+    hi = max(cells, key=lambda c: c["ratio"])
+    lo = min(cells, key=lambda c: c["ratio"])
+    findings = text.split("## 6. Findings", 1)[1].split("\n## ", 1)[0]
+    assert f"is {hi['ratio']:.3f} on {hi['cell']}" in findings
+    assert f"the smallest is {lo['ratio']:.3f} on {lo['cell']}" in findings
+    assert "3 of 3 measured cells show a difference" in findings
+    assert "One host round trip costs" in findings
+
+
+def test_inputs_reproduce_and_plots(rendered, tmp_path):
+    _, text = rendered
+    assert "`" + "f" * 64 + "`" in text and "insertions = 25000, deletions_kept = 24000" in text
+    assert "stand-in: road_grid(n=1090920), seed 1" in text
+    assert "python bench/perf_ab.py engines --rounds 21" in text
+    for png in re.findall(r"\]\((plots/[^)]+\.png)\)", text):
+        data = (tmp_path / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+
+
+def test_report_rerenders_from_rounds_alone(rendered):
+    store, text = rendered
+    store.summary_path.unlink()
+    again = render_report(store).read_text()
+    assert again == text
+
+
+def test_failed_and_unknown_clock_cells_render(tmp_path):
+    store = _write_fixture(tmp_path)
+    campaign = store.read_campaign()
+    campaign["cells"]["rgg_n_2_20_s0/local10k/0"].update(status="guard_failed", detail="trees differ at 1 vertices")
+    campaign["clocks"] = {"mode": "unknown", "note": "clocks unknown: NVML missing", "lock": None}
+    campaign["gpu"] = None
+    store.write_campaign(campaign)
+    text = render_report(store).read_text()
+    assert "guard_failed" in text and "trees differ at 1 vertices" in text
+    assert "clocks unknown: NVML missing" in text
+    assert "Cells failed the guard: rgg_n_2_20_s0/local10k/0." in text

@@ -1,0 +1,129 @@
+"""protocol.stats against hand-computed cases and known distributions (protocol.md §7)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from protocol import stats as S
+
+
+def test_summarize_odd_count_by_hand():
+    s = S.summarize([5, 1, 4, 2, 3])
+    assert (s.count, s.median, s.q1, s.q3, s.min, s.max) == (5, 3.0, 2.0, 4.0, 1.0, 5.0)
+    assert s.spread == pytest.approx(2 / 3)
+    assert s.range_spread == pytest.approx(4 / 3)
+    assert s.noisy
+
+
+def test_summarize_even_count_uses_linear_quartiles():
+    # type-7 quartiles of 1,2,3,4: positions 0.75 and 2.25 -> 1.75 and 3.25
+    s = S.summarize([4, 3, 2, 1])
+    assert (s.q1, s.median, s.q3) == (1.75, 2.5, 3.25)
+
+
+def test_spread_flag_threshold_is_five_percent():
+    quiet = S.summarize([100, 101, 102, 103, 104])  # IQR 2 / median 102
+    assert quiet.spread == pytest.approx(2 / 102) and not quiet.noisy
+    loud = S.summarize([100, 100, 106, 112, 112])  # IQR 12 / 106 > 5 %
+    assert loud.noisy
+
+
+def test_summarize_empty():
+    s = S.summarize([])
+    assert s.count == 0 and math.isnan(s.median) and not s.noisy
+
+
+def test_ratio_of_medians():
+    assert S.ratio_of_medians([1, 2, 3], [2, 4, 60]) == 2.0
+
+
+def test_paired_ratio_constant_ratio_is_degenerate():
+    a = np.array([1.0, 2.0, 4.0, 8.0])
+    r = S.paired_ratio(a, 1.25 * a)
+    assert (r.median, r.lo, r.hi, r.pairs) == (1.25, 1.25, 1.25, 4)
+    assert S.verdict(r) == "B slower by 25.0 % [25.0, 25.0]"
+
+
+def test_paired_ratio_median_of_pair_ratios_not_ratio_of_medians():
+    a = [1.0, 1.0, 10.0]
+    b = [2.0, 3.0, 10.0]  # pair ratios 2, 3, 1 -> median 2; ratio of medians 3
+    assert S.paired_ratio(a, b).median == 2.0
+    assert S.ratio_of_medians(a, b) == 3.0
+
+
+def test_paired_ratio_interval_is_seeded_and_brackets_median():
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(0, 0.05, 25)
+    b = a * rng.lognormal(0.03, 0.02, 25)
+    r1 = S.paired_ratio(a, b, seed=11)
+    r2 = S.paired_ratio(a, b, seed=11)
+    assert r1 == r2
+    ratios = b / a
+    assert ratios.min() <= r1.lo <= r1.median <= r1.hi <= ratios.max()
+    assert r1.resamples == 2000
+
+
+def test_paired_ratio_interval_matches_an_independent_bootstrap():
+    rng = np.random.default_rng(5)
+    a = rng.lognormal(0, 0.05, 31)
+    b = a * rng.lognormal(0.02, 0.03, 31)
+    r = S.paired_ratio(a, b, resamples=20000, seed=1)
+    ratios = b / a
+    # plain NumPy percentile bootstrap of the median, another stream: same interval within the
+    # bootstrap's own resolution (neighbouring order statistics)
+    idx = np.random.default_rng(99).integers(0, ratios.size, (20000, ratios.size))
+    medians = np.median(ratios[idx], axis=1)
+    lo, hi = np.percentile(medians, [2.5, 97.5])
+    step = np.diff(np.sort(ratios)).max()
+    assert abs(r.lo - lo) <= step and abs(r.hi - hi) <= step
+
+
+def test_paired_ratio_rejects_mismatch_and_too_few_resamples():
+    with pytest.raises(ValueError, match="differ in length"):
+        S.paired_ratio([1, 2], [1])
+    with pytest.raises(ValueError, match="2000"):
+        S.paired_ratio([1, 2], [1, 2], resamples=500)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_aa_from_one_distribution_contains_one(seed):
+    rng = np.random.default_rng(seed)
+    base = rng.lognormal(0, 0.1, 41)  # slow drift between pairs, shared by both rounds
+    a = base * rng.lognormal(0, 0.01, 41)
+    b = base * rng.lognormal(0, 0.01, 41)
+    assert S.paired_ratio(a, b, seed=seed).contains_one
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_planted_three_percent_is_detected(seed):
+    rng = np.random.default_rng(100 + seed)
+    base = rng.lognormal(0, 0.1, 21)
+    a = base * rng.lognormal(0, 0.01, 21)
+    b = 1.03 * base * rng.lognormal(0, 0.01, 21)
+    r = S.paired_ratio(a, b, seed=seed)
+    assert r.lo > 1.0 and r.hi < 1.06
+    assert S.verdict(r).startswith("B slower by ")
+
+
+def test_verdict_strings():
+    slower = S.PairedRatio(1.042, 1.031, 1.0595, 21, 2000, 0)
+    assert S.verdict(slower) == "B slower by 4.2 % [3.1, 6.0]"
+    faster = S.PairedRatio(0.9, 0.85, 0.95, 21, 2000, 0)
+    assert S.verdict(faster) == "B faster by 10.0 % [5.0, 15.0]"
+    same = S.PairedRatio(1.01, 0.99, 1.02, 21, 2000, 0)
+    assert S.verdict(same) == "no difference detected"
+    assert S.verdict(S.PairedRatio(math.nan, math.nan, math.nan, 0, 2000, 0)) == "not measured"
+
+
+def test_provisional_rule():
+    assert S.provisional(9.99, 19)
+    assert not S.provisional(9.99, 20)
+    assert not S.provisional(10.0, 5)
+
+
+def test_round_trip_cost():
+    assert S.round_trip_cost_ms(1.0, 3.0, 1, 11) == pytest.approx(0.2)
+    assert S.round_trip_cost_ms(1.0, 3.0, 4, 4) is None
