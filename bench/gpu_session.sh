@@ -10,6 +10,7 @@ mkdir -p "$OUT"
 BUDGET=${1:-570}
 shift || true
 STEPS=${*:-tests compare table campaign}
+TEST_PATHS=${TEST_PATHS:-tests}
 TABLE_GRAPHS=${TABLE_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0}
 CAMPAIGN_GRAPHS=${CAMPAIGN_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa}
 END=$((SECONDS + BUDGET))
@@ -36,7 +37,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 
 for s in $STEPS; do
   case $s in
-    tests) step gpu_tests 260 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider tests ;;
+    tests) step gpu_tests 260 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests} ;;
     compare) [ -f bench/compare.py ] && step compare 90 python3 bench/compare.py --configs host,cuda-fused,cuda-operators ;;
     table) step engine_table 200 python3 bench/engine_table.py --graphs $TABLE_GRAPHS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \

@@ -147,7 +147,7 @@ class Nvml:
         )
 
     def compute_pids(self, handle) -> list[int] | None:
-        procs = self._try(self._m.nvmlDeviceGetComputeProcesses, handle)
+        procs = self._try(self._m.nvmlDeviceGetComputeRunningProcesses, handle)
         if procs is None:
             return None
         return [int(p.pid) for p in procs]

@@ -115,8 +115,8 @@ class FakeNvml:
         self._call("nvmlDeviceGetUtilizationRates", handle)
         return SimpleNamespace(gpu=90, memory=40)
 
-    def nvmlDeviceGetComputeProcesses(self, handle):
-        self._call("nvmlDeviceGetComputeProcesses", handle)
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        self._call("nvmlDeviceGetComputeRunningProcesses", handle)
         return [SimpleNamespace(pid=p, usedGpuMemory=0) for p in self.processes]
 
     def nvmlDeviceGetMemoryInfo(self, handle):

@@ -1,0 +1,210 @@
+"""Inputs of the asv benchmarks: road-like grids, their batches and initial trees, cached on disk.
+
+The inputs are generated here, from fixed seeds, and not by ``bench.standins``, so that every
+commit asv measures sees exactly the same graphs and batches (a benchmark input that changed with
+the code under test would hide or fake a regression). Sizes come from ``SSSPAB_ASV_SCALE``:
+
+- ``full`` (default): a 1400 x 1400 grid (about 1.96 M vertices, the size of roadNet-CA) with
+  batches of 50,000 (uniform) and 10,000 (local) changes: one asv run takes minutes;
+- ``small``: 300 x 300 with 5,000 / 1,000 changes (a smoke run of a few seconds per benchmark);
+- ``tiny``: 30 x 30 with 60 / 20 changes (the unit test of the benchmark module).
+
+Cache: ``$SSSPAB_CACHE_DIR/asv`` (default ``<repo>/.cache/asv``), keyed by the scale and the
+generator version; the initial tree is the host reference's ``compute()`` and is re-validated by
+``Result.from_arrays`` on every load.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import engines
+from engines import sssp
+from engines.sssp import backends
+
+GENERATOR_VERSION = 1
+SCALES = {
+    "full": dict(side=1400, uniform=50_000, local=10_000, radius=60),
+    "small": dict(side=300, uniform=5_000, local=1_000, radius=20),
+    "tiny": dict(side=30, uniform=60, local=20, radius=4),
+}
+NUM_WEIGHTS = 3
+SOURCE = 0
+
+#: The engine configurations every benchmark is parameterized over.
+ENGINES = ("host", "cuda-fused", "cuda-operators")
+BATCHES = ("uniform", "local")
+_ENGINE_OPTIONS = {
+    "host": dict(backend="host", cuda_engine="automatic"),
+    "cuda-fused": dict(backend="cuda", cuda_engine="fused"),
+    "cuda-operators": dict(backend="cuda", cuda_engine="operators"),
+}
+
+
+def scale() -> dict:
+    name = os.environ.get("SSSPAB_ASV_SCALE", "full")
+    if name not in SCALES:
+        raise ValueError(f"SSSPAB_ASV_SCALE must be one of {', '.join(SCALES)}, got {name!r}")
+    return dict(SCALES[name], name=name)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("SSSPAB_CACHE_DIR")
+    root = Path(base) if base else Path(__file__).resolve().parents[2] / ".cache"
+    return root / "asv"
+
+
+def engine_options(engine: str) -> dict:
+    return dict(_ENGINE_OPTIONS[engine])
+
+
+def skip_unless_runnable(engine: str) -> None:
+    """asv skips a benchmark whose setup raises NotImplementedError: CUDA engines without a GPU."""
+    opts = _ENGINE_OPTIONS[engine]
+    if opts["backend"] == "host":
+        return
+    if not backends.cuda_available():
+        raise NotImplementedError(f"{engine} needs CuPy and a CUDA GPU")
+    from engines.errors import NotSupportedError
+    from engines.sssp import cuda
+
+    try:
+        cuda.select_engine(opts["cuda_engine"], cuda.current_device())
+    except NotSupportedError as exc:
+        raise NotImplementedError(f"{engine} cannot run on this GPU: {exc}") from exc
+
+
+def road_grid(side: int, seed: int = 12345):
+    """A road-like planar grid: 4-neighbour edges, each undirected edge kept with probability 0.93
+    (average degree about 3.7, near road networks' 2.4-2.8 plus the grid's regularity), both
+    directions with independent weights in [1, 100], row-major ids (locality), K = 3."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(side * side, dtype=np.int64).reshape(side, side)
+    pairs = np.concatenate([
+        np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], axis=1),
+        np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], axis=1),
+    ])
+    pairs = pairs[rng.random(pairs.shape[0]) < 0.93]
+    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    weights = rng.integers(1, 101, size=(src.size, NUM_WEIGHTS), dtype=np.int64)
+    return engines.Graph.from_edges(src, dst, weights, num_vertices=side * side)
+
+
+def _edge_sample(graph, rng, count, mask=None):
+    src = np.repeat(np.arange(graph.num_vertices, dtype=np.int64), np.diff(graph.row_ptr))
+    dst = np.asarray(graph.col_ind, dtype=np.int64)
+    idx = np.flatnonzero(mask[src] & mask[dst]) if mask is not None else np.arange(src.size)
+    pick = idx[rng.integers(0, idx.size, size=count)]
+    return src[pick], dst[pick]
+
+
+def make_batch(graph, kind: str, sizes: dict, seed: int = 777) -> dict:
+    """``uniform``: half insertions between uniform random vertices, half deletions of existing
+    edges (inputs.md's unsafe batch); ``local``: the same inside a grid square of the given radius."""
+    rng = np.random.default_rng([seed, BATCHES.index(kind)])
+    n = graph.num_vertices
+    side = int(round(np.sqrt(n)))
+    count = sizes[kind]
+    if kind == "uniform":
+        pool = np.arange(n)
+        mask = None
+    else:
+        r = sizes["radius"]
+        cy, cx = (int(x) for x in rng.integers(r, side - r, size=2)) if side > 2 * r else (side // 2, side // 2)
+        ys, xs = np.mgrid[max(cy - r, 0):min(cy + r + 1, side), max(cx - r, 0):min(cx + r + 1, side)]
+        pool = (ys * side + xs).ravel()
+        mask = np.zeros(n, dtype=bool)
+        mask[pool] = True
+    n_ins = count // 2
+    ins_src = pool[rng.integers(0, pool.size, n_ins)]
+    ins_dst = pool[rng.integers(0, pool.size, n_ins)]
+    del_src, del_dst = _edge_sample(graph, rng, count - n_ins, mask)
+    return dict(insert_src=ins_src, insert_dst=ins_dst,
+                insert_weights=rng.integers(1, 101, size=(n_ins, NUM_WEIGHTS)),
+                delete_src=del_src, delete_dst=del_dst)
+
+
+def _cache_path() -> Path:
+    s = scale()
+    return cache_dir() / f"road-grid-{s['name']}-v{GENERATOR_VERSION}.npz"
+
+
+def load_inputs() -> dict:
+    """Graph arrays, the two batches and the initial tree (objective 0), from the cache or made now."""
+    path = _cache_path()
+    if path.is_file():
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    s = scale()
+    graph = road_grid(s["side"])
+    out = dict(row_ptr=np.asarray(graph.row_ptr), col_ind=np.asarray(graph.col_ind),
+               weights=np.asarray(graph.weights).reshape(NUM_WEIGHTS, -1).T)
+    for kind in BATCHES:
+        for key, arr in make_batch(graph, kind, s).items():
+            out[f"{kind}/{key}"] = np.asarray(arr)
+    d, p = sssp.compute(graph, SOURCE).to_numpy()
+    out["distances"], out["parents"] = d, p
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.stem + f".{os.getpid()}.tmp.npz")
+    np.savez(tmp, **out)
+    tmp.replace(path)
+    return out
+
+
+@dataclass
+class UpdateState:
+    """A graph, a pre-batch result on one engine, and a way back to the pre-batch state."""
+
+    graph: engines.Graph
+    snapshot: object
+    base: sssp.Result
+    work: sssp.Result
+    batch: engines.Batch
+    options: dict
+
+    def restore(self) -> None:
+        self.graph.restore(self.snapshot)
+        self.work.copy_from(self.base)
+
+    def update(self, probe=None):
+        return sssp.update(self.graph, self.batch, self.work, probe=probe)
+
+
+def build_graph(inputs: dict) -> engines.Graph:
+    return engines.Graph.from_csr(inputs["row_ptr"], inputs["col_ind"], inputs["weights"])
+
+
+def build_update_state(engine: str, kind: str) -> UpdateState:
+    inputs = load_inputs()
+    graph = build_graph(inputs)
+    opts = engine_options(engine)
+    backend = opts.pop("backend")
+    base = sssp.Result.from_arrays(graph, SOURCE, inputs["distances"], inputs["parents"], backend=backend, **opts)
+    batch = engines.Batch(*(inputs[f"{kind}/{key}"] for key in
+                            ("insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst")))
+    return UpdateState(graph, graph.snapshot(), base, base.clone(), batch, dict(backend=backend, **opts))
+
+
+class EngineTimer:
+    """A ``probe`` for ``sssp.update``: host time of the engine region (after the batch is applied and
+    the graph uploaded; the engine returns after its final synchronization, so this covers the
+    device work)."""
+
+    def __init__(self):
+        self.seconds = None
+        self._start = None
+
+    def engine_start(self, stream) -> None:
+        import time
+
+        self._start = time.perf_counter()
+
+    def engine_stop(self, stream) -> None:
+        import time
+
+        self.seconds = time.perf_counter() - self._start

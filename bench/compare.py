@@ -1,0 +1,158 @@
+"""Replay the golden corpus on engine configurations and compare every output exactly.
+
+    python bench/compare.py --configs host,cuda-fused,cuda-operators [--corpus DIR] [--cases PATTERN]
+
+Every configuration is compared with the stored expectations (the host reference's outputs,
+checked against independent oracles when the corpus was generated), hence with each other:
+distances and parents by dtype and bytes, ``invalidated``, ``affected``, ``packed_parents``, the
+apply summary and the synchronization counters. No tolerance.
+
+Exit status: 0 all equal; 1 a mismatch or a corrupt corpus (digest); 2 usage error;
+3 a CUDA configuration without a usable GPU (or without cooperative launch for cuda-fused);
+77 no corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_NO_CORPUS = 0, 1, 2, 3, 77
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_configs(text: str):
+    from bench.golden_replay import CONFIGS
+
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise UsageError("--configs needs at least one configuration")
+    unknown = [c for c in names if c not in CONFIGS]
+    if unknown:
+        raise UsageError(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}")
+    if len(set(names)) != len(names):
+        raise UsageError("a configuration is listed twice")
+    return [CONFIGS[c] for c in names]
+
+
+def gpu_problem(configs) -> str | None:
+    """Why a requested CUDA configuration cannot run here, or None."""
+    wanted = [c for c in configs if c.needs_gpu]
+    if not wanted:
+        return None
+    from engines.sssp import backends
+
+    if not backends.cuda_available():
+        return (f"configuration(s) {', '.join(c.name for c in wanted)} need CuPy and a CUDA GPU, and none is "
+                "usable here; replay with --configs host")
+    from engines.errors import Error
+    from engines.sssp import cuda
+
+    for config in wanted:
+        try:
+            cuda.select_engine(config.cuda_engine, cuda.current_device())
+        except Error as exc:
+            return f"configuration {config.name} cannot run on this GPU: {exc}"
+    return None
+
+
+def select_cases(cases, patterns: list[str] | None):
+    if not patterns:
+        return list(cases)
+    return [c for c in cases if any(fnmatch.fnmatchcase(c["name"], p) for p in patterns)]
+
+
+def summary_table(outcomes, configs) -> Table:
+    table = Table(title="golden corpus replay")
+    for column in ("configuration", "cases", "equal", "different", "seconds"):
+        table.add_column(column, justify="left" if column == "configuration" else "right")
+    for config in configs:
+        mine = [o for o in outcomes if o.config == config.name]
+        bad = sum(not o.ok for o in mine)
+        table.add_row(config.name, str(len(mine)), str(len(mine) - bad),
+                      f"[red]{bad}[/red]" if bad else "0", f"{sum(o.seconds for o in mine):.2f}")
+    return table
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/compare.py", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--configs", default="host",
+                        help="comma-separated: host, host-delta1, cuda-fused, cuda-operators, cuda-automatic")
+    parser.add_argument("--corpus", default=None, help="corpus directory (default tests/golden)")
+    parser.add_argument("--cases", action="append", metavar="PATTERN",
+                        help="shell-style pattern on case names (repeatable), e.g. 'packing.*'")
+    parser.add_argument("--max-listed", type=int, default=50, help="mismatching cases listed in full")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    console = Console(stderr=False, highlight=False)
+    err = Console(stderr=True, highlight=False)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        configs = parse_configs(args.configs)
+    except UsageError as exc:
+        err.print(f"usage error: {exc}")
+        return EXIT_USAGE
+
+    from bench.golden import DEFAULT_CORPUS
+    from bench.golden_replay import replay
+    from bench.golden_store import CorpusCorruptError, CorpusMissingError, load_corpus
+
+    corpus_dir = Path(args.corpus) if args.corpus else DEFAULT_CORPUS
+    try:
+        corpus = load_corpus(corpus_dir)
+    except CorpusMissingError as exc:
+        err.print(f"golden corpus missing: {exc}")
+        return EXIT_NO_CORPUS
+    except CorpusCorruptError as exc:
+        err.print(f"[red]{exc}[/red]")
+        return EXIT_MISMATCH
+    cases = select_cases(corpus.cases, args.cases)
+    if not cases:
+        err.print(f"usage error: no case matches {args.cases}")
+        return EXIT_USAGE
+    problem = gpu_problem(configs)
+    if problem:
+        err.print(problem)
+        return EXIT_NO_GPU
+
+    start = time.perf_counter()
+    if args.quiet:
+        outcomes = replay(corpus, cases, configs)
+    else:
+        from tqdm import tqdm
+
+        with tqdm(total=len(cases) * len(configs), desc="replaying", unit="case", file=sys.stderr) as bar:
+            outcomes = replay(corpus, cases, configs, progress=bar.update)
+    corpus.close()
+    elapsed = time.perf_counter() - start
+    console.print(summary_table(outcomes, configs))
+    failed = [o for o in outcomes if not o.ok]
+    for o in failed[: args.max_listed]:
+        where = f", first differing vertex {o.first_vertex}" if o.first_vertex is not None else ""
+        console.print(f"[red]MISMATCH[/red] {o.case} on {o.config}{where}")
+        for line in o.mismatches[:6]:
+            console.print(f"    {line}")
+    if len(failed) > args.max_listed:
+        console.print(f"... and {len(failed) - args.max_listed} more mismatching replays")
+    console.print(f"{len(cases)} cases x {len(configs)} configurations in {elapsed:.1f} s: "
+                  + ("all equal" if not failed else f"{len(failed)} mismatching"))
+    return EXIT_MISMATCH if failed else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

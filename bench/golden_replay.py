@@ -1,0 +1,174 @@
+"""Replay of golden cases on an engine configuration, with exact comparison (no tolerance).
+
+One replay of one case: build ``G_t`` from the stored CSR, import the stored input tree with
+``Result.from_arrays(..., canonicalize=False)`` on the configuration's backend, apply the stored
+batch with ``update()``, and compare distances and parents (dtype and bytes), ``invalidated``,
+``affected``, ``packed_parents``, the apply summary and the engine's synchronization counters;
+then ``compute()`` on ``G_{t+1}`` against the stored compute output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engines import Batch, Graph
+from engines import sssp
+
+
+@dataclass(frozen=True)
+class Config:
+    """One engine configuration a corpus can be replayed on."""
+
+    name: str
+    backend: str  # "host" | "cuda"
+    cuda_engine: str = "automatic"
+    expected_engine: str | None = None  # None: whatever the automatic choice gives
+    delta: int | None = None  # overrides the case's delta (delta never changes a result)
+    description: str = ""
+
+    @property
+    def needs_gpu(self) -> bool:
+        return self.backend == "cuda"
+
+
+CONFIGS = {
+    c.name: c
+    for c in (
+        Config("host", "host", expected_engine="host", description="host reference (NumPy)"),
+        Config("host-delta1", "host", expected_engine="host", delta=1,
+               description="host reference with delta forced to 1 (another schedule)"),
+        Config("cuda-fused", "cuda", "fused", "fused", description="CUDA fused persistent kernel"),
+        Config("cuda-operators", "cuda", "operators", "operators", description="CUDA operators engine"),
+        Config("cuda-automatic", "cuda", "automatic", None, description="CUDA, automatic engine choice"),
+    )
+}
+
+
+@dataclass
+class CaseOutcome:
+    case: str
+    config: str
+    mismatches: list[str] = field(default_factory=list)
+    first_vertex: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def first_difference(expected: np.ndarray, actual: np.ndarray) -> int | None:
+    """Index of the first differing entry (None when equal; 0 when the shapes differ)."""
+    if expected.shape != actual.shape:
+        return 0
+    diff = np.flatnonzero(expected != actual)
+    return int(diff[0]) if diff.size else None
+
+
+def compare_array(what: str, expected: np.ndarray, actual: np.ndarray, outcome: CaseOutcome) -> None:
+    """Exact comparison: dtype, shape and bytes; records the first differing vertex."""
+    if actual.dtype != expected.dtype:
+        outcome.mismatches.append(f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
+    if actual.shape != expected.shape:
+        outcome.mismatches.append(f"{what}: shape {actual.shape}, expected {expected.shape}")
+        if outcome.first_vertex is None:
+            outcome.first_vertex = 0
+        return
+    if actual.tobytes() == expected.tobytes():
+        return
+    v = first_difference(expected, actual)
+    if v is None:  # equal values but different bytes: only possible through the dtype
+        return
+    outcome.mismatches.append(f"{what} differ at vertex {v}: expected {expected[v]}, got {actual[v]}")
+    if outcome.first_vertex is None or v < outcome.first_vertex:
+        outcome.first_vertex = v
+
+
+def _check_value(what: str, expected, actual, outcome: CaseOutcome) -> None:
+    if expected != actual:
+        outcome.mismatches.append(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+def _check_syncs(stats, config: Config, *, is_update: bool, candidates: int, outcome: CaseOutcome, what: str) -> None:
+    """host_syncs and sync_budget exactly as §9 prescribes for the engine that ran."""
+    engine = stats.engine_used
+    if config.expected_engine is not None:
+        _check_value(f"{what} engine_used", config.expected_engine, engine, outcome)
+    if engine == "host":
+        _check_value(f"{what} host_syncs", 0, stats.host_syncs, outcome)
+        _check_value(f"{what} sync_budget", 0, stats.sync_budget, outcome)
+    elif engine == "fused":
+        _check_value(f"{what} host_syncs", 1, stats.host_syncs, outcome)
+        _check_value(f"{what} sync_budget", 1, stats.sync_budget, outcome)
+    elif engine == "operators":
+        loop = stats.iterations + stats.epochs
+        budget = 3 + loop if is_update else 2 + loop
+        syncs = (budget if candidates else 2) if is_update else budget
+        _check_value(f"{what} sync_budget", budget, stats.sync_budget, outcome)
+        _check_value(f"{what} host_syncs", syncs, stats.host_syncs, outcome)
+    else:
+        outcome.mismatches.append(f"{what}: unknown engine_used {engine!r}")
+
+
+def build_inputs(arrays: dict, case: dict):
+    """(graph G_t, batch) of a case, from its stored arrays."""
+    offset = np.int64 if case["offset_dtype"] == "int64" else None
+    graph = Graph.from_csr(arrays["row_ptr"], arrays["col_ind"], arrays["weights"], offset_dtype=offset)
+    batch = Batch(arrays["ins_src"], arrays["ins_dst"], arrays["ins_w"], arrays["del_src"], arrays["del_dst"])
+    return graph, batch
+
+
+def replay_case(corpus, case: dict, config: Config) -> CaseOutcome:
+    """Replay one case on one configuration; never raises for an engine failure (it is a mismatch)."""
+    outcome = CaseOutcome(case["name"], config.name)
+    start = time.perf_counter()
+    try:
+        _replay(corpus.arrays(case), case, config, outcome)
+    except Exception as exc:  # noqa: BLE001 - an engine error on a valid case is a failure to report
+        outcome.mismatches.append(f"raised {type(exc).__name__}: {exc}")
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def _replay(arrays: dict, case: dict, config: Config, outcome: CaseOutcome) -> None:
+    expect = case["expect"]
+    graph, batch = build_inputs(arrays, case)
+    delta = case["delta"] if config.delta is None else config.delta
+    opts = dict(objective=case["objective"], delta=delta, cuda_engine=config.cuda_engine)
+    result = sssp.Result.from_arrays(graph, case["source"], arrays["d_in"], arrays["p_in"], canonicalize=False,
+                                     backend=config.backend, **opts)
+    stats = sssp.update(graph, batch, result)
+    d_out, p_out = result.to_numpy()
+    compare_array("update distances", arrays["d_out"], d_out, outcome)
+    compare_array("update parents", arrays["p_out"], p_out, outcome)
+    _check_value("invalidated", expect["invalidated"], stats.invalidated, outcome)
+    _check_value("affected", expect["affected"], stats.affected, outcome)
+    _check_value("packed_parents", expect["packed_parents"], stats.packed_parents, outcome)
+    _check_value("apply summary", expect["batch"], dataclasses.asdict(stats.batch), outcome)
+    _check_syncs(stats, config, is_update=True, candidates=expect["candidates"], outcome=outcome, what="update")
+
+    computed = sssp.compute(graph, case["source"], backend=config.backend, **opts)
+    d_c, p_c = computed.to_numpy()
+    compare_array("compute distances", arrays["d_out"], d_c, outcome)
+    compare_array("compute parents", arrays.get("compute_p", arrays["p_out"]), p_c, outcome)
+    cstats = computed.stats
+    _check_value("compute packed_parents", expect["compute_packed_parents"], cstats.packed_parents, outcome)
+    _check_value("compute invalidated", 0, cstats.invalidated, outcome)
+    _check_value("compute affected", 0, cstats.affected, outcome)
+    _check_value("compute batch", None, cstats.batch, outcome)
+    _check_syncs(cstats, config, is_update=False, candidates=0, outcome=outcome, what="compute")
+
+
+def replay(corpus, cases, configs, *, progress=None) -> list[CaseOutcome]:
+    """Every case on every configuration, configuration-major (one engine warms up once)."""
+    outcomes = []
+    for config in configs:
+        for case in cases:
+            outcomes.append(replay_case(corpus, case, config))
+            if progress is not None:
+                progress()
+    return outcomes

@@ -1,0 +1,296 @@
+"""Command line: one shortest-path update (or a compute) from files.
+
+    python -m engines.cli update --graph G --batch B [--distances D --parents P] --source S
+                                 [--objective K] [--backend host|cuda] [--cuda-engine automatic|fused|operators]
+                                 --out OUT [--write-graph] [--json]
+    python -m engines.cli compute --graph G --source S [--objective K] [--backend ...] --out OUT
+
+Inputs, by path:
+
+- ``--graph``: a MOSP folder (``graphCsrRowPtr.txt``, ``graphCsrColInd.txt``, ``graphCsrValues.txt``)
+  or a project state file ``.npz`` with ``row_ptr``, ``col_ind``, ``weights`` (``(m, K)``, ``(m,)`` or
+  objective-major ``(K*m,)``) and optionally the tree: ``distances``, ``parents``, ``source``,
+  ``objective``.
+- ``--batch``: a MOSP folder (``insert.txt``: ``u v w1..wK``; ``delete.txt``: ``u v``; a missing file
+  means no changes of that kind) or an ``.npz`` with ``insert_src``, ``insert_dst``,
+  ``insert_weights``, ``delete_src``, ``delete_dst`` (missing keys: none).
+- the input tree: from the state ``.npz``, or ``--distances``/``--parents`` (MOSP distance and tree
+  files, one value a line), else ``compute()`` on the graph before the batch. It is imported with
+  ``Result.from_arrays`` (validated and canonicalized unless ``--no-validate``/``--keep-parents``).
+
+Output ``--out``: a path ending in ``.npz`` receives the state after the update (graph, tree, source,
+objective, and the statistics as JSON), which ``--graph`` reads back for the next update; any other
+path is a folder receiving ``distances.txt`` and ``tree.txt`` (and the MOSP CSR files of the new
+graph with ``--write-graph``). The statistics are printed (a table, or one JSON object with ``--json``).
+
+Exit status: 0 done; 2 bad input or arguments (``FileFormatError``, ``InvalidArgumentError``, the
+message names the problem); 3 the requested backend or engine cannot run here (no GPU, no
+cooperative launch); 1 any other engine failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from . import Batch, Graph, errors, sssp
+from .io import mosp
+from .sssp.result import CUDA_ENGINES
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_NO_DEVICE = 0, 1, 2, 3
+DISTANCES_FILE = "distances.txt"
+TREE_FILE = "tree.txt"
+
+
+@dataclasses.dataclass
+class GraphInput:
+    graph: Graph
+    distances: np.ndarray | None = None
+    parents: np.ndarray | None = None
+    source: int | None = None
+    objective: int | None = None
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    if not path.is_file():
+        raise errors.FileFormatError(f"{path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise errors.FileFormatError(f"{path}: not a readable .npz file ({exc})") from exc
+
+
+def _require(data: dict, keys, path: Path) -> None:
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise errors.FileFormatError(f"{path}: missing array(s) {', '.join(missing)}")
+
+
+def _int_array(data: dict, key: str, path: Path) -> np.ndarray:
+    arr = np.asarray(data[key])
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise errors.FileFormatError(f"{path}: array {key} must hold integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _scalar(data: dict, key: str, path: Path) -> int | None:
+    if key not in data:
+        return None
+    arr = _int_array(data, key, path)
+    if arr.size != 1:
+        raise errors.FileFormatError(f"{path}: {key} must be one integer, got shape {arr.shape}")
+    return int(arr.reshape(-1)[0])
+
+
+def per_edge_weights(weights: np.ndarray, num_edges: int, path: Path) -> np.ndarray:
+    """``(m, K)`` from ``(m, K)``, ``(m,)`` or objective-major flat ``(K*m,)`` (as ``Graph.weights``)."""
+    if weights.ndim == 2:
+        return weights
+    if weights.ndim != 1:
+        raise errors.FileFormatError(f"{path}: weights must be 1- or 2-dimensional, got shape {weights.shape}")
+    if num_edges == 0 or weights.size == num_edges:
+        return weights.reshape(-1, 1) if weights.size else np.zeros((0, 1), np.int64)
+    if weights.size % num_edges:
+        raise errors.FileFormatError(f"{path}: {weights.size} weights do not fit {num_edges} edges")
+    return np.ascontiguousarray(weights.reshape(-1, num_edges).T)
+
+
+def read_graph(path: Path) -> GraphInput:
+    """A MOSP folder or a state ``.npz`` (graph, optionally with its tree)."""
+    path = Path(path)
+    if path.is_dir():
+        row_ptr, col_ind, weights = mosp.read_csr(path)
+        return GraphInput(Graph.from_csr(row_ptr, col_ind, weights))
+    data = _load_npz(path)
+    _require(data, ("row_ptr", "col_ind", "weights"), path)
+    col_ind = _int_array(data, "col_ind", path)
+    weights = per_edge_weights(_int_array(data, "weights", path), col_ind.size, path)
+    graph = Graph.from_csr(_int_array(data, "row_ptr", path), col_ind, weights)
+    found = GraphInput(graph, source=_scalar(data, "source", path), objective=_scalar(data, "objective", path))
+    if ("distances" in data) != ("parents" in data):
+        raise errors.FileFormatError(f"{path}: a tree needs both distances and parents")
+    if "distances" in data:
+        found.distances = _int_array(data, "distances", path)
+        found.parents = _int_array(data, "parents", path)
+    return found
+
+
+def read_batch(path: Path, num_weights: int) -> Batch:
+    path = Path(path)
+    if path.is_dir():
+        if not any((path / f).is_file() for f in (mosp.INSERT_FILE, mosp.DELETE_FILE)):
+            raise errors.FileFormatError(f"{path}: neither {mosp.INSERT_FILE} nor {mosp.DELETE_FILE} found")
+        return Batch(*mosp.read_batch(path, num_weights=num_weights))
+    data = _load_npz(path)
+    known = {"insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst"}
+    if not known & set(data):
+        raise errors.FileFormatError(f"{path}: no batch arrays ({', '.join(sorted(known))})")
+    get = {k: _int_array(data, k, path) if k in data else np.zeros(0, np.int64) for k in known}
+    weights = get["insert_weights"]
+    if "insert_weights" not in data:
+        weights = np.zeros((get["insert_src"].size, num_weights), np.int64)
+    return Batch(get["insert_src"], get["insert_dst"], weights, get["delete_src"], get["delete_dst"])
+
+
+def _input_tree(args, found: GraphInput):
+    if args.distances or args.parents:
+        if not (args.distances and args.parents):
+            raise errors.InvalidArgumentError("--distances and --parents go together")
+        n = found.graph.num_vertices
+        return (mosp.read_distances(args.distances, num_vertices=n),
+                mosp.read_tree(args.parents, num_vertices=n).astype(np.int64))
+    if found.distances is not None:
+        return found.distances, found.parents
+    return None
+
+
+def _resolve(args, found: GraphInput) -> tuple[int, int]:
+    source = args.source if args.source is not None else found.source
+    if source is None:
+        raise errors.InvalidArgumentError("--source is required (the graph file names none)")
+    objective = args.objective if args.objective is not None else (found.objective or 0)
+    if found.source is not None and args.source is not None and found.source != args.source \
+            and found.distances is not None and not (args.distances or args.parents):
+        raise errors.InvalidArgumentError(
+            f"--source {args.source} differs from the source {found.source} of the tree stored in {args.graph}")
+    return int(source), int(objective)
+
+
+def _options(args, objective: int) -> dict:
+    return dict(objective=objective, delta=args.delta, cuda_engine=args.cuda_engine)
+
+
+def write_output(out: Path, graph: Graph, result: sssp.Result, source: int, objective: int, report: dict,
+                 *, write_graph: bool) -> list[Path]:
+    d, p = result.to_numpy()
+    out = Path(out)
+    m, K = graph.num_edges, graph.num_weights
+    if out.suffix == ".npz":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(out, row_ptr=np.asarray(graph.row_ptr), col_ind=np.asarray(graph.col_ind),
+                            weights=np.asarray(graph.weights).reshape(K, m).T, distances=d, parents=p,
+                            source=np.int64(source), objective=np.int64(objective),
+                            statistics=np.frombuffer(json.dumps(report).encode(), dtype=np.uint8))
+        return [out]
+    out.mkdir(parents=True, exist_ok=True)
+    mosp.write_distances(out / DISTANCES_FILE, d)
+    mosp.write_tree(out / TREE_FILE, p)
+    written = [out / DISTANCES_FILE, out / TREE_FILE]
+    if write_graph:
+        mosp.write_csr(out, graph.row_ptr, graph.col_ind, graph.weights)
+        written += [out / mosp.ROW_PTR_FILE, out / mosp.COL_IND_FILE, out / mosp.VALUES_FILE]
+    return written
+
+
+def run(args) -> dict:
+    """Do the work of one command; returns the report printed at the end."""
+    found = read_graph(args.graph)
+    graph = found.graph
+    source, objective = _resolve(args, found)
+    opts = _options(args, objective)
+    report = dict(command=args.command, backend=args.backend, source=source, objective=objective,
+                  num_vertices_before=graph.num_vertices, num_edges_before=graph.num_edges)
+    if args.command == "compute":
+        start = time.perf_counter()
+        result = sssp.compute(graph, source, backend=args.backend, **opts)
+        report["seconds"] = time.perf_counter() - start
+        report["statistics"] = dataclasses.asdict(result.stats)
+    else:
+        batch = read_batch(args.batch, graph.num_weights)
+        tree = _input_tree(args, found)
+        if tree is None:
+            result = sssp.compute(graph, source, backend=args.backend, **opts)
+            report["input_tree"] = "computed"
+        else:
+            result = sssp.Result.from_arrays(graph, source, tree[0], tree[1], canonicalize=not args.keep_parents,
+                                             validate=not args.no_validate, backend=args.backend, **opts)
+            report["input_tree"] = "imported"
+        start = time.perf_counter()
+        stats = sssp.update(graph, batch, result)
+        report["seconds"] = time.perf_counter() - start
+        report["statistics"] = dataclasses.asdict(stats)
+    report.update(num_vertices=graph.num_vertices, num_edges=graph.num_edges,
+                  reachable=int((np.asarray(result.to_numpy()[0]) < sssp.INFINITE_DISTANCE).sum()))
+    written = write_output(Path(args.out), graph, result, source, objective, report,
+                           write_graph=getattr(args, "write_graph", False))
+    report["written"] = [str(p) for p in written]
+    return report
+
+
+def print_report(report: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, sort_keys=True))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"engines {report['command']}", show_header=False)
+    table.add_column("field")
+    table.add_column("value", justify="right")
+    rows = {k: v for k, v in report.items() if k not in ("statistics", "written")}
+    stats = dict(report["statistics"])
+    batch = stats.pop("batch", None) or {}
+    for key, value in list(rows.items()) + list(stats.items()) + [(f"batch.{k}", v) for k, v in batch.items()]:
+        table.add_row(key, f"{value:.6f}" if isinstance(value, float) else str(value))
+    console = Console(highlight=False)
+    console.print(table)
+    console.print("wrote " + ", ".join(report["written"]))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engines.cli", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("update", "apply a batch and update the shortest-path tree"),
+                       ("compute", "compute the shortest-path tree from scratch")):
+        p = sub.add_parser(name, help=text, description=text)
+        p.add_argument("--graph", required=True, type=Path, help="MOSP folder or state .npz")
+        if name == "update":
+            p.add_argument("--batch", required=True, type=Path, help="MOSP folder (insert.txt, delete.txt) or .npz")
+            p.add_argument("--distances", type=Path, help="input distance file (MOSP, one value a line)")
+            p.add_argument("--parents", type=Path, help="input tree file (MOSP, one parent a line, -1 for none)")
+            p.add_argument("--keep-parents", action="store_true",
+                           help="import the tree as given (Result.from_arrays canonicalize=False)")
+            p.add_argument("--no-validate", action="store_true", help="skip the imported tree's validation")
+            p.add_argument("--write-graph", action="store_true", help="also write the new graph (folder output)")
+        p.add_argument("--source", type=int, help="source vertex (default: the one stored in the .npz)")
+        p.add_argument("--objective", type=int, help="weight column (default: stored, else 0)")
+        p.add_argument("--backend", choices=("host", "cuda", "auto"), default="host")
+        p.add_argument("--cuda-engine", choices=CUDA_ENGINES, default="automatic")
+        p.add_argument("--delta", type=int, default=0, help="near-far width (0: the default formula)")
+        p.add_argument("--out", required=True, type=Path, help="output .npz (state) or folder (MOSP text)")
+        p.add_argument("--json", action="store_true", help="print the statistics as one JSON object")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        report = run(args)
+    except errors.NotSupportedError as exc:
+        print(f"error: cannot run here: {exc}", file=sys.stderr)
+        return EXIT_NO_DEVICE
+    except (errors.FileFormatError, errors.InvalidArgumentError) as exc:
+        print(f"error: bad input: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except errors.Error as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    print_report(report, args.json)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
