@@ -11,7 +11,7 @@ BATCHES ?= safe50k unsafe50k local10k
 REQUIRED = numpy scipy numba pandas pyarrow jinja2 matplotlib psutil rich tqdm
 TEST_REQUIRED = pytest hypothesis
 
-.PHONY: help deps test-deps test test-fast test-gpu cuda-check prepare bench bench-host report
+.PHONY: compare help deps test-deps test test-fast test-gpu cuda-check prepare bench bench-host report
 
 help:
 	@echo "make bench       A/B campaign fused vs operators on the four gates (CUDA GPU), renders $(OUT)/M7.md"
@@ -53,7 +53,39 @@ bench: deps
 
 bench-host: deps
 	$(PYTHON) bench/perf_ab.py engines --sides host,host --graphs uspowergrid --batches safe50k local10k \
-	  --rounds 7 --data-dir $(DATA_DIR) --out .cache/bench-host
+	  --rounds 21 --max-foreign-cpu 2 --allow-dirty --data-dir $(DATA_DIR) --out .cache/bench-host
 
 report: deps
 	$(PYTHON) bench/perf_ab.py report --out $(OUT)
+
+# -- asv (protocol.md §11) --------------------------------------------------------------------------
+# asv in the current Python ("existing" environment: installs nothing, works offline). Results are
+# stored per commit under .asv/results. ASV_ARGS adds options (e.g. --quick, -b Update); the input
+# size comes from SSSPAB_ASV_SCALE=full|small|tiny (default full: about 2 M vertices).
+ASV_ARGS ?=
+ASV_MACHINE ?= $(shell hostname 2>/dev/null || echo local)
+ASV_BASE_TREE ?= .asv/base-tree
+ASV_RUN = $(PYTHON) -m asv run --environment existing:$(PYTHON) --machine $(ASV_MACHINE)
+
+.PHONY: asv asv-compare
+
+asv: deps
+	$(PYTHON) -m asv machine --yes --machine $(ASV_MACHINE) >/dev/null
+	ASV_PYTHONPATH=$(CURDIR) $(ASV_RUN) --set-commit-hash $$(git rev-parse HEAD) $(ASV_ARGS)
+
+# BASE (commit, tag or branch) against HEAD: the same benchmark suite (this checkout's) imports each
+# side's engines from its own tree (asv passes ASV_PYTHONPATH, not PYTHONPATH), then asv compare.
+asv-compare: deps
+	@test -n "$(BASE)" || { echo "usage: make asv-compare BASE=<rev>"; exit 2; }
+	$(PYTHON) -m asv machine --yes --machine $(ASV_MACHINE) >/dev/null
+	rm -rf $(ASV_BASE_TREE) && git worktree prune
+	git worktree add --detach $(ASV_BASE_TREE) $(BASE)
+	ASV_PYTHONPATH=$(CURDIR)/$(ASV_BASE_TREE) $(ASV_RUN) --set-commit-hash $$(git rev-parse $(BASE)) $(ASV_ARGS) \
+	  || { git worktree remove --force $(ASV_BASE_TREE); exit 1; }
+	git worktree remove --force $(ASV_BASE_TREE)
+	ASV_PYTHONPATH=$(CURDIR) $(ASV_RUN) --set-commit-hash $$(git rev-parse HEAD) $(ASV_ARGS)
+	$(PYTHON) -m asv compare --machine $(ASV_MACHINE) --split --factor 1.10 $$(git rev-parse $(BASE)) $$(git rev-parse HEAD)
+
+# The golden corpus replayed on every configuration this machine can run (CUDA ones need a GPU).
+compare: deps
+	$(PYTHON) bench/compare.py --configs $(or $(CONFIGS),host)

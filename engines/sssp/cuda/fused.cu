@@ -32,34 +32,6 @@ namespace cg = cooperative_groups;
 
 __device__ __forceinline__ u64 min_u64(u64 a, u64 b) { return a < b ? a : b; }
 
-// One vertex expansion of a push iteration (§5.9 (c)): relax every out-edge of u.
-template <typename V, typename O>
-__device__ __forceinline__ void push_vertex(const CsrView<V, O>& out, const Packing& k, V u,
-                                            V source, u64 bound, u64 threshold, i32 generation,
-                                            u64* words, i32* stamp, i32* in_far, V* next_list,
-                                            V* next_count, V* pile, V* pile_count) {
-    const u64 x = load_cg(words + u);
-    if (x == INF_WORD) return;
-    const u64 du = x >> k.bits;
-    const O end = out.end(u);
-    for (O e = out.begin(u); e < end; ++e) {
-        const V w = out.neighbour(e);
-        if (w == source) continue;  // the source is never relaxed
-        const u64 nd = du + out.weight_of(e);
-        if (nd > bound) continue;  // never packed (§4.2)
-        const u64 cand = pack(k, nd, static_cast<i64>(u));
-        if (cand >= load_cg(words + w)) continue;  // racy pre-check, only a filter
-        const u64 old = atomicMin(words + w, cand);
-        if (nd < word_distance(k, old)) {  // this thread lowered w's distance
-            if (nd < threshold) {
-                if (claim(stamp, w, generation)) next_list[append(next_count)] = w;
-            } else if (atomicExch(in_far + w, 1) == 0) {
-                pile[append(pile_count)] = w;
-            }
-        }
-    }
-}
-
 // The near-far loop (§5.9 (c)), entered after the first split: near list 0 holds near[0]
 // entries, far pile 0 holds far[0] entries. Returns through the counters by reference.
 template <typename V, typename O>

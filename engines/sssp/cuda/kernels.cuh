@@ -212,6 +212,37 @@ struct OperatorsControl {
     i32 active[65];  // ceil(log2 n) + 1 pointer-jumping rounds for any n < 2^63
 };
 
+// One vertex expansion of a push iteration (§5.9 (c)), the same in both engines: relax every
+// out-edge of u except into the source, drop offers above the bound, and queue a neighbour whose
+// distance this thread lowered: the next near list below the threshold (claimed with the
+// iteration's generation), else the far pile on its in_far 0 -> 1 transition.
+template <typename V, typename O>
+__device__ __forceinline__ void push_vertex(const CsrView<V, O>& out, const Packing& k, V u,
+                                            V source, u64 bound, u64 threshold, i32 generation,
+                                            u64* words, i32* stamp, i32* in_far, V* next_list,
+                                            V* next_count, V* pile, V* pile_count) {
+    const u64 x = load_cg(words + u);
+    if (x == INF_WORD) return;
+    const u64 du = x >> k.bits;
+    const O end = out.end(u);
+    for (O e = out.begin(u); e < end; ++e) {
+        const V w = out.neighbour(e);
+        if (w == source) continue;  // the source is never relaxed
+        const u64 nd = du + out.weight_of(e);
+        if (nd > bound) continue;  // never packed (§4.2)
+        const u64 cand = pack(k, nd, static_cast<i64>(u));
+        if (cand >= load_cg(words + w)) continue;  // racy pre-check, only a filter
+        const u64 old = atomicMin(words + w, cand);
+        if (nd < word_distance(k, old)) {  // this thread lowered w's distance
+            if (nd < threshold) {
+                if (claim(stamp, w, generation)) next_list[append(next_count)] = w;
+            } else if (atomicExch(in_far + w, 1) == 0) {
+                pile[append(pile_count)] = w;
+            }
+        }
+    }
+}
+
 }  // namespace sssp
 
 #endif  // SSSPAB_KERNELS_CUH

@@ -38,16 +38,14 @@ __device__ __forceinline__ Packing make_packing(u32 bits, u64 no_parent) {
 // from namespace sssp.
 using namespace sssp;
 
-// ---------------------------------------------------------------------------------------------
-// Control-block initialization (§5.2 [ops]): zero every field, minimum = empty.
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK) ops_control_init(OperatorsControl<V>* ctl) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+// Every field zero, minimum empty, and the frontier count given (1 for compute(): the source).
+template <typename V>
+__device__ __forceinline__ void reset_control(OperatorsControl<V>* ctl, V frontier) {
     ctl->minimum = EMPTY_MIN;
     ctl->threshold = 0;
     ctl->affected = 0;
     ctl->candidates = 0;
-    ctl->frontier = 0;
+    ctl->frontier = frontier;
     ctl->near[0] = 0;
     ctl->near[1] = 0;
     ctl->far[0] = 0;
@@ -55,6 +53,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK) ops_control_init(OperatorsControl<
     ctl->invalidated = 0;
     ctl->overflow = 0;
     for (int r = 0; r < 65; ++r) ctl->active[r] = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Control-block initialization (§5.2 [ops]): zero every field, minimum = empty.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK) ops_control_init(OperatorsControl<V>* ctl) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    reset_control(ctl, V(0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,27 +319,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
     const GridStride g;
     if (g.first == 0) ctl->near[near_slot] = 0;
     for (i64 i = g.first; i < count; i += g.stride) {
-        const V u = near_list[i];
-        const u64 x = load_cg(words + u);
-        if (x == INF_WORD) continue;
-        const u64 du = x >> k.bits;
-        const O end = out.end(u);
-        for (O e = out.begin(u); e < end; ++e) {
-            const V w = out.neighbour(e);
-            if (w == source) continue;  // the source is never relaxed
-            const u64 nd = du + out.weight_of(e);
-            if (nd > bound) continue;  // never packed (§4.2)
-            const u64 offer = pack(k, nd, static_cast<i64>(u));
-            if (offer >= load_cg(words + w)) continue;  // racy pre-check, only a filter
-            const u64 old = atomicMin(words + w, offer);
-            if (nd < word_distance(k, old)) {
-                if (nd < threshold) {
-                    if (claim(stamp, w, generation)) next_list[append(&ctl->near[1 - near_slot])] = w;
-                } else if (atomicExch(in_far + w, 1) == 0) {
-                    far_list[append(&ctl->far[far_slot])] = w;
-                }
-            }
-        }
+        push_vertex<V, O>(out, k, near_list[i], source, bound, threshold, generation, words, stamp,
+                          in_far, next_list, &ctl->near[1 - near_slot], far_list, &ctl->far[far_slot]);
     }
 }
 
@@ -451,18 +438,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
         words[v] = v == source ? pack(k, 0ull, -1ll) : INF_WORD;
     }
     if (g.first == 0) {
-        ctl->minimum = EMPTY_MIN;
-        ctl->threshold = 0;
-        ctl->affected = 0;
-        ctl->candidates = 0;
-        ctl->frontier = 1;
-        ctl->near[0] = 0;
-        ctl->near[1] = 0;
-        ctl->far[0] = 0;
-        ctl->far[1] = 0;
-        ctl->invalidated = 0;
-        ctl->overflow = 0;
-        for (int r = 0; r < 65; ++r) ctl->active[r] = 0;
+        reset_control(ctl, V(1));
         frontier[0] = source;
     }
 }
