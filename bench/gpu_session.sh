@@ -3,7 +3,7 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign (default: all, in that order).
+# steps: tests compare table campaign asv (default: the first four, in that order).
 set -u
 OUT=${OUT:-/tmp/ssspab-gpu}
 mkdir -p "$OUT"
@@ -42,8 +42,12 @@ for s in $STEPS; do
     table) step engine_table 200 python3 bench/engine_table.py --graphs $TABLE_GRAPHS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
+    asv) step asv 150 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
+           SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
+           --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" --quick \
+           && python3 -m asv show --machine h200 "$(git rev-parse HEAD)"' ;;
   esac
 done
 [ -d "$OUT/table" ] && cp "$OUT"/table/engine_table.* "$OUT"/ && rm -r "$OUT/table"
-[ -d results ] && tar czf "$OUT/results.tar.gz" results
+tar czf "$OUT/results.tar.gz" $(ls -d results .asv/results 2>/dev/null)
 echo "== done $(date -u +%H:%M:%S)" | tee -a "$LOG"
