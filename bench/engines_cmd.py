@@ -229,6 +229,13 @@ def main(args) -> int:
         print("perf_ab.py engines: interrupted; the finished rounds are recorded, continue with --resume",
               file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug or an environment surprise: keep what was measured, say how to go on
+        import traceback
+
+        traceback.print_exc()
+        print(f"perf_ab.py engines: failed with {type(exc).__name__}: {exc}; every finished round is "
+              "recorded, fix the cause and continue with --resume", file=sys.stderr)
+        return 1
 
 
 __all__ = ["add_arguments", "main", "build_config", "DEFAULT_SIDES"]
