@@ -277,7 +277,7 @@ class Graph:
         """
         n_after = validate_for_graph(batch, self.num_vertices, self._k)
         memo = self._reuse
-        if memo is not None and memo.get("key") == (self._state_id, id(batch)) and memo["batch"] is batch:
+        if memo and memo["batch"] is batch and memo["from_state"] == self._state_id:
             # The same immutable batch on the same state gives the same arrays: publish them again
             # with the same state id, so caches and device mirrors of that state stay valid.
             self._publish(*memo["arrays"], memo["state_id"])
@@ -285,13 +285,13 @@ class Graph:
             self._version += 1
             return memo["summary"], memo["delta"]
         weights_km = self._weights.reshape(self._k, self.num_edges)
-        key = (self._state_id, id(batch))
+        from_state = self._state_id
         new, summary, delta = apply_batch(self._row_ptr, self._col_ind, weights_km, batch, n_after)
         self._publish(new.row_ptr, new.col_ind, new.weights, next(_state_ids))
         self._version += 1
         if memo is not None:
             memo.clear()
-            memo.update(key=key, batch=batch, arrays=(new.row_ptr, new.col_ind, new.weights),
+            memo.update(from_state=from_state, batch=batch, arrays=(new.row_ptr, new.col_ind, new.weights),
                         state_id=self._state_id, cache=self._cache, summary=summary, delta=delta)
         return summary, delta
 
