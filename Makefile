@@ -8,6 +8,8 @@ DATA_DIR ?= $(abspath ../shared/data)
 OUT ?= results
 GATES ?= roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa
 BATCHES ?= safe50k unsafe50k local10k
+# extra options of `perf_ab.py engines` for make bench, e.g. --resume (continue a cut campaign)
+BENCH_ARGS ?=
 REQUIRED = numpy scipy numba pandas pyarrow jinja2 matplotlib psutil rich tqdm
 TEST_REQUIRED = pytest hypothesis
 
@@ -49,7 +51,7 @@ bench: deps
 	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine)."; \
 	  echo "Without one, 'make bench-host' runs a small host-vs-host campaign to show the machinery."; exit 3; }
 	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR)
-	$(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT)
+	$(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) $(BENCH_ARGS)
 
 bench-host: deps
 	$(PYTHON) bench/perf_ab.py engines --sides host,host --graphs uspowergrid --batches safe50k local10k \
@@ -59,25 +61,35 @@ report: deps
 	$(PYTHON) bench/perf_ab.py report --out $(OUT)
 
 # -- asv (protocol.md §11) --------------------------------------------------------------------------
-# asv in the current Python ("existing" environment: installs nothing, works offline). Results are
-# stored per commit under .asv/results. ASV_ARGS adds options (e.g. --quick, -b Update); the input
-# size comes from SSSPAB_ASV_SCALE=full|small|tiny (default full: about 2 M vertices).
+# `make asv`: HEAD in the current Python ("existing" environment: installs nothing, works offline),
+# results stored per commit under .asv/results. `make asv-compare BASE=<rev>`: asv continuous, which
+# builds BASE and HEAD into one virtualenv in turn (needs registry access) and interleaves their
+# rounds, so a drift of the machine hits both. `make asv-compare-offline BASE=<rev>`: the same
+# comparison where no environment can be built (the offline GPU machine): each side runs in the
+# current Python importing its own tree (asv passes ASV_PYTHONPATH), then asv compare.
+# ASV_ARGS adds options (e.g. --quick, -b Update); the input size comes from
+# SSSPAB_ASV_SCALE=full|small|tiny (default full: about 2 M vertices).
 ASV_ARGS ?=
 ASV_MACHINE ?= $(shell hostname 2>/dev/null || echo local)
 ASV_BASE_TREE ?= .asv/base-tree
 ASV_RUN = $(PYTHON) -m asv run --environment existing:$(PYTHON) --machine $(ASV_MACHINE)
 
-.PHONY: asv asv-compare
+.PHONY: asv-deps asv asv-compare asv-compare-offline
 
-asv: deps
+asv-deps: deps
+	@$(PYTHON) -c "import asv" 2>/dev/null || $(PYTHON) -m pip install -e ".[bench]"
 	$(PYTHON) -m asv machine --yes --machine $(ASV_MACHINE) >/dev/null
+
+asv: asv-deps
 	ASV_PYTHONPATH=$(CURDIR) $(ASV_RUN) --set-commit-hash $$(git rev-parse HEAD) $(ASV_ARGS)
 
-# BASE (commit, tag or branch) against HEAD: the same benchmark suite (this checkout's) imports each
-# side's engines from its own tree (asv passes ASV_PYTHONPATH, not PYTHONPATH), then asv compare.
-asv-compare: deps
+asv-compare: asv-deps
 	@test -n "$(BASE)" || { echo "usage: make asv-compare BASE=<rev>"; exit 2; }
-	$(PYTHON) -m asv machine --yes --machine $(ASV_MACHINE) >/dev/null
+	$(PYTHON) -m asv continuous --interleave-rounds --split --factor 1.10 --machine $(ASV_MACHINE) \
+	  $(ASV_ARGS) $(BASE) HEAD
+
+asv-compare-offline: asv-deps
+	@test -n "$(BASE)" || { echo "usage: make asv-compare-offline BASE=<rev>"; exit 2; }
 	rm -rf $(ASV_BASE_TREE) && git worktree prune
 	git worktree add --detach $(ASV_BASE_TREE) $(BASE)
 	ASV_PYTHONPATH=$(CURDIR)/$(ASV_BASE_TREE) $(ASV_RUN) --set-commit-hash $$(git rev-parse $(BASE)) $(ASV_ARGS) \

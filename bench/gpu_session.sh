@@ -3,7 +3,12 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign asv (default: the first four, in that order).
+# steps: tests compare table campaign bench asv (default: tests compare table campaign).
+#   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
+#   bench     `make bench` with BENCH_ARGS (default --resume): prepare, campaign, report
+# A copy of the tree without .git (an offline machine that received the files only) gets its
+# history back from .devgit/ssspab.bundle (`git bundle create .devgit/ssspab.bundle HEAD`), so the
+# campaign records and asv see the real commit and a real cleanliness check.
 set -u
 OUT=${OUT:-/tmp/ssspab-gpu}
 mkdir -p "$OUT"
@@ -33,6 +38,14 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
+if [ ! -e .git ] && [ -f .devgit/ssspab.bundle ]; then
+  # mixed reset: the index becomes the bundled commit, the files stay as shipped, so `git status`
+  # shows exactly how the shipped tree differs from that commit. File modes are not compared:
+  # the copy does not keep them.
+  { git init -q && git config core.fileMode false && git fetch -q .devgit/ssspab.bundle HEAD \
+    && git reset -q FETCH_HEAD && echo "git: $(git rev-parse HEAD), $(git status --porcelain | wc -l) changed paths"; } \
+    2>&1 | tee -a "$LOG"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$LOG"
 
 for s in $STEPS; do
@@ -42,6 +55,7 @@ for s in $STEPS; do
     table) step engine_table 200 python3 bench/engine_table.py --graphs $TABLE_GRAPHS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
+    bench) step bench 600 make bench DATA_DIR="$SSSPAB_DATA_DIR" BENCH_ARGS="${BENCH_ARGS:---resume} --no-progress" ;;
     asv) step asv 150 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" --quick \

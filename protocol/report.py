@@ -162,6 +162,7 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "summary": summary,
         "sides": summary["sides"],
         "git": campaign["git"],
+        "code_sessions": code_sessions(campaign),
         "real_graphs": real,
         "standin_graphs": standins,
         "origins": {g: describe_origin(o) for g, o in origins.items()},
@@ -177,6 +178,23 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "params": campaign["parameters"],
         "reason_names": reason_names,
     }
+
+
+def code_sessions(campaign: dict) -> list[dict]:
+    """The commit each session ran. Records written before sessions carried their own git state
+    have it only for the first session (the campaign's); later ones then say "not recorded"."""
+    out = []
+    for index, session in enumerate(campaign.get("sessions") or [{}]):
+        git = session.get("git") or (campaign["git"] if index == 0 else None)
+        out.append({
+            "index": index,
+            "started_utc": session.get("started_utc"),
+            "resumed": bool(session.get("resumed")),
+            "recorded": git is not None,
+            "commit": (git or {}).get("commit"),
+            "dirty": bool((git or {}).get("dirty")),
+        })
+    return out
 
 
 def _environment() -> jinja2.Environment:
@@ -211,4 +229,4 @@ def render_report(store: RecordStore) -> Path:
     return path
 
 
-__all__ = ["render_report", "build_context", "findings", "fmt_ms", "fmt_ratio", "fmt_count", "describe_origin"]
+__all__ = ["render_report", "build_context", "code_sessions", "findings", "fmt_ms", "fmt_ratio", "fmt_count", "describe_origin"]

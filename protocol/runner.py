@@ -89,6 +89,17 @@ class CampaignRunner:
             raise CheckFailure(f"compute() on {side.label} differs from the prepared tree: {problem}")
 
     # -- campaign record ------------------------------------------------------------------------
+    def _code_state(self) -> dict:
+        """The commit this session runs; a dirty tree (or none) needs --allow-dirty, on resume too,
+        since every session's rounds are measurements of the code that ran them."""
+        git = git_state()
+        if git["dirty"] and not self.config.allow_dirty:
+            raise UsageError(
+                "the working tree is dirty (or has no commit): commit first, or pass --allow-dirty "
+                "(the report then says so)"
+            )
+        return {**git, "dirty_allowed": self.config.allow_dirty}
+
     def _open_campaign(self) -> None:
         params = json.loads(json.dumps(self.config.parameters()))  # as the record holds them
         if self.resume and self.store.has_campaign():
@@ -102,15 +113,10 @@ class CampaignRunner:
                     f"--resume: the parameters differ from the recorded campaign in {', '.join(changed)}"
                 )
             self.session = len(campaign["sessions"])
-            campaign["sessions"].append({"started_utc": utc_now(), "resumed": True})
+            campaign["sessions"].append({"started_utc": utc_now(), "resumed": True, "git": self._code_state()})
             campaign["finished_utc"] = None
         else:
-            git = git_state()
-            if git["dirty"] and not self.config.allow_dirty:
-                raise UsageError(
-                    "the working tree is dirty (or has no commit): commit first, or pass --allow-dirty "
-                    "(the report then says so)"
-                )
+            git = self._code_state()
             self.store.clear_rounds()
             if self.store.summary_path.exists():
                 self.store.summary_path.unlink()
@@ -119,7 +125,7 @@ class CampaignRunner:
                 "schema_version": SCHEMA_VERSION,
                 "campaign_id": uuid.uuid4().hex[:12],
                 "tool": {"name": TOOL_NAME, "version": tool_version()},
-                "git": {**git, "dirty_allowed": self.config.allow_dirty},
+                "git": git,
                 "started_utc": utc_now(),
                 "finished_utc": None,
                 "host": env.get("host"),
@@ -129,7 +135,7 @@ class CampaignRunner:
                 "reproduce": self._reproduce,
                 "inputs": [],
                 "cells": {},
-                "sessions": [{"started_utc": utc_now(), "resumed": False}],
+                "sessions": [{"started_utc": utc_now(), "resumed": False, "git": git}],
             }
         self.campaign = campaign
         self.store.write_campaign(campaign)

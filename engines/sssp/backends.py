@@ -51,14 +51,18 @@ def resolve_device(backend: str, current):
 
 
 @contextlib.contextmanager
-def on_engine_stream(arr):
-    """Make the engines' stream of ``arr``'s device current (CuPy arrays), so that a copy made
-    inside is ordered before the next engine run on that device."""
+def engine_stream(device: int):
+    """Make ``device`` and the engines' stream on it current, so that work queued inside (a copy,
+    a fill) is ordered before the next engine run on that device."""
     import cupy
 
-    device = arr.device.id
     with cupy.cuda.Device(device), cuda_module().stream(device):
         yield
+
+
+def on_engine_stream(arr):
+    """:func:`engine_stream` on the device that holds the CuPy array ``arr``."""
+    return engine_stream(arr.device.id)
 
 
 def is_device_array(arr) -> bool:
@@ -73,8 +77,7 @@ def move_arrays(d, p, backend: str, device):
         return d.get(), p.get()
     import cupy
 
-    # On the engines' stream, so an engine run queued next is ordered after the copy.
-    with cupy.cuda.Device(device), cuda_module().stream(device):
+    with engine_stream(device):
         return cupy.array(d, copy=True), cupy.array(p, copy=True)
 
 
@@ -90,8 +93,7 @@ def grow_arrays(d, p, n: int):
         return nd, npar
     import cupy
 
-    device = d.device.id
-    with cupy.cuda.Device(device), cuda_module().stream(device):
+    with on_engine_stream(d):
         nd = cupy.full(n, INFINITE_DISTANCE, dtype=cupy.int64)
         npar = cupy.full(n, -1, dtype=p.dtype)
         nd[:old], npar[:old] = d, p
@@ -99,4 +101,4 @@ def grow_arrays(d, p, n: int):
 
 
 __all__ = ["BACKENDS", "resolve_backend", "resolve_device", "cuda_available", "cuda_module", "move_arrays",
-           "grow_arrays", "is_device_array"]
+           "grow_arrays", "is_device_array", "engine_stream", "on_engine_stream"]

@@ -201,3 +201,27 @@ def test_failed_and_unknown_clock_cells_render(tmp_path):
     assert "guard_failed" in text and "trees differ at 1 vertices" in text
     assert "clocks unknown: NVML missing" in text
     assert "Cells failed the guard: rgg_n_2_20_s0/local10k/0." in text
+
+
+def test_a_resumed_campaign_names_the_commit_of_every_session(tmp_path):
+    store = _write_fixture(tmp_path)
+    campaign = store.read_campaign()
+    campaign["git"] = {"commit": None, "dirty": True, "dirty_allowed": True}
+    campaign["sessions"] += [
+        {"started_utc": "2026-12-02T11:00:00+00:00", "resumed": True,
+         "git": {"commit": "c" * 40, "dirty": False, "dirty_allowed": False}},
+        {"started_utc": "2026-12-02T12:00:00+00:00", "resumed": True},
+    ]
+    store.write_campaign(campaign)
+    text = render_report(store).read_text()
+    assert "ran in 3 sessions" in text
+    lines = [line for line in text.splitlines() if line.startswith("- session ")]
+    assert len(lines) == 3
+    assert "started 2026-12-02T10:00:00+00:00" in lines[0] and "dirty or had no git" in lines[0]
+    assert f"resumed 2026-12-02T11:00:00+00:00: commit `{'c' * 40}`" in lines[1] and "dirty" not in lines[1]
+    assert "commit not recorded" in lines[2]
+
+
+def test_a_single_session_campaign_names_one_commit(rendered):
+    _, text = rendered
+    assert "Commit `0123456789abcdef`." in text and "- session " not in text

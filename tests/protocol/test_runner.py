@@ -283,3 +283,24 @@ def test_engine_error_in_the_guard_fails_only_that_cell(toy, tmp_path):
     cells = store.read_summary()["cells"]
     assert cells[0]["status"] == "guard_failed" and "no such kernel" in cells[0]["detail"]
     assert cells[1]["status"] == "done"
+
+
+def test_each_session_records_its_commit_and_a_dirty_resume_needs_allow_dirty(toy, tmp_path, monkeypatch):
+    import protocol.runner as runner_module
+
+    states = iter([{"commit": "a" * 40, "dirty": False}, {"commit": "b" * 40, "dirty": True},
+                   {"commit": "b" * 40, "dirty": True}])
+    monkeypatch.setattr(runner_module, "git_state", lambda: next(states))
+    code, store = run(host_config(allow_dirty=False, rounds=5), [toy], tmp_path)
+    assert code == ExitCode.OK
+    # the second session's tree is dirty: refused without --allow-dirty, before anything is written
+    before = store.read_campaign()
+    with pytest.raises(UsageError, match="--allow-dirty"):
+        run(host_config(allow_dirty=False, rounds=5), [toy], tmp_path, resume=True)
+    assert store.read_campaign() == before
+    code, store = run(host_config(allow_dirty=True, rounds=5), [toy], tmp_path, resume=True)
+    assert code == ExitCode.OK
+    sessions = store.read_campaign()["sessions"]
+    assert [s["git"]["commit"] for s in sessions] == ["a" * 40, "b" * 40]
+    assert [s["git"]["dirty"] for s in sessions] == [False, True]
+    assert store.read_campaign()["git"]["commit"] == "a" * 40  # the campaign's own: its first session's
