@@ -56,10 +56,10 @@ for s in $STEPS; do
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
     bench) step bench 600 make bench DATA_DIR="$SSSPAB_DATA_DIR" BENCH_ARGS="${BENCH_ARGS:---resume} --no-progress" ;;
-    asv) step asv 150 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
+    asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
-           --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" --quick \
-           && python3 -m asv show --machine h200 "$(git rev-parse HEAD)"' ;;
+           --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \
+           --show-stderr && python3 -m asv show --machine h200 "$(git rev-parse HEAD)"' ;;
   esac
 done
 [ -d "$OUT/table" ] && cp "$OUT"/table/engine_table.* "$OUT"/ && rm -r "$OUT/table"
