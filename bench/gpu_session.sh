@@ -38,14 +38,25 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
-if [ ! -e .git ] && [ -f .devgit/ssspab.bundle ]; then
-  # mixed reset: the index becomes the bundled commit, the files stay as shipped, so `git status`
-  # shows exactly how the shipped tree differs from that commit. File modes are not compared:
-  # the copy does not keep them.
-  { git init -q && git config core.fileMode false && git fetch -q .devgit/ssspab.bundle HEAD \
-    && git reset -q FETCH_HEAD && echo "git: $(git rev-parse HEAD), $(git status --porcelain | wc -l) changed paths"; } \
-    2>&1 | tee -a "$LOG"
+if command -v git >/dev/null; then
+  # a copied tree may belong to another user than the one running here: git would refuse it
+  git config --global --add safe.directory "$PWD" 2>/dev/null
+  if ! git rev-parse --verify -q HEAD >/dev/null 2>&1 && [ -f .devgit/ssspab.bundle ]; then
+    # mixed reset: the index becomes the bundled commit, the files stay as shipped, so `git status`
+    # shows exactly how the shipped tree differs from that commit. File modes are not compared:
+    # the copy does not keep them.
+    [ -e .git ] && mv .git "/tmp/ssspab-unusable-git.$$"
+    { git init -q && git config core.fileMode false && git fetch -q .devgit/ssspab.bundle HEAD \
+      && git reset -q FETCH_HEAD; } 2>&1 | tee -a "$LOG"
+  fi
+  echo "git: HEAD $(git rev-parse --verify -q HEAD || echo none), $(git status --porcelain 2>&1 | wc -l) changed paths" | tee -a "$LOG"
+  git status --porcelain 2>&1 | head -5 | tee -a "$LOG"
+else
+  echo "git: not installed" | tee -a "$LOG"
 fi
+# make bench refuses a dirty tree; here the campaign goes on and its record says "dirty"
+CLEAN=$(git status --porcelain 2>/dev/null | wc -l)
+git rev-parse --verify -q HEAD >/dev/null 2>&1 && [ "$CLEAN" -eq 0 ] && DIRTY_ARG= || DIRTY_ARG=--allow-dirty
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$LOG"
 
 for s in $STEPS; do
@@ -55,7 +66,7 @@ for s in $STEPS; do
     table) step engine_table 200 python3 bench/engine_table.py --graphs $TABLE_GRAPHS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
-    bench) step bench 600 make bench DATA_DIR="$SSSPAB_DATA_DIR" BENCH_ARGS="${BENCH_ARGS:---resume} --no-progress" ;;
+    bench) step bench 600 make bench DATA_DIR="$SSSPAB_DATA_DIR" BENCH_ARGS="${BENCH_ARGS:---resume} --no-progress $DIRTY_ARG" ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \
