@@ -5,7 +5,7 @@
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
 # steps: tests compare table campaign bench asv (default: tests compare table campaign).
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
-#   bench     `make bench` with BENCH_ARGS (default --resume): prepare, campaign, report
+#   bench     `make bench` into results/ (BENCH_ARGS=--resume continues a cut campaign)
 # A copy of the tree without .git (an offline machine that received the files only) gets its
 # history back from .devgit/ssspab.bundle (`git bundle create .devgit/ssspab.bundle HEAD`), so the
 # campaign records and asv see the real commit and a real cleanliness check.
@@ -41,12 +41,16 @@ fi
 if command -v git >/dev/null; then
   # a copied tree may belong to another user than the one running here: git would refuse it
   git config --global --add safe.directory "$PWD" 2>/dev/null
-  if ! git rev-parse --verify -q HEAD >/dev/null 2>&1 && [ -f .devgit/ssspab.bundle ]; then
-    # mixed reset: the index becomes the bundled commit, the files stay as shipped, so `git status`
-    # shows exactly how the shipped tree differs from that commit. File modes are not compared:
-    # the copy does not keep them.
-    [ -e .git ] && mv .git "/tmp/ssspab-unusable-git.$$"
-    { git init -q && git config core.fileMode false && git fetch -q .devgit/ssspab.bundle HEAD \
+  if [ -f .devgit/ssspab.bundle ]; then
+    # The bundle names the commit the shipped files are (a copy may come with no .git, or with a
+    # stale one). Mixed reset: the index becomes that commit, the files stay as shipped, so
+    # `git status` shows exactly how they differ from it. File modes are not compared: the copy
+    # does not keep them.
+    if ! git rev-parse --git-dir >/dev/null 2>&1; then
+      [ -e .git ] && mv .git "/tmp/ssspab-unusable-git.$$"
+      git init -q
+    fi
+    { git config core.fileMode false && git fetch -q .devgit/ssspab.bundle HEAD \
       && git reset -q FETCH_HEAD; } 2>&1 | tee -a "$LOG"
   fi
   echo "git: HEAD $(git rev-parse --verify -q HEAD || echo none), $(git status --porcelain 2>&1 | wc -l) changed paths" | tee -a "$LOG"
@@ -66,7 +70,8 @@ for s in $STEPS; do
     table) step engine_table 200 python3 bench/engine_table.py --graphs $TABLE_GRAPHS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
-    bench) step bench 600 make bench DATA_DIR="$SSSPAB_DATA_DIR" BENCH_ARGS="${BENCH_ARGS:---resume} --no-progress $DIRTY_ARG" ;;
+    bench) step bench 600 make bench OUT=results DATA_DIR="$SSSPAB_DATA_DIR" \
+             BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG" ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \
