@@ -1,11 +1,12 @@
 """The golden corpus: generation by the host reference, checked against independent oracles, and replay.
 
 ``python -m bench.golden generate [--out tests/golden]`` builds every case of the catalogue below,
-checks it (SciPy's Dijkstra, the lowest-id tight in-neighbour, the closed form of §5.12, a
-list-based model of the batch semantics, ``update()`` from a canonical tree equal to
-``compute()``), and writes the shards and the manifest. ``verify`` checks the digests,
-``check`` regenerates into a temporary directory and compares digests (reproducibility),
-``list`` prints the cases. ``bench/compare.py`` replays the corpus on engine configurations.
+checks it against the independent oracles of ``tests/oracles.py`` (SciPy's Dijkstra, the
+lowest-id tight in-neighbour, the closed form of §5.12, a list-based model of the batch semantics)
+and ``update()`` from a canonical tree against ``compute()``, and writes the shards and the
+manifest; it needs a checkout (tests/). ``verify`` checks the digests, ``check`` regenerates into a
+temporary directory and compares digests (reproducibility), ``list`` prints the cases.
+``bench/compare.py`` replays the corpus on engine configurations.
 
 The catalogue: five graph presets (random tiny, small, medium; grid small, medium) x seeds x the
 ten batch mixes of ``golden_mixes.MIXES``; the same mixes from non-canonical input trees; the
@@ -30,7 +31,7 @@ import numpy as np
 from engines import Batch, Graph
 from engines import sssp
 
-from . import golden_oracles as O
+from .golden_oracles import oracles
 from .golden_mixes import (MIXES, WEIGHT_MAX, GraphArrays, MixContext, csr_from_edges, grid_graph,
                            random_graph)
 from .golden_replay import CONFIGS, CaseOutcome, Config, replay, replay_case
@@ -388,10 +389,11 @@ def graph_id(g: GraphArrays) -> str:
 
 def build_case(spec: CaseSpec) -> tuple[dict, dict[str, np.ndarray]]:
     """Run the host reference on one case, check it against every oracle, return (meta, arrays)."""
+    O = oracles()
     g = spec.graph
     n, k, s = g.n, spec.objective, spec.source
     rng = _seeded(*spec.seed, 7)
-    src, dst, w = O.edge_list(g.row_ptr, g.col_ind, g.weights[:, k])
+    src, dst, w = g.ref.edges(k)
     d_ref, p_ref = O.canonical_tree(n, s, src, dst, w)
     offset = np.int64 if spec.offset_dtype == "int64" else None
     graph = Graph.from_csr(g.row_ptr, g.col_ind, g.weights, offset_dtype=offset)
@@ -401,7 +403,7 @@ def build_case(spec: CaseSpec) -> tuple[dict, dict[str, np.ndarray]]:
     _same(spec, "compute() distances on G_t", d_ref, d0)
     _same(spec, "compute() parents on G_t", p_ref, p0)
     if spec.tree == "perturbed":
-        p_in = O.perturb_tie_parents(rng, n, s, d0, src, dst, w).astype(p0.dtype)
+        p_in = O.perturbed_parents(rng, n, s, d0, src, dst, w).astype(p0.dtype)
         problem = O.is_valid_tree(n, s, d0, p_in, src, dst, w)
         if problem:
             _fail(spec, f"perturbed tree invalid: {problem}")
@@ -415,19 +417,19 @@ def build_case(spec: CaseSpec) -> tuple[dict, dict[str, np.ndarray]]:
         arrays = spec.batch
     ins_src, ins_dst, ins_w, del_src, del_dst = (np.asarray(a, dtype=np.int64) for a in arrays)
     ins_w = ins_w.reshape(ins_src.shape[0], -1) if ins_src.size else np.zeros((0, g.K), np.int64)
-    applied = O.reference_apply(g.row_ptr, g.col_ind, g.weights, ins_src, ins_dst, ins_w, del_src, del_dst)
-    max_weight = max(1, int(g.weights[:, k].max(initial=0)), int(ins_w[:, k].max(initial=0)) if ins_w.size else 0)
+    applied = O.ref_apply(g.ref, ins_src, ins_dst, ins_w, del_src, del_dst)
+    g_after = applied.graph
 
     result = sssp.Result.from_arrays(graph, s, d_in, p_in, canonicalize=False, **opts)
     stats = sssp.update(graph, Batch(ins_src, ins_dst, ins_w, del_src, del_dst), result)
-    _same(spec, "row_ptr after apply", applied.row_ptr, graph.row_ptr)
-    _same(spec, "col_ind after apply", applied.col_ind, graph.col_ind)
-    _same(spec, "weights after apply", applied.weights.T.reshape(-1), graph.weights)
+    for what, expected, actual in zip(("row_ptr", "col_ind", "weights"), g_after.csr(),
+                                      (graph.row_ptr, graph.col_ind, graph.weights)):
+        _same(spec, f"{what} after apply", expected, actual)
     summary = dataclasses.asdict(stats.batch)
     if summary != applied.summary:
         _fail(spec, f"apply summary {summary} != oracle {applied.summary}")
     d_out, p_out = result.to_numpy()
-    oracle = O.update_oracle(applied, k, s, d_in, p_in.astype(np.int64), max_weight)
+    oracle = O.expected_update(applied, k, s, d_in, p_in)
     _same(spec, "update() distances", oracle.distances, d_out)
     _same(spec, "update() parents (closed form)", oracle.parents, p_out)
     for what, exp, got in (("invalidated", oracle.invalidated, stats.invalidated),
@@ -440,12 +442,11 @@ def build_case(spec: CaseSpec) -> tuple[dict, dict[str, np.ndarray]]:
 
     computed = sssp.compute(graph, s, **opts)
     d_c, p_c = computed.to_numpy()
-    n2 = applied.row_ptr.shape[0] - 1
-    src2, dst2, w2 = O.edge_list(applied.row_ptr, applied.col_ind, applied.weights[:, k])
-    d_ref2, p_ref2 = O.canonical_tree(n2, s, src2, dst2, w2)
+    n2 = g_after.num_vertices
+    d_ref2, p_ref2 = O.canonical_tree(n2, s, *g_after.edges(k))
     _same(spec, "compute() distances on G_t+1", d_ref2, d_c)
     _same(spec, "compute() parents on G_t+1", p_ref2, p_c)
-    compute_packed = O.packs(max(1, int(w2.max(initial=0))), n2)
+    compute_packed = O.oracle_packed(n2, max(1, g_after.max_weight(k)))
     if computed.stats.packed_parents != compute_packed:
         _fail(spec, "compute() packed_parents disagrees with the packing rule")
     if spec.expect_compute_packed is not None and compute_packed != spec.expect_compute_packed:
@@ -465,7 +466,7 @@ def build_case(spec: CaseSpec) -> tuple[dict, dict[str, np.ndarray]]:
     meta = dict(
         name=spec.name, graph=graph_id(g), source=s, objective=k, delta=spec.delta, offset_dtype=spec.offset_dtype,
         input_tree=spec.tree, mix=spec.mix, description=spec.description, arrays=sorted(members),
-        n=n, m=g.m, K=g.K, n_after=n2, m_after=int(applied.col_ind.shape[0]),
+        n=n, m=g.m, K=g.K, n_after=n2, m_after=g_after.num_edges,
         noncanonical_parents=int((p_in != p0).sum()),
         expect=dict(invalidated=oracle.invalidated, affected=oracle.affected, packed_parents=oracle.packed,
                     candidates=oracle.candidates, batch=summary, compute_packed_parents=compute_packed,

@@ -3,7 +3,7 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign bench asv (default: tests compare table campaign).
+# steps: tests compare table campaign bench sanitize asv (default: tests compare table campaign).
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
 #   bench     `make bench` into results/ (BENCH_ARGS=--resume continues a cut campaign)
 # A copy of the tree without .git (an offline machine that received the files only) gets its
@@ -72,6 +72,12 @@ for s in $STEPS; do
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
     bench) step bench 600 make bench OUT=results DATA_DIR="$SSSPAB_DATA_DIR" \
              BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG" ;;
+    sanitize)  # compute-sanitizer over a small golden subset on both CUDA engines (exit 9 = findings)
+      for tool in memcheck racecheck synccheck initcheck; do
+        step "sanitize_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+          python3 bench/compare.py --configs cuda-fused,cuda-operators --quiet --cases 'fixtures.*' \
+          --cases 'packing.*' --cases 'random-tiny.s00.*' --cases 'grid-small.s00.*' --cases 'grid-medium.s00.*'
+      done ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \

@@ -1,7 +1,8 @@
-"""Independent test oracles for the engines (algorithm.md §13 item 1).
+"""Independent oracles (algorithm.md §13 item 1): the one copy used by the engine tests and by the
+golden corpus generator (``python -m bench.golden generate`` imports it as ``tests.oracles``).
 
 Nothing here imports ``engines``: every rule is re-implemented from the spec text, as simply as
-possible (plain Python loops over small graphs, SciPy's Dijkstra for distances), so that a wrong
+possible (plain Python loops over per-row lists, SciPy's Dijkstra for distances), so that a wrong
 engine and a wrong oracle are unlikely to agree.
 
 Conventions: a graph state is a :class:`RefGraph` (per-row lists of ``(v, weights tuple)`` in row
@@ -58,7 +59,10 @@ def oracle_packed(n: int, w: int) -> bool:
 
 @dataclass
 class RefGraph:
-    """A compact CSR as Python lists: ``rows[u]`` is a list of ``[v, (w_0, ..., w_{K-1})]``."""
+    """A compact CSR as Python lists: ``rows[u]`` is a list of ``(v, (w_0, ..., w_{K-1}))``.
+
+    Entries are immutable tuples: ref_apply copies only the rows a batch touches (shallowly) and
+    shares the others with G_t, instead of copying the whole graph (golden cases have n = 65538)."""
 
     num_weights: int
     rows: list = field(default_factory=list)
@@ -77,25 +81,19 @@ class RefGraph:
         weights = np.asarray(weights, dtype=np.int64)
         if weights.ndim == 1:
             weights = weights[:, None]
-        g = cls(num_weights=weights.shape[1], rows=[[] for _ in range(n)])
-        for u, v, w in zip(np.asarray(src).tolist(), np.asarray(dst).tolist(), weights.tolist()):
-            g.rows[u].append([v, tuple(w)])
-        return g
+        rows = [[] for _ in range(n)]
+        for u, v, w in zip(np.asarray(src).tolist(), np.asarray(dst).tolist(), map(tuple, weights.tolist())):
+            rows[u].append((v, w))
+        return cls(num_weights=weights.shape[1], rows=rows)
 
     @classmethod
     def from_csr(cls, row_ptr, col_ind, weights_objective_major, num_weights):
-        row_ptr = np.asarray(row_ptr).astype(np.int64).tolist()
-        col_ind = np.asarray(col_ind).astype(np.int64).tolist()
-        m = len(col_ind)
-        w = np.asarray(weights_objective_major, dtype=np.int64).reshape(num_weights, m).T
-        w = list(map(tuple, w.tolist()))
-        n = len(row_ptr) - 1
-        rows = [[list(e) for e in zip(col_ind[row_ptr[u]:row_ptr[u + 1]], w[row_ptr[u]:row_ptr[u + 1]])]
-                for u in range(n)]
-        return cls(num_weights=num_weights, rows=rows)
-
-    def copy(self) -> "RefGraph":
-        return RefGraph(self.num_weights, [[[v, w] for v, w in row] for row in self.rows])
+        """Weights flat objective-major (K * m), as the engines' Graph stores them."""
+        row_ptr = np.asarray(row_ptr, dtype=np.int64)
+        n = row_ptr.shape[0] - 1
+        src = np.repeat(np.arange(n), np.diff(row_ptr))  # CSR order is row order
+        w = np.asarray(weights_objective_major, dtype=np.int64).reshape(num_weights, -1).T
+        return cls.from_edge_list(n, src, np.asarray(col_ind, dtype=np.int64), w)
 
     def __post_init__(self):
         self._edge_cache = {}
@@ -113,7 +111,7 @@ class RefGraph:
 
     def edges(self, k: int = 0):
         """(src, dst, w) int64 arrays of column k, in CSR order (cached: a RefGraph is not
-        modified once built; ref_apply works on a fresh copy)."""
+        modified once built; ref_apply builds a new one)."""
         cache = self.__dict__.setdefault("_edge_cache", {})
         if k not in cache:
             lengths = [len(r) for r in self.rows]
@@ -141,7 +139,9 @@ class RefGraph:
 
 @dataclass
 class RefApply:
-    graph: RefGraph
+    graph: RefGraph  # G_{t+1}
+    graph_before: RefGraph  # G_t, untouched
+    insert_weights: np.ndarray  # (num_insertions, K) int64, batch order
     summary: dict
     insert_src: np.ndarray
     insert_dst: np.ndarray
@@ -159,15 +159,17 @@ def ref_apply(g: RefGraph, ins_src, ins_dst, ins_w, del_src, del_dst) -> RefAppl
     del_src = [int(x) for x in np.asarray(del_src).reshape(-1)]
     del_dst = [int(x) for x in np.asarray(del_dst).reshape(-1)]
     K = g.num_weights
-    ins_w = np.asarray(ins_w, dtype=np.int64)
-    if ins_w.ndim == 1:
-        ins_w = ins_w.reshape(len(ins_src), -1) if len(ins_src) else np.zeros((0, K), np.int64)
-    ins_w = [tuple(r) for r in ins_w.tolist()]
+    insert_weights = np.asarray(ins_w, dtype=np.int64).reshape(len(ins_src), K)
+    ins_w = [tuple(r) for r in insert_weights.tolist()]
 
     n_old = g.num_vertices
     n_after = max([n_old] + [1 + x for x in ins_src + ins_dst])
-    new = g.copy()
-    new.rows.extend([] for _ in range(n_after - n_old))
+    # G_{t+1} copies the rows the batch may touch and shares the others with g, which is safe
+    # because a RefGraph is never modified once built (and cheap on graphs with many rows).
+    rows = g.rows + [[] for _ in range(n_after - n_old)]
+    for u in {u for u in del_src + ins_src if u < n_old}:
+        rows[u] = list(rows[u])
+    new = RefGraph(K, rows)
 
     deleted = ignored = inserted = updated = 0
     passed_src, passed_dst = [], []
@@ -191,13 +193,13 @@ def ref_apply(g: RefGraph, ins_src, ins_dst, ins_w, del_src, del_dst) -> RefAppl
     # Step 5: insertions, upsert of the first alive copy
     for u, v, w in zip(ins_src, ins_dst, ins_w):
         row = new.rows[u]
-        for entry in row:
-            if entry[0] == v:
-                entry[1] = tuple(w)
+        for j, (x, _) in enumerate(row):
+            if x == v:
+                row[j] = (v, tuple(w))
                 updated += 1
                 break
         else:
-            row.append([v, tuple(w)])
+            row.append((v, tuple(w)))
             inserted += 1
 
     wi = np.zeros((len(ins_src), K), dtype=bool)
@@ -221,6 +223,8 @@ def ref_apply(g: RefGraph, ins_src, ins_dst, ins_w, del_src, del_dst) -> RefAppl
     )
     return RefApply(
         graph=new,
+        graph_before=g,
+        insert_weights=insert_weights,
         summary=summary,
         insert_src=np.array(ins_src, dtype=np.int64),
         insert_dst=np.array(ins_dst, dtype=np.int64),
@@ -242,8 +246,10 @@ def update_max_weight(g_old: RefGraph, ins_w, k: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Distances and tight parents
+# Distances, tight parents and trees (§2, §13 items 1 and 4)
 # --------------------------------------------------------------------------------------------
+
+FLOAT_EXACT = 2**53  # SciPy's Dijkstra sums in float64: every integer below this is exact
 
 
 def min_weight_pairs(n, src, dst, w):
@@ -263,14 +269,20 @@ def min_weight_pairs(n, src, dst, w):
 
 
 def dijkstra_distances(n: int, src, dst, w, source: int) -> np.ndarray:
-    """D* with SciPy on the min-weight simple graph; INF where unreachable (int64)."""
+    """D* with SciPy on the min-weight simple graph; INF where unreachable (int64).
+
+    Raises OverflowError unless every finite distance is below 2^53: only then is each float sum
+    SciPy formed on the way exact (a sum that reaches 2^53 stays at or above it, so it can neither
+    win nor hide a distance below it). Checked on the result, not on W * (n - 1), so that large
+    graphs with small distances stay usable.
+    """
     u, v, ww = min_weight_pairs(n, src, dst, w)
     mat = sp.csr_matrix((ww.astype(np.float64), (u, v)), shape=(n, n))
     d = dijkstra(mat, directed=True, indices=source)
     out = np.full(n, INF, dtype=np.int64)
     fin = np.isfinite(d)
-    # Exact: every finite distance here is far below 2^53.
-    assert not fin.any() or d[fin].max() < 2.0**53
+    if fin.any() and d[fin].max() >= FLOAT_EXACT:
+        raise OverflowError("a distance reaches 2^53: SciPy's float64 Dijkstra may have rounded")
     out[fin] = np.rint(d[fin]).astype(np.int64)
     return out
 
@@ -297,17 +309,54 @@ def lowest_tight_parent(n, dist, src, dst, w, *, among=None):
     return best
 
 
-def canonical_tree(n, source, src, dst, w):
-    """(D*, canonical parents): lowest-id tight in-neighbour of each reachable non-source vertex."""
-    d = dijkstra_distances(n, src, dst, w, source)
-    p = lowest_tight_parent(n, d, src, dst, w)
+def canonical_parents(n, source, dist, src, dst, w):
+    """Lowest-id tight in-neighbour of each reachable non-source vertex, -1 elsewhere."""
+    p = lowest_tight_parent(n, dist, src, dst, w)
     p[source] = -1
-    p[d >= INF] = -1
-    return d, p
+    p[dist >= INF] = -1
+    return p
+
+
+def canonical_tree(n, source, src, dst, w):
+    """(D*, canonical parents)."""
+    d = dijkstra_distances(n, src, dst, w, source)
+    return d, canonical_parents(n, source, d, src, dst, w)
+
+
+def is_valid_tree(n, source, dist, parents, src, dst, w) -> str | None:
+    """None if (dist, parents) is a valid shortest-path tree (§2), else the first problem found.
+
+    Valid: Dijkstra's distances, no parent for the source and the unreachable vertices, and for
+    every other vertex a parent u with a tight edge (u, v) (any of them, not only the lowest).
+    """
+    dist = np.asarray(dist, dtype=np.int64)
+    parents = np.asarray(parents, dtype=np.int64)
+    ref = dijkstra_distances(n, src, dst, w, source)
+    if not np.array_equal(ref, dist):
+        v = int(np.flatnonzero(ref != dist)[0])
+        return f"distance of {v} is {dist[v]}, Dijkstra says {ref[v]}"
+    if parents[source] != -1:
+        return "the source has a parent"
+    unreach = dist >= INF
+    if (parents[unreach] != -1).any():
+        return f"unreachable vertex {int(np.flatnonzero(unreach & (parents != -1))[0])} has a parent"
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    tight = tight_mask(dist, src, dst, w)
+    tight_pairs = src[tight] * (n + 1) + dst[tight]  # one int64 key per (u, v)
+    need = np.flatnonzero(~unreach & (np.arange(n) != source))
+    bad = need[~np.isin(parents[need] * (n + 1) + need, tight_pairs)]
+    if bad.size:
+        return f"parent {int(parents[bad[0]])} of vertex {int(bad[0])} is not a tight in-neighbour"
+    return None
 
 
 def perturbed_parents(rng, n, source, dist, src, dst, w):
-    """A valid tree with each parent a uniformly random tight in-neighbour (non-canonical)."""
+    """A valid tree with each parent a uniformly random tight in-neighbour (non-canonical).
+
+    Draws exactly one random number per tight edge into a non-source vertex: the golden corpus
+    depends on this stream staying the same.
+    """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     t = tight_mask(dist, src, dst, w) & (dst != source)
@@ -348,39 +397,34 @@ def invalidated_set(p_in, changed_from, changed_to):
     """
     p_in = [int(x) for x in p_in]
     n = len(p_in)
-    flagged = np.zeros(n, dtype=bool)
     if len(changed_to) == 0:
-        return flagged
+        return np.zeros(n, dtype=bool)
     roots = set()
     for f, t in zip(changed_from.tolist(), changed_to.tolist()):
         if p_in[t] == f:
             roots.add(t)
-    state = [0] * n  # 0 unknown, 1 flagged, 2 clean
+    undecided, flagged, clean, on_path = 0, 1, 2, 3
+    state = [undecided] * n
     for v in range(n):
+        # walk up from v until the chain ends, reaches a decided vertex or a root, or loops
         path = []
-        on_path = set()
         x = v
-        while True:
-            if x == -1:
-                result = 2
-                break
-            if state[x]:
-                result = state[x]
-                break
-            if x in roots:
-                result = 1
-                path.append(x)
-                break
-            if x in on_path:
-                raise RootlessCycle(f"cycle through vertex {x}")
+        while x != -1 and state[x] == undecided and x not in roots:
+            state[x] = on_path
             path.append(x)
-            on_path.add(x)
             x = p_in[x]
+        if x == -1:
+            result = clean
+        elif state[x] == on_path:
+            raise RootlessCycle(f"cycle through vertex {x}")
+        elif state[x] == undecided:  # a root, reached for the first time
+            result = flagged
+            path.append(x)
+        else:
+            result = state[x]
         for y in path:
             state[y] = result
-    for v in range(n):
-        flagged[v] = state[v] == 1
-    return flagged
+    return np.array(state) == flagged
 
 
 def grow(d_in, p_in, n):
@@ -390,6 +434,14 @@ def grow(d_in, p_in, n):
     p[: len(p_in)] = p_in
     d[d >= INF_HALF] = INF
     return d, p
+
+
+def candidates_mask(flagged, heads, source):
+    """C of §5.12: the invalidated vertices plus the non-source insertion heads (§5.7)."""
+    cand = flagged.copy()
+    heads = np.asarray(heads, dtype=np.int64)
+    cand[heads[heads != source]] = True
+    return cand
 
 
 def closed_form(n, source, src, dst, w, d_star, d_in, p_in, flagged, heads, packed):
@@ -405,9 +457,7 @@ def closed_form(n, source, src, dst, w, d_star, d_in, p_in, flagged, heads, pack
         out_d[source] = 0
         return out_d, out_p
     s0 = np.where(flagged, INF, d_in)
-    cand = flagged.copy()
-    heads = np.asarray(heads, dtype=np.int64)
-    cand[heads[heads != source]] = True
+    cand = candidates_mask(flagged, heads, source)
     improve = d_star < s0
     low_in_i = lowest_tight_parent(n, d_star, src, dst, w, among=improve)
     for v in range(n):
@@ -429,3 +479,35 @@ def affected_count(d_in, p_in, d_out, p_out):
     n = len(d_out)
     d_in, p_in = grow(d_in, p_in, n)
     return int(np.count_nonzero((d_in != d_out) | (p_in != p_out)))
+
+
+@dataclass
+class ExpectedUpdate:
+    """Everything update() must return for one result, derived from the spec alone."""
+
+    distances: np.ndarray  # int64
+    parents: np.ndarray  # int64, -1 for none
+    invalidated: int  # |F|
+    candidates: int  # |C|
+    affected: int
+    packed: bool  # §4.3 with W of §3.5
+
+
+def expected_update(app: RefApply, k: int, source: int, d_in, p_in) -> ExpectedUpdate:
+    """The update of (d_in, p_in) over the batch ``app`` on objective k: D* by Dijkstra on
+    G_{t+1}, F from the change lists, packing from W of G_t and the insertions, then §5.12."""
+    n = app.num_vertices_after
+    src, dst, w = app.graph.edges(k)
+    d_star = dijkstra_distances(n, src, dst, w, source)
+    changed_from, changed_to, heads = change_lists(app, k)
+    flagged = invalidated_set(grow(d_in, p_in, n)[1], changed_from, changed_to)
+    packed = oracle_packed(n, update_max_weight(app.graph_before, app.insert_weights, k))
+    d, p = closed_form(n, source, src, dst, w, d_star, d_in, p_in, flagged, heads, packed)
+    return ExpectedUpdate(
+        distances=d,
+        parents=p,
+        invalidated=int(flagged.sum()),
+        candidates=int(candidates_mask(flagged, heads, source).sum()),
+        affected=affected_count(d_in, p_in, d, p),
+        packed=packed,
+    )

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 import engines
-from bench import golden, golden_oracles as O
+from bench import golden
 from bench.golden_mixes import MIXES
 from bench.golden_replay import CONFIGS, replay_case
 from bench.golden_store import CorpusCorruptError, CorpusMissingError, load_corpus, sha256_file, write_shard
 from engines import sssp
 
+from .. import oracles as O
 from .golden_helpers import corpus_copy, edit_meta, rewrite_consistently
 
 
@@ -211,35 +212,21 @@ def test_generation_rejects_a_wrong_counter(monkeypatch):
 
 
 def test_reference_apply_matches_hand_semantics():
-    """§3.3 by hand: first alive copy deleted, upsert of the first copy, append order, growth."""
+    """§3.3 by hand on the generator's graphs: first alive copy deleted, upsert of the first copy,
+    append order, growth."""
     g = golden.HAND
-    applied = O.reference_apply(g.row_ptr, g.col_ind, g.weights,
-                                [1, 1, 5], [2, 5, 7], [[2], [9], [4]], [1, 3, 9], [2, 3, 0])
+    applied = O.ref_apply(g.ref, [1, 1, 5], [2, 5, 7], [[2], [9], [4]], [1, 3, 9], [2, 3, 0])
     assert applied.summary == dict(inserted_edges=2, updated_edges=1, deleted_edges=2, ignored_deletions=1,
                                    inserted_vertices=2, num_vertices_after=8)
-    row1 = applied.col_ind[applied.row_ptr[1]:applied.row_ptr[2]].tolist()
-    w1 = applied.weights[applied.row_ptr[1]:applied.row_ptr[2], 0].tolist()
     # row 1 was [2 (w1), 3 (w4), 2 (w3)]: the first 2 deleted, the remaining copy (3) upserted to 2, 5 appended
-    assert row1 == [3, 2, 5] and w1 == [4, 2, 9]
+    assert applied.graph.rows[1] == [(3, (4,)), (2, (2,)), (5, (9,))]
     # the old first copy (w 1) and the new first copy (w 2) are different entries: 2 > 1 is an increase
     assert applied.weight_increased[:, 0].tolist() == [True, False, False]
     graph = engines.Graph.from_csr(g.row_ptr, g.col_ind, g.weights)
     summary, delta = graph.apply(engines.Batch([1, 1, 5], [2, 5, 7], [[2], [9], [4]], [1, 3, 9], [2, 3, 0]))
     assert dataclasses.asdict(summary) == applied.summary
-    assert np.array_equal(graph.col_ind, applied.col_ind)
+    assert np.array_equal(graph.col_ind, applied.graph.csr()[1])
     assert np.array_equal(delta.weight_increased, applied.weight_increased)
-
-
-def test_dijkstra_oracle_uses_the_lightest_parallel_copy():
-    src, dst, w = np.array([0, 0, 1, 1]), np.array([1, 1, 1, 2]), np.array([5, 2, 1, 3])
-    assert O.dijkstra_distances(3, src, dst, w, 0).tolist() == [0, 2, 5]
-    assert O.dijkstra_distances(3, src, dst, w, 2).tolist() == [O.INF, O.INF, 0]
-
-
-def test_packing_oracle_matches_the_spec_table():
-    for n, w in ((65537, 2147483647), (65538, 2147450880), (131071, 1073758208), (131072, 536875008),
-                 (1000000, 17592203), (1971281, 4462122)):
-        assert O.packs(w, n) and not O.packs(w + 1, n)
 
 
 def test_replayed_host_result_equals_a_fresh_update(corpus):

@@ -47,6 +47,12 @@ def test_oracle_dijkstra_equals_bellman_ford(seed, shape, wclass, n, multi):
                                   bellman_ford(n, src, dst, w[:, 0], s))
 
 
+def test_oracle_dijkstra_uses_the_lightest_parallel_copy():
+    src, dst, w = np.array([0, 0, 1, 1]), np.array([1, 1, 1, 2]), np.array([5, 2, 1, 3])
+    assert O.dijkstra_distances(3, src, dst, w, 0).tolist() == [0, 2, 5]
+    assert O.dijkstra_distances(3, src, dst, w, 2).tolist() == [O.INF, O.INF, 0]
+
+
 @settings(max_examples=H.examples(60))
 @given(seed=st.integers(0, 2**32 - 1), shape=st.sampled_from(H.SHAPES),
        wclass=st.sampled_from(("tiny", "mid")), n=st.integers(2, 25),
@@ -99,6 +105,24 @@ def test_oracle_invalidated_set_by_hand():
         O.invalidated_set(cyc, np.array([0]), np.array([0]))
     # a cycle through a root is fine: its vertices are flagged
     assert O.invalidated_set(cyc, np.array([2]), np.array([1])).tolist() == [False, True, True]
+
+
+def test_oracle_valid_tree_accepts_any_tight_parent_and_nothing_else():
+    """is_valid_tree (what the golden generator checks perturbed input trees with), by hand."""
+    #   0 -> 1 (1), 0 -> 2 (1), 1 -> 3 (1), 2 -> 3 (1), 1 -> 2 (5); 4 unreachable
+    src, dst, w = np.array([0, 0, 1, 2, 1]), np.array([1, 2, 3, 3, 2]), np.array([1, 1, 1, 1, 5])
+    d, p = O.canonical_tree(5, 0, src, dst, w)
+    assert d.tolist() == [0, 1, 1, 2, O.INF] and p.tolist() == [-1, 0, 0, 1, -1]
+    assert O.is_valid_tree(5, 0, d, p, src, dst, w) is None
+    assert O.is_valid_tree(5, 0, d, [-1, 0, 0, 2, -1], src, dst, w) is None  # the other tie parent
+    assert "not a tight in-neighbour" in O.is_valid_tree(5, 0, d, [-1, 0, 1, 1, -1], src, dst, w)
+    assert "source has a parent" in O.is_valid_tree(5, 0, d, [1, 0, 0, 1, -1], src, dst, w)
+    assert "unreachable" in O.is_valid_tree(5, 0, d, [-1, 0, 0, 1, 3], src, dst, w)
+    assert "Dijkstra says" in O.is_valid_tree(5, 0, [0, 1, 1, 3, O.INF], p, src, dst, w)
+    # perturbed_parents draws among the tight in-neighbours only
+    rng = np.random.default_rng(3)
+    seen = {int(O.perturbed_parents(rng, 5, 0, d, src, dst, w)[3]) for _ in range(40)}
+    assert seen == {1, 2}
 
 
 # --------------------------------------------------------------------------------------------
