@@ -21,6 +21,7 @@ help:
 	@echo "make test-gpu    only the GPU tests"
 	@echo "make bench-host  a small host-vs-host campaign that runs anywhere"
 	@echo "make cuda-check  compile every CUDA source with nvcc -arch=sm_90 (register/spill report)"
+	@echo "make sanitize    compute-sanitizer memcheck/racecheck/synccheck/initcheck on both CUDA engines"
 
 # Install only when an import fails, so an offline machine with everything installed is untouched.
 deps:
@@ -97,6 +98,18 @@ asv-compare-offline: asv-deps
 	git worktree remove --force $(ASV_BASE_TREE)
 	ASV_PYTHONPATH=$(CURDIR) $(ASV_RUN) --set-commit-hash $$(git rev-parse HEAD) $(ASV_ARGS)
 	$(PYTHON) -m asv compare --machine $(ASV_MACHINE) --split --factor 1.10 $$(git rev-parse $(BASE)) $$(git rev-parse HEAD)
+
+# compute-sanitizer (CUDA toolkit) over a small golden subset on both CUDA engines, one tool after
+# the other; exit 9 when a tool reports an error. Small cases keep racecheck to about a minute.
+SANITIZE_TOOLS ?= memcheck racecheck synccheck initcheck
+SANITIZE_CASES ?= fixtures.* packing.* random-tiny.s00.* grid-small.s00.* grid-medium.s00.*
+
+.PHONY: sanitize
+sanitize: deps
+	@for tool in $(SANITIZE_TOOLS); do echo "== compute-sanitizer --tool $$tool"; \
+	  compute-sanitizer --tool $$tool --error-exitcode 9 --print-limit 20 $(PYTHON) bench/compare.py \
+	    --configs cuda-fused,cuda-operators --quiet $(foreach c,$(SANITIZE_CASES),--cases '$(c)') || exit $$?; \
+	done
 
 # The golden corpus replayed on every configuration this machine can run (CUDA ones need a GPU).
 compare: deps

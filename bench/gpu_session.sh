@@ -72,11 +72,9 @@ for s in $STEPS; do
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
     bench) step bench 600 make bench OUT=results DATA_DIR="$SSSPAB_DATA_DIR" \
              BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG" ;;
-    sanitize)  # compute-sanitizer over a small golden subset on both CUDA engines (exit 9 = findings)
+    sanitize)  # compute-sanitizer, one tool per step (make sanitize; exit 9 = findings)
       for tool in memcheck racecheck synccheck initcheck; do
-        step "sanitize_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
-          python3 bench/compare.py --configs cuda-fused,cuda-operators --quiet --cases 'fixtures.*' \
-          --cases 'packing.*' --cases 'random-tiny.s00.*' --cases 'grid-small.s00.*' --cases 'grid-medium.s00.*'
+        step "sanitize_$tool" 150 make sanitize SANITIZE_TOOLS="$tool"
       done ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
