@@ -15,7 +15,6 @@ case is read: a missing, extra-modified or unlisted file makes the whole corpus 
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import zipfile
@@ -23,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from engines.io.cache import file_sha256
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -35,14 +36,6 @@ class CorpusMissingError(FileNotFoundError):
 
 class CorpusCorruptError(RuntimeError):
     """The manifest and the files disagree (digest, size, missing file, case list) or do not parse."""
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def write_shard(path: Path, members: dict[str, np.ndarray]) -> None:
@@ -75,7 +68,7 @@ def write_manifest(directory: Path, shards: dict[str, list[str]], *, generator: 
     files = {}
     for name in sorted(shards):
         path = directory / name
-        files[name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size, "cases": list(shards[name])}
+        files[name] = {"sha256": file_sha256(path), "bytes": path.stat().st_size, "cases": list(shards[name])}
     manifest = {
         "format_version": FORMAT_VERSION,
         "generator": generator,
@@ -145,7 +138,7 @@ def load_corpus(directory) -> Corpus:
         if path.stat().st_size != entry.get("bytes"):
             problems.append(f"{name}: {path.stat().st_size} bytes, manifest says {entry.get('bytes')}")
             continue
-        actual = sha256_file(path)
+        actual = file_sha256(path)
         if actual != entry.get("sha256"):
             problems.append(f"{name}: sha256 {actual}, manifest says {entry.get('sha256')}")
     if problems:

@@ -38,29 +38,27 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
-if command -v git >/dev/null; then
+if command -v git >/dev/null && [ -f .devgit/ssspab.bundle ]; then
   # a copied tree may belong to another user than the one running here: git would refuse it
   git config --global --add safe.directory "$PWD" 2>/dev/null
-  if [ -f .devgit/ssspab.bundle ]; then
-    # The bundle names the commit the shipped files are (a copy may come with no .git, or with a
-    # stale one). Mixed reset: the index becomes that commit, the files stay as shipped, so
-    # `git status` shows exactly how they differ from it. File modes are not compared: the copy
-    # does not keep them.
-    if ! git rev-parse --git-dir >/dev/null 2>&1; then
-      [ -e .git ] && mv .git "/tmp/ssspab-unusable-git.$$"
-      git init -q
-    fi
-    { git config core.fileMode false && git fetch -q .devgit/ssspab.bundle HEAD \
-      && git reset -q FETCH_HEAD; } 2>&1 | tee -a "$LOG"
+  # The bundle names the commit the shipped files are (a copy may come with no .git, or with a
+  # stale one). Mixed reset: the index becomes that commit, the files stay as shipped, so
+  # `git status` shows exactly how they differ from it. File modes are not compared: the copy
+  # does not keep them.
+  if ! git rev-parse --git-dir >/dev/null 2>&1; then
+    [ -e .git ] && mv .git "/tmp/ssspab-unusable-git.$$"
+    git init -q
   fi
-  echo "git: HEAD $(git rev-parse --verify -q HEAD || echo none), $(git status --porcelain 2>&1 | wc -l) changed paths" | tee -a "$LOG"
-  git status --porcelain 2>&1 | head -5 | tee -a "$LOG"
-else
-  echo "git: not installed" | tee -a "$LOG"
+  { git config core.fileMode false && git fetch -q .devgit/ssspab.bundle HEAD \
+    && git reset -q FETCH_HEAD; } 2>&1 | tee -a "$LOG"
 fi
-# make bench refuses a dirty tree; here the campaign goes on and its record says "dirty"
-CLEAN=$(git status --porcelain 2>/dev/null | wc -l)
-git rev-parse --verify -q HEAD >/dev/null 2>&1 && [ "$CLEAN" -eq 0 ] && DIRTY_ARG= || DIRTY_ARG=--allow-dirty
+# the campaign record's own view of the code (protocol.environment.git_state): make bench refuses
+# a dirty tree, so here the campaign goes on with --allow-dirty and its record says "dirty"
+GIT_STATE=$(python3 -c 'from protocol.environment import git_state as s; g = s()
+print(g["commit"] or "none", "dirty" if g["dirty"] else "clean")')
+echo "git: $GIT_STATE" | tee -a "$LOG"
+git status --porcelain 2>/dev/null | head -5 | tee -a "$LOG"
+case $GIT_STATE in *" clean") DIRTY_ARG= ;; *) DIRTY_ARG=--allow-dirty ;; esac
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$LOG"
 
 for s in $STEPS; do

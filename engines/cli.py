@@ -91,13 +91,10 @@ def _scalar(data: dict, key: str, path: Path) -> int | None:
 
 
 def per_edge_weights(weights: np.ndarray, num_edges: int, path: Path) -> np.ndarray:
-    """``(m, K)`` from ``(m, K)``, ``(m,)`` or objective-major flat ``(K*m,)`` (as ``Graph.weights``)."""
-    if weights.ndim == 2:
+    """The flat objective-major ``(K*m,)`` layout of ``Graph.weights`` as ``(m, K)``; ``(m, K)`` and
+    ``(m,)`` pass unchanged to ``Graph.from_csr``, which checks them."""
+    if weights.ndim != 1 or num_edges == 0 or weights.size == num_edges:
         return weights
-    if weights.ndim != 1:
-        raise errors.FileFormatError(f"{path}: weights must be 1- or 2-dimensional, got shape {weights.shape}")
-    if num_edges == 0 or weights.size == num_edges:
-        return weights.reshape(-1, 1) if weights.size else np.zeros((0, 1), np.int64)
     if weights.size % num_edges:
         raise errors.FileFormatError(f"{path}: {weights.size} weights do not fit {num_edges} edges")
     return np.ascontiguousarray(weights.reshape(-1, num_edges).T)

@@ -4,7 +4,9 @@ Layout under the output folder (``results/`` by default)::
 
     campaign.json            schema version, environment, parameters, inputs, cell statuses
     rounds/<cell>.parquet    one row per round of one cell, warm-up and rejected rounds included
-    summary.json             the statistics of §7 per cell and region
+    summary.json             the statistics of §7 per cell and region: derived from the rounds and
+                             campaign.json (deterministic bootstrap seed), a cache the report
+                             rebuilds when it is missing, so it is not committed
 
 A Parquet file cannot be appended to safely (an interrupted writer leaves no footer), so a cell's
 file is rewritten whole, through a temporary file and an atomic rename, after every round: an

@@ -161,7 +161,6 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "campaign": campaign,
         "summary": summary,
         "sides": summary["sides"],
-        "git": campaign["git"],
         "code_sessions": code_sessions(campaign),
         "real_graphs": real,
         "standin_graphs": standins,
@@ -181,11 +180,11 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
 
 
 def code_sessions(campaign: dict) -> list[dict]:
-    """The commit each session ran. Records written before sessions carried their own git state
-    have it only for the first session (the campaign's); later ones then say "not recorded"."""
+    """The commit each session ran (``sessions[i].git``). Older records kept one campaign-level
+    ``git``: it stands for the first session, and later sessions say "not recorded"."""
     out = []
     for index, session in enumerate(campaign.get("sessions") or [{}]):
-        git = session.get("git") or (campaign["git"] if index == 0 else None)
+        git = session.get("git") or (campaign.get("git") if index == 0 else None)
         out.append({
             "index": index,
             "started_utc": session.get("started_utc"),

@@ -125,7 +125,6 @@ class CampaignRunner:
                 "schema_version": SCHEMA_VERSION,
                 "campaign_id": uuid.uuid4().hex[:12],
                 "tool": {"name": TOOL_NAME, "version": tool_version()},
-                "git": git,
                 "started_utc": utc_now(),
                 "finished_utc": None,
                 "host": env.get("host"),

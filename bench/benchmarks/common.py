@@ -17,6 +17,7 @@ generator version; the initial tree is the host reference's ``compute()`` and is
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,9 @@ import numpy as np
 
 import engines
 from engines import sssp
+from engines.io.cache import load_arrays, save_arrays
 from engines.sssp import backends
+from protocol.cell import RegionProbe
 
 GENERATOR_VERSION = 1
 SCALES = {
@@ -137,9 +140,9 @@ def _cache_path() -> Path:
 def load_inputs() -> dict:
     """Graph arrays, the two batches and the initial tree (objective 0), from the cache or made now."""
     path = _cache_path()
-    if path.is_file():
-        with np.load(path, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
+    cached = load_arrays(path)
+    if cached is not None:
+        return cached
     s = scale()
     graph = road_grid(s["side"])
     out = dict(row_ptr=np.asarray(graph.row_ptr), col_ind=np.asarray(graph.col_ind),
@@ -149,10 +152,7 @@ def load_inputs() -> dict:
             out[f"{kind}/{key}"] = np.asarray(arr)
     d, p = sssp.compute(graph, SOURCE).to_numpy()
     out["distances"], out["parents"] = d, p
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + f".{os.getpid()}.tmp.npz")
-    np.savez(tmp, **out)
-    tmp.replace(path)
+    save_arrays(path, **out)
     return out
 
 
@@ -190,21 +190,15 @@ def build_update_state(engine: str, kind: str) -> UpdateState:
     return UpdateState(graph, graph.snapshot(), base, base.clone(), batch, dict(backend=backend, **opts))
 
 
-class EngineTimer:
-    """A ``probe`` for ``sssp.update``: host time of the engine region (after the batch is applied and
-    the graph uploaded; the engine returns after its final synchronization, so this covers the
-    device work)."""
-
-    def __init__(self):
-        self.seconds = None
-        self._start = None
-
-    def engine_start(self, stream) -> None:
-        import time
-
-        self._start = time.perf_counter()
-
-    def engine_stop(self, stream) -> None:
-        import time
-
-        self.seconds = time.perf_counter() - self._start
+def median_engine_seconds(state: UpdateState, rounds: int) -> float:
+    """Median time of the engine region alone (batch apply and upload excluded) over ``rounds``
+    updates, each from the restored pre-batch state. Host time of the protocol's probe: the engine
+    returns after its final synchronization, so it covers the device work."""
+    probe = RegionProbe()
+    times = []
+    for _ in range(rounds):
+        state.restore()
+        probe.reset()
+        state.update(probe=probe)
+        times.append(probe.host_ms() / 1e3)
+    return statistics.median(times)

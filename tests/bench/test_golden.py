@@ -11,8 +11,9 @@ import engines
 from bench import golden
 from bench.golden_mixes import MIXES
 from bench.golden_replay import CONFIGS, replay_case
-from bench.golden_store import CorpusCorruptError, CorpusMissingError, load_corpus, sha256_file, write_shard
+from bench.golden_store import CorpusCorruptError, CorpusMissingError, load_corpus, write_shard
 from engines import sssp
+from engines.io.cache import file_sha256
 
 from .. import oracles as O
 from .golden_helpers import corpus_copy, edit_meta, rewrite_consistently
@@ -106,7 +107,7 @@ def test_shards_are_written_deterministically(tmp_path):
     members = {"b": np.arange(5), "a/x": np.array([1, -1], dtype=np.int32)}
     write_shard(tmp_path / "one.npz", members)
     write_shard(tmp_path / "two.npz", dict(reversed(list(members.items()))))
-    assert sha256_file(tmp_path / "one.npz") == sha256_file(tmp_path / "two.npz")
+    assert file_sha256(tmp_path / "one.npz") == file_sha256(tmp_path / "two.npz")
     with np.load(tmp_path / "one.npz") as shard:
         assert shard["a/x"].dtype == np.int32 and list(shard["b"]) == [0, 1, 2, 3, 4]
 

@@ -64,7 +64,7 @@ def test_campaign_record_has_schema_environment_and_inputs(toy, tmp_path):
         CampaignRunner(host_config(), RecordStore(tmp_path), inst).run([toy])
     campaign = RecordStore(tmp_path).read_campaign()
     assert campaign["schema_version"] == 1
-    assert set(campaign["git"]) == {"commit", "dirty", "dirty_allowed"}
+    assert set(campaign["sessions"][0]["git"]) == {"commit", "dirty", "dirty_allowed"}
     host = campaign["host"]
     assert {"cpu_model", "logical_cores", "os", "python", "numpy", "cupy"} <= set(host)
     text = (tmp_path / "campaign.json").read_text()

@@ -28,7 +28,6 @@ def _campaign(cells):
         "schema_version": SCHEMA_VERSION,
         "campaign_id": "fixture0001",
         "tool": {"name": "ssspab perf_ab", "version": "0.1.0"},
-        "git": {"commit": "0123456789abcdef", "dirty": False, "dirty_allowed": False},
         "started_utc": "2026-12-02T10:00:00+00:00",
         "finished_utc": "2026-12-02T10:30:00+00:00",
         "host": {"cpu_model": "Fake CPU", "logical_cores": 16, "os": "Linux", "python": "3.12.3",
@@ -55,7 +54,8 @@ def _campaign(cells):
         ],
         "cells": {cell_key(*c): {"graph": c[0], "batch": c[1], "objective": c[2], "status": "done",
                                  "detail": None} for c in cells},
-        "sessions": [{"started_utc": "2026-12-02T10:00:00+00:00", "resumed": False}],
+        "sessions": [{"started_utc": "2026-12-02T10:00:00+00:00", "resumed": False,
+                      "git": {"commit": "0123456789abcdef", "dirty": False, "dirty_allowed": False}}],
     }
 
 
@@ -206,6 +206,8 @@ def test_failed_and_unknown_clock_cells_render(tmp_path):
 def test_a_resumed_campaign_names_the_commit_of_every_session(tmp_path):
     store = _write_fixture(tmp_path)
     campaign = store.read_campaign()
+    # an older record: one campaign-level git state, sessions without their own
+    del campaign["sessions"][0]["git"]
     campaign["git"] = {"commit": None, "dirty": True, "dirty_allowed": True}
     campaign["sessions"] += [
         {"started_utc": "2026-12-02T11:00:00+00:00", "resumed": True,
