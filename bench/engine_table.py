@@ -3,13 +3,29 @@
 
 For each prepared gate and batch: the engine-region time of ``update()`` for the CUDA fused and
 operators engines (CUDA events on the engine stream and host time, median of ``--repeats`` runs
-after ``--warmup``), the host reference's update time (wall clock, ``--host-repeats`` runs, skipped
-above ``--host-max-vertices``), ``compute()`` per engine, with iterations, epochs and host syncs,
-and the derived cost of one host round trip ((operators - fused) / (syncs_ops - syncs_fused)).
-Every run starts from the same state (graph restored from a snapshot, result re-copied), and the
-trees of the engines are checked byte for byte against each other (and the host where it ran).
+after ``--warmup``), the **whole update, user path** per CUDA engine (the wall time of the complete
+``sssp.update(graph, batch, result)`` call, batch validation and upload, device apply, dispatch and
+engine, as a user pays it; the call returns after the engine's final synchronization), the host
+reference's update time (wall clock, ``--host-repeats`` runs, skipped above
+``--host-max-vertices``), ``compute()`` per engine, with iterations, epochs and host syncs, and the
+derived cost of one host round trip ((operators - fused) / (syncs_ops - syncs_fused)).
+
+Every run starts from the same state: the graph (device-resident, as a CUDA result makes it,
+algorithm.md §3.6) restored from its device snapshot and the result re-copied, outside every timer
+(the device is synchronized after the restore so that its copies are not timed). No memo: each run
+applies the batch anew. The trees of the engines are checked byte for byte against each other (and
+the host where it ran; the host reference runs on a host-only copy of the graph, so its numbers hold
+no device apply or download).
+
+``--random-graph N,M`` adds a symmetrized random graph of N vertices and about M arcs (seed
+RANDOM_SEED, K = 3 weights in [1, 100] drawn per arc) with a 1 % batch (half deletions of existing
+arcs; half insertions, of which half re-weight existing arcs and half add random pairs), measured
+by the same code. ``--table`` prints the user-path table (graph, batch, engine, engine ms (device),
+whole ms, whole - engine, whole / engine, iterations, host syncs) and writes it with ``--out``.
 
     python bench/engine_table.py --graphs roadNet-PA roadNet-CA --out results/engine_table
+    python bench/engine_table.py --graphs roadNet-PA road_usa --batches safe50k local10k \\
+        --random-graph 4039,176000 --table
 """
 
 from __future__ import annotations
@@ -27,27 +43,123 @@ if __package__ in (None, ""):
 import numpy as np
 
 from bench.prepare import prepare_gate
-from engines import sssp
+from engines import Batch, Graph, sssp
 from protocol.cell import RegionProbe
 
 CUDA_ENGINES = ("fused", "operators")
+RANDOM_SEED = 4039
+RANDOM_BATCH_FRACTION = 0.01
+RANDOM_BATCH_NAME = "random1pct"
+NUM_WEIGHTS = 3
+WEIGHT_LOW, WEIGHT_HIGH = 1, 100
+SOURCE = 0
 
 
-def _time_updates(gate, batch, result, snapshot, graph_snapshot, repeats: int, warmup: int):
-    """(device ms list, host ms list, last Stats) of ``repeats`` timed updates after ``warmup``."""
+# -- inputs -------------------------------------------------------------------------------------
+def parse_random_graph(text: str) -> tuple[int, int]:
+    """``"N,M"`` -> (vertices, arcs)."""
+    try:
+        n_text, m_text = text.split(",")
+        n, m = int(n_text), int(m_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--random-graph {text!r}: expected N,M (e.g. 4039,176000)") from None
+    if n < 2 or m < 2:
+        raise argparse.ArgumentTypeError(f"--random-graph {text!r}: need at least 2 vertices and 2 arcs")
+    if m // 2 > n * (n - 1) // 2:
+        raise argparse.ArgumentTypeError(f"--random-graph {text!r}: {m} arcs do not fit a simple graph of {n} vertices")
+    return n, m
+
+
+def random_graph(n: int, m: int, *, seed: int = RANDOM_SEED) -> Graph:
+    """A symmetrized simple random graph: ``m // 2`` distinct undirected pairs (no self-loops),
+    uniform over the pairs of ``n`` vertices, stored in both directions (``2 * (m // 2)`` arcs);
+    every arc draws its own K = 3 weights in [1, 100] (the gates' convention, inputs.md)."""
+    rng = np.random.default_rng([seed, n, m])
+    want = m // 2
+    pairs = np.zeros(0, dtype=np.int64)
+    while pairs.size < want:
+        u = rng.integers(0, n, size=2 * (want - pairs.size) + 16)
+        v = rng.integers(0, n, size=u.size)
+        keep = u != v
+        keys = np.minimum(u, v)[keep] * n + np.maximum(u, v)[keep]
+        pairs = np.unique(np.concatenate([pairs, keys]))
+    pairs = pairs[np.sort(rng.choice(pairs.size, size=want, replace=False))]
+    u, v = pairs // n, pairs % n
+    src, dst = np.concatenate([u, v]), np.concatenate([v, u])
+    weights = rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, size=(src.size, NUM_WEIGHTS))
+    return Graph.from_edges(src, dst, weights, num_vertices=n)
+
+
+def random_batch(graph: Graph, *, fraction: float = RANDOM_BATCH_FRACTION, seed: int = RANDOM_SEED) -> Batch:
+    """``round(fraction * m)`` changes: half deletions of distinct existing arcs; the other half
+    insertions, half of them upserts (new weights) of existing arcs, half random new pairs."""
+    rng = np.random.default_rng([seed, 1, graph.num_edges])
+    m, n = graph.num_edges, graph.num_vertices
+    count = max(2, int(round(fraction * m)))
+    n_del = count // 2
+    n_ins = count - n_del
+    n_up = n_ins // 2
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(np.asarray(graph.row_ptr, dtype=np.int64)))
+    dst = np.asarray(graph.col_ind, dtype=np.int64)
+    picked = rng.choice(m, size=n_del + n_up, replace=False)
+    dels, ups = picked[:n_del], picked[n_del:]
+    new_src = rng.integers(0, n, size=n_ins - n_up)
+    new_dst = (new_src + rng.integers(1, n, size=new_src.size)) % n  # never a self-loop
+    return Batch(np.concatenate([src[ups], new_src]), np.concatenate([dst[ups], new_dst]),
+                 rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, size=(n_ins, NUM_WEIGHTS)),
+                 src[dels], dst[dels])
+
+
+def host_copy(graph: Graph) -> Graph:
+    """A host-only graph with the same CSR (the host reference's own graph: on a device-resident
+    graph its update would time a device apply and a download, not the host reference)."""
+    weights = np.asarray(graph.weights).reshape(graph.num_weights, -1).T
+    return Graph.from_csr(np.asarray(graph.row_ptr), np.asarray(graph.col_ind), weights)
+
+
+# -- timing ---------------------------------------------------------------------------------------
+def _device_sync() -> None:
+    """Waits for every queued device operation (the restore's copies), outside every timer."""
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
+def _restore(graph, graph_snapshot, result, snapshot, on_device: bool) -> None:
+    graph.restore(graph_snapshot)
+    result.copy_from(snapshot)
+    if on_device:
+        _device_sync()
+
+
+def _time_updates(graph, batch, result, snapshot, graph_snapshot, repeats: int, warmup: int, *,
+                  on_device: bool, whole: bool):
+    """Timed updates after ``warmup``, each from the restored pre-batch state: a dict of lists
+    ``device`` (engine region, CUDA events), ``host`` (engine region, host clock) and, with
+    ``whole``, ``whole`` (the complete update() call without a probe, as a user calls it; each
+    repeat runs one probed and one plain update, interleaved so that drifts hit both), plus the
+    last probed Stats and the plain runs' (invalidated, affected)."""
     probe = RegionProbe()
-    device, host, stats = [], [], None
+    times = {"device": [], "host": [], "whole": []}
+    stats, whole_counters = None, set()
     for i in range(warmup + repeats):
-        gate.graph.restore(graph_snapshot)
-        result.copy_from(snapshot)
+        _restore(graph, graph_snapshot, result, snapshot, on_device)
         probe.reset()
-        stats = sssp.update(gate.graph, batch, result, probe=probe)
+        stats = sssp.update(graph, batch, result, probe=probe)
         dev = probe.device_ms()
         if i >= warmup:
-            host.append(probe.host_ms())
+            times["host"].append(probe.host_ms())
             if dev is not None:
-                device.append(dev)
-    return device, host, stats
+                times["device"].append(dev)
+        if whole:
+            _restore(graph, graph_snapshot, result, snapshot, on_device)
+            t0 = time.perf_counter()
+            plain = sssp.update(graph, batch, result)  # returns after the engine's final sync
+            t1 = time.perf_counter()
+            whole_counters.add((plain.invalidated, plain.affected))
+            if i >= warmup:
+                times["whole"].append((t1 - t0) * 1e3)
+    return times, stats, whole_counters
 
 
 def _median(values):
@@ -65,35 +177,65 @@ def _compute_ms(graph, source, objective, backend, engine, repeats: int):
     return _median(times), stats
 
 
+def whole_columns(device_ms, whole_ms) -> dict:
+    """``whole_ms`` beside the engine region (device events): their difference and ratio."""
+    out = {"whole_ms": whole_ms, "whole_minus_engine_ms": None, "whole_over_engine": None}
+    if whole_ms is not None and device_ms is not None:
+        out["whole_minus_engine_ms"] = whole_ms - device_ms
+        out["whole_over_engine"] = whole_ms / device_ms if device_ms > 0 else None
+    return out
+
+
+# -- one graph ------------------------------------------------------------------------------------
 def measure_gate(name: str, args) -> list[dict]:
     gate = prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=True)
-    graph, source, k = gate.graph, gate.source, args.objective
-    graph.reuse_applied_batches()
+    batches = {b: p.batch for b, p in gate.batches.items() if not args.batches or b in args.batches}
+    return measure_graph(name, gate.origin.get("kind"), gate.graph, gate.source,
+                         gate.trees[args.objective], batches, args)
+
+
+def measure_random_graph(n: int, m: int, args) -> list[dict]:
+    graph = random_graph(n, m)
+    tree = sssp.compute(graph, SOURCE, objective=args.objective).to_numpy()  # host reference, small
+    return measure_graph(f"random-{n}-{m}", "random", graph, SOURCE, tree,
+                         {RANDOM_BATCH_NAME: random_batch(graph)}, args)
+
+
+def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dict, args) -> list[dict]:
+    """The table rows of one graph: per batch the CUDA engines (engine region and whole update)
+    and, below the size limit, the host reference on a host-only copy of the graph."""
+    k = args.objective
+    host_ok = graph.num_vertices <= args.host_max_vertices
+    host_graph = host_copy(graph) if host_ok else None
+    graph.to_device()  # as a CUDA result makes it (§3.6): the snapshot below is a device copy
     graph_snapshot = graph.snapshot()
-    d0, p0 = gate.trees[k]
+    host_snapshot = host_graph.snapshot() if host_ok else None
+    d0, p0 = tree
     rows = []
     compute_rows = {}
     for engine in CUDA_ENGINES:
         _compute_ms(graph, source, k, "cuda", engine, 1)  # compile and reserve
         compute_rows[engine] = _compute_ms(graph, source, k, "cuda", engine, args.repeats)
-    host_ok = graph.num_vertices <= args.host_max_vertices
     if host_ok:
-        compute_rows["host"] = _compute_ms(graph, source, k, "host", None, 1)
-    for batch_name, prepared in gate.batches.items():
-        if args.batches and batch_name not in args.batches:
-            continue
-        row = {"graph": name, "origin": gate.origin.get("kind"), "n": graph.num_vertices,
-               "m": graph.num_edges, "batch": batch_name, "objective": k}
+        compute_rows["host"] = _compute_ms(host_graph, source, k, "host", None, 1)
+    for batch_name, batch in batches.items():
+        row = {"graph": name, "origin": origin_kind, "n": graph.num_vertices,
+               "m": graph.num_edges, "batch": batch_name, "batch_size": len(batch), "objective": k}
         trees = {}
+        whole_ok = True
         for engine in CUDA_ENGINES:
             graph.restore(graph_snapshot)
             base = sssp.Result.from_arrays(graph, source, d0, p0, backend="cuda", objective=k,
                                            cuda_engine=engine, validate=False, canonicalize=False)
             snapshot = base.clone()
-            dev, hst, st = _time_updates(gate, prepared.batch, base, snapshot, graph_snapshot,
-                                         args.repeats, args.warmup)
+            times, st, whole_counters = _time_updates(graph, batch, base, snapshot, graph_snapshot,
+                                                      args.repeats, args.warmup, on_device=True, whole=True)
             trees[engine] = base.to_numpy()
-            row[engine] = {"device_ms": _median(dev), "host_ms": _median(hst), "runs": len(hst),
+            whole_ok &= whole_counters == {(st.invalidated, st.affected)}
+            device_ms = _median(times["device"])
+            row[engine] = {"device_ms": device_ms, "host_ms": _median(times["host"]), "runs": len(times["host"]),
+                           **whole_columns(device_ms, _median(times["whole"])),
+                           "whole_runs": len(times["whole"]),
                            "iterations": st.iterations, "epochs": st.epochs, "host_syncs": st.host_syncs,
                            "sync_budget": st.sync_budget, "invalidated": st.invalidated,
                            "affected": st.affected, "engine_used": st.engine_used,
@@ -101,21 +243,22 @@ def measure_gate(name: str, args) -> list[dict]:
                            "compute_iterations": compute_rows[engine][1].iterations,
                            "compute_epochs": compute_rows[engine][1].epochs}
         if host_ok:
-            graph.restore(graph_snapshot)
-            base = sssp.Result.from_arrays(graph, source, d0, p0, objective=k, validate=False,
+            host_graph.restore(host_snapshot)
+            base = sssp.Result.from_arrays(host_graph, source, d0, p0, objective=k, validate=False,
                                            canonicalize=False)
             snapshot = base.clone()
-            _, hst, st = _time_updates(gate, prepared.batch, base, snapshot, graph_snapshot,
-                                       args.host_repeats, 0)
+            times, st, _ = _time_updates(host_graph, batch, base, snapshot, host_snapshot,
+                                         args.host_repeats, 0, on_device=False, whole=False)
             trees["host"] = base.to_numpy()
-            row["host"] = {"host_ms": _median(hst), "runs": len(hst), "iterations": st.iterations,
-                           "invalidated": st.invalidated, "affected": st.affected,
-                           "compute_ms": compute_rows["host"][0]}
+            row["host"] = {"host_ms": _median(times["host"]), "runs": len(times["host"]),
+                           "iterations": st.iterations, "invalidated": st.invalidated,
+                           "affected": st.affected, "compute_ms": compute_rows["host"][0]}
         names = list(trees)
         ref = trees[names[0]]
         row["identical"] = all(np.array_equal(ref[0], trees[e][0]) and np.array_equal(ref[1], trees[e][1])
                                for e in names[1:])
-        row["identical_counters"] = len({(row[e]["invalidated"], row[e]["affected"]) for e in names}) == 1
+        row["identical_counters"] = whole_ok and len(
+            {(row[e]["invalidated"], row[e]["affected"]) for e in names}) == 1
         f, o = row["fused"], row["operators"]
         extra_syncs = o["host_syncs"] - f["host_syncs"]
         if extra_syncs > 0 and f["device_ms"] is not None and o["device_ms"] is not None:
@@ -126,15 +269,17 @@ def measure_gate(name: str, args) -> list[dict]:
     return rows
 
 
+# -- output ---------------------------------------------------------------------------------------
 def _fmt(v, digits=2):
     return "–" if v is None else f"{v:.{digits}f}"
 
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| graph | batch | fused ms (dev / host) | operators ms (dev / host) | ops / fused | host ref ms | "
+        "| graph | batch | fused ms (dev / host) | operators ms (dev / host) | ops / fused | "
+        "whole update ms (fused / ops) | host ref ms | "
         "compute ms (fused / ops / host) | fused it+ep | ops it+ep | ops syncs / budget | round trip µs | identical |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         f, o, h = r["fused"], r["operators"], r.get("host")
@@ -142,6 +287,7 @@ def markdown(rows: list[dict]) -> str:
         lines.append(
             f"| {r['graph']} | {r['batch']} | {_fmt(f['device_ms'])} / {_fmt(f['host_ms'])} | "
             f"{_fmt(o['device_ms'])} / {_fmt(o['host_ms'])} | {_fmt(ratio)} | "
+            f"{_fmt(f.get('whole_ms'))} / {_fmt(o.get('whole_ms'))} | "
             f"{_fmt(h['host_ms'], 0) if h else 'not run'} | "
             f"{_fmt(f['compute_ms'])} / {_fmt(o['compute_ms'])} / {_fmt(h['compute_ms'], 0) if h else '–'} | "
             f"{f['iterations']}+{f['epochs']} | {o['iterations']}+{o['epochs']} | "
@@ -151,10 +297,33 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
+def user_path_table(rows: list[dict]) -> str:
+    """One line per (graph, batch, CUDA engine): the engine region (device events) beside the
+    whole update() call as a user pays it."""
+    lines = [
+        "| graph | batch | engine | engine ms (device) | whole ms | whole - engine (ms) | whole / engine | "
+        "iterations | host syncs |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        for engine in CUDA_ENGINES:
+            e = r[engine]
+            lines.append(
+                f"| {r['graph']} | {r['batch']} | {engine} | {_fmt(e['device_ms'], 3)} | {_fmt(e.get('whole_ms'), 3)} | "
+                f"{_fmt(e.get('whole_minus_engine_ms'), 3)} | {_fmt(e.get('whole_over_engine'), 2)} | "
+                f"{e['iterations']} | {e['host_syncs']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--graphs", nargs="+", default=["roadNet-PA", "roadNet-CA", "rgg_n_2_20_s0", "road_usa"])
+    parser.add_argument("--graphs", nargs="*", default=["roadNet-PA", "roadNet-CA", "rgg_n_2_20_s0", "road_usa"],
+                        help="gate names (none with --graphs and no names: only --random-graph)")
     parser.add_argument("--batches", nargs="*", default=None)
+    parser.add_argument("--random-graph", type=parse_random_graph, action="append", default=[], metavar="N,M",
+                        help="also measure a symmetrized random graph of N vertices and about M arcs with a 1 %% "
+                             "batch (e.g. 4039,176000); repeatable")
     parser.add_argument("--objective", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--warmup", type=int, default=2)
@@ -162,10 +331,22 @@ def main(argv=None) -> int:
     parser.add_argument("--host-max-vertices", type=int, default=3_000_000)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--table", action="store_true",
+                        help="print the user-path table (engine region beside the whole update() call) and "
+                             "write it as whole_update.md with --out")
     parser.add_argument("--out", default=None, help="folder for engine_table.json and engine_table.md")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.repeats < 11:
         parser.error("--repeats must be at least 11")
+    if not args.graphs and not args.random_graph:
+        parser.error("nothing to measure: name --graphs or give --random-graph")
+    if not 0 <= args.objective < NUM_WEIGHTS:
+        parser.error(f"--objective must be in [0, {NUM_WEIGHTS})")
     from engines.sssp.backends import cuda_available
 
     if not cuda_available():
@@ -174,13 +355,20 @@ def main(argv=None) -> int:
     rows = []
     for name in args.graphs:
         rows.extend(measure_gate(name, args))
+    for n, m in args.random_graph:
+        rows.extend(measure_random_graph(n, m, args))
     table = markdown(rows)
     print(table)
+    whole = user_path_table(rows) if args.table else None
+    if whole:
+        print(whole)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "engine_table.json").write_text(json.dumps(rows, indent=1))
         (out / "engine_table.md").write_text(table)
+        if whole:
+            (out / "whole_update.md").write_text(whole)
     return 0 if all(r["identical"] and r["identical_counters"] for r in rows) else 1
 
 

@@ -18,6 +18,8 @@ STEPS=${*:-tests compare table campaign}
 TEST_PATHS=${TEST_PATHS:-tests}
 TABLE_GRAPHS=${TABLE_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0}
 CAMPAIGN_GRAPHS=${CAMPAIGN_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa}
+# the user-path table (engine region beside the whole update() call) and the small-graph target
+TABLE_ARGS=${TABLE_ARGS:---table --random-graph 4039,176000}
 END=$((SECONDS + BUDGET))
 export PYTHONUNBUFFERED=1
 export SSSPAB_SHARED_DATA=${SSSPAB_SHARED_DATA:-$PWD/.devdata}
@@ -65,7 +67,7 @@ for s in $STEPS; do
   case $s in
     tests) step gpu_tests 260 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests} ;;
     compare) [ -f bench/compare.py ] && step compare 90 python3 bench/compare.py --configs host,cuda-fused,cuda-operators ;;
-    table) step engine_table 200 python3 bench/engine_table.py --graphs $TABLE_GRAPHS --out "$OUT/table" ;;
+    table) step engine_table 240 python3 bench/engine_table.py --graphs $TABLE_GRAPHS $TABLE_ARGS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
     bench) step bench 600 make bench OUT=results DATA_DIR="$SSSPAB_DATA_DIR" \

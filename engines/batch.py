@@ -1,12 +1,15 @@
-"""Batches of edge changes and their application to a CSR graph (algorithm.md §3.2-§3.3).
+"""Batches of edge changes, their validation and the event list both appliers consume (§3.2-§3.3).
 
 The semantics are dynG's MOSP-compatible defaults (D3): deletions first, each removing the first
 alive copy of its pair; an insertion of an existing pair overwrites (upserts) the first alive copy;
 new pairs are appended to their row in batch order; self-loops are kept; the vertex count grows to
 cover every insertion id; missing deletions are counted and still listed as changed edges.
 
-Everything is vectorized with NumPy: a 50,000-change batch on a graph of millions of edges applies
-in well under a second, because each step is a sort, a search or a scatter over whole arrays.
+A batch reaches an applier as :class:`BatchEvents`: one list of ``L = D + I`` events, the ``D``
+in-range deletions in batch order followed by the ``I`` insertions in batch order. Both appliers
+(the host one, ``engines.apply_host``, and the device one, ``engines.sssp.cuda.device_apply``) walk
+each row's events in this order, so "deletions first, then insertions, batch order within a row"
+is one fact of this list, not a rule each applier re-implements. Building it is O(batch).
 """
 
 from __future__ import annotations
@@ -178,15 +181,6 @@ class ApplyDelta:
     num_vertices_after: int
 
 
-@dataclass(frozen=True)
-class AppliedCsr:
-    """The new CSR built by :func:`apply_batch`, not yet published."""
-
-    row_ptr: np.ndarray  # int64, n_after + 1
-    col_ind: np.ndarray  # int32
-    weights: np.ndarray  # int32 (K, m_new)
-
-
 def validate_for_graph(batch: Batch, num_vertices: int, num_weights: int) -> int:
     """Graph-dependent checks (§3.3 step 1); returns n_after. Raises before anything changes."""
     if not isinstance(batch, Batch):
@@ -203,162 +197,59 @@ def validate_for_graph(batch: Batch, num_vertices: int, num_weights: int) -> int
     return int(num_vertices)
 
 
-def _first_in_groups(sorted_keys: np.ndarray) -> np.ndarray:
-    """Boolean mask of the first element of each run of equal keys in a sorted array."""
-    first = np.ones(sorted_keys.shape[0], dtype=bool)
-    if sorted_keys.shape[0] > 1:
-        first[1:] = sorted_keys[1:] != sorted_keys[:-1]
-    return first
+@dataclass(frozen=True, eq=False)
+class BatchEvents:
+    """A validated batch as the event list of §3.3 steps 3-5, for a graph of ``n_old`` vertices.
 
-
-def _rank_in_groups(sorted_keys: np.ndarray) -> np.ndarray:
-    """0-based position of each element within its run of equal keys (sorted array)."""
-    n = sorted_keys.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(_first_in_groups(sorted_keys))
-    run_start = np.repeat(starts, np.diff(np.append(starts, n)))
-    return np.arange(n, dtype=np.int64) - run_start
-
-
-def apply_batch(row_ptr: np.ndarray, col_ind: np.ndarray, weights: np.ndarray, batch: Batch,
-                n_after: int) -> tuple[AppliedCsr, ApplySummary, ApplyDelta]:
-    """Apply ``batch`` to the CSR (``weights`` is ``(K, m)``) and classify every change.
-
-    Pure function: the inputs are not modified, so a failure leaves the graph as it was.
+    ``src[j], dst[j]`` (int32) for ``j < num_deletions`` are the in-range deletions in batch order;
+    ``j >= num_deletions`` are the insertions in batch order, with ``weights[j - num_deletions]``
+    (int32, ``(I, K)``, insertion-major as in the batch). ``out_of_range`` counts the deletions
+    that step 3 dropped (an id >= ``n_after``); they count in ``ignored_deletions``.
     """
-    n_old = row_ptr.shape[0] - 1
-    m_old = col_ind.shape[0]
-    k_cols = weights.shape[0]
-    row_ptr64 = row_ptr.astype(np.int64, copy=False)
-    row_len = np.diff(row_ptr64)
-    edge_src = np.repeat(np.arange(n_old, dtype=np.int64), row_len)
-    # One int64 key per (u, v) pair, ordered by row then column: u * n_after + v < 2^62.
-    stride = np.int64(max(n_after, 1))
-    old_keys = edge_src * stride + col_ind.astype(np.int64)
-    # Stable: within one pair the copies stay in row (physical) order.
-    order = np.argsort(old_keys, kind="stable")
-    sorted_keys = old_keys[order]
 
-    # Step 3: filter deletions naming ids beyond the grown vertex count.
+    src: np.ndarray
+    dst: np.ndarray
+    weights: np.ndarray
+    num_deletions: int
+    num_insertions: int
+    out_of_range: int
+    n_old: int
+    n_after: int
+
+    @property
+    def size(self) -> int:
+        return self.num_deletions + self.num_insertions
+
+    def host_delta(self, weight_increased) -> "ApplyDelta":
+        """The classification with host arrays (``weight_increased`` ``(I, K)`` bool)."""
+        d = self.num_deletions
+        return ApplyDelta(self.src[d:], self.dst[d:], self.src[:d], self.dst[:d],
+                          weight_increased=weight_increased,
+                          num_vertices_before=self.n_old, num_vertices_after=self.n_after)
+
+
+def batch_events(batch: Batch, num_vertices: int, num_weights: int) -> BatchEvents:
+    """Validate ``batch`` for a graph (§3.3 step 1) and build its event list (step 3's filter).
+
+    Raises ``InvalidArgumentError`` before anything changes. O(batch).
+    """
+    n_after = validate_for_graph(batch, num_vertices, num_weights)
     dsrc, ddst = batch.delete_src, batch.delete_dst
     in_range = (dsrc < n_after) & (ddst < n_after)
-    ignored = int((~in_range).sum())
-    dsrc, ddst = dsrc[in_range], ddst[in_range]
-
-    # Step 4: the j-th deletion of a pair (batch order) removes the j-th copy in row order.
-    alive = np.ones(m_old, dtype=bool)
-    deleted = 0
-    if dsrc.shape[0]:
-        dkeys = dsrc * stride + ddst
-        dorder = np.argsort(dkeys, kind="stable")
-        drank = np.empty_like(dorder)
-        drank[dorder] = _rank_in_groups(dkeys[dorder])
-        left = np.searchsorted(sorted_keys, dkeys, side="left")
-        right = np.searchsorted(sorted_keys, dkeys, side="right")
-        hit = drank < (right - left)
-        victims = order[left[hit] + drank[hit]]
-        alive[victims] = False
-        deleted = int(hit.sum())
-        ignored += int((~hit).sum())
-
-    # Step 5: upserts of the first alive copy, else one appended entry per new pair.
-    isrc, idst = batch.insert_src, batch.insert_dst
-    n_ins = isrc.shape[0]
-    new_weights = weights[:, alive] if k_cols else np.zeros((0, int(alive.sum())), dtype=np.int32)
-    survivor_index = np.cumsum(alive) - 1  # old edge index -> index among survivors
-    weight_increased = np.zeros((n_ins, k_cols), dtype=bool)
-    inserted = updated = 0
-    app_src = np.zeros(0, dtype=np.int64)
-    app_dst = np.zeros(0, dtype=np.int64)
-    app_w = np.zeros((k_cols, 0), dtype=np.int32)
-    if n_ins:
-        ikeys = isrc * stride + idst
-        iorder = np.argsort(ikeys, kind="stable")
-        skeys = ikeys[iorder]
-        group_first = _first_in_groups(skeys)
-        group_last = np.append(group_first[1:], True)
-        pair_keys = skeys[group_first]  # unique pairs, sorted
-        last_ins = iorder[group_last]  # the last insertion of each pair wins
-        pair_of_ins = np.empty(n_ins, dtype=np.int64)
-        pair_of_ins[iorder] = np.cumsum(group_first) - 1
-        pair_count = np.diff(np.append(np.flatnonzero(group_first), n_ins))
-        # First alive old copy of each pair (copies are in row order inside `order`).
-        alive_sorted = alive[order]
-        akeys = sorted_keys[alive_sorted]
-        aidx = order[alive_sorted]
-        afirst = _first_in_groups(akeys)
-        first_alive_key, first_alive_edge = akeys[afirst], aidx[afirst]
-        pos = np.searchsorted(first_alive_key, pair_keys)
-        pos_c = np.minimum(pos, max(first_alive_key.shape[0] - 1, 0))
-        has_alive = np.zeros(pair_keys.shape[0], dtype=bool)
-        if first_alive_key.shape[0]:
-            has_alive = (pos < first_alive_key.shape[0]) & (first_alive_key[pos_c] == pair_keys)
-        final_w = batch.insert_weights[last_ins].T.astype(np.int32)  # (K, pairs)
-        # Upserts onto surviving old entries.
-        tgt = survivor_index[first_alive_edge[pos_c[has_alive]]]
-        new_weights[:, tgt] = final_w[:, has_alive]
-        updated = int(pair_count[has_alive].sum())
-        # Appends: one entry per new pair, in batch order of its first insertion.
-        new_pairs = np.flatnonzero(~has_alive)
-        first_ins = iorder[group_first][new_pairs]
-        batch_order = np.argsort(first_ins, kind="stable")
-        new_pairs, first_ins = new_pairs[batch_order], first_ins[batch_order]
-        app_src, app_dst = isrc[first_ins], idst[first_ins]
-        app_w = final_w[:, new_pairs]
-        inserted = int(new_pairs.shape[0])
-        updated += int((pair_count[new_pairs] - 1).sum())
-        # weight_increased: first copy of G_t against first copy of G_{t+1}, per column.
-        if k_cols and m_old:
-            lo = np.searchsorted(sorted_keys, pair_keys, side="left")
-            lo_c = np.minimum(lo, m_old - 1)
-            existed = (lo < m_old) & (sorted_keys[lo_c] == pair_keys)
-            old_first_w = weights[:, order[lo_c]]  # (K, pairs); meaningful where existed
-            increased = existed[None, :] & (final_w > old_first_w)
-            weight_increased = increased.T[pair_of_ins]
-
-    # Step 6: the new CSR. Survivors keep their order; appended entries follow per row.
-    alive_per_row = np.bincount(edge_src[alive], minlength=n_after) if m_old else np.zeros(n_after, dtype=np.int64)
-    app_per_row = np.bincount(app_src, minlength=n_after) if app_src.shape[0] else np.zeros(n_after, dtype=np.int64)
-    new_ptr = np.zeros(n_after + 1, dtype=np.int64)
-    np.cumsum(alive_per_row + app_per_row, out=new_ptr[1:])
-    m_new = int(new_ptr[-1])
-    new_col = np.empty(m_new, dtype=np.int32)
-    new_w = np.empty((k_cols, m_new), dtype=np.int32)
-    s_src = edge_src[alive]
-    s_rank = _rank_in_groups(s_src)  # survivors are in row order already
-    s_pos = new_ptr[s_src] + s_rank
-    new_col[s_pos] = col_ind[alive]
-    new_w[:, s_pos] = new_weights
-    if app_src.shape[0]:
-        a_order = np.argsort(app_src, kind="stable")  # batch order within each row
-        a_rank = np.empty_like(a_order)
-        a_rank[a_order] = _rank_in_groups(app_src[a_order])
-        a_pos = new_ptr[app_src] + alive_per_row[app_src] + a_rank
-        new_col[a_pos] = app_dst
-        new_w[:, a_pos] = app_w
-
-    summary = ApplySummary(
-        inserted_edges=inserted,
-        updated_edges=updated,
-        deleted_edges=deleted,
-        ignored_deletions=ignored,
-        inserted_vertices=int(n_after - n_old),
-        num_vertices_after=int(n_after),
-    )
-    vt = np.int32
-    delta = ApplyDelta(
-        insert_src=isrc.astype(vt),
-        insert_dst=idst.astype(vt),
-        delete_src=dsrc.astype(vt),
-        delete_dst=ddst.astype(vt),
-        weight_increased=weight_increased,
-        num_vertices_before=int(n_old),
-        num_vertices_after=int(n_after),
-    )
-    for arr in (delta.insert_src, delta.insert_dst, delta.delete_src, delta.delete_dst, delta.weight_increased):
+    kept = int(np.count_nonzero(in_range))
+    if kept != dsrc.shape[0]:
+        dsrc, ddst = dsrc[in_range], ddst[in_range]
+    src = np.concatenate([dsrc, batch.insert_src]).astype(np.int32)
+    dst = np.concatenate([ddst, batch.insert_dst]).astype(np.int32)
+    if batch.num_insertions:
+        weights = np.ascontiguousarray(batch.insert_weights, dtype=np.int32)
+    else:
+        weights = np.zeros((0, int(num_weights)), dtype=np.int32)
+    for arr in (src, dst, weights):
         arr.setflags(write=False)
-    return AppliedCsr(new_ptr, new_col, new_w), summary, delta
+    return BatchEvents(src=src, dst=dst, weights=weights, num_deletions=kept,
+                       num_insertions=batch.num_insertions, out_of_range=batch.num_deletions - kept,
+                       n_old=int(num_vertices), n_after=int(n_after))
 
 
-__all__ = ["Batch", "ApplySummary", "ApplyDelta", "AppliedCsr", "apply_batch", "validate_for_graph"]
+__all__ = ["Batch", "ApplySummary", "ApplyDelta", "BatchEvents", "batch_events", "validate_for_graph"]

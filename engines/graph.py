@@ -1,20 +1,37 @@
-"""The directed CSR graph with K objective-major weight columns (algorithm.md §3.1).
+"""The directed CSR graph with K objective-major weight columns (algorithm.md §3.1, §3.6).
 
-Arrays are never modified in place: a commit builds new arrays and publishes them at once, so a
-failed apply leaves the graph as it was, a snapshot is a handful of references, and caches (the
-in-CSR, the device mirrors) key on ``state_id``, which is unique per content state.
+A graph state is its out-CSR, its in-CSR (the transpose, with the K columns in in-edge order) and
+the scalars of §3.5 (largest weight and weight sum per column). Where it lives:
+
+- **Host-resident** (a new graph): NumPy arrays, never modified in place; ``apply`` runs the host
+  applier (``engines.apply_host``, O(n + m + b log b)) and publishes new arrays at once.
+- **Device-resident** (after ``to_device()``, or once a CUDA result was computed on it): the
+  authoritative arrays are on one GPU (``engines.sssp.cuda.device_graph``); ``apply`` validates the
+  batch on the host in O(batch), uploads only the batch and builds the new CSRs on the device
+  (``engines.sssp.cuda.device_apply``) without waiting for it. The host arrays are then a view,
+  downloaded at first access per state and cached.
+
+The in-CSR order: a new graph lists the in-edges of v by out-edge index; every commit keeps the
+surviving in-edges in order and appends the new ones at the end of their in-row in batch order
+(the out-CSR's rule, applied to the transpose). Results never depend on it (§3.1); both appliers
+follow it, so host and device states are equal byte for byte.
+
+Every commit and every ``restore()`` gives the graph a state id that no other state of any graph
+has had (a restore takes back the snapshot's own id): a result is accepted only for the exact state
+it describes, never merely for an equal version number.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from .batch import VERTEX_MAX, ApplyDelta, ApplySummary, Batch, apply_batch, check_weights, validate_for_graph
-from .errors import InvalidArgumentError
+from .apply_host import HostCsr, WeightScalars, apply_host, canonical_in_csr, scalars_of
+from .batch import VERTEX_MAX, ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events, check_weights
+from .errors import InvalidArgumentError, NotSupportedError
 
 INT32_MAX = (1 << 31) - 1
 _state_ids = itertools.count(1)
@@ -22,22 +39,68 @@ _state_ids = itertools.count(1)
 
 class InEdges(NamedTuple):
     """The transpose of the graph with one weight column: in-edges of v are
-    ``src[ptr[v]:ptr[v+1]]`` with weights ``weight[...]`` (row order is free, §3.1)."""
+    ``src[ptr[v]:ptr[v+1]]`` with weights ``weight[...]`` (order: see the module docstring)."""
 
     ptr: np.ndarray
     src: np.ndarray
     weight: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GraphSnapshot:
-    """A graph state to come back to (A/B rounds restore the pre-batch graph this way)."""
+    """A graph state to come back to (the A/B rounds restore the pre-batch graph this way).
 
-    row_ptr: np.ndarray
-    col_ind: np.ndarray
-    weights: np.ndarray
+    Holds the state's host arrays where they were at hand and, for a device-resident graph, a
+    device copy of the state (``device_buffers``), so ``restore`` is a pointer swap on the device.
+    """
+
     version: int
     state_id: int
+    num_vertices: int
+    num_edges: int
+    num_weights: int
+    scalars: WeightScalars
+    host_out: tuple | None  # (row_ptr, col_ind, weights (K, m))
+    host_in: tuple | None  # (in_ptr, in_src, in_weights (K, m))
+    device: int | None
+    device_buffers: object | None
+    # device copies made when a host snapshot is restored on a device-resident graph: the first
+    # restore uploads, later ones swap pointers (keyed by device id)
+    uploaded: dict = field(default_factory=dict, repr=False)
+
+    def buffers_on(self, device: int):
+        if self.device_buffers is not None and self.device == device:
+            return self.device_buffers
+        return self.uploaded.get(int(device))
+
+
+class Commit:
+    """The outcome of one commit: the summary and the classification, possibly still on the way
+    from the device (``pending``); the dispatch hands ``pending`` to the CUDA engines."""
+
+    def __init__(self, events: BatchEvents, *, summary: ApplySummary | None = None,
+                 weight_increased: np.ndarray | None = None, pending=None):
+        self.events = events
+        self._summary = summary
+        self._weight_increased = weight_increased
+        self.pending = pending
+
+    def summary(self) -> ApplySummary:
+        if self._summary is None:
+            self._summary = self.pending.resolve()["summary"]
+        return self._summary
+
+    def weight_increased(self) -> np.ndarray:
+        if self._weight_increased is None:
+            w = self.pending.weight_increased()
+            w.setflags(write=False)
+            self._weight_increased = w
+        return self._weight_increased
+
+    def delta(self) -> ApplyDelta:
+        """The classification with host arrays (downloads ``weight_increased`` from a device)."""
+        delta = self.events.host_delta(self.weight_increased())
+        return delta
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
@@ -91,6 +154,12 @@ def _ids(values, name: str) -> np.ndarray:
     return arr
 
 
+def _cuda():
+    from .sssp import cuda  # local: CuPy stays out of the host-only import path
+
+    return cuda
+
+
 class Graph:
     """A directed multigraph in compact CSR form with K int32 weight columns.
 
@@ -103,9 +172,11 @@ class Graph:
         # Internal constructor: arguments already validated by from_csr / from_edges.
         self._forced_offset = None if offset_dtype is None else np.dtype(offset_dtype)
         self._version = _version
-        self.device_cache: dict = {}  # device mirrors, owned by engines.sssp.cuda
-        self._reuse = None  # see reuse_applied_batches()
-        self._publish(row_ptr, col_ind, weights_km, next(_state_ids))
+        self._device = None  # engines.sssp.cuda.device_graph.DeviceGraph when device-resident
+        self._pending = None  # the last device commit whose counters are not read yet
+        weights_km = np.ascontiguousarray(weights_km, dtype=np.int32)
+        self._k = int(weights_km.shape[0])
+        self._publish_host((row_ptr, col_ind, weights_km), None, scalars_of(weights_km), next(_state_ids))
 
     # -- construction -------------------------------------------------------------------------
 
@@ -164,26 +235,43 @@ class Graph:
         np.cumsum(np.bincount(s, minlength=n), out=ptr[1:])
         return cls(ptr, d[order].astype(np.int32), np.ascontiguousarray(w[:, order]), offset_dtype=offset_dtype)
 
-    # -- state --------------------------------------------------------------------------------
+    # -- the current state --------------------------------------------------------------------
 
-    def _publish(self, row_ptr, col_ind, weights_km, state_id: int) -> None:
-        """Install a complete new state at once (the commit point of §3.3 step 6)."""
+    def _publish_host(self, out, inn, scalars: WeightScalars, state_id: int) -> None:
+        """Install a complete host state at once (the commit point of §3.3 step 6)."""
+        row_ptr, col_ind, weights_km = out
         m = int(col_ind.shape[0])
         off = _offset_dtype_for(m, self._forced_offset)
-        self._row_ptr = _readonly(np.ascontiguousarray(row_ptr, dtype=off))
-        self._col_ind = _readonly(np.ascontiguousarray(col_ind, dtype=np.int32))
-        self._weights = _readonly(np.ascontiguousarray(weights_km, dtype=np.int32).reshape(-1))
-        self._k = int(weights_km.shape[0])
+        self._n = int(row_ptr.shape[0] - 1)
+        self._m = m
+        self._out = (_readonly(np.ascontiguousarray(row_ptr, dtype=off)),
+                     _readonly(np.ascontiguousarray(col_ind, dtype=np.int32)),
+                     _readonly(np.ascontiguousarray(weights_km, dtype=np.int32)))
+        self._in = None
+        if inn is not None:
+            self._in = (_readonly(np.ascontiguousarray(inn[0], dtype=off)),
+                        _readonly(np.ascontiguousarray(inn[1], dtype=np.int32)),
+                        _readonly(np.ascontiguousarray(inn[2], dtype=np.int32)))
+        self._scalars = scalars
         self._state_id = state_id
         self._cache: dict = {}
 
+    def _settle(self) -> None:
+        """Read the counters of the last device commit (m, the scalars) if still pending."""
+        pending = self._pending
+        if pending is not None and self._m is None:
+            values = pending.resolve()
+            self._m = int(values["num_edges"])
+            self._scalars = WeightScalars(values["max_weight"], values["weight_sum"])
+
     @property
     def num_vertices(self) -> int:
-        return int(self._row_ptr.shape[0] - 1)
+        return self._n
 
     @property
     def num_edges(self) -> int:
-        return int(self._col_ind.shape[0])
+        self._settle()
+        return self._m
 
     @property
     def num_weights(self) -> int:
@@ -195,6 +283,7 @@ class Graph:
 
     @property
     def state_id(self) -> int:
+        """Unique per content state over the process: a result is valid only for this id."""
         return self._state_id
 
     @property
@@ -203,20 +292,46 @@ class Graph:
 
     @property
     def offset_dtype(self) -> np.dtype:
-        return self._row_ptr.dtype
+        return _offset_dtype_for(self.num_edges, self._forced_offset)
+
+    @property
+    def device(self) -> int | None:
+        """The CUDA device holding the authoritative arrays, or None (host-resident)."""
+        return None if self._device is None else self._device.device
+
+    def _host_out(self) -> tuple:
+        if self._out is None:  # device-resident: download this state once
+            self._settle()
+            ptr, col, w = self._device.current.download("out", self._m)
+            off = _offset_dtype_for(self._m, self._forced_offset)
+            self._out = (_readonly(ptr.astype(off, copy=False)), _readonly(col), _readonly(w))
+        return self._out
+
+    def _host_in(self) -> tuple:
+        if self._in is None:
+            if self._device is not None:
+                self._settle()
+                ptr, src, w = self._device.current.download("in", self._m)
+            else:  # a new host graph: the canonical transpose, built once
+                row_ptr, col_ind, weights = self._out
+                ptr, src, w = canonical_in_csr(row_ptr, col_ind, weights, self._n)
+            off = _offset_dtype_for(self._m, self._forced_offset)
+            self._in = (_readonly(np.ascontiguousarray(ptr, dtype=off)), _readonly(np.ascontiguousarray(src, dtype=np.int32)),
+                        _readonly(np.ascontiguousarray(w, dtype=np.int32)))
+        return self._in
 
     @property
     def row_ptr(self) -> np.ndarray:
-        return self._row_ptr
+        return self._host_out()[0]
 
     @property
     def col_ind(self) -> np.ndarray:
-        return self._col_ind
+        return self._host_out()[1]
 
     @property
     def weights(self) -> np.ndarray:
         """All weights, objective-major: column k of edge e is ``weights[k * m + e]``."""
-        return self._weights
+        return self._cached("weights_flat", lambda: _readonly(self._host_out()[2].reshape(-1)))
 
     def _check_objective(self, k: int) -> int:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= int(k) < self._k:
@@ -225,8 +340,7 @@ class Graph:
 
     def weight_column(self, k: int) -> np.ndarray:
         k = self._check_objective(k)
-        m = self.num_edges
-        return self._weights[k * m:(k + 1) * m]
+        return self._host_out()[2][k]
 
     def _cached(self, key, build):
         value = self._cache.get(key)
@@ -238,96 +352,248 @@ class Graph:
     def edge_sources(self) -> np.ndarray:
         """The tail of every edge in CSR order (int32), cached per state."""
         def build():
-            lens = np.diff(self._row_ptr.astype(np.int64))
+            lens = np.diff(self.row_ptr.astype(np.int64))
             return _readonly(np.repeat(np.arange(self.num_vertices, dtype=np.int32), lens))
         return self._cached("edge_sources", build)
 
-    def _transpose(self):
-        def build():
-            order = np.argsort(self._col_ind, kind="stable")
-            ptr = np.zeros(self.num_vertices + 1, dtype=np.int64)
-            np.cumsum(np.bincount(self._col_ind, minlength=self.num_vertices), out=ptr[1:])
-            return _readonly(order), _readonly(ptr.astype(self.offset_dtype)), _readonly(self.edge_sources()[order])
-        return self._cached("transpose", build)
-
     def in_edges(self, k: int) -> InEdges:
-        """The in-CSR with column-k weights, built on demand and cached per state."""
+        """The in-CSR with column-k weights (cached per state; downloaded once on a device)."""
         k = self._check_objective(k)
-
-        def build():
-            order, ptr, src = self._transpose()
-            return InEdges(ptr, src, _readonly(self.weight_column(k)[order]))
-        return self._cached(("in_edges", k), build)
+        ptr, src, w = self._host_in()
+        return InEdges(ptr, src, w[k])
 
     def max_weight(self, k: int) -> int:
-        col = self.weight_column(k)
-        return self._cached(("max_weight", int(k)), lambda: int(col.max()) if col.shape[0] else 0)
+        k = self._check_objective(k)
+        self._settle()
+        return int(self._scalars.max_weight[k])
 
     def weight_sum(self, k: int) -> int:
-        col = self.weight_column(k)
-        return self._cached(("weight_sum", int(k)), lambda: int(col.sum(dtype=np.int64)))
+        k = self._check_objective(k)
+        self._settle()
+        return int(self._scalars.weight_sum[k])
+
+    # -- residence ----------------------------------------------------------------------------
+
+    def to_device(self, device: int | None = None) -> "Graph":
+        """Move the authoritative arrays to CUDA ``device`` (CuPy's current one if None).
+
+        Idempotent on the same device. ``NotSupportedError`` without CuPy or a GPU, or when the
+        graph already lives on another device; ``OutOfMemoryError`` leaves it where it was.
+        """
+        cuda = _cuda()
+        if not cuda.is_available():
+            raise NotSupportedError("Graph.to_device() needs CuPy and a CUDA GPU; none is usable here")
+        device = cuda.current_device() if device is None else int(device)
+        if self._device is not None:
+            if self._device.device != device:
+                raise NotSupportedError(
+                    f"this graph lives on device {self._device.device}; results on device {device} "
+                    "need a copy of it (graph.copy().to_device(...))"
+                )
+            return self
+        from .sssp.cuda import device_graph, runtime
+
+        out, inn = self._host_out(), self._host_in()
+        dg = device_graph.DeviceGraph(device)
+        host = HostCsr(out[0], out[1], out[2], inn[0], inn[1], inn[2])
+        with runtime.cuda_errors("moving the graph to the device"), runtime.cupy_module().cuda.Device(device):
+            dg.load(host, runtime.stream(device))
+        self._device = dg
+        return self
+
+    def to_host(self) -> "Graph":
+        """Bring the arrays back to the host and release the device copy."""
+        if self._device is not None:
+            out, inn = self._host_out(), self._host_in()
+            scalars, state = self._settled_scalars(), self._state_id
+            self._device = None
+            self._pending = None
+            self._publish_host(out, inn, scalars, state)
+        return self
+
+    def _settled_scalars(self) -> WeightScalars:
+        self._settle()
+        return self._scalars
+
+    def device_bytes(self) -> int:
+        """Device memory this graph holds (its buffer sets and apply scratch); 0 on the host."""
+        return 0 if self._device is None else int(self._device.nbytes())
 
     # -- changes ------------------------------------------------------------------------------
 
     def apply(self, batch: Batch) -> tuple[ApplySummary, ApplyDelta]:
-        """Apply a batch (§3.3): validate, build the new CSR completely, then commit.
+        """Apply a batch (§3.3): validate, build the new CSRs completely, then commit.
 
         Results bound to this graph that are not passed through ``engines.sssp.update`` become
-        stale, since the version moves on.
+        stale. On a device-resident graph this waits for the device (to return the counters);
+        ``update()`` commits without waiting.
         """
-        n_after = validate_for_graph(batch, self.num_vertices, self._k)
-        memo = self._reuse
-        if memo and memo["batch"] is batch and memo["from_state"] == self._state_id:
-            # The same immutable batch on the same state gives the same arrays: publish them again
-            # with the same state id, so caches and device mirrors of that state stay valid.
-            self._publish(*memo["arrays"], memo["state_id"])
-            self._cache = memo["cache"]
-            self._version += 1
-            return memo["summary"], memo["delta"]
-        weights_km = self._weights.reshape(self._k, self.num_edges)
-        from_state = self._state_id
-        new, summary, delta = apply_batch(self._row_ptr, self._col_ind, weights_km, batch, n_after)
-        self._publish(new.row_ptr, new.col_ind, new.weights, next(_state_ids))
+        commit = self.commit(self.events_for(batch))
+        return commit.summary(), commit.delta()
+
+    def events_for(self, batch: Batch) -> BatchEvents:
+        """The validated event list of ``batch`` for the current state (nothing changes)."""
+        return batch_events(batch, self._n, self._k)
+
+    def reserve_commit(self, events: BatchEvents) -> None:
+        """Before a commit: grow the device buffers it will write (``OutOfMemoryError`` changes
+        nothing); nothing to do on the host."""
+        if self._device is not None:
+            from .sssp.cuda import device_apply, runtime
+
+            self._settle()
+            self._device_offsets_for(events)
+            device = self._device.device
+            with runtime.cuda_errors("reserving the device apply"), runtime.cupy_module().cuda.Device(device):
+                device_apply.reserve(self._device, events, runtime.stream(device))
+
+    def commit(self, events: BatchEvents) -> Commit:
+        """Commit a validated event list (``events_for``); the commit point of §3.3 step 6."""
+        if self._device is None:
+            return self._commit_host(events)
+        from .sssp.cuda import device_apply, runtime
+
+        if self._pending is not None:
+            self._pending.expire()  # its pinned record is about to be reused
+        self._settle()
+        self._device_offsets_for(events)
+        scalars = self._scalars
+        device = self._device.device
+        with runtime.cuda_errors("applying the batch on the device"), runtime.cupy_module().cuda.Device(device):
+            pending = device_apply.commit(self._device, events, scalars.max_weight, scalars.weight_sum,
+                                          runtime.stream(device))
+        # published on the device: now the host side of the new state
+        self._pending = pending
+        self._n = int(events.n_after)
+        self._m = None
+        self._scalars = None
+        self._out = self._in = None
+        self._cache = {}
+        self._state_id = next(_state_ids)
         self._version += 1
-        if memo is not None:
-            memo.clear()
-            memo.update(from_state=from_state, batch=batch, arrays=(new.row_ptr, new.col_ind, new.weights),
-                        state_id=self._state_id, cache=self._cache, summary=summary, delta=delta)
-        return summary, delta
+        if not pending.resolved:
+            return Commit(events, pending=pending)
+        self._settle()
+        return Commit(events, summary=pending.resolve()["summary"],
+                      weight_increased=np.zeros((events.num_insertions, self._k), dtype=bool))
 
-    def reuse_applied_batches(self, enabled: bool = True) -> None:
-        """Remember the last commit so that applying the same Batch object to the same state
-        again (an A/B round after a restore) republishes its result instead of rebuilding it.
+    def _commit_host(self, events: BatchEvents) -> Commit:
+        out, inn = self._host_out(), self._host_in()
+        csr = HostCsr(out[0], out[1], out[2], inn[0], inn[1], inn[2])
+        new, summary, increased, scalars = apply_host(csr, events, self._scalars)
+        self._publish_host((new.row_ptr, new.col_ind, new.weights), (new.in_ptr, new.in_src, new.in_weights),
+                           scalars, next(_state_ids))
+        self._version += 1
+        increased.setflags(write=False)
+        return Commit(events, summary=summary, weight_increased=increased)
 
-        Off by default. Results are unchanged (a batch is immutable and apply is a pure function of
-        state and batch); only the host time of repeated applies goes away.
-        """
-        self._reuse = {} if enabled else None
+    def _device_offsets_for(self, events: BatchEvents) -> None:
+        """Offsets switch to int64 when the edges could outgrow int32 (§3.1: re-chosen at every
+        commit): the device copy is rebuilt with 64-bit offsets first (rare, not a steady state)."""
+        cur = self._device.current
+        upper = self._m + events.num_insertions
+        wanted = _offset_dtype_for(upper, self._forced_offset)
+        if cur.offset_dtype == wanted or wanted == np.dtype(np.int32):
+            return
+        from .sssp.cuda import device_graph, runtime
+
+        out, inn = self._host_out(), self._host_in()
+        host = HostCsr(out[0].astype(wanted), out[1], out[2], inn[0].astype(wanted), inn[1], inn[2])
+        dg = device_graph.DeviceGraph(self._device.device)
+        dg.load(host, runtime.stream(self._device.device))
+        self._device = dg
+
+    # -- snapshots ----------------------------------------------------------------------------
 
     def snapshot(self) -> GraphSnapshot:
-        k, m = self._k, self.num_edges
-        return GraphSnapshot(self._row_ptr, self._col_ind, self._weights.reshape(k, m), self._version, self._state_id)
+        """The current state, to ``restore`` later (a device copy for a device-resident graph)."""
+        self._settle()
+        buffers = None
+        if self._device is not None:
+            from .sssp.cuda import runtime
+
+            device = self._device.device
+            with runtime.cupy_module().cuda.Device(device):
+                buffers = self._device.snapshot(runtime.stream(device))
+        return GraphSnapshot(self._version, self._state_id, self._n, self._m, self._k, self._scalars,
+                             self._out, self._in, self.device, buffers)
 
     def restore(self, snapshot: GraphSnapshot) -> None:
-        """Return to a snapshot's arrays, version and state id (arrays are shared, never copied)."""
+        """Return to a snapshot's state, version and state id (device: no copy at all)."""
+        if not isinstance(snapshot, GraphSnapshot):
+            raise InvalidArgumentError(f"expected a GraphSnapshot, got {type(snapshot).__name__}")
+        if snapshot.num_weights != self._k:
+            raise InvalidArgumentError("this snapshot belongs to a graph with another number of weight columns")
         if snapshot.state_id == self._state_id:
             return
-        self._publish(snapshot.row_ptr, snapshot.col_ind, snapshot.weights, snapshot.state_id)
+        if self._pending is not None:
+            self._pending.expire()
+            self._pending = None
+        if self._device is None:
+            out, inn = snapshot.host_out, snapshot.host_in
+            if out is None:  # taken while the graph lived on a device
+                out = snapshot.device_buffers.download("out", snapshot.num_edges)
+                inn = snapshot.device_buffers.download("in", snapshot.num_edges)
+            self._publish_host(out, inn, snapshot.scalars, snapshot.state_id)
+        else:
+            buffers = snapshot.buffers_on(self._device.device)
+            if buffers is None:  # a host snapshot (or another device's): upload it once
+                buffers = self._upload_snapshot(snapshot)
+            self._device.publish(buffers)
+            self._n, self._m = snapshot.num_vertices, snapshot.num_edges
+            self._out, self._in = snapshot.host_out, snapshot.host_in
+            self._scalars = snapshot.scalars
+            self._state_id = snapshot.state_id
+            self._cache = {}
         self._version = snapshot.version
 
+    def _upload_snapshot(self, snapshot: GraphSnapshot):
+        """A device copy of a snapshot taken elsewhere, kept with the snapshot for later restores."""
+        from .sssp.cuda import device_graph, runtime
+
+        out, inn = snapshot.host_out, snapshot.host_in
+        if out is None:
+            out = snapshot.device_buffers.download("out", snapshot.num_edges)
+            inn = snapshot.device_buffers.download("in", snapshot.num_edges)
+        if inn is None:  # a new graph's state: the canonical transpose
+            inn = canonical_in_csr(out[0], out[1], out[2], snapshot.num_vertices)
+        device = self._device.device
+        holder = device_graph.DeviceGraph(device)
+        with runtime.cupy_module().cuda.Device(device):
+            holder.load(HostCsr(out[0], out[1], out[2], inn[0], inn[1], inn[2]), runtime.stream(device))
+        snapshot.uploaded[device] = holder.current
+        return holder.current
+
     def copy(self) -> "Graph":
-        """An independent graph with the same content and version (arrays are immutable, so shared)."""
+        """An independent graph with the same content, version and residence."""
+        self._settle()
         g = Graph.__new__(Graph)
         g._forced_offset = self._forced_offset
         g._version = self._version
-        g.device_cache = {}
-        g._reuse = None
-        g._publish(self._row_ptr, self._col_ind, self._weights.reshape(self._k, self.num_edges), self._state_id)
+        g._k = self._k
+        g._device = None
+        g._pending = None
+        g._n, g._m = self._n, self._m
+        g._out, g._in = self._out, self._in
+        g._scalars = self._scalars
+        g._state_id = self._state_id
+        g._cache = {}
+        if self._device is not None:
+            from .sssp.cuda import device_graph, runtime
+
+            device = self._device.device
+            with runtime.cupy_module().cuda.Device(device):
+                buffers = self._device.snapshot(runtime.stream(device))
+            dg = device_graph.DeviceGraph(device)
+            dg.owned.append(buffers)
+            dg.publish(buffers)
+            g._device = dg
         return g
 
     def __repr__(self) -> str:
+        where = "host" if self._device is None else f"cuda:{self._device.device}"
         return (f"Graph(n={self.num_vertices}, m={self.num_edges}, K={self._k}, version={self._version}, "
-                f"offsets={self.offset_dtype})")
+                f"offsets={self.offset_dtype}, on {where})")
 
 
-__all__ = ["Graph", "GraphSnapshot", "InEdges"]
+__all__ = ["Commit", "Graph", "GraphSnapshot", "InEdges"]

@@ -76,6 +76,12 @@ class RegionProbe:
         return float(cupy.cuda.get_elapsed_time(self._events[0], self._events[1]))
 
 
+def _device_synchronize() -> None:
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
@@ -112,6 +118,10 @@ class CellRun:
         graph = self.gi.graph
         graph.restore(self.r.graph_snapshot)
         state.result.copy_from(state.snapshot)
+        if self.r.device_graph:
+            # the restore's device copies are queued asynchronously: finish them here, outside
+            # the timers, so the timed update() does not wait for them
+            _device_synchronize()
         if verify:
             if graph.state_id != self.r.graph_snapshot.state_id:
                 raise CheckFailure("the graph restore did not return to the snapshot's state")

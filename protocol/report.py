@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jinja2
 
+from . import UPDATE_REGION
 from .analysis import build_summary
 from .environment import REPO_ROOT
 from .nvml import reason_names
@@ -162,6 +163,7 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "summary": summary,
         "sides": summary["sides"],
         "code_sessions": code_sessions(campaign),
+        "update_region": update_region(campaign),
         "real_graphs": real,
         "standin_graphs": standins,
         "origins": {g: describe_origin(o) for g, o in origins.items()},
@@ -196,6 +198,16 @@ def code_sessions(campaign: dict) -> list[dict]:
     return out
 
 
+def update_region(campaign: dict) -> str:
+    """What the "whole update" region of the campaign's rounds timed: ``user_path`` when every
+    session recorded the real update() call (no apply memo), ``memo`` when none did (records of the
+    earlier code, whose rounds republished the cell's first apply), ``mixed`` otherwise."""
+    marks = [s.get("update_region") == UPDATE_REGION for s in campaign.get("sessions") or [{}]]
+    if all(marks):
+        return UPDATE_REGION
+    return "mixed" if any(marks) else "memo"
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
@@ -228,4 +240,4 @@ def render_report(store: RecordStore) -> Path:
     return path
 
 
-__all__ = ["render_report", "build_context", "code_sessions", "findings", "fmt_ms", "fmt_ratio", "fmt_count", "describe_origin"]
+__all__ = ["render_report", "build_context", "code_sessions", "update_region", "findings", "fmt_ms", "fmt_ratio", "fmt_count", "describe_origin"]

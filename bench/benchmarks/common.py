@@ -45,7 +45,13 @@ _ENGINE_OPTIONS = {
     "host": dict(backend="host", cuda_engine="automatic"),
     "cuda-fused": dict(backend="cuda", cuda_engine="fused"),
     "cuda-operators": dict(backend="cuda", cuda_engine="operators"),
+    # any usable GPU (the engine the device picks): what a device graph's Graph.apply needs
+    "cuda": dict(backend="cuda", cuda_engine="automatic"),
 }
+#: Where ``Graph.apply`` runs in the apply benchmark: a host-only graph, a device-resident one.
+APPLY_WHERE = ("host", "cuda")
+#: The apply benchmark's fixed batch (50,000 changes at full scale).
+APPLY_BATCH = "uniform"
 
 
 def scale() -> dict:
@@ -79,6 +85,13 @@ def skip_unless_runnable(engine: str) -> None:
         cuda.select_engine(opts["cuda_engine"], cuda.current_device())
     except NotSupportedError as exc:
         raise NotImplementedError(f"{engine} cannot run on this GPU: {exc}") from exc
+
+
+def device_synchronize() -> None:
+    """Waits for all queued work of the current device (CUDA benchmarks only)."""
+    import cupy
+
+    cupy.cuda.Device().synchronize()
 
 
 def road_grid(side: int, seed: int = 12345):
@@ -168,8 +181,12 @@ class UpdateState:
     options: dict
 
     def restore(self) -> None:
+        """Back to the pre-batch state; on a device graph the copies are waited for here, so a
+        timed call that follows does not pay for them."""
         self.graph.restore(self.snapshot)
         self.work.copy_from(self.base)
+        if self.options["backend"] == "cuda":
+            device_synchronize()
 
     def update(self, probe=None):
         return sssp.update(self.graph, self.batch, self.work, probe=probe)
@@ -179,14 +196,20 @@ def build_graph(inputs: dict) -> engines.Graph:
     return engines.Graph.from_csr(inputs["row_ptr"], inputs["col_ind"], inputs["weights"])
 
 
+def load_batch(inputs: dict, kind: str) -> engines.Batch:
+    return engines.Batch(*(inputs[f"{kind}/{key}"] for key in
+                           ("insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst")))
+
+
 def build_update_state(engine: str, kind: str) -> UpdateState:
     inputs = load_inputs()
     graph = build_graph(inputs)
     opts = engine_options(engine)
     backend = opts.pop("backend")
+    if backend == "cuda":
+        graph.to_device()  # as a CUDA result makes it (algorithm.md §3.6): the snapshot is a device copy
     base = sssp.Result.from_arrays(graph, SOURCE, inputs["distances"], inputs["parents"], backend=backend, **opts)
-    batch = engines.Batch(*(inputs[f"{kind}/{key}"] for key in
-                            ("insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst")))
+    batch = load_batch(inputs, kind)
     return UpdateState(graph, graph.snapshot(), base, base.clone(), batch, dict(backend=backend, **opts))
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..batch import Batch, validate_for_graph
-from ..errors import (CudaError, Error, InternalError, InvalidArgumentError, OutOfMemoryError,
-                      StaleResultError)
+from ..errors import (CudaError, Error, InternalError, InvalidArgumentError, NotSupportedError,
+                      OutOfMemoryError, StaleResultError)
 from ..graph import Graph
 from .backends import cuda_module, grow_arrays, resolve_backend
 from .packing import check_size, decide_packing, default_delta
@@ -90,8 +89,8 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
     device = cuda.current_device()
     engine = _select_engine("cuda", opts, device)
     try:
+        graph.to_device(device)  # a graph a CUDA result is computed on lives on the device (§3.6)
         cuda.prepare(graph, plan, engine, device, 0)
-        cuda.upload(graph, device, k)
         d, p, report = cuda.compute(graph, plan, engine, device)
     except Exception as exc:  # nothing was created: no result to poison
         raise _wrap_device_errors(exc) from exc
@@ -126,17 +125,22 @@ def _check_results(graph: Graph, results) -> None:
             r._live()
         if r._graph is not graph:
             raise StaleResultError("this result belongs to another graph")
-        if r.graph_version != graph.version:
+        if r._state != graph.state_id:
+            if r.graph_version != graph.version:
+                raise StaleResultError(
+                    f"this result describes graph version {r.graph_version}, but the graph is at version "
+                    f"{graph.version}; results not passed to update() become stale"
+                )
             raise StaleResultError(
-                f"this result describes graph version {r.graph_version}, but the graph is at version "
-                f"{graph.version}; results not passed to update() become stale"
+                f"this result describes another state of the graph than its current one (both at version "
+                f"{graph.version}: the graph was restored and changed differently since)"
             )
 
 
-def _batch_max_weight(batch: Batch, k: int) -> int:
-    if batch.num_insertions == 0:
+def _batch_max_weight(events, k: int) -> int:
+    if events.num_insertions == 0:
         return 0
-    return int(batch.insert_weights[:, k].max())
+    return int(events.weights[:, k].max())
 
 
 def change_lists(delta, k: int) -> ChangeLists:
@@ -146,6 +150,16 @@ def change_lists(delta, k: int) -> ChangeLists:
     changed_to = np.concatenate([delta.delete_dst, delta.insert_dst[up]]).astype(np.int32)
     return ChangeLists(changed_from=changed_from, changed_to=changed_to,
                        heads=np.ascontiguousarray(delta.insert_dst, dtype=np.int32))
+
+
+def _cuda_device(pending) -> int | None:
+    """The one device of the CUDA results (the graph lives there), or None without any."""
+    devices = {item.result.device for item in pending if item.engine != "host"}
+    if len(devices) > 1:
+        raise NotSupportedError(
+            f"update() got CUDA results on devices {sorted(devices)}; a graph lives on one device"
+        )
+    return devices.pop() if devices else None
 
 
 def update(graph, batch, *results, probe=None):
@@ -161,33 +175,42 @@ def update(graph, batch, *results, probe=None):
         if r.backend == "cuda":
             resolve_backend("cuda")
         pending.append(_Pending(r, opts, _select_engine(r.backend, opts, r.device)))
-    n_after = validate_for_graph(batch, graph.num_vertices, graph.num_weights)
+    events = graph.events_for(batch)
+    n_after = events.n_after
     n_old, m_old = graph.num_vertices, graph.num_edges
     for item in pending:
         k = item.opts.objective
-        item.max_weight = max(1, graph.max_weight(k), _batch_max_weight(batch, k))
+        item.max_weight = max(1, graph.max_weight(k), _batch_max_weight(events, k))
         check_size(item.max_weight, n_after)
         item.delta = item.opts.delta or default_delta(n_old, m_old, graph.weight_sum(k))
         item.plan = Plan(source=item.result.source, objective=k, num_vertices=n_after,
                          max_weight=item.max_weight, delta=item.delta,
                          packing=decide_packing(item.max_weight, n_after))
-    for item in pending:
-        if item.engine != "host":
-            try:
-                cuda_module().prepare(graph, item.plan, item.engine, item.result.device, len(batch))
-            except Exception as exc:
-                raise _wrap_device_errors(exc) from exc
+    device = _cuda_device(pending)
+    if device is not None:
+        try:
+            graph.to_device(device)  # the graph of a CUDA result lives on its device (§3.6)
+            for item in pending:
+                if item.engine != "host":
+                    cuda_module().prepare(graph, item.plan, item.engine, device, events.size)
+            graph.reserve_commit(events)
+        except Exception as exc:
+            raise _wrap_device_errors(exc) from exc
 
-    summary, delta = graph.apply(batch)  # the commit
+    try:
+        commit = graph.commit(events)  # the commit
+    except Exception as exc:  # nothing changed: the graph publishes only complete states
+        raise _wrap_device_errors(exc) from exc
 
     first_error = None
     stats = []
     for item in pending:
         try:
-            stats.append(_run_update(graph, item, delta, summary, probe))
+            stats.append(_run_update(graph, item, commit, probe))
         except Exception as exc:
             item.result._poisoned = True
             item.result._version = graph.version
+            item.result._state = graph.state_id
             stats.append(None)
             if first_error is None:
                 first_error = _wrap_device_errors(exc)
@@ -198,25 +221,26 @@ def update(graph, batch, *results, probe=None):
     return stats[0] if len(stats) == 1 else tuple(stats)
 
 
-def _run_update(graph: Graph, item: _Pending, delta, summary, probe) -> Stats:
+def _run_update(graph: Graph, item: _Pending, commit, probe) -> Stats:
     r = item.result
-    changes = change_lists(delta, item.opts.objective)
     r._d, r._p = grow_arrays(r._d, r._p, graph.num_vertices)
     if item.engine == "host":
         from . import host
 
+        changes = change_lists(commit.delta(), item.opts.objective)
         _call_probe(probe, "engine_start", None)
         report = host.update(graph, r._d, r._p, item.plan, changes)
         _call_probe(probe, "engine_stop", None)
     else:
         cuda = cuda_module()
-        cuda.upload(graph, r.device, item.opts.objective)
+        changes = cuda.changes_for(commit, item.opts.objective)
         stream = cuda.stream(r.device)
         _call_probe(probe, "engine_start", stream)
         report = cuda.update(graph, r._d, r._p, item.plan, changes, item.engine, r.device)
         _call_probe(probe, "engine_stop", stream)
     r._version = graph.version
-    r._stats = _stats(report, item.plan.packed, summary)
+    r._state = graph.state_id
+    r._stats = _stats(report, item.plan.packed, commit.summary())
     return r._stats
 
 

@@ -105,6 +105,7 @@ class Result:
         self._device = device
         self._options = options
         self._version = graph.version
+        self._state = graph.state_id  # the exact graph state the arrays describe
         self._stats = stats
         self._poisoned = False
 
@@ -188,6 +189,7 @@ class Result:
         clone = Result(self._graph, self._source, d, p, backend=target, device=device,
                        options=dataclasses.replace(self._options), stats=self._stats)
         clone._version = self._version
+        clone._state = self._state
         return clone
 
     def copy_from(self, other: "Result") -> None:
@@ -219,6 +221,7 @@ class Result:
             with on_engine_stream(other._d):
                 self._d, self._p = other._d.copy(), other._p.copy()
         self._version = other._version
+        self._state = other._state
         self._stats = other._stats
 
     @classmethod

@@ -29,6 +29,9 @@ def bench_modules(monkeypatch, tmp_path):
     module = importlib.import_module("bench.benchmarks.sssp_engines")
     module._STATES.clear()
     module._GRAPHS.clear()
+    apply_module = importlib.import_module("bench.benchmarks.graph_apply")
+    apply_module._APPLY.clear()
+    module.graph_apply = apply_module  # the tests below reach both suites through one fixture
     return common, module
 
 
@@ -39,7 +42,7 @@ def _methods(cls, prefixes=("time_", "track_")):
 def test_every_benchmark_runs_or_skips(bench_modules):
     common, module = bench_modules
     ran = set()
-    for cls in (module.Compute, module.Update, module.OperatorsOverFused):
+    for cls in (module.Compute, module.Update, module.OperatorsOverFused, module.graph_apply.Apply):
         for params in itertools.product(*cls.params):
             bench = cls()
             try:
@@ -57,6 +60,7 @@ def test_every_benchmark_runs_or_skips(bench_modules):
                 ran.add((cls.__name__, name, params[0]))
     assert ("Update", "time_update", "host") in ran and ("Compute", "time_compute", "host") in ran
     assert ("Update", "track_engine_seconds", "host") in ran
+    assert ("Apply", "time_apply", "host") in ran and ("Apply", "track_edges_after", "host") in ran
 
 
 def test_host_counters_match_the_api(bench_modules):
@@ -80,6 +84,40 @@ def test_host_counters_match_the_api(bench_modules):
         bench.time_update("host", kind)
         assert np.array_equal(bench.state.work.distances, result.distances)
         assert np.array_equal(bench.state.work.parents, result.parents)
+
+
+def test_apply_benchmark_starts_every_call_from_the_snapshot(bench_modules):
+    common, module = bench_modules
+    Apply = module.graph_apply.Apply
+    assert Apply.number == 1 and Apply.warmup_time == 0  # asv then runs setup before every call
+    inputs = common.load_inputs()
+    batch = common.load_batch(inputs, common.APPLY_BATCH)
+    fresh = common.build_graph(inputs)
+    fresh.apply(batch)
+    bench = Apply()
+    for _ in range(3):
+        bench.setup("host")  # restores the snapshot outside the timed call
+        graph = bench.state.graph
+        assert graph.state_id == bench.state.snapshot.state_id
+        version = graph.version
+        bench.time_apply("host")
+        # the call really applied the batch (one commit, a new state), from the pre-batch state
+        assert graph.version == version + 1 and graph.state_id != bench.state.snapshot.state_id
+        assert graph.num_edges == fresh.num_edges
+        # the same apply as on a fresh graph: byte-identical CSR
+        assert np.array_equal(np.asarray(graph.row_ptr), np.asarray(fresh.row_ptr))
+        assert np.array_equal(np.asarray(graph.col_ind), np.asarray(fresh.col_ind))
+        assert np.array_equal(np.asarray(graph.weights), np.asarray(fresh.weights))
+    bench.setup("host")
+    assert bench.track_edges_after("host") == fresh.num_edges
+
+
+def test_apply_benchmark_skips_the_device_without_a_gpu(bench_modules):
+    if backends.cuda_available():
+        pytest.skip("a GPU is present: the device variant runs (tests/gpu covers the device apply)")
+    _, module = bench_modules
+    with pytest.raises(NotImplementedError):
+        module.graph_apply.Apply().setup("cuda")
 
 
 def test_inputs_are_deterministic_and_cached(bench_modules, tmp_path):

@@ -227,3 +227,45 @@ def test_a_resumed_campaign_names_the_commit_of_every_session(tmp_path):
 def test_a_single_session_campaign_names_one_commit(rendered):
     _, text = rendered
     assert "Commit `0123456789abcdef`." in text and "- session " not in text
+
+
+def _region_paragraph(text):
+    section = text.split("## 3. Per graph", 1)[1].split("\n## ", 1)[0]
+    return " ".join(p for p in section.split("\n\n") if p.startswith('"Whole update, host"')).replace("\n", " ")
+
+
+def test_whole_update_region_says_what_the_rounds_timed(tmp_path):
+    from protocol import UPDATE_REGION
+
+    store = _write_fixture(tmp_path)
+    campaign = store.read_campaign()
+    # sessions recorded by the earlier code (no update_region): the rounds replayed a memo
+    old = _region_paragraph(render_report(store).read_text())
+    assert "through a memo" in old and "as a user pays it" not in old
+    # the current code marks every session: the real call, device apply, no memo
+    for session in campaign["sessions"]:
+        session["update_region"] = UPDATE_REGION
+    store.write_campaign(campaign)
+    new = _region_paragraph(render_report(store).read_text())
+    assert "as a user pays it" in new and "the device apply (the new CSRs built on the GPU)" in new
+    assert "batch validation and upload" in new and "No memo" in new and "reuse_applied_batches" not in new
+    # a resumed campaign whose sessions ran both codes says so
+    campaign["sessions"].append({"started_utc": "2026-12-02T11:00:00+00:00", "resumed": True})
+    store.write_campaign(campaign)
+    mixed = _region_paragraph(render_report(store).read_text())
+    assert "mixes the two" in mixed
+
+
+def test_host_sides_whole_update_region_names_the_host_apply(tmp_path):
+    from protocol import UPDATE_REGION
+    from protocol.report import build_context, _environment, TEMPLATE
+
+    store = _write_fixture(tmp_path)
+    campaign = store.read_campaign()
+    for session in campaign["sessions"]:
+        session["update_region"] = UPDATE_REGION
+    render_report(store)  # writes the summary from the rounds
+    summary = dict(store.read_summary(), sides={"A": "host", "B": "host"})
+    text = _environment().get_template(TEMPLATE).render(**build_context(campaign, summary, {}))
+    para = _region_paragraph(text)
+    assert "the host apply" in para and "device" not in para

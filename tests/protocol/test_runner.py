@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from protocol import UPDATE_REGION
 from protocol.exitcodes import ExitCode, UsageError
 from protocol.instruments import Instruments
 from protocol.records import RecordStore
@@ -66,6 +67,8 @@ def test_host_campaign_records_every_round(toy, tmp_path):
     assert campaign["cells"]["toy/mixed/0"]["status"] == "done"
     assert campaign["inputs"][0]["n"] == toy.graph.num_vertices
     assert campaign["clocks"]["mode"] == "not_applicable"
+    # the session says its update region is the real call (no apply memo), for the report
+    assert campaign["sessions"][0]["update_region"] == UPDATE_REGION
     # the graph is back in its pre-batch state for whoever uses it next
     assert toy.graph.state_id == toy.graph.snapshot().state_id
 
@@ -304,3 +307,37 @@ def test_each_session_records_its_commit_and_a_dirty_resume_needs_allow_dirty(to
     assert [s["git"]["commit"] for s in sessions] == ["a" * 40, "b" * 40]
     assert [s["git"]["dirty"] for s in sessions] == [False, True]
     assert "git" not in store.read_campaign()  # kept once, per session
+
+
+class _DeviceLabelledSide(Side):
+    """A side the runner treats as a CUDA side while it runs the host engine (CPU test of the
+    runner's device handling; the real device path is in tests/protocol/test_gpu_campaign.py)."""
+
+    @property
+    def needs_cuda(self) -> bool:
+        return True
+
+
+def test_a_cuda_side_makes_the_graph_device_resident_before_the_snapshot(tmp_path, monkeypatch):
+    gi = small_graph_input(n=300, m=1200)
+    graph = gi.graph
+    calls = []
+    snapshot = graph.snapshot
+    monkeypatch.setattr(graph, "to_device", lambda *a, **k: calls.append("to_device"), raising=False)
+    monkeypatch.setattr(graph, "snapshot", lambda: calls.append("snapshot") or snapshot())
+    monkeypatch.setattr(graph, "reuse_applied_batches", lambda *a, **k: calls.append("memo"), raising=False)
+    import protocol.cell
+
+    monkeypatch.setattr(protocol.cell, "_device_synchronize", lambda: calls.append("sync"))
+    side = _DeviceLabelledSide("cuda-labelled", "host")
+    code, store = run(host_config(sides=(side, HOST)), [gi], tmp_path)
+    assert code == ExitCode.OK
+    # once per graph: to the device, then the snapshot every round restores; never the apply memo
+    assert calls[:2] == ["to_device", "snapshot"] and "memo" not in calls
+    # every restore (guard, warm-up and timed rounds) waits for its device copies outside the timers
+    rows = store.read_rounds()
+    assert calls.count("sync") >= len(rows) + 2
+    # host sides only: the graph stays where it is
+    calls.clear()
+    code, _ = run(host_config(), [gi], tmp_path / "host")
+    assert code == ExitCode.OK and not {"to_device", "memo", "sync"} & set(calls)

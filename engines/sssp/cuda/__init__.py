@@ -1,6 +1,6 @@
 """The CUDA backend of ``engines.sssp``: what the dispatch (``engines.sssp.api``) calls.
 
-Two engines share the workspace, the device mirror, the stream and the synchronization helper of
+Two engines share the workspace, the device graph, the stream and the synchronization helper of
 this package: the fused engine (one persistent cooperative kernel, ``fused.py``) and the operators
 engine (one kernel per phase and a host loop, ``operators.py``). CuPy is imported lazily: this
 package imports on machines without CuPy, and ``is_available()`` is then False.
@@ -76,10 +76,10 @@ def stream(device: int):
 
 
 def prepare(graph, plan, engine: str, device: int, num_changes: int) -> None:
-    """Before the commit (§8.2 step 6): compile the engine's module, reserve the workspace for
-    ``plan.num_vertices`` vertices and ``num_changes`` changes, and grow the graph mirror for the
-    state after the batch (at most ``num_changes`` more edges). CudaError / OutOfMemoryError."""
-    from . import mirror, workspace
+    """Before the commit (§8.2 step 6): compile the engine's module and reserve the workspace for
+    ``plan.num_vertices`` vertices and ``num_changes`` changes. CudaError / OutOfMemoryError.
+    (The device graph reserves what the commit needs in ``Graph.reserve_commit``.)"""
+    from . import workspace
 
     module = _engine_module(engine)
     module.load_module(device)
@@ -87,17 +87,23 @@ def prepare(graph, plan, engine: str, device: int, num_changes: int) -> None:
     ws = workspace.get(device, graph.vertex_dtype)
     with ws.lock:
         ws.reserve(int(plan.num_vertices), max(int(num_changes), 1), s)
-    mirror.reserve(
-        graph, device, int(plan.num_vertices), int(graph.num_edges) + max(int(num_changes), 0),
-        int(plan.objective), s,
-    )
 
 
-def upload(graph, device: int, objective: int) -> None:
-    """Refresh the device mirror of the graph's current state (host-to-device copies only)."""
-    from . import mirror
+def changes_for(commit, objective: int):
+    """The device change lists of one objective for a CUDA engine (built by the device apply)."""
+    from .device_apply import DeviceChangeLists
 
-    mirror.upload(graph, device, objective, runtime.stream(device))
+    return DeviceChangeLists(commit.pending, objective)
+
+
+def device_bytes(graph, *results) -> int:
+    """Device memory a graph and its CUDA results hold (buffer sets, apply scratch, trees)."""
+    total = graph.device_bytes()
+    for r in results:
+        if r.backend == "cuda":
+            d, p = r._d, r._p
+            total += int(d.nbytes) + int(p.nbytes)
+    return total
 
 
 def update(graph, distances, parents, plan, changes, engine: str, device: int):
@@ -116,10 +122,11 @@ __all__ = [
     "current_device",
     "fused_unavailable_reason",
     "is_available",
+    "changes_for",
+    "device_bytes",
     "prepare",
     "select_engine",
     "stream",
     "update",
-    "upload",
     "without_cooperative_launch",
 ]

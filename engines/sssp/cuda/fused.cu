@@ -199,7 +199,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     sssp::i64* distances, V* parents,
     sssp::u64* words, sssp::i32* stamp, sssp::i32* in_far, sssp::i32* flag, V* ancestor,
     V* candidates, V* frontier, V* near_a, V* near_b, V* far_a, V* far_b,
-    const V* __restrict__ changed_from, const V* __restrict__ changed_to, V num_changed,
+    const V* __restrict__ changed_from, const V* __restrict__ changed_to,
+    const V* __restrict__ changed_count,
     const V* __restrict__ heads, V num_heads,
     sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta,
     sssp::i32 base_generation, sssp::i32 max_rounds, sssp::FusedControl<V>* ctl) {
@@ -211,6 +212,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     const CsrView<V, O> out{out_ptr, out_index, out_weight};
     const CsrView<V, O> in{in_ptr, in_index, in_weight};
     const i64 nn = static_cast<i64>(n);
+    // The changed count is built on the device by the apply (weight increases are known there
+    // only); every thread reads the same value, so the branch below stays uniform.
+    const V num_changed = *changed_count;
 
     // Pack the old tree (§5.3) and mark the roots (§5.4), judged against the input parents.
     bool overflow = false;

@@ -7,7 +7,7 @@ stream, then reads the control block back once through ``runtime.synchronize``. 
 ``overflow`` into ``invalid_input`` and the pointer-jumping activity of the last round into
 ``parent_cycle`` (re-zeroing the workspace first), else hands the kernel's last generation back
 to the workspace and reports the statistics. A steady-state update allocates no device memory:
-the workspace, the change-list buffers, the control block and the graph mirror are reserved
+the workspace, the change-list buffers, the control block and the device graph are reserved
 beforehand (``prepare``) and reused.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from ... import errors
 from ..plan import EngineReport
-from . import mirror, runtime, workspace
+from . import runtime, workspace
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
@@ -84,12 +84,15 @@ def _scalars(plan, vertex_dtype):
 
 
 def update(graph, distances, parents, plan, changes, device: int) -> EngineReport:
-    """One fused update of ``(distances, parents)`` (CuPy, already grown to n) in place (§5)."""
+    """One fused update of ``(distances, parents)`` (CuPy, already grown to n) in place (§5).
+
+    ``changes`` is a ``device_apply.DeviceChangeLists``: the lists are built on the device.
+    """
     cupy = runtime.cupy_module()
     vertex_dtype = np.dtype(parents.dtype)
     n = int(plan.num_vertices)
-    num_changed = int(changes.changed_to.shape[0])
-    num_heads = int(changes.heads.shape[0])
+    num_changed = changes.upper
+    num_heads = changes.num_heads
     s = runtime.stream(device)
     module = load_module(device)
     ws = workspace.get(device, vertex_dtype)
@@ -101,11 +104,11 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
         try:
             runtime.order_after_current_stream(s, device)
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
-                dg = mirror.view(graph, device, plan.objective)
+                dg = graph._device.view(plan.objective)
                 fn = module.function("fused_update", vertex_dtype, dg.offset_dtype)
                 blocks = grid_blocks(module, "fused_update", vertex_dtype, dg.offset_dtype)
                 ws.reserve(n, max(num_changed, num_heads, 1), s)  # within capacity: nothing
-                changed_from, changed_to, heads = ws.stage_changes(changes, s)
+                changed_from, changed_to, heads, changed_count = changes.stage(ws, s)
                 base = ws.next_generation(s)
                 control = ws.control("fused")
                 control.upload_initial(s)
@@ -119,7 +122,7 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
                         distances, parents,
                         ws.word, ws.stamp, ws.in_far, ws.flag, ws.ancestor,
                         ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
-                        changed_from, changed_to, vt(num_changed),
+                        changed_from, changed_to, changed_count,
                         heads, vt(num_heads),
                         bits, no_parent, bound, delta,
                         np.int32(base), np.int32(max_rounds), control.device,
@@ -129,7 +132,7 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
         except Exception:
             _reset_quietly(ws, s)
             raise
-        return _epilogue(ws, s, record, syncs, num_changed, max_rounds)
+        return _epilogue(ws, s, record, syncs, changes.num_changed(), max_rounds)
 
 
 def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> EngineReport:
@@ -170,7 +173,7 @@ def compute(graph, plan, device: int):
         try:
             runtime.order_after_current_stream(s, device)
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
-                dg = mirror.view(graph, device, plan.objective)
+                dg = graph._device.view(plan.objective)
                 fn = module.function("fused_compute", vertex_dtype, dg.offset_dtype)
                 blocks = grid_blocks(module, "fused_compute", vertex_dtype, dg.offset_dtype)
                 ws.reserve(n, 1, s)

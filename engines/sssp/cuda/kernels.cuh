@@ -29,7 +29,7 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 static constexpr u64 INF_WORD = ~0ull;
 // INF = 2^61 - 1 and INF/2 (integer division), as in engines/sssp/packing.py (§2, §3.1).
 static constexpr i64 INF_DISTANCE = (1ll << 61) - 1;
-static constexpr i64 INF_HALF = INF_DISTANCE / 2;
+[[maybe_unused]] static constexpr i64 INF_HALF = INF_DISTANCE / 2;
 // The empty value of a 64-bit minimum slot.
 static constexpr u64 EMPTY_MIN = ~0ull;
 

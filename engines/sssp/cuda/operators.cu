@@ -94,11 +94,13 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 
 // ---------------------------------------------------------------------------------------------
 // Roots (§5.4): the heads of changed edges that are tree edges of the input parents as given.
-// Launched only when the changed list is non-empty.
+// Launched only when the batch could change an edge; the count itself is the device's (the apply
+// knows the weight increases).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_roots(V num_changed, const V* __restrict__ changed_from, const V* __restrict__ changed_to,
-              const V* __restrict__ parents, i32* __restrict__ flag) {
+    ops_roots(const V* __restrict__ changed_count, const V* __restrict__ changed_from,
+              const V* __restrict__ changed_to, const V* __restrict__ parents, i32* __restrict__ flag) {
+    const V num_changed = *changed_count;
     const GridStride g;
     for (i64 i = g.first; i < num_changed; i += g.stride) {
         const V to = changed_to[i];
@@ -111,11 +113,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // after one in which no vertex jumped returns at once (a uniform decision: the previous launch
 // has finished), so the device stops exactly where the fused kernel does. Each round reports its
 // own activity in ctl->active[round]; activity in round R is a parent cycle (checked at sync #1).
+// With an empty changed list (known on the device only) round 0 returns at once, and so every
+// later round: no pointer jumping, as §5.5 requires.
 // Ancestors and flags are written by other blocks of the same launch: coherent loads.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_pointer_jump(V n, i32 round, V* __restrict__ ancestor, i32* __restrict__ flag,
-                     OperatorsControl<V>* ctl) {
+    ops_pointer_jump(V n, i32 round, const V* __restrict__ changed_count, V* __restrict__ ancestor,
+                     i32* __restrict__ flag, OperatorsControl<V>* ctl) {
+    if (round == 0 && *changed_count == 0) return;
     if (round > 0 && load_cg(&ctl->active[round - 1]) == 0) return;
     const GridStride g;
     bool jumping = false;

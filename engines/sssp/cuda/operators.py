@@ -14,7 +14,7 @@ synchronization helper (§10.3):
 so host_syncs <= sync_budget = 3 + iterations + epochs (2 for an update without candidates) and
 2 + iterations + epochs for compute(). Everything else is stream-ordered on the device's one
 stream: no other synchronizing call, no device-to-host copy, and no device allocation once the
-workspace and the mirror are reserved (compute() allocates only its result arrays).
+workspace and the device graph are reserved (compute() allocates only its result arrays).
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import errors
-from ..plan import ChangeLists, EngineReport, Plan
-from . import mirror as mirror_module
+from ..plan import EngineReport, Plan
 from . import runtime
 from . import workspace as workspace_module
 
@@ -207,35 +206,14 @@ class _Run:
         )
 
 
-_order_events: dict[int, object] = {}
-
-
-def _order_after_current_stream(stream, device: int) -> None:
-    """Make the engine's stream wait, on the device, for work already enqueued on the caller's
-    current stream: the dispatch grows, clones and imports result arrays there (CuPy's current
-    stream, often the legacy default one, with which a non-blocking stream does not order
-    itself). An event record and a stream wait: no host synchronization, no allocation."""
-    cupy = runtime.cupy_module()
-    with cupy.cuda.Device(device):
-        current = cupy.cuda.get_current_stream()
-        if current.ptr == stream.ptr:
-            return
-        event = _order_events.get(device)
-        if event is None:
-            event = _order_events[device] = cupy.cuda.Event(block=False, disable_timing=True)
-        event.record(current)
-        stream.wait_event(event)
-
-
 def _begin(graph, plan: Plan, device: int, num_changes: int):
     """The workspace (capacity checked), the device graph view and the stream of a run."""
     device = int(device)
     stream = runtime.stream(device)
-    with runtime.cuda_errors("ordering the engine's stream after the caller's"):
-        _order_after_current_stream(stream, device)
+    runtime.order_after_current_stream(stream, device)
     ws = workspace_module.get(device, graph.vertex_dtype)
     ws.require(int(plan.num_vertices), int(num_changes))
-    dgraph = mirror_module.view(graph, device, plan.objective)
+    dgraph = graph._device.view(plan.objective)
     if dgraph.num_vertices != plan.num_vertices:
         raise errors.InternalError(
             f"the device graph has {dgraph.num_vertices} vertices, the plan {plan.num_vertices}"
@@ -247,16 +225,14 @@ def _begin(graph, plan: Plan, device: int, num_changes: int):
 # update()
 
 
-def update(graph, distances, parents, plan: Plan, changes: ChangeLists, device: int) -> EngineReport:
+def update(graph, distances, parents, plan: Plan, changes, device: int) -> EngineReport:
     """Update the tree in (distances, parents) (CuPy, already grown) to ``graph``'s state.
 
     Post-commit input errors (§8.3) re-zero the workspace and raise ``invalid_input_error()`` or
     ``parent_cycle_error()``; nothing is launched after the synchronization that finds them.
     """
     cupy = runtime.cupy_module()
-    num_changed = int(changes.changed_to.shape[0])
-    num_heads = int(changes.heads.shape[0])
-    ws, dgraph, stream = _begin(graph, plan, device, max(num_changed, num_heads))
+    ws, dgraph, stream = _begin(graph, plan, device, max(changes.upper, changes.num_heads))
     # The stream is also made current, so that nothing CuPy might enqueue lands elsewhere.
     with ws.lock, cupy.cuda.Device(int(device)), stream, \
             runtime.cuda_errors("running the operators engine"):
@@ -270,23 +246,26 @@ def update(graph, distances, parents, plan: Plan, changes: ChangeLists, device: 
             raise
 
 
-def _update(run: _Run, distances, parents, changes: ChangeLists) -> EngineReport:
+def _update(run: _Run, distances, parents, changes) -> EngineReport:
+    """``changes`` is a ``device_apply.DeviceChangeLists``: built on the device, its count read
+    there by the kernels; the host knows an upper bound (``upper``) before sync #1."""
     ws, launch, ctl, n = run.ws, run.launch, run.ctl, run.n
-    num_changed = int(changes.changed_to.shape[0])
-    num_heads = int(changes.heads.shape[0])
+    upper = changes.upper
+    num_heads = changes.num_heads
 
     launch.single("ops_control_init", ctl)
     launch.over("ops_pack", n, launch.v(n), distances, parents, ws.word, ws.ancestor, run.bound,
                 run.bits, run.no_parent, ctl)
-    changed_from, changed_to, heads = ws.stage_changes(changes, run.stream)
+    changed_from, changed_to, heads, changed_count = changes.stage(ws, run.stream)
     max_rounds = 0
-    if num_changed > 0:
-        launch.over("ops_roots", num_changed, launch.v(num_changed), changed_from, changed_to,
-                    parents, ws.flag)
-        # Every round is enqueued without waiting; the device ends them early (§5.5 [ops]).
+    if upper > 0:
+        launch.over("ops_roots", upper, changed_count, changed_from, changed_to, parents, ws.flag)
+        # Every round is enqueued without waiting; the device ends them early (§5.5 [ops]), and
+        # at once when the changed list turned out empty.
         max_rounds = pointer_jumping_rounds(n)
         for r in range(max_rounds):
-            launch.over("ops_pointer_jump", n, launch.v(n), np.int32(r), ws.ancestor, ws.flag, ctl)
+            launch.over("ops_pointer_jump", n, launch.v(n), np.int32(r), changed_count, ws.ancestor,
+                        ws.flag, ctl)
     g_inv = run.generation()
     launch.over("ops_invalidate", n, launch.v(n), ws.flag, ws.word, ws.stamp, g_inv,
                 ws.candidates, ctl)
@@ -297,7 +276,7 @@ def _update(run: _Run, distances, parents, changes: ChangeLists) -> EngineReport
     record = run.sync()  # #1: the input checks, invalidated and the candidate count
     if int(record["overflow"]) != 0:
         raise errors.invalid_input_error()
-    if num_changed > 0 and int(record["active"][max_rounds - 1]) != 0:
+    if max_rounds > 0 and changes.num_changed() > 0 and int(record["active"][max_rounds - 1]) != 0:
         raise errors.parent_cycle_error()
     invalidated = int(record["invalidated"])
     candidates = run._check_length("candidates list", record["candidates"])

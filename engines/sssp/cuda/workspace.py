@@ -8,8 +8,8 @@ device memory. It holds:
   (vertex type) and the six lists ``candidates``, ``frontier``, ``near_a``, ``near_b``, ``far_a``,
   ``far_b`` (vertex type, capacity n each);
 - the generation counter (``next_generation()``, the 2^30 reset rule);
-- the change-list buffers on the device, staged through one pinned host buffer and copied with
-  one asynchronous host-to-device copy;
+- the change-list buffers on the device (``changed_from``, ``changed_to``, ``heads`` and the
+  changed count), which the device apply fills for each run (``device_apply``);
 - the control blocks (fused and operators layouts of ``kernels.cuh``), each a small device buffer
   mirrored by a NumPy structured dtype over pinned host memory.
 
@@ -152,8 +152,7 @@ class Workspace:
         self.candidates = self.frontier = None
         self.near_a = self.near_b = self.far_a = self.far_b = None
         self.changes_device = None
-        self._changes_host = None
-        self._changes_host_ptr = 0
+        self.change_count = None
         self._controls: dict[str, ControlBlock] = {}
 
     # -- reservation --------------------------------------------------------------------------
@@ -171,11 +170,11 @@ class Workspace:
             # changed_from, changed_to and heads live in one buffer: 3 x the change capacity.
             if num_changes > self.change_capacity or self.changes_device is None:
                 cap = _grown(self.change_capacity, num_changes)
+                self.changes_device = None
                 self.changes_device = cupy.empty(3 * cap, dtype=self.vertex_dtype)
-                self._changes_host, self._changes_host_ptr = _pinned_array(
-                    3 * cap * self.vertex_dtype.itemsize, self.vertex_dtype, 3 * cap
-                )
                 self.change_capacity = cap
+            if self.change_count is None:
+                self.change_count = cupy.zeros(1, dtype=self.vertex_dtype)
             for layout in CONTROL_LAYOUTS:
                 if layout not in self._controls:
                     self._controls[layout] = ControlBlock(layout, self.vertex_dtype, self.device)
@@ -242,27 +241,11 @@ class Workspace:
 
     # -- change lists -------------------------------------------------------------------------
 
-    def stage_changes(self, changes, stream):
-        """Copy the change lists (§3.4) to the device with one asynchronous copy.
-
-        Returns device views ``(changed_from, changed_to, heads)``; no allocation, no wait.
-        """
-        num_changed = int(changes.changed_to.shape[0])
-        num_heads = int(changes.heads.shape[0])
-        if max(num_changed, num_heads) > self.change_capacity:
-            self.reserve(0, max(num_changed, num_heads), stream)  # unusual: prepare reserves
-        host = self._changes_host
-        a, b, c = num_changed, 2 * num_changed, 2 * num_changed + num_heads
-        host[0:a] = changes.changed_from
-        host[a:b] = changes.changed_to
-        host[b:c] = changes.heads
-        if c:
-            with cuda_errors("copying the change lists"):
-                self.changes_device.data.copy_from_host_async(
-                    self._changes_host_ptr, c * self.vertex_dtype.itemsize, stream
-                )
-        dev = self.changes_device
-        return dev[0:a], dev[a:b], dev[b:c]
+    def change_views(self):
+        """Device views ``(changed_from, changed_to, heads, changed_count)`` at fixed offsets of
+        the reserved buffer, which the device apply fills for a run (no allocation)."""
+        cap, dev = self.change_capacity, self.changes_device
+        return dev[0:cap], dev[cap:2 * cap], dev[2 * cap:3 * cap], self.change_count
 
 
 _registry_lock = threading.Lock()

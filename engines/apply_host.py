@@ -1,0 +1,583 @@
+"""The host applier of §3.3/§3.6: one commit in O(n + m + b log b), never sorting the m entries.
+
+The old host apply keyed and sorted every entry per commit (0.5-0.9 s on roadNet-PA) and the
+in-CSR was rebuilt by another argsort per version. Here a commit sorts only the ``b`` events of
+the batch and moves the untouched rows by a constant shift per run of rows, so its cost is the
+copy of the arrays plus work proportional to the touched rows.
+
+The out side and the in side are edited by the same routine (:func:`_edit_side`): rows are the
+sources and keys the destinations on the out side, the other way round on the in side. Both sides
+walk each row's events in event order (deletions first, then insertions, batch order, which is
+how :class:`engines.batch.BatchEvents` lists them), so the copies of a pair (u, v) keep the same
+relative order in u's out-row and in v's in-row, and both sides remove or upsert the same
+physical edges. That rule, applied from a fresh graph's canonical in-order
+(:func:`canonical_in_csr`), *defines* the in-CSR order of every later version; the device
+applier must reproduce it byte for byte.
+
+Every function here is pure: inputs are read, new arrays are returned (read-only), so a failure
+half-way leaves the previous state intact and a state can be shared by snapshots.
+
+Cost, measured on a 2-core host with a roadNet-PA-sized graph (1.09 M vertices, 3.08 M arcs,
+K = 3) and a 50k-change batch: about 30 ms for both sides (two threads; 40 ms on one), against
+about 340 ms for the old sorting apply plus the old in-CSR argsort. What remains is memory
+traffic: the block moves (7 ms for an empty batch) and scattered reads of the touched rows. The
+kernels are written for that (unsigned indices, NumPy-allocated outputs, deferred gathers); see
+the notes in each.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .batch import ApplySummary, BatchEvents
+from .errors import InvalidArgumentError
+
+
+@dataclass(frozen=True, eq=False)
+class HostCsr:
+    """One graph state as host arrays; never modified in place (states are shared by snapshots).
+
+    ``weights`` and ``in_weights`` are ``(K, m)`` objective-major and C-contiguous (§3.1);
+    ``in_weights[k, i]`` is column k of in-edge i.
+    """
+
+    row_ptr: np.ndarray     # int64 (n + 1)
+    col_ind: np.ndarray     # int32 (m)
+    weights: np.ndarray     # int32 (K, m)
+    in_ptr: np.ndarray      # int64 (n + 1)
+    in_src: np.ndarray      # int32 (m)
+    in_weights: np.ndarray  # int32 (K, m)
+
+    @property
+    def num_vertices(self) -> int:
+        return int(self.row_ptr.shape[0]) - 1
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.col_ind.shape[0])
+
+    @property
+    def num_weights(self) -> int:
+        return int(self.weights.shape[0])
+
+
+@dataclass(frozen=True)
+class WeightScalars:
+    """Per-column ``max_weight`` and exact ``weight_sum`` of one state (§3.5), as Python ints.
+
+    Kept per state and carried from commit to commit so that §3.5's W and delta never need a
+    full column scan per update (§3.6); only a removal or decrease of a maximum forces a rescan.
+    """
+
+    max_weight: tuple[int, ...]  # 0 for an empty column
+    weight_sum: tuple[int, ...]
+
+
+_U = numba.uint64
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    """A read-only view (the caller's array keeps its flags).
+
+    Numba compiles one specialization per (dtype, layout, readonly) combination; handing the
+    kernels read-only C-contiguous views always means one compiled (and cached) version each.
+    """
+    v = a.view()
+    v.setflags(write=False)
+    return v
+
+
+def _ptr64(ptr, name: str) -> np.ndarray:
+    ptr = np.asarray(ptr)
+    if ptr.ndim != 1 or ptr.shape[0] < 1 or ptr.dtype not in (np.int32, np.int64):
+        raise InvalidArgumentError(f"{name} must be a 1-D int32/int64 array of n + 1 offsets")
+    return _ro(np.ascontiguousarray(ptr, dtype=np.int64))
+
+
+def _keys32(keys, name: str) -> np.ndarray:
+    keys = np.asarray(keys)
+    if keys.ndim != 1 or keys.dtype != np.int32:
+        raise InvalidArgumentError(f"{name} must be a 1-D int32 array")
+    return _ro(np.ascontiguousarray(keys))
+
+
+def _weights32(w, m: int, name: str) -> np.ndarray:
+    w = np.asarray(w)
+    if w.ndim != 2 or w.dtype != np.int32 or w.shape[1] != m:
+        raise InvalidArgumentError(f"{name} must be an int32 (K, {m}) array, got {w.dtype} {w.shape}")
+    return _ro(np.ascontiguousarray(w))
+
+
+def _finish(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+# -- canonical in-order --------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _transpose_kernel(row_ptr, col_ind, weights, in_ptr, in_src, in_w):
+    # A stable counting sort by destination: visiting edges in out-index order and filling each
+    # in-row from its cursor gives exactly np.argsort(col_ind, kind="stable") without an
+    # O(m log m) sort. The permutation is built first (one scattered write per edge) and the
+    # arrays are then gathered one at a time with sequential writes: scattering all K + 1 arrays
+    # at once was three times slower. Outputs come from NumPy (huge pages; see _copy_kernel).
+    m = col_ind.shape[0]
+    n = in_ptr.shape[0] - 1
+    k_cols = weights.shape[0]
+    in_ptr[:] = 0
+    for e in range(m):
+        in_ptr[_U(col_ind[e]) + _U(1)] += 1
+    for v in range(n):
+        in_ptr[v + 1] += in_ptr[v]
+    cursor = in_ptr[:n].copy()
+    perm = np.empty(m, np.int64)
+    for e in range(m):
+        v = _U(col_ind[e])
+        perm[_U(cursor[v])] = e
+        cursor[v] += 1
+    src_of = np.empty(m, np.int32)
+    for u in range(row_ptr.shape[0] - 1):
+        for e in range(_U(row_ptr[u]), _U(row_ptr[u + 1])):
+            src_of[e] = u
+    for i in range(m):
+        in_src[i] = src_of[_U(perm[i])]
+    for k in range(k_cols):
+        for i in range(m):
+            in_w[k, i] = weights[k, _U(perm[i])]
+
+
+def canonical_in_csr(row_ptr, col_ind, weights_km, num_vertices: int):
+    """The in-CSR of a fresh graph: in-edges of v ordered by out-edge index (O(n + m)).
+
+    This is the starting order that every commit then edits (module docstring); it equals the
+    order of ``np.argsort(col_ind, kind="stable")`` byte for byte. Returns ``(in_ptr int64,
+    in_src int32, in_weights int32 (K, m))``, read-only.
+    """
+    ptr = _ptr64(row_ptr, "row_ptr")
+    col = _keys32(col_ind, "col_ind")
+    w = _weights32(weights_km, col.shape[0], "weights")
+    n = int(num_vertices)
+    if ptr.shape[0] != n + 1 or int(ptr[-1]) != col.shape[0]:
+        raise InvalidArgumentError("row_ptr does not describe num_vertices rows of col_ind")
+    if col.shape[0] and (int(col.min()) < 0 or int(col.max()) >= n):
+        raise InvalidArgumentError("col_ind holds a vertex id outside [0, num_vertices)")
+    in_ptr = np.empty(n + 1, dtype=np.int64)
+    in_src = np.empty(col.shape[0], dtype=np.int32)
+    in_w = np.empty(w.shape, dtype=np.int32)
+    _transpose_kernel(ptr, col, w, in_ptr, in_src, in_w)
+    return _finish(in_ptr, in_src, in_w)
+
+
+def scalars_of(weights_km) -> WeightScalars:
+    """Full-scan scalars of a state; used once at construction, commits update them in O(b)."""
+    w = np.asarray(weights_km)
+    if w.ndim != 2:
+        raise InvalidArgumentError("weights must be (K, m)")
+    if w.shape[1] == 0:
+        zeros = tuple(0 for _ in range(w.shape[0]))
+        return WeightScalars(zeros, zeros)
+    return WeightScalars(tuple(int(x) for x in w.max(axis=1)),
+                         tuple(int(x) for x in w.sum(axis=1, dtype=np.int64)))
+
+
+# -- one side ------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _settle_ties(comp, order):
+    """Turn an unstable argsort of ``comp`` into the stable one: each run of equal keys (one
+    (row, key) pair) gets its event indices in ascending order. Runs are the copies of one pair
+    in one batch, short in practice; the fast introsort plus this pass beats a stable sort of the
+    b keys several times over."""
+    num = order.shape[0]
+    p = 0
+    while p < num:
+        q = p + 1
+        c = comp[order[p]]
+        while q < num and comp[order[q]] == c:
+            q += 1
+        if q - p > 1:
+            order[p:q] = np.sort(order[p:q])
+        p = q
+
+
+@numba.njit(cache=True, nogil=True)
+def _plan_kernel(ptr, keys, w, n_old, n_after, ev_row, ev_key, order, num_del, ev_w, max_w, extras,
+                 new_ptr):
+    """Resolve one side's events and fill ``new_ptr``; the entries are moved by :func:`_copy_kernel`.
+
+    ``order`` groups the events by (row, key), event order inside each pair. Within a row, a
+    deletion or insertion of key x only ever looks at entries with key x, and all deletions
+    precede all insertions, so each (row, key) group can be resolved on its own: its d deletions
+    remove the first d old copies, its insertions upsert the next old copy, or else one appended
+    entry. Only the append order couples pairs of a row (batch order of each new pair's first
+    insertion), restored by a small sort of the row's appends. Grouping by pair rather than by row
+    alone keeps a row with many insertions linear: no search through the row's append list.
+
+    Entry states live in a scratch array covering only the touched rows' old entries (offset
+    ``t_scr[t]`` for touched row t): -1 kept, -2 removed, i >= 0 upserted with insertion i's
+    weights. Nothing of size m is touched here.
+
+    The weight reads of the scalars and of ``weight_increased`` (``extras``, out side only) are
+    recorded in the main loop and done afterwards in tight loops: scattered reads there overlap
+    in the memory system, inside the branchy main loop they were paid one after the other.
+    """
+    k_cols = w.shape[0]
+    num_ev = order.shape[0]
+    num_ins = ev_w.shape[0]
+
+    # The events in group order, as contiguous arrays (the main loop reads them many times).
+    rows = np.empty(num_ev, np.int64)
+    kk = np.empty(num_ev, np.int64)
+    for p in range(num_ev):
+        rows[p] = ev_row[order[p]]
+        kk[p] = ev_key[order[p]]
+    # Scratch size: the old lengths of the distinct touched rows.
+    scr_size = 0
+    nt_max = 0
+    for p in range(num_ev):
+        r = rows[p]
+        if p == 0 or r != rows[p - 1]:
+            nt_max += 1
+            if r < n_old:
+                scr_size += ptr[r + 1] - ptr[r]
+    state = np.empty(scr_size, np.int32)
+    t_row = np.empty(nt_max, np.int64)
+    t_removed = np.empty(nt_max, np.int64)
+    t_app = np.empty(nt_max + 1, np.int64)   # the row's appends are app_*[t_app[t]:t_app[t+1]]
+    t_scr = np.empty(nt_max + 1, np.int64)
+    app_key = np.empty(num_ins, np.int32)
+    app_first = np.empty(num_ins, np.int64)  # event index of the pair's first insertion
+    app_from = np.empty(num_ins, np.int64)   # insertion index whose weights the entry ends with
+    counts = np.zeros(4, np.int64)           # hits, missing, inserted, updated
+    n_x = num_ins if extras else 0
+    rm_idx = np.empty(num_del if extras else 0, np.int64)  # removed old entries
+    up_tgt = np.empty(n_x, np.int64)         # upserted old entries ...
+    up_from = np.empty(n_x, np.int64)        # ... and the insertion whose weights they take
+    ins_old = np.empty(n_x, np.int64)        # first old copy of each insertion's pair, or -1
+    ins_last = np.empty(n_x, np.int64)       # the pair's last insertion
+    nrm = 0
+    nup = 0
+
+    nt = 0
+    na = 0
+    off = 0
+    p = 0
+    while p < num_ev:
+        r = rows[p]
+        s = 0
+        e = 0
+        if r < n_old:
+            s = ptr[r]
+            e = ptr[r + 1]
+        base = off - s  # state index of old entry q is base + q
+        for q in range(off, off + (e - s)):
+            state[q] = -1
+        t_row[nt] = r
+        t_app[nt] = na
+        t_scr[nt] = off
+        off += e - s
+        removed = 0
+        while p < num_ev and rows[p] == r:
+            x = kk[p]
+            p2 = p
+            d = 0
+            while p2 < num_ev and rows[p2] == r and kk[p2] == x:
+                if order[p2] < num_del:
+                    d += 1
+                p2 += 1
+            c = p2 - p - d  # the pair's insertions are order[p + d : p2]
+            first_old = -1
+            target = -1
+            gone = 0
+            ubase = _U(base)  # unsigned indices: no wraparound checks (see _copy_kernel)
+            for uq in range(_U(s), _U(e)):
+                if keys[uq] == x:
+                    q = np.int64(uq)
+                    if first_old < 0:
+                        first_old = q
+                    if gone < d:
+                        state[ubase + uq] = -2
+                        gone += 1
+                        if extras:
+                            rm_idx[nrm] = q
+                            nrm += 1
+                    else:
+                        target = q
+                        break
+                    if gone == d and c == 0:
+                        break
+            removed += gone
+            counts[0] += gone
+            counts[1] += d - gone
+            if c > 0:
+                i_last = order[p2 - 1] - num_del
+                if target >= 0:
+                    state[base + target] = i_last
+                    counts[3] += c
+                    if extras:
+                        up_tgt[nup] = target
+                        up_from[nup] = i_last
+                        nup += 1
+                else:
+                    app_key[na] = x
+                    app_first[na] = order[p + d]
+                    app_from[na] = i_last
+                    na += 1
+                    counts[2] += 1
+                    counts[3] += c - 1
+                if extras:
+                    for q2 in range(p + d, p2):
+                        i = order[q2] - num_del
+                        ins_old[i] = first_old
+                        ins_last[i] = i_last
+            p = p2
+        lo = t_app[nt]
+        if na - lo > 1:
+            perm = np.argsort(app_first[lo:na]) + lo  # distinct values: stability is moot
+            app_key[lo:na] = app_key[perm].copy()
+            app_first[lo:na] = app_first[perm].copy()
+            app_from[lo:na] = app_from[perm].copy()
+        t_removed[nt] = removed
+        nt += 1
+    t_app[nt] = na
+    t_scr[nt] = off
+
+    # New offsets: old lengths, adjusted on the touched rows (met in increasing row order).
+    new_ptr[0] = 0
+    acc = 0
+    ti = 0
+    for r in range(n_after):
+        ln = 0
+        if r < n_old:
+            ln = ptr[r + 1] - ptr[r]
+        if ti < nt and t_row[ti] == r:
+            ln += (t_app[ti + 1] - t_app[ti]) - t_removed[ti]
+            ti += 1
+        acc += ln
+        new_ptr[r + 1] = acc
+
+    increased = np.zeros((n_x, k_cols), np.bool_)
+    sum_delta = np.zeros(k_cols, np.int64)
+    new_max = np.zeros(k_cols, np.int64)
+    rescan = np.zeros(k_cols, np.bool_)
+    if extras:
+        for k in range(k_cols):
+            mk = max_w[k]
+            sd = 0
+            nm = 0
+            rs = False
+            for t in range(nrm):
+                wk = w[k, rm_idx[t]]
+                sd -= wk
+                rs |= wk == mk
+            for t in range(nup):
+                nw = ev_w[up_from[t], k]
+                ow = w[k, up_tgt[t]]
+                sd += nw - ow
+                rs |= (nw < ow) & (ow == mk)
+                nm = max(nm, nw)
+            for a in range(na):
+                nw = ev_w[app_from[a], k]
+                sd += nw
+                nm = max(nm, nw)
+            # §3.3: the first copy of G_t (alive or not) against the first copy of G_{t+1},
+            # which always carries the pair's last insertion.
+            for i in range(num_ins):
+                f = ins_old[i]
+                if f >= 0:
+                    increased[i, k] = ev_w[ins_last[i], k] > w[k, f]
+            sum_delta[k] = sd
+            new_max[k] = nm
+            rescan[k] = rs
+    return (t_row[:nt], t_app[:nt + 1], t_scr[:nt + 1], state, app_key[:na], app_from[:na],
+            counts, increased, sum_delta, new_max, rescan)
+
+
+@numba.njit(cache=True, nogil=True)
+def _copy_kernel(ptr, keys, w, n_old, n_after, new_ptr, t_row, t_app, t_scr, state, app_key,
+                 app_from, ev_w, new_keys, new_w):
+    """Move the entries: the untouched rows between two touched rows share one shift, so each
+    such run is one block move per array; touched rows are rebuilt entry by entry.
+
+    Measured choices (roadNet-PA-sized, 50k touched rows): indices are unsigned, since Numba's
+    negative-index wraparound on signed ones kept these loops from vectorizing (a slice
+    assignment per run was no better: its view and overlap checks cost more than the short moves
+    themselves); the outputs are allocated by NumPy, which asks for huge pages, as first-touch
+    page faults on a fresh Numba allocation made the copy three times slower.
+    """
+    k_cols = w.shape[0]
+    nt = t_row.shape[0]
+    prev = 0
+    for t in range(nt + 1):
+        r_end = n_after
+        if t < nt:
+            r_end = t_row[t]
+        a = min(prev, n_old)
+        b = min(r_end, n_old)
+        if b > a:
+            os_ = _U(ptr[a])
+            ln = _U(ptr[b]) - os_
+            ns = _U(new_ptr[prev])
+            for i in range(ln):
+                new_keys[ns + i] = keys[os_ + i]
+            for k in range(k_cols):
+                for i in range(ln):
+                    new_w[k, ns + i] = w[k, os_ + i]
+        if t == nt:
+            break
+        r = t_row[t]
+        pos = _U(new_ptr[r])
+        if r < n_old:
+            base = _U(t_scr[t] - ptr[r])
+            for q in range(_U(ptr[r]), _U(ptr[r + 1])):
+                st = state[base + q]
+                if st == -2:
+                    continue
+                new_keys[pos] = keys[q]
+                if st == -1:
+                    for k in range(k_cols):
+                        new_w[k, pos] = w[k, q]
+                else:
+                    for k in range(k_cols):
+                        new_w[k, pos] = ev_w[st, k]
+                pos += _U(1)
+        for ai in range(t_app[t], t_app[t + 1]):
+            new_keys[pos] = app_key[ai]
+            for k in range(k_cols):
+                new_w[k, pos] = ev_w[app_from[ai], k]
+            pos += _U(1)
+        prev = r + 1
+
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+_THREAD_MIN_EDGES = 1 << 16  # below this a thread hand-off costs more than the side itself
+
+
+def _pool() -> ThreadPoolExecutor:
+    """One helper thread for the in side, created on first use (a pool per call costs more)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apply_host")
+        return _POOL
+
+
+def _forget_pool_after_fork() -> None:
+    # A forked child inherits the executor object but not its threads; submitting to it would
+    # wait forever, so the child starts a pool of its own.
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+def _edit_side(ptr, keys, weights, ev_row, ev_key, events: BatchEvents, max_w, extras: bool):
+    """Edit one side (rows ``ev_row``, keys ``ev_key``): group the b events by (row, key), plan,
+    allocate the outputs, copy. Returns the new arrays and the plan's counters."""
+    stride = np.int64(max(events.n_after, 1))
+    comp = ev_row.astype(np.int64) * stride + ev_key.astype(np.int64)
+    order = np.argsort(comp)
+    _settle_ties(comp, order)
+    ev_w = _ro(np.ascontiguousarray(events.weights, dtype=np.int32))
+    n_old = np.int64(events.n_old)
+    n_after = np.int64(events.n_after)
+    new_ptr = np.empty(int(n_after) + 1, dtype=np.int64)
+    (t_row, t_app, t_scr, state, app_key, app_from, counts, increased, sum_delta, new_max,
+     rescan) = _plan_kernel(ptr, keys, weights, n_old, n_after, _ro(ev_row), _ro(ev_key), order,
+                            np.int64(events.num_deletions), ev_w, max_w, extras, new_ptr)
+    m_new = int(new_ptr[-1])
+    new_keys = np.empty(m_new, dtype=np.int32)
+    new_w = np.empty((weights.shape[0], m_new), dtype=np.int32)
+    _copy_kernel(ptr, keys, weights, n_old, n_after, new_ptr, t_row, t_app, t_scr, state, app_key,
+                 app_from, ev_w, new_keys, new_w)
+    return new_ptr, new_keys, new_w, counts, increased, sum_delta, new_max, rescan
+
+
+def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars):
+    """Apply one validated batch to a host state; returns ``(new_csr, summary, weight_increased,
+    new_scalars)``.
+
+    Pure: ``csr``, ``events`` and ``scalars`` are untouched and the new arrays are read-only, so a
+    failure at any point leaves the previous state as it was (§3.3 step 6, §3.6). The summary,
+    ``weight_increased`` (``(I, K)`` bool) and the scalars come from the out side; the in side is
+    edited by the same routine so that it stays the exact transpose with the order of §3.6.
+    """
+    n_old = int(events.n_old)
+    row_ptr = _ptr64(csr.row_ptr, "row_ptr")
+    in_ptr = _ptr64(csr.in_ptr, "in_ptr")
+    col = _keys32(csr.col_ind, "col_ind")
+    in_src = _keys32(csr.in_src, "in_src")
+    m = col.shape[0]
+    w = _weights32(csr.weights, m, "weights")
+    in_w = _weights32(csr.in_weights, m, "in_weights")
+    k_cols = w.shape[0]
+    if row_ptr.shape[0] != n_old + 1 or in_ptr.shape[0] != n_old + 1:
+        raise InvalidArgumentError(f"the state has {row_ptr.shape[0] - 1} vertices, the events expect {n_old}")
+    if in_src.shape[0] != m or in_w.shape[0] != k_cols:
+        raise InvalidArgumentError("the in-CSR does not match the out-CSR in size")
+    if events.num_insertions and events.weights.shape[1] != k_cols:
+        raise InvalidArgumentError(f"the events carry {events.weights.shape[1]} weight columns, the state {k_cols}")
+    if len(scalars.max_weight) != k_cols or len(scalars.weight_sum) != k_cols:
+        raise InvalidArgumentError("the scalars do not have one entry per weight column")
+    max_w = np.array(scalars.max_weight, dtype=np.int64).reshape(k_cols)
+
+    ev_w = events.weights
+    if ev_w.shape[1] != k_cols:  # a batch without insertions may carry any K (§3.2)
+        events = BatchEvents(src=events.src, dst=events.dst, weights=np.zeros((0, k_cols), np.int32),
+                             num_deletions=events.num_deletions, num_insertions=0,
+                             out_of_range=events.out_of_range, n_old=events.n_old, n_after=events.n_after)
+    src = np.ascontiguousarray(events.src, dtype=np.int32)
+    dst = np.ascontiguousarray(events.dst, dtype=np.int32)
+
+    # The two sides are independent and the kernels release the GIL: on a large graph the in
+    # side runs on a helper thread while this one does the out side (same bytes either way).
+    in_args = (in_ptr, in_src, in_w, dst, src, events, max_w, False)
+    in_side = _pool().submit(_edit_side, *in_args) if m >= _THREAD_MIN_EDGES else None
+    try:
+        (new_ptr, new_col, new_w, counts, increased, sum_delta, new_max, rescan) = _edit_side(
+            row_ptr, col, w, src, dst, events, max_w, True)
+    finally:
+        if in_side is not None:
+            new_in = in_side.result()
+    if in_side is None:
+        new_in = _edit_side(*in_args)
+    new_in_ptr, new_in_src, new_in_w = new_in[:3]
+
+    hits, missing, inserted, updated = (int(x) for x in counts)
+    summary = ApplySummary(
+        inserted_edges=inserted,
+        updated_edges=updated,
+        deleted_edges=hits,
+        ignored_deletions=int(events.out_of_range) + missing,
+        inserted_vertices=int(events.n_after) - n_old,
+        num_vertices_after=int(events.n_after),
+    )
+    m_new = new_col.shape[0]
+    max_weight = []
+    weight_sum = []
+    for k in range(k_cols):
+        weight_sum.append(int(scalars.weight_sum[k]) + int(sum_delta[k]))
+        if rescan[k]:
+            max_weight.append(int(new_w[k].max()) if m_new else 0)
+        else:
+            max_weight.append(max(int(scalars.max_weight[k]), int(new_max[k])))
+    new_csr = HostCsr(*_finish(new_ptr, new_col, new_w, new_in_ptr, new_in_src, new_in_w))
+    (increased,) = _finish(increased)
+    return new_csr, summary, increased, WeightScalars(tuple(max_weight), tuple(weight_sum))
+
+
+__all__ = ["HostCsr", "WeightScalars", "apply_host", "canonical_in_csr", "scalars_of"]

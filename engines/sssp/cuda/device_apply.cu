@@ -1,0 +1,433 @@
+// The device apply (algorithm.md §3.3, §3.6): one batch edits the device CSRs of a graph.
+//
+// The same editor runs twice per commit: on the OUT side (rows are sources, entry keys are
+// destinations: row_ptr / col_ind / weights) and on the IN side (rows are destinations, keys are
+// sources: in_ptr / in_src / in_weights). The event list is BatchEvents of engines/batch.py: the D
+// in-range deletions in batch order, then the I insertions in batch order. The host sorts nothing:
+// the events are grouped by row on the device (a 64-bit key (row << 32 | event) sorted by CuPy),
+// and one warp per touched row walks that row's events in event order, which is the literal rule
+// of §3.3: a deletion removes the first alive copy of its pair, an insertion upserts the first
+// alive copy or the pair's entry appended earlier in this batch, or appends. Untouched rows move
+// by their row's shift in one coalesced pass; touched rows are rebuilt by their warp (survivors in
+// order, then the appended entries). engines/apply_host.py is the same editor on the host; the
+// tests require the two to agree byte for byte.
+//
+// Scratch that must read zero between commits (`mark` per old entry, `row_flag` and `row_delta`
+// per row) is cleared by the kernel that consumes it, only where it was set: a commit costs
+// O(n + m) streaming work plus O(events x row length) for the touched rows, never a sort of m.
+//
+// Template parameters as in both engines: V the vertex type (int), O the offset type.
+
+#include "kernels.cuh"
+
+using namespace sssp;
+
+namespace apply {
+
+// Slots of the int64 apply record (engines/sssp/cuda/device_apply.py RECORD_* mirrors them).
+// Fixed slots first, then four groups of K per-column slots.
+enum RecordSlot : int {
+    REC_DELETED = 0,
+    REC_MISSING = 1,
+    REC_INSERTED = 2,
+    REC_UPDATED = 3,
+    REC_EDGES = 4,
+    REC_FIXED = 6,
+};
+// Per column k: the weight-sum change; "the old maximum may be gone"; the largest weight written
+// (the host starts it at 0); the full rescan's maximum (starts at 0); the count of
+// weight-increased insertions; the old maximum (the host's value, read only).
+__device__ __forceinline__ int rec_sum(int K, int k) { return REC_FIXED + k; }
+__device__ __forceinline__ int rec_lost_max(int K, int k) { return REC_FIXED + K + k; }
+__device__ __forceinline__ int rec_written_max(int K, int k) { return REC_FIXED + 2 * K + k; }
+__device__ __forceinline__ int rec_rescan_max(int K, int k) { return REC_FIXED + 3 * K + k; }
+__device__ __forceinline__ int rec_increased(int K, int k) { return REC_FIXED + 4 * K + k; }
+__device__ __forceinline__ int rec_old_max(int K, int k) { return REC_FIXED + 5 * K + k; }
+
+__device__ __forceinline__ i32 event_row(i64 key) { return static_cast<i32>(key >> 32); }
+__device__ __forceinline__ i32 event_index(i64 key) { return static_cast<i32>(key & 0xffffffffll); }
+
+__device__ __forceinline__ unsigned lanes_below() {
+    unsigned mask;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));
+    return mask;
+}
+
+// One side of the graph as the editor sees it: rows, per-entry keys and row ids, K weight
+// columns `stride` entries apart.
+template <typename O>
+struct Side {
+    const O* ptr;
+    const i32* key;
+    const i32* row_of;
+    const i32* weight;
+    i64 stride;
+};
+
+// The row range of row r in the old state (rows of new vertices are empty).
+template <typename O>
+__device__ __forceinline__ void old_range(const O* ptr, i32 n_old, i32 r, i64& lo, i64& hi) {
+    if (r < n_old) {
+        lo = static_cast<i64>(ptr[r]);
+        hi = static_cast<i64>(ptr[r + 1]);
+    } else {
+        lo = hi = 0;
+    }
+}
+
+// The first entry o in [lo, hi) with key[o] == x and (if `alive_only`) mark[o] != -1, found by
+// the whole warp 32 entries at a time; -1 if none. Every lane returns the same value.
+__device__ __forceinline__ i64 warp_find(const i32* __restrict__ key, const i32* mark, i64 lo, i64 hi,
+                                         i32 x, bool alive_only) {
+    const int lane = lane_id();
+    for (i64 base = lo; base < hi; base += 32) {
+        const i64 o = base + lane;
+        bool hit = false;
+        if (o < hi && key[o] == x) hit = !alive_only || mark[o] != -1;
+        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, hit);
+        if (ballot) return base + (__ffs(ballot) - 1);
+    }
+    return -1;
+}
+
+// The first staged append of this row with key x, among `count` entries from `first`; -1 if none.
+__device__ __forceinline__ i64 warp_find_staged(const i32* stage_key, i64 first, i64 count, i32 x) {
+    const int lane = lane_id();
+    for (i64 base = 0; base < count; base += 32) {
+        const i64 s = base + lane;
+        const bool hit = s < count && stage_key[first + s] == x;
+        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, hit);
+        if (ballot) return first + base + (__ffs(ballot) - 1);
+    }
+    return -1;
+}
+
+// The end of the segment of sorted events that starts at `p` (all events of one row).
+__device__ __forceinline__ i64 segment_end(const i64* __restrict__ sorted, i64 p, i64 count, i32 row) {
+    const int lane = lane_id();
+    for (i64 base = p + 1; base < count; base += 32) {
+        const i64 q = base + lane;
+        const bool other = q >= count || event_row(sorted[q]) != row;
+        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, other);
+        if (ballot) return base + (__ffs(ballot) - 1);
+    }
+    return count;
+}
+
+__device__ __forceinline__ i64 warp_sum(i64 value) {
+    for (int off = 16; off > 0; off >>= 1) value += __shfl_down_sync(SSSP_FULL_MASK, value, off);
+    return value;
+}
+
+__device__ __forceinline__ i64 warp_max(i64 value) {
+    for (int off = 16; off > 0; off >>= 1) {
+        const i64 other = __shfl_down_sync(SSSP_FULL_MASK, value, off);
+        value = other > value ? other : value;
+    }
+    return value;
+}
+
+}  // namespace apply
+
+// ---------------------------------------------------------------------------------------------
+// Sort keys of the events for both sides: (row << 32) | event, so that a sort groups the events
+// of a row in event order (ties cannot occur: the event index is part of the key).
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_keys(i64 count, const i32* __restrict__ ev_src, const i32* __restrict__ ev_dst,
+               i64* __restrict__ out_keys, i64* __restrict__ in_keys) {
+    const GridStride g;
+    for (i64 j = g.first; j < count; j += g.stride) {
+        out_keys[j] = (static_cast<i64>(ev_src[j]) << 32) | j;
+        in_keys[j] = (static_cast<i64>(ev_dst[j]) << 32) | j;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decide (§3.3 steps 4-5): one warp per sorted position; the warp of a row's first event walks
+// all events of the row in event order. Marks removed old entries (-1) and upserted ones
+// (insertion index + 1, the last insertion wins), stages the row's appends at the row's own
+// sorted positions, and records the row's length change. On the out side (`stats` != 0) it also
+// counts the summary, the weight-sum change, whether an old maximum may be gone, the largest
+// weight written, and weight_increased of every insertion (§3.3, first copy of G_t against the
+// pair's final weights).
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_decide(i64 count, const i64* __restrict__ sorted, const i32* __restrict__ ev_key,
+                 i32 num_deletions, const i32* __restrict__ ins_w, i32 K, i32 n_old,
+                 const O* __restrict__ ptr, const i32* __restrict__ key, const i32* __restrict__ weight,
+                 i64 stride, i32* mark, i32* __restrict__ row_flag, i32* __restrict__ row_delta,
+                 i32* stage_key, i32* stage_ins, i32 stats, i64* __restrict__ record,
+                 unsigned char* __restrict__ increased) {
+    using namespace apply;
+    const int lane = lane_id();
+    const i64 warps = (static_cast<i64>(gridDim.x) * blockDim.x) / 32;
+    for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; p < count; p += warps) {
+        const i32 row = event_row(sorted[p]);
+        if (p > 0 && event_row(sorted[p - 1]) == row) continue;  // not the row's first event
+        const i64 end = segment_end(sorted, p, count, row);
+        i64 lo, hi;
+        old_range(ptr, n_old, row, lo, hi);
+        i64 hits = 0, missing = 0, appends = 0, updated = 0;
+        for (i64 q = p; q < end; ++q) {
+            const i32 j = event_index(sorted[q]);
+            const i32 x = ev_key[j];
+            const i64 o = warp_find(key, mark, lo, hi, x, true);
+            if (j < num_deletions) {
+                if (o >= 0) {
+                    if (lane == 0) mark[o] = -1;
+                    ++hits;
+                } else {
+                    ++missing;
+                }
+            } else if (o >= 0) {
+                if (lane == 0) mark[o] = j - num_deletions + 1;
+                ++updated;
+            } else {
+                const i64 s = warp_find_staged(stage_key, p, appends, x);
+                if (s >= 0) {
+                    if (lane == 0) stage_ins[s] = j - num_deletions;
+                    ++updated;
+                } else {
+                    if (lane == 0) {
+                        stage_key[p + appends] = x;
+                        stage_ins[p + appends] = j - num_deletions;
+                    }
+                    ++appends;
+                }
+            }
+            __syncwarp();  // the marks and stages of this event are seen by the next one
+        }
+        if (lane == 0) {
+            row_flag[row] = 1;
+            row_delta[row] = static_cast<i32>(appends - hits);
+        }
+        if (!stats) continue;
+        if (lane == 0) {
+            atomicAdd(reinterpret_cast<u64*>(record + REC_DELETED), static_cast<u64>(hits));
+            atomicAdd(reinterpret_cast<u64*>(record + REC_MISSING), static_cast<u64>(missing));
+            atomicAdd(reinterpret_cast<u64*>(record + REC_INSERTED), static_cast<u64>(appends));
+            atomicAdd(reinterpret_cast<u64*>(record + REC_UPDATED), static_cast<u64>(updated));
+        }
+        // weight_increased of every insertion of the row: the first old copy (alive or not)
+        // against the pair's final weights (the last insertion's: an upserted old entry's mark,
+        // else the staged append's index).
+        for (i64 q = p; q < end; ++q) {
+            const i32 j = event_index(sorted[q]);
+            if (j < num_deletions) continue;
+            const i32 x = ev_key[j];
+            const i32 i = j - num_deletions;
+            const i64 first = warp_find(key, mark, lo, hi, x, false);
+            if (first < 0) {  // the pair is new in this row: never increased
+                for (i32 k = lane; k < K; k += 32) increased[static_cast<i64>(i) * K + k] = 0;
+                continue;
+            }
+            const i64 alive = warp_find(key, mark, lo, hi, x, true);
+            i64 final_ins;
+            if (alive >= 0) {
+                final_ins = mark[alive] - 1;
+            } else {
+                final_ins = stage_ins[warp_find_staged(stage_key, p, appends, x)];
+            }
+            for (i32 k = lane; k < K; k += 32) {
+                const bool up = ins_w[final_ins * K + k] > weight[k * stride + first];
+                increased[static_cast<i64>(i) * K + k] = up ? 1 : 0;
+                if (up) atomicAdd(reinterpret_cast<u64*>(record + rec_increased(K, k)), 1ull);
+            }
+        }
+        // The weight-sum change and the maxima, per column (lanes over the row's entries).
+        for (i32 k = 0; k < K; ++k) {
+            const i64 old_max = record[rec_old_max(K, k)];
+            i64 change = 0, written = 0;
+            bool lost = false;
+            for (i64 o = lo + lane; o < hi; o += 32) {
+                const i32 m = mark[o];
+                if (m == 0) continue;
+                const i64 before = weight[k * stride + o];
+                if (m < 0) {
+                    change -= before;
+                    lost = lost || before == old_max;
+                } else {
+                    const i64 after = ins_w[static_cast<i64>(m - 1) * K + k];
+                    change += after - before;
+                    lost = lost || (before == old_max && after < before);
+                    written = after > written ? after : written;
+                }
+            }
+            for (i64 s = lane; s < appends; s += 32) {
+                const i64 after = ins_w[static_cast<i64>(stage_ins[p + s]) * K + k];
+                change += after;
+                written = after > written ? after : written;
+            }
+            change = warp_sum(change);
+            written = warp_max(written);
+            const bool any_lost = __any_sync(SSSP_FULL_MASK, lost);
+            if (lane == 0) {
+                if (change != 0) atomicAdd(reinterpret_cast<u64*>(record + rec_sum(K, k)), static_cast<u64>(change));
+                if (any_lost) record[rec_lost_max(K, k)] = 1;
+                if (written > 0) atomicMax(reinterpret_cast<long long*>(record + rec_written_max(K, k)),
+                                           static_cast<long long>(written));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The new row offsets: old offset of the row (m_old past the old rows) plus the length changes of
+// the rows before it (`cum` is the inclusive prefix sum of row_delta). Slot REC_EDGES gets m_new.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_row_ptr(i32 n_after, i32 n_old, const O* __restrict__ old_ptr, const i64* __restrict__ cum,
+                  O* __restrict__ new_ptr, i32 write_edges, i64* __restrict__ record) {
+    const GridStride g;
+    for (i64 v = g.first; v <= n_after; v += g.stride) {
+        const i64 base = static_cast<i64>(old_ptr[v < n_old ? v : n_old]);
+        const i64 value = base + (v > 0 ? cum[v - 1] : 0);
+        new_ptr[v] = static_cast<O>(value);
+        if (v == n_after && write_edges) record[apply::REC_EDGES] = value;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Untouched rows: every entry moves by its row's shift (one coalesced pass over the old entries).
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_move(i64 m_old, i32 K, const O* __restrict__ old_ptr, const O* __restrict__ new_ptr,
+               const i32* __restrict__ row_flag, const i32* __restrict__ key,
+               const i32* __restrict__ row_of, const i32* __restrict__ weight, i64 stride,
+               i32* __restrict__ new_key, i32* __restrict__ new_row_of, i32* __restrict__ new_weight,
+               i64 new_stride) {
+    const GridStride g;
+    for (i64 e = g.first; e < m_old; e += g.stride) {
+        const i32 r = row_of[e];
+        if (row_flag[r]) continue;
+        const i64 to = e + (static_cast<i64>(new_ptr[r]) - static_cast<i64>(old_ptr[r]));
+        new_key[to] = key[e];
+        new_row_of[to] = r;
+        for (i32 k = 0; k < K; ++k) new_weight[k * new_stride + to] = weight[k * stride + e];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Touched rows: the warp of the row's first event writes the survivors in order (upserted weights
+// from their insertion) and then the staged appends; it clears the marks, row_flag and row_delta
+// it consumed.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_rebuild(i64 count, const i64* __restrict__ sorted, const i32* __restrict__ ins_w, i32 K,
+                  i32 n_old, const O* __restrict__ old_ptr, const i32* __restrict__ key,
+                  const i32* __restrict__ weight, i64 stride, i32* __restrict__ mark,
+                  const O* __restrict__ new_ptr, i32* __restrict__ new_key, i32* __restrict__ new_row_of,
+                  i32* __restrict__ new_weight, i64 new_stride, i32* __restrict__ row_flag,
+                  i32* __restrict__ row_delta, const i32* __restrict__ stage_key,
+                  const i32* __restrict__ stage_ins) {
+    using namespace apply;
+    const int lane = lane_id();
+    const i64 warps = (static_cast<i64>(gridDim.x) * blockDim.x) / 32;
+    for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; p < count; p += warps) {
+        const i32 row = event_row(sorted[p]);
+        if (p > 0 && event_row(sorted[p - 1]) == row) continue;
+        i64 lo, hi;
+        old_range(old_ptr, n_old, row, lo, hi);
+        const i64 base = static_cast<i64>(new_ptr[row]);
+        const i64 length = static_cast<i64>(new_ptr[row + 1]) - base;
+        i64 written = 0;
+        for (i64 chunk = lo; chunk < hi; chunk += 32) {
+            const i64 o = chunk + lane;
+            const i32 m = o < hi ? mark[o] : -1;
+            const bool alive = m != -1;
+            const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, alive);
+            if (alive) {
+                const i64 to = base + written + __popc(ballot & lanes_below());
+                new_key[to] = key[o];
+                new_row_of[to] = row;
+                for (i32 k = 0; k < K; ++k) {
+                    new_weight[k * new_stride + to] =
+                        m > 0 ? ins_w[static_cast<i64>(m - 1) * K + k] : weight[k * stride + o];
+                }
+            }
+            if (o < hi && m != 0) mark[o] = 0;
+            written += __popc(ballot);
+        }
+        for (i64 s = lane; s < length - written; s += 32) {
+            const i64 to = base + written + s;
+            new_key[to] = stage_key[p + s];
+            new_row_of[to] = row;
+            const i64 ins = stage_ins[p + s];
+            for (i32 k = 0; k < K; ++k) new_weight[k * new_stride + to] = ins_w[ins * K + k];
+        }
+        if (lane == 0) {
+            row_flag[row] = 0;
+            row_delta[row] = 0;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The maximum of each column whose old maximum may be gone (rec_lost_max set): a full rescan of
+// the new column, only then; other columns return at once.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_rescan_max(const O* __restrict__ new_ptr, i32 n_after, i32 K, const i32* __restrict__ weight,
+                     i64 stride, i64* __restrict__ record) {
+    using namespace apply;
+    const i64 m_new = static_cast<i64>(new_ptr[n_after]);
+    const GridStride g;
+    for (i32 k = 0; k < K; ++k) {
+        if (record[rec_lost_max(K, k)] == 0) continue;  // uniform: the flag was set before launch
+        i64 best = 0;
+        for (i64 e = g.first; e < m_new; e += g.stride) {
+            const i64 w = weight[k * stride + e];
+            best = w > best ? w : best;
+        }
+        best = warp_max(best);
+        if (lane_id() == 0 && best > 0) atomicMax(reinterpret_cast<long long*>(record + rec_rescan_max(K, k)),
+                                                  static_cast<long long>(best));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The change lists of objective k (§3.4) in the engines' workspace buffers: every deletion, then
+// every insertion with increased[i, k], in order; heads = insert_dst of every insertion; the
+// changed count in *changed_count. One block: an in-order compaction over the insertions.
+template <typename V, typename O>
+__global__ void __launch_bounds__(1024)
+    apply_changes(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
+                  const i32* __restrict__ ev_dst, const unsigned char* __restrict__ increased, i32 K,
+                  i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to, V* __restrict__ heads,
+                  V* __restrict__ changed_count) {
+    __shared__ i32 warp_totals[32];
+    __shared__ i32 running;
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    for (i32 j = tid; j < num_deletions; j += blockDim.x) {
+        changed_from[j] = static_cast<V>(ev_src[j]);
+        changed_to[j] = static_cast<V>(ev_dst[j]);
+    }
+    for (i32 i = tid; i < num_insertions; i += blockDim.x) heads[i] = static_cast<V>(ev_dst[num_deletions + i]);
+    if (tid == 0) running = 0;
+    __syncthreads();
+    for (i32 chunk = 0; chunk < num_insertions; chunk += blockDim.x) {
+        const i32 i = chunk + tid;
+        const bool keep = i < num_insertions && increased[static_cast<i64>(i) * K + k] != 0;
+        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, keep);
+        if (lane == 0) warp_totals[warp] = __popc(ballot);
+        __syncthreads();
+        i32 before = 0;
+        for (int w = 0; w < warp; ++w) before += warp_totals[w];
+        if (keep) {
+            const i32 at = num_deletions + running + before + __popc(ballot & apply::lanes_below());
+            changed_from[at] = static_cast<V>(ev_src[num_deletions + i]);
+            changed_to[at] = static_cast<V>(ev_dst[num_deletions + i]);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            i32 total = 0;
+            for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total += warp_totals[w];
+            running += total;
+        }
+        __syncthreads();
+    }
+    if (tid == 0) *changed_count = static_cast<V>(num_deletions + running);
+}

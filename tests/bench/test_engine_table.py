@@ -1,0 +1,110 @@
+"""bench/engine_table.py on the CPU: the random graph and its 1 % batch, the timing loop (host
+engine), the user-path columns and table, and the command line's refusals."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+
+from bench import engine_table as et
+from engines import sssp
+from engines.sssp import backends
+
+
+def _arcs(graph):
+    src = np.repeat(np.arange(graph.num_vertices), np.diff(np.asarray(graph.row_ptr, dtype=np.int64)))
+    return src, np.asarray(graph.col_ind, dtype=np.int64)
+
+
+def test_parse_random_graph():
+    assert et.parse_random_graph("4039,176000") == (4039, 176000)
+    for bad in ("4039", "a,b", "1,10", "10,1000"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            et.parse_random_graph(bad)
+
+
+def test_random_graph_is_symmetric_simple_and_deterministic():
+    g = et.random_graph(4039, 176000)
+    assert g.num_vertices == 4039 and g.num_edges == 176000 and g.num_weights == 3
+    src, dst = _arcs(g)
+    assert (src != dst).all()
+    keys = src * g.num_vertices + dst
+    assert np.unique(keys).size == keys.size  # no parallel arcs
+    assert set(keys.tolist()) == set((dst * g.num_vertices + src).tolist())  # both directions
+    w = np.asarray(g.weights)
+    assert w.min() >= 1 and w.max() <= 100
+    again = et.random_graph(4039, 176000)
+    for name in ("row_ptr", "col_ind", "weights"):
+        assert np.array_equal(np.asarray(getattr(g, name)), np.asarray(getattr(again, name)))
+
+
+def test_random_batch_is_one_percent_half_deletions_of_existing_arcs():
+    g = et.random_graph(500, 6000)
+    b = et.random_batch(g)
+    assert len(b) == round(0.01 * g.num_edges) == 60
+    assert b.num_deletions == 30 and b.num_insertions == 30
+    src, dst = _arcs(g)
+    existing = set((src * g.num_vertices + dst).tolist())
+    dels = (np.asarray(b.delete_src) * g.num_vertices + np.asarray(b.delete_dst)).tolist()
+    assert set(dels) <= existing and len(set(dels)) == len(dels)
+    ins = (np.asarray(b.insert_src) * g.num_vertices + np.asarray(b.insert_dst)).tolist()
+    assert set(ins[:15]) <= existing and not set(ins[:15]) & set(dels)  # upserts of kept arcs
+    assert (np.asarray(b.insert_src) != np.asarray(b.insert_dst)).all()
+    summary, _ = et.host_copy(g).apply(b)
+    assert summary.deleted_edges == 30 and summary.updated_edges >= 15
+    again = et.random_batch(et.random_graph(500, 6000))
+    assert np.array_equal(np.asarray(b.insert_weights), np.asarray(again.insert_weights))
+    assert np.array_equal(np.asarray(b.delete_src), np.asarray(again.delete_src))
+
+
+def test_host_copy_has_the_same_csr():
+    g = et.random_graph(300, 2000)
+    h = et.host_copy(g)
+    assert h is not g and h.state_id != g.state_id
+    for name in ("row_ptr", "col_ind", "weights"):
+        assert np.array_equal(np.asarray(getattr(g, name)), np.asarray(getattr(h, name)))
+
+
+def test_timing_loop_restores_every_run_and_times_the_whole_call():
+    g = et.random_graph(300, 2400)
+    batch = et.random_batch(g)
+    d, p = sssp.compute(g, 0).to_numpy()
+    want = sssp.compute(g, 0)
+    snap = g.snapshot()
+    result = sssp.Result.from_arrays(g, 0, d, p, validate=False, canonicalize=False)
+    times, stats, counters = et._time_updates(g, batch, result, result.clone(), snap, 11, 1,
+                                              on_device=False, whole=True)
+    assert len(times["host"]) == len(times["whole"]) == 11 and times["device"] == []
+    assert counters == {(stats.invalidated, stats.affected)}  # every plain run did the same update
+    assert all(t > 0 for t in times["whole"])
+    # the last run started from the snapshot: its tree is that of one update of the pre-batch tree
+    g.restore(snap)
+    sssp.update(g, batch, want)
+    assert np.array_equal(result.distances, want.distances) and np.array_equal(result.parents, want.parents)
+
+
+def test_whole_columns_and_user_path_table():
+    assert et.whole_columns(2.0, 2.5) == {"whole_ms": 2.5, "whole_minus_engine_ms": 0.5, "whole_over_engine": 1.25}
+    assert et.whole_columns(None, 2.5)["whole_minus_engine_ms"] is None
+    engine = {"device_ms": 2.0, "iterations": 40, "host_syncs": 1, **et.whole_columns(2.0, 2.5)}
+    row = {"graph": "roadNet-PA", "batch": "safe50k", "fused": engine,
+           "operators": dict(engine, host_syncs=45)}
+    lines = et.user_path_table([row]).splitlines()
+    assert lines[0].startswith("| graph | batch | engine | engine ms (device) | whole ms | whole - engine")
+    assert lines[2] == "| roadNet-PA | safe50k | fused | 2.000 | 2.500 | 0.500 | 1.25 | 40 | 1 |"
+    assert lines[3].endswith("| 40 | 45 |") and len(lines) == 4
+
+
+def test_command_line_refusals(capsys):
+    with pytest.raises(SystemExit) as exc:
+        et.main(["--graphs", "--repeats", "11"])
+    assert exc.value.code == 2 and "nothing to measure" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        et.main(["--random-graph", "4039"])
+    assert exc.value.code == 2
+    args = et.build_parser().parse_args(["--graphs", "--random-graph", "4039,176000", "--table"])
+    assert args.graphs == [] and args.random_graph == [(4039, 176000)] and args.table
+    if not backends.cuda_available():
+        assert et.main(["--graphs", "--random-graph", "300,2000"]) == 3
