@@ -99,8 +99,7 @@ class Commit:
 
     def delta(self) -> ApplyDelta:
         """The classification with host arrays (downloads ``weight_increased`` from a device)."""
-        delta = self.events.host_delta(self.weight_increased())
-        return delta
+        return self.events.host_delta(self.weight_increased())
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:

@@ -145,7 +145,7 @@ class DeviceGraph:
         n = int(host.row_ptr.shape[0] - 1)
         m = int(host.col_ind.shape[0])
         k = int(host.weights.shape[0])
-        offset = host_offset_dtype(host)
+        offset = np.dtype(host.row_ptr.dtype)
         target = self.target(n, m, k, offset)
         row_of_out = np.repeat(np.arange(n, dtype=np.int32), np.diff(host.row_ptr.astype(np.int64)))
         row_of_in = np.repeat(np.arange(n, dtype=np.int32), np.diff(host.in_ptr.astype(np.int64)))
@@ -209,10 +209,6 @@ class DeviceGraph:
         if self.scratch is not None:
             total += self.scratch.nbytes
         return total
-
-
-def host_offset_dtype(host) -> np.dtype:
-    return np.dtype(host.row_ptr.dtype)
 
 
 __all__ = ["CsrBuffers", "DeviceGraph", "DeviceGraphView", "GROWTH"]
