@@ -473,8 +473,11 @@ class Graph:
         if not pending.resolved:
             return Commit(events, pending=pending)
         self._settle()
+        # nothing ran on the device (an empty batch): everything is known, and the CUDA engines
+        # still get their (empty) change lists from ``pending``
         return Commit(events, summary=pending.resolve()["summary"],
-                      weight_increased=np.zeros((events.num_insertions, self._k), dtype=bool))
+                      weight_increased=np.zeros((events.num_insertions, self._k), dtype=bool),
+                      pending=pending)
 
     def _commit_host(self, events: BatchEvents) -> Commit:
         out, inn = self._host_out(), self._host_in()

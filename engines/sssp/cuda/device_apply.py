@@ -28,6 +28,9 @@ SOURCE = "device_apply.cu"
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_move", "apply_rebuild",
            "apply_rescan_max", "apply_changes")
 GROWTH = 1.5
+#: The smallest event capacity reserved: small batches of varying size (a few to a few hundred
+#: changes, the common interactive case) then never grow the event buffers in a steady state.
+MIN_EVENTS = 4096
 #: The apply record (int64): fixed slots, then six groups of K per-column slots
 #: (device_apply.cu RecordSlot and rec_*).
 REC_DELETED, REC_MISSING, REC_INSERTED, REC_UPDATED, REC_EDGES = 0, 1, 2, 3, 4
@@ -138,10 +141,12 @@ class ApplyScratch:
                 self.cum = cupy.empty(cap, dtype=cupy.int64)
                 self.n_cap = cap
             if num_events > self.event_cap or self.keys is None:
-                cap = _grown(self.event_cap, num_events)
+                cap = max(_grown(self.event_cap, num_events), MIN_EVENTS)
                 k = self.num_weights
                 self.keys = self.stage_key = self.stage_ins = self.increased = self.staging = None
-                self.keys = cupy.empty((2, cap), dtype=cupy.int64)
+                # both sides' sort keys in one array, sorted by one call (as unsigned: the side
+                # bit is the top bit, device_apply.cu apply_keys)
+                self.keys = cupy.empty(2 * cap, dtype=cupy.uint64)
                 self.stage_key = cupy.empty(cap, dtype=cupy.int32)
                 self.stage_ins = cupy.empty(cap, dtype=cupy.int32)
                 self.increased = cupy.zeros(cap * max(k, 1), dtype=cupy.uint8)
@@ -347,16 +352,20 @@ def commit(dgraph, events, old_max, weight_sum, stream) -> PendingCommit:
     blocks = runtime.operators_blocks
     warp_blocks = lambda items: blocks(int(items) * WARP, device)  # noqa: E731 - one warp per item
     i32, i64 = np.int32, np.int64
+    # apply_decide's per-block counters: the fixed record slots, plus the per-column groups when
+    # they fit the shared memory every CUDA device offers a block (48 KiB)
+    shared_cols = 8 * (REC_FIXED + 5 * k) <= 48 * 1024
+    decide_shared = 8 * (REC_FIXED + 5 * k) if shared_cols else 8 * REC_FIXED
     try:
         with cuda_errors("applying the batch on the device"), cupy.cuda.Device(device), stream:
             ev_src, ev_dst, ins_w = scratch.stage(events, old_max, stream)
-            keys_out, keys_in = scratch.keys[0][:count], scratch.keys[1][:count]
+            keys = scratch.keys[: 2 * count]
+            keys_out, keys_in = keys[:count], keys[count:]
             fn["apply_keys"]((blocks(count, device),), (runtime.BLOCK_SIZE,),
                              (i64(count), ev_src, ev_dst, keys_out, keys_in), stream=stream)
             scratch.arena.reset()
             with cupy.cuda.using_allocator(scratch.arena.malloc):
-                keys_out.sort()
-                keys_in.sort()
+                keys.sort()  # one sort for both sides: its fixed cost dominates at batch sizes
             # (side, sorted keys, entry key of an event, stats on this side)
             for side, keys, ev_key, stats in (("out", keys_out, ev_dst, 1), ("in", keys_in, ev_src, 0)):
                 old_w, new_w = cur.weight[side], target.weight[side]
@@ -364,7 +373,7 @@ def commit(dgraph, events, old_max, weight_sum, stream) -> PendingCommit:
                     i64(count), keys, ev_key, i32(events.num_deletions), ins_w, i32(k), i32(n_old),
                     cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap), scratch.mark, scratch.row_flag,
                     scratch.row_delta, scratch.stage_key, scratch.stage_ins, i32(stats), scratch.record,
-                    scratch.increased), stream=stream)
+                    scratch.increased, i32(shared_cols)), stream=stream, shared_mem=decide_shared)
                 with cupy.cuda.using_allocator(scratch.arena.malloc):
                     cupy.cumsum(scratch.row_delta[:n_after], out=scratch.cum[:n_after])
                 fn["apply_row_ptr"]((blocks(n_after + 1, device),), (runtime.BLOCK_SIZE,), (
