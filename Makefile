@@ -12,6 +12,9 @@ BATCHES ?= safe50k unsafe50k local10k
 BENCH_ARGS ?=
 REQUIRED = numpy scipy numba pandas pyarrow jinja2 matplotlib psutil rich tqdm
 TEST_REQUIRED = pytest hypothesis
+# make reports every failing recipe as status 2; `make test` leaves pytest's own status here
+# (0 passed, 1 failures, 2 interrupted, 3 internal error, 4 usage, 5 no tests) for .ci/run
+PYTEST_STATUS ?= .cache/pytest-status
 
 .PHONY: compare help deps test-deps test test-fast test-gpu cuda-check prepare bench bench-host report
 
@@ -33,7 +36,8 @@ test-deps: deps
 	  || $(PYTHON) -m pip install -e ".[test]"
 
 test: test-deps
-	$(PYTHON) -m pytest $(PYTEST_ARGS)
+	@mkdir -p $(dir $(PYTEST_STATUS)); rm -f $(PYTEST_STATUS)
+	$(PYTHON) -m pytest $(PYTEST_ARGS); status=$$?; echo $$status > $(PYTEST_STATUS); exit $$status
 
 test-fast: test-deps
 	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS)

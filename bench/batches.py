@@ -35,6 +35,11 @@ from scipy.sparse.csgraph import dijkstra
 
 from .graphfacts import adjacency, reachable_from
 
+class BatchDrawError(ValueError):
+    """The graph cannot carry a batch of this kind (no edge to delete, no local region of two
+    vertices): a property of the input, reported as such."""
+
+
 BATCH_SEED = 777
 # Part of every batch cache key: bump on ANY change of what the generator returns.
 BATCH_GENERATOR_VERSION = 1
@@ -151,7 +156,8 @@ def draw_batch(spec: BatchSpec, graph, *, radius: int | None = None, source: int
         draws = 0
         while region.size < 2:
             if draws >= 1000:
-                raise RuntimeError("no centre with a region of >= 2 vertices in 1000 draws")
+                raise BatchDrawError(f"{spec.name}: no centre with a region of >= 2 vertices within {radius} hops "
+                                     "in 1000 draws (the graph is almost all isolated vertices)")
             centre = int(rng.integers(0, n))
             draws += 1
             region = local_region(matrix, centre, radius)
@@ -163,12 +169,15 @@ def draw_batch(spec: BatchSpec, graph, *, radius: int | None = None, source: int
         facts.update(centre=centre, centre_draws=draws, radius=int(radius), region_size=int(region.size))
     else:
         pool = np.arange(n, dtype=np.int64)
+        if n < 2 and spec.num_insertions:
+            raise BatchDrawError(f"{spec.name}: an insertion needs two distinct vertices; the graph has {n}")
 
     num_ins, num_del = spec.num_insertions, spec.num_deletions
     ins_u, ins_v = _distinct_pairs(rng, pool, num_ins)
     ins_w = rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, size=(num_ins, k), dtype=np.int64)
     if num_del and tails.size == 0:
-        raise RuntimeError(f"{spec.name}: no edge to delete (in the region)")
+        raise BatchDrawError(f"{spec.name}: no edge to delete" + (" in the local region" if spec.local else
+                                                                  " (the graph has no edge between two distinct vertices)"))
     pick = rng.integers(0, tails.size, size=num_del) if num_del else np.zeros(0, dtype=np.int64)
     del_u, del_v = tails[pick], heads[pick]
 

@@ -1,8 +1,12 @@
 """``perf_ab.py engines``: run an A/B campaign between two engine configurations (protocol.md).
 
-Prepares (or reads from the cache) the inputs of each graph, runs the cells with the protocol's
-runner, writes the records under ``--out``, renders the report and prints a summary table.
-Exit status as protocol.md §8 says.
+Prepares (or reads from the cache) the inputs of each graph (the gates of ``--graphs`` and the
+``--graph-file`` of :mod:`bench.graph_file`), runs the cells with the protocol's runner, writes the
+records under ``--out``, renders the report and prints a summary table. Exit status as
+protocol.md §8 says. Before any work: the arguments, the ``--graph-file``, whether ``--out`` and the
+cache folder can be written, and with ``--resume`` whether the records are whole (exit 2 naming
+what is wrong). An input or environment problem never shows a traceback; an internal error (a bug)
+does, and says so.
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ import argparse
 import shlex
 import sys
 
-from protocol.exitcodes import EnvironmentProblem, ProtocolError, UsageError
+from engines.errors import os_error_text, print_internal_error
+from protocol.exitcodes import EnvironmentProblem, ExitCode, ProtocolError, UsageError
+
+from . import graph_file
 
 DEFAULT_SIDES = "cuda:fused,cuda:operators"
 
@@ -29,7 +36,8 @@ def _split_list(values):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to measure")
     g.add_argument("--graphs", nargs="+", metavar="NAME",
-                   help="gate names (default: the four gates roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa)")
+                   help="gate names (default: the four gates roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa, "
+                        "or none with --graph-file)")
     g.add_argument("--batches", nargs="+", metavar="NAME", help="batch names (default: every batch)")
     g.add_argument("--objectives", nargs="+", metavar="K", help="objectives (default: every objective)")
     g.add_argument("--sides", default=DEFAULT_SIDES, metavar="A,B",
@@ -65,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--data-dir", default=None, help="folder of real graph files")
     o.add_argument("--cache-dir", default=None, help="cache of prepared inputs (default $SSSPAB_CACHE_DIR or .cache)")
     o.add_argument("--no-progress", action="store_true", help="no live progress display")
+    graph_file.add_arguments(parser)
 
 
 def _check_cuda(sides) -> int | None:
@@ -102,19 +111,41 @@ def _sync_counter_factory():
     return syncs.count_synchronizations
 
 
-def _inputs(names, args, progress):
-    """Prepared gates one at a time (one graph in memory); unreadable inputs are exit 2."""
-    from bench.prepare import prepare_gate
-    from engines.errors import FileFormatError, InvalidArgumentError
+def _prepared(name, prepare, written):
+    """``prepare()``, its input and environment problems as the protocol's errors (no traceback);
+    ``written``: the folders this command writes (an OSError elsewhere is an input problem)."""
+    from bench.prepare_failures import prepare_failure
 
+    try:
+        return prepare()
+    except Exception as exc:
+        failure = prepare_failure(name, exc, written=written)
+        if failure is None:
+            raise
+    raise failure
+
+
+def _written(args, out) -> tuple:
+    from engines.io import default_cache_dir
+
+    return default_cache_dir(args.cache_dir), out
+
+
+def _inputs(names, args, progress, out, spec=None):
+    """Prepared gates, then the graph file, one at a time (one graph in memory); unreadable
+    inputs are exit 2."""
+    from bench.graph_file import prepare_graph_file
+    from bench.prepare import prepare_gate
+
+    written = _written(args, out)
     for name in names:
         progress.preparing(name)
-        try:
-            gate = prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                                progress=not args.no_progress)
-        except (OSError, FileFormatError, InvalidArgumentError, KeyError) as exc:
-            raise UsageError(f"graph {name}: cannot prepare its inputs: {exc}") from exc
-        yield gate
+        yield _prepared(name, lambda name=name: prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                                                             progress=not args.no_progress), written)
+    if spec is not None:
+        progress.preparing(spec.name)
+        yield _prepared(spec.name, lambda: prepare_graph_file(spec, cache_dir=args.cache_dir,
+                                                              progress=not args.no_progress), written)
 
 
 def _check_graph_names(names) -> None:
@@ -125,11 +156,52 @@ def _check_graph_names(names) -> None:
         raise UsageError(f"unknown gate name(s): {', '.join(unknown)} (known: {', '.join(ALL_GATES)})")
 
 
+def _graph_file_spec(args):
+    try:
+        return graph_file.spec_from_args(args)
+    except graph_file.GraphFileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _gate_names(args, spec) -> list[str]:
+    """The gates to measure: ``--graphs``, else the four gates (none beside a ``--graph-file``)."""
+    from bench.gates import GATE_NAMES
+
+    gates = _split_list(args.graphs)
+    if gates is None:
+        gates = [] if spec is not None else list(GATE_NAMES)
+    _check_graph_names(gates)
+    if spec is not None and spec.name in gates:
+        raise UsageError(f"the graph file's name {spec.name} is also in --graphs; give it another with --name")
+    return gates
+
+
+def _check_outputs(args, out: str) -> None:
+    """Exit 2 before any work when the records or the cache cannot be written, or (``--resume``)
+    when the records to continue are damaged."""
+    from engines.io import default_cache_dir
+    from engines.io.outputs import output_problem
+    from protocol.records import RecordStore
+
+    problem = output_problem(out, folder=True)
+    if problem:
+        raise UsageError(f"--out: the records folder cannot be written: {problem}")
+    problem = output_problem(default_cache_dir(args.cache_dir), folder=True)
+    if problem:
+        raise UsageError(f"the cache folder cannot be written: {problem} (--cache-dir or $SSSPAB_CACHE_DIR)")
+    store = RecordStore(out)
+    if args.resume and store.has_campaign():
+        store.check_readable()
+
+
 def _reproduce_command(argv) -> str:
     return "python bench/perf_ab.py engines " + " ".join(shlex.quote(a) for a in argv)
 
 
-def build_config(args):
+def build_config(args, spec=None):
+    """The campaign's parameters; a ``--graph-file`` (``spec``, hashed by
+    :func:`bench.graph_file.identified`) is recorded by its identity, so that ``--resume`` refuses
+    another file or other options."""
     from protocol.runner import CampaignConfig
     from protocol.sides import parse_sides
 
@@ -139,11 +211,10 @@ def build_config(args):
         objectives = None if objectives is None else [int(k) for k in objectives]
     except ValueError as exc:
         raise UsageError(f"--objectives: {exc}") from exc
-    from bench.gates import GATE_NAMES
-
     return CampaignConfig(
         sides=sides,
-        graphs=_split_list(args.graphs) or list(GATE_NAMES),
+        graphs=_gate_names(args, spec) + ([spec.name] if spec is not None else []),
+        graph_file=None if spec is None else spec.identity(),
         batches=_split_list(args.batches),
         objectives=objectives,
         rounds=args.rounds,
@@ -163,7 +234,7 @@ def build_config(args):
     )
 
 
-def _rebuild_argv(args) -> list[str]:
+def _rebuild_argv(args, spec=None) -> list[str]:
     """The command line that reproduces this campaign (without --resume and --out)."""
     argv = ["--sides", args.sides, "--rounds", str(args.rounds), "--warmup", str(args.warmup),
             "--order", args.order, "--seed", str(args.seed)]
@@ -184,7 +255,7 @@ def _rebuild_argv(args) -> list[str]:
         argv += ["--verify", args.verify]
     if args.verify_syncs:
         argv += ["--verify-syncs"]
-    return argv
+    return argv + graph_file.argv_of(spec)
 
 
 def main(args) -> int:
@@ -196,13 +267,16 @@ def main(args) -> int:
     from protocol.report import render_report
     from protocol.runner import CampaignRunner
 
+    out = args.out or str(REPO_ROOT / "results")
     try:
-        config = build_config(args)
-        _check_graph_names(config.graphs)
+        spec = _graph_file_spec(args)
         lock_request = LockRequest.parse(args.lock_clocks) if args.lock_clocks else None
+        _check_outputs(args, out)
+        if spec is not None:  # its SHA-256, for the parameters and the preparation (hashed once)
+            spec = _prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
+        config = build_config(args, spec)
         device = _check_cuda(config.sides)
         sync_factory = _sync_counter_factory() if args.verify_syncs else None
-        out = args.out or str(REPO_ROOT / "results")
         store = RecordStore(out)
         pci = cuda_device_info(device)["pci_bus_id"] if device is not None else None
         with Instruments.open(gpu=device is not None, pci_bus_id=pci, own_context=device is not None,
@@ -214,10 +288,11 @@ def main(args) -> int:
                 runner = CampaignRunner(
                     config, store, instruments, resume=args.resume, progress=progress,
                     sync_counter_factory=sync_factory,
-                    reproduce_command=_reproduce_command(_rebuild_argv(args)),
+                    reproduce_command=_reproduce_command(_rebuild_argv(args, spec)),
                     environment=environment,
                 )
-                code = runner.run(_inputs(config.graphs, args, progress))
+                gates = [g for g in config.graphs if spec is None or g != spec.name]
+                code = runner.run(_inputs(gates, args, progress, out, spec))
         report_path = render_report(store)
         print_summary_table(store)
         print(f"report: {report_path}", file=sys.stderr)
@@ -229,13 +304,19 @@ def main(args) -> int:
         print("perf_ab.py engines: interrupted; the finished rounds are recorded, continue with --resume",
               file=sys.stderr)
         return 130
-    except Exception as exc:  # a bug or an environment surprise: keep what was measured, say how to go on
-        import traceback
-
-        traceback.print_exc()
-        print(f"perf_ab.py engines: failed with {type(exc).__name__}: {exc}; every finished round is "
-              "recorded, fix the cause and continue with --resume", file=sys.stderr)
-        return 1
+    except OSError as exc:  # the environment: a record that could not be written (disk full, permissions)
+        print(f"perf_ab.py engines: error: cannot write the records: {os_error_text(exc)}; the rounds "
+              f"written before this are kept in {out}; fix the cause and continue with --resume",
+              file=sys.stderr)
+        return int(EnvironmentProblem.exit_code)
+    except MemoryError as exc:
+        print(f"perf_ab.py engines: error: not enough host memory ({exc}); the rounds written before this "
+              f"are kept in {out}; continue with --resume on a machine with more memory", file=sys.stderr)
+        return int(EnvironmentProblem.exit_code)
+    except Exception as exc:  # a bug: keep what was measured, show the traceback, say how to go on
+        print_internal_error("perf_ab.py engines: ", exc, then=f". The rounds finished before it are recorded "
+                                                           f"in {out}; once fixed, continue with --resume")
+        return int(ExitCode.CORRECTNESS)
 
 
 __all__ = ["add_arguments", "main", "build_config", "DEFAULT_SIDES"]

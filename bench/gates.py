@@ -22,6 +22,11 @@ ALL_GATES = GATE_NAMES + SMALL_REAL_GATES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# A real file found by a gate's name must be that gate's graph: its vertex count exactly as known,
+# its directed edge count within this fraction (copies of one graph in different collections
+# differ a little in parallel arcs and self-loops, and rgg's count is known only roughly).
+EDGE_COUNT_TOLERANCE = 0.01
+
 # The hop diameter quoted for the real roadNet-CA (inputs.md §1); other road gates scale it with
 # sqrt(n), and a stand-in must land within [1/2, 2] of the scaled value.
 ROADNET_CA_DIAMETER = 850
@@ -45,10 +50,30 @@ class Gate:
     local_radius: int
     standin_generator: str | None = None
     standin_params: dict = field(default_factory=dict)
+    approximate_directed_edges: int | None = None
 
     @property
     def has_standin(self) -> bool:
         return self.standin_generator is not None
+
+    def known_counts(self) -> tuple[int | None, int | None]:
+        """``(vertices, directed edges)`` of the real graph, None where unknown."""
+        n = self.facts.get("vertices")
+        m = self.facts.get("directed_edges")
+        return (n if isinstance(n, int) else None,
+                m if isinstance(m, int) else self.approximate_directed_edges)
+
+    def real_file_mismatch(self, num_vertices: int, num_edges: int) -> str | None:
+        """Why a graph read from a real file is not this gate's graph; None when its counts
+        match the known facts (vertices exactly, directed edges within EDGE_COUNT_TOLERANCE)."""
+        known_n, known_m = self.known_counts()
+        what = self.facts.get("matrix") or self.facts.get("network") or self.name
+        if known_n is not None and num_vertices != known_n:
+            return (f"it has {num_vertices:,} vertices, but the gate {self.name} ({what}) has {known_n:,}")
+        if known_m is not None and abs(num_edges - known_m) > EDGE_COUNT_TOLERANCE * known_m:
+            return (f"it has {num_edges:,} directed edges, but the gate {self.name} ({what}) has "
+                    f"{known_m:,} (within {EDGE_COUNT_TOLERANCE:.0%})")
+        return None
 
     def expected_hop_diameter(self) -> float | None:
         """The real graph's hop diameter, or its sqrt(n)-scaled estimate for a road gate."""
@@ -100,6 +125,7 @@ GATES: dict[str, Gate] = {
         local_radius=110,
         standin_generator="rgg",
         standin_params={"num_vertices": 1 << 20, "seed": 0, "radius_factor": 0.55},
+        approximate_directed_edges=13_800_000,
     ),
     # Sparser than the roadNet graphs (degree 2.41), so fewer optional long candidates suffice
     # and keep the 24 M-vertex build inside a few GiB.

@@ -34,6 +34,12 @@ def graph_facts(num_vertices: int, row_ptr: np.ndarray, col_ind: np.ndarray, *, 
     double-sweep lower bound of the undirected hop diameter."""
     n = int(num_vertices)
     m = int(col_ind.size)
+    if n == 0:  # nothing to measure (a user's empty file): zeros, not an argmax of nothing
+        return {"vertices": 0, "directed_edges": m, "average_degree": 0.0, "largest_component_vertices": 0,
+                "largest_component_share": 0.0, "source_in_largest_component": False,
+                "source_reachable_vertices": 0, "source_hop_eccentricity": 0, "hop_diameter_lower_bound": 0}
+    if not 0 <= source < n:
+        raise ValueError(f"source {source} is not a vertex of the graph (n = {n})")
     matrix = adjacency(n, row_ptr, col_ind)
     _, labels = connected_components(matrix, directed=True, connection="weak")
     sizes = np.bincount(labels)

@@ -1,17 +1,25 @@
-"""Build (or read back from the cache) everything a gate's benchmark needs (inputs.md §4):
-the graph with its K = 3 weight columns, the initial trees, the three batches and their facts.
+"""Build (or read back from the cache) everything a graph's benchmark needs (inputs.md §4):
+the graph with its K = 3 weight columns, the initial trees, the three batches and their facts,
+for a gate (:func:`prepare_gate`) or for a user's graph file (:mod:`bench.graph_file`, through
+:func:`prepare_plan`, the one path both take).
 
 Cache layout under the cache folder (``$SSSPAB_CACHE_DIR`` or ``<repo>/.cache``)::
 
-    gates/<name>-<key>/graph.npz       row_ptr, col_ind (weights are re-drawn: seed 12345)
+    gates/<name>-<key>/graph.npz       row_ptr, col_ind (weights are re-drawn: seed 12345;
+                                       a graph file measured with its own weights keeps them here)
     gates/<name>-<key>/facts.json      origin, graph facts, build times
     gates/<name>-<key>/trees.npz       distances_k, parents_k per objective
     gates/<name>-<key>/batches-<bkey>.npz / .json   the batches' arrays and facts
 
 ``<key>`` hashes the origin (real file: reader, reader version and SHA-256; stand-in: generator,
-every parameter and GENERATOR_VERSION), the weight parameters and PREPARE_VERSION; ``<bkey>`` adds
-the batch specs, seed, radius and BATCH_GENERATOR_VERSION. A changed input or generator therefore
-never reads a stale entry; a damaged entry is rebuilt.
+every parameter and GENERATOR_VERSION; graph file: format, reader options and SHA-256), the weight
+parameters, the source of a graph file and PREPARE_VERSION; ``<bkey>`` adds the batch specs,
+seed, radius and BATCH_GENERATOR_VERSION. A changed input or generator therefore never reads a
+stale entry; a damaged entry is rebuilt.
+
+Inputs that cannot be measured raise :class:`InputError` naming the input and why: a real file
+whose counts are not its gate's, a graph without vertices or edges, a source outside the graph,
+a graph that cannot carry the batches.
 """
 
 from __future__ import annotations
@@ -22,20 +30,26 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from engines.io import READER_VERSION, default_cache_dir, file_sha256, read_graph_cached, reader_for
+from engines.io import READER_VERSION, default_cache_dir, input_sha256, read_graph_cached, reader_for
 from engines.io.cache import load_arrays, save_arrays
 
 from . import batches as batches_mod
 from . import standins
 from .gates import Gate, find_real_file, get_gate
 from .graphfacts import graph_facts
+from .host_memory import require_memory
 from .weights import SOURCE, WEIGHT_PARAMS, build_graph, draw_weights, initial_trees
 
 PREPARE_VERSION = 1
 TREES_VERSION = 1
+
+
+class InputError(ValueError):
+    """An input that cannot be prepared; the message names it and says why."""
 
 
 @dataclass
@@ -61,12 +75,12 @@ class PreparedGate:
         return self.origin.get("kind") == "standin"
 
 
-def _key(payload: dict) -> str:
+def cache_key(payload: dict) -> str:
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-class _Progress:
+class Progress:
     """Step messages on stderr with a rich spinner while a long step runs."""
 
     def __init__(self, enabled: bool):
@@ -107,41 +121,99 @@ def resolve_origin(gate: Gate, data_dir=None) -> tuple[dict, Path | None]:
             "note": f"stand-in for {gate.facts.get('matrix', gate.name)}: generated locally, not the real graph"}, None
 
 
-def _csr_from_edges(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def csr_from_edges(n: int, src: np.ndarray, dst: np.ndarray, *, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR of sorted edges, once :func:`bench.host_memory.require_memory` says that preparing
+    a graph of this size fits (``label`` names the input in its message)."""
+    require_memory(label, n, dst.size)
     row_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=row_ptr[1:])
     return row_ptr, np.ascontiguousarray(dst, dtype=np.int32)
 
 
-def _build_structure(gate: Gate, origin: dict, path: Path | None, cache_dir: Path, progress: _Progress):
+@dataclass
+class InputPlan:
+    """How to build one graph's inputs: what :func:`prepare_plan` needs from a gate or a file.
+
+    ``build()`` returns ``(row_ptr, col_ind, weights)`` where ``weights`` is ``(m, K)`` to keep
+    (a file's own) or None to draw the gate weights; ``radius(facts)`` is the local batch radius;
+    ``label`` names the input in messages; ``facts`` are recorded beside the graph's facts.
+    """
+
+    name: str
+    label: str
+    origin: dict
+    key: str
+    build: Callable[[], tuple]
+    source: int
+    radius: Callable[[dict], int]
+    facts: dict = field(default_factory=dict)
+    tree_check: Callable | None = None  # (graph, trees, source) -> facts of the check, or raises
+
+
+def _build_structure(gate: Gate, origin: dict, path: Path | None, cache_dir: Path, progress: Progress):
     if path is not None:
         with progress.step(gate.name, f"reading {path.name}"):
             parsed, _ = read_graph_cached(path, cache_dir=cache_dir, sha256=origin["sha256"])
-        return _csr_from_edges(parsed.num_vertices, parsed.src, parsed.dst)
+        mismatch = gate.real_file_mismatch(parsed.num_vertices, parsed.num_edges)
+        if mismatch:
+            raise InputError(
+                f"{path}: refused as the real {gate.name}: {mismatch}, so it is another graph. "
+                f"Measure it under its own name: perf_ab.py engines --graph-file {path} --name NAME")
+        return csr_from_edges(parsed.num_vertices, parsed.src, parsed.dst, label=str(path))
     with progress.step(gate.name, f"generating stand-in {gate.standin_generator}({gate.standin_params})"):
         undirected = gate.build_standin()
         src, dst = standins.directed_csr_edges(undirected)
-    return _csr_from_edges(undirected.num_vertices, src, dst)
+    return csr_from_edges(undirected.num_vertices, src, dst, label=f"the stand-in of {gate.name}")
+
+
+def gate_plan(gate: Gate, *, data_dir=None, cache_root: Path, shown: Progress) -> InputPlan:
+    origin, path = resolve_origin(gate, data_dir)
+    if path is not None:
+        with shown.step(gate.name, f"hashing {path.name}"):
+            origin["sha256"] = input_sha256(path)
+    key = cache_key({"gate": gate.name, "origin": {k: v for k, v in origin.items() if k not in ("path", "note")},
+                "weights": WEIGHT_PARAMS, "prepare_version": PREPARE_VERSION})
+    facts = dict(gate=gate.name, kind=gate.kind, is_standin=origin["kind"] == "standin",
+                 local_radius=gate.local_radius, real_facts=gate.facts, cache_key=key)
+    if origin["kind"] == "standin":
+        facts["standin"] = {"generator": origin["generator"], "params": origin["params"],
+                            "generator_version": origin["generator_version"]}
+    label = f"gate {gate.name}" + (f" ({path})" if path is not None else "")
+    return InputPlan(
+        name=gate.name, label=label, origin=origin, key=key,
+        build=lambda: (*_build_structure(gate, origin, path, cache_root, shown), None),
+        source=SOURCE, radius=lambda _facts: gate.local_radius, facts=facts)
 
 
 def prepare_gate(name: str, *, data_dir=None, cache_dir=None, progress: bool = True,
                  with_trees: bool = True, with_batches: bool = True) -> PreparedGate:
     """Everything gate ``name`` needs, built where missing and cached.
 
-    Raises KeyError (unknown gate), FileNotFoundError (a needed real file is missing) and
-    engines.errors.FileFormatError (a corrupt real file).
+    Raises KeyError (unknown gate), FileNotFoundError (a needed real file is missing),
+    engines.errors.FileFormatError (a corrupt real file) and InputError (a real file that is
+    not the gate's graph, by its vertex and edge counts).
     """
     gate = get_gate(name)
     cache_root = default_cache_dir(cache_dir)
-    shown = _Progress(progress)
-    origin, path = resolve_origin(gate, data_dir)
-    if path is not None:
-        with shown.step(gate.name, f"hashing {path.name}"):
-            origin["sha256"] = file_sha256(path)
-    key = _key({"gate": gate.name, "origin": {k: v for k, v in origin.items() if k not in ("path", "note")},
-                "weights": WEIGHT_PARAMS, "prepare_version": PREPARE_VERSION})
-    folder = cache_root / "gates" / f"{gate.name}-{key}"
+    shown = Progress(progress)
+    plan = gate_plan(gate, data_dir=data_dir, cache_root=cache_root, shown=shown)
+    return prepare_plan(plan, cache_root=cache_root, shown=shown, with_trees=with_trees,
+                        with_batches=with_batches)
 
+
+def _usable(plan: InputPlan, n: int, m: int) -> None:
+    """Refuse a graph nothing can be measured on, before any fact is computed."""
+    if n == 0:
+        raise InputError(f"{plan.label}: the graph has no vertex, so there is nothing to measure")
+    if not 0 <= plan.source < n:
+        raise InputError(f"{plan.label}: source {plan.source} is not a vertex of the graph "
+                         f"(n = {n:,}, ids 0 .. {n - 1:,})")
+    if m == 0:
+        raise InputError(f"{plan.label}: the graph has no edge, so no batch can delete one")
+
+
+def _structure(plan: InputPlan, folder: Path, shown: Progress):
+    """``(row_ptr, col_ind, kept weights or None, facts)``, from the cache or built."""
     arrays = load_arrays(folder / "graph.npz")
     facts_path = folder / "facts.json"
     facts = None
@@ -150,35 +222,46 @@ def prepare_gate(name: str, *, data_dir=None, cache_dir=None, progress: bool = T
             facts = json.loads(facts_path.read_text())
         except (OSError, ValueError):
             facts = None
-    if arrays is None or facts is None or "row_ptr" not in arrays:
-        start = time.perf_counter()
-        row_ptr, col_ind = _build_structure(gate, origin, path, cache_root, shown)
-        build_seconds = time.perf_counter() - start
-        with shown.step(gate.name, "graph facts (components, hop eccentricity)"):
-            facts = graph_facts(row_ptr.size - 1, row_ptr, col_ind, source=SOURCE)
-        facts["build_seconds"] = round(build_seconds, 2)
-        save_arrays(folder / "graph.npz", row_ptr=row_ptr, col_ind=col_ind)
-        facts_path.write_text(json.dumps(facts, indent=1, sort_keys=True))
-    else:
-        row_ptr, col_ind = arrays["row_ptr"], arrays["col_ind"]
-    if row_ptr.size < 2:
-        raise ValueError(f"gate {gate.name!r}: the graph has no vertex, so no source 0")
-    with shown.step(gate.name, "weights and engines.Graph"):
-        graph = build_graph(row_ptr, col_ind, draw_weights(col_ind.size))
-    prepared = PreparedGate(gate.name, origin, graph, SOURCE, dict(facts))
-    prepared.facts.update(gate=gate.name, kind=gate.kind, is_standin=origin["kind"] == "standin",
-                          local_radius=gate.local_radius, real_facts=gate.facts, cache_key=key)
-    if origin["kind"] == "standin":
-        prepared.facts["standin"] = {"generator": origin["generator"], "params": origin["params"],
-                                     "generator_version": origin["generator_version"]}
+    if arrays is not None and facts is not None and "row_ptr" in arrays:
+        return arrays["row_ptr"], arrays["col_ind"], arrays.get("weights"), facts
+    start = time.perf_counter()
+    row_ptr, col_ind, weights = plan.build()
+    build_seconds = time.perf_counter() - start
+    _usable(plan, row_ptr.size - 1, col_ind.size)
+    with shown.step(plan.name, "graph facts (components, hop eccentricity)"):
+        facts = graph_facts(row_ptr.size - 1, row_ptr, col_ind, source=plan.source)
+    facts["build_seconds"] = round(build_seconds, 2)
+    kept = {} if weights is None else {"weights": weights}
+    save_arrays(folder / "graph.npz", row_ptr=row_ptr, col_ind=col_ind, **kept)
+    facts_path.write_text(json.dumps(facts, indent=1, sort_keys=True))
+    return row_ptr, col_ind, weights, facts
+
+
+def prepare_plan(plan: InputPlan, *, cache_root: Path, shown: Progress, with_trees: bool = True,
+                 with_batches: bool = True) -> PreparedGate:
+    """The graph, weights, trees and batches of one planned input, built where missing and cached."""
+    folder = cache_root / "gates" / f"{plan.name}-{plan.key}"
+    row_ptr, col_ind, weights, facts = _structure(plan, folder, shown)
+    _usable(plan, row_ptr.size - 1, col_ind.size)
+    with shown.step(plan.name, "weights and engines.Graph"):
+        graph = build_graph(row_ptr, col_ind, draw_weights(col_ind.size) if weights is None else weights)
+    prepared = PreparedGate(plan.name, plan.origin, graph, plan.source, dict(facts))
+    radius = int(plan.radius(facts))
+    prepared.facts.update(plan.facts)
+    prepared.facts["local_radius"] = radius
     if with_trees:
         prepared.trees = _trees(prepared, folder, shown)
+        if plan.tree_check is not None:
+            prepared.facts["initial_tree_check"] = _checked_trees(plan, prepared, folder, shown)
     if with_batches:
-        prepared.batches = _batches(prepared, gate, folder, shown)
+        try:
+            prepared.batches = _batches(prepared, radius, folder, shown)
+        except batches_mod.BatchDrawError as exc:
+            raise InputError(f"{plan.label}: cannot draw the batches: {exc}") from None
     return prepared
 
 
-def _trees(prepared: PreparedGate, folder: Path, shown: _Progress) -> list:
+def _trees(prepared: PreparedGate, folder: Path, shown: Progress) -> list:
     graph = prepared.graph
     path = folder / f"trees-v{TREES_VERSION}-s{prepared.source}.npz"
     arrays = load_arrays(path)
@@ -194,13 +277,26 @@ def _trees(prepared: PreparedGate, folder: Path, shown: _Progress) -> list:
     return trees
 
 
-def _batches(prepared: PreparedGate, gate: Gate, folder: Path, shown: _Progress) -> dict:
+def _checked_trees(plan: InputPlan, prepared: PreparedGate, folder: Path, shown: Progress) -> dict:
+    """The initial-tree check's facts; run once per cached set of trees (its record is kept)."""
+    record = folder / f"trees-v{TREES_VERSION}-s{prepared.source}.check.json"
+    try:
+        return json.loads(record.read_text())
+    except (OSError, ValueError):
+        pass
+    with shown.step(prepared.name, "initial trees against the references"):
+        facts = plan.tree_check(prepared.graph, prepared.trees, prepared.source)
+    record.write_text(json.dumps(facts, indent=1, sort_keys=True))
+    return facts
+
+
+def _batches(prepared: PreparedGate, radius: int, folder: Path, shown: Progress) -> dict:
     from engines import Batch
 
     specs = batches_mod.BATCH_SPECS
-    bkey = _key({"specs": [vars(s) if hasattr(s, "__dict__") else repr(s) for s in specs],
+    bkey = cache_key({"specs": [vars(s) if hasattr(s, "__dict__") else repr(s) for s in specs],
                  "spec_repr": [repr(s) for s in specs], "seed": batches_mod.BATCH_SEED,
-                 "radius": gate.local_radius, "source": prepared.source,
+                 "radius": radius, "source": prepared.source,
                  "version": batches_mod.BATCH_GENERATOR_VERSION})
     arrays = load_arrays(folder / f"batches-{bkey}.npz")
     facts_path = folder / f"batches-{bkey}.json"
@@ -216,7 +312,7 @@ def _batches(prepared: PreparedGate, gate: Gate, folder: Path, shown: _Progress)
             drawn = None
     if drawn is None:
         with shown.step(prepared.name, "batches safe50k, unsafe50k, local10k (seed 777, safe filter)"):
-            drawn = batches_mod.draw_gate_batches(prepared.graph, radius=gate.local_radius,
+            drawn = batches_mod.draw_gate_batches(prepared.graph, radius=radius,
                                                   source=prepared.source, specs=specs)
         save_arrays(folder / f"batches-{bkey}.npz",
                     **{f"{name}__{part}": arr for name, b in drawn.items() for part, arr in b.arrays().items()})

@@ -1,8 +1,14 @@
 """``perf_ab.py prepare``: build and cache the gates' graphs, weights, initial trees and batches,
-then print their facts.
+then print their facts; ``--graph-file PATH`` prepares a graph file of one's own the same way
+(:mod:`bench.graph_file`).
 
-Exit codes: 0 on success; 2 when a gate is unknown, a needed real file is missing, or a real file
-is corrupt (the message names the file and line).
+Exit codes (:mod:`bench.prepare_failures` maps what went wrong, as for ``perf_ab.py engines``):
+0 on success; 2 when a gate is unknown, a needed real file is missing, a file is corrupt,
+unreadable or cannot be measured (the message names the file and line), a real file is not its
+gate's graph, or the cache folder cannot be written (checked first); 1 when an initial tree
+differs from its reference; 3 when the environment fails (a write into the cache, a graph too
+large for the host memory, memory running out). Only an internal error (a bug) prints a
+traceback, and says so.
 """
 
 from __future__ import annotations
@@ -11,22 +17,24 @@ import argparse
 import sys
 import time
 
-from engines.errors import FileFormatError
+from engines.errors import print_internal_error
+from protocol.exitcodes import ExitCode
 
+from . import graph_file
 from .gates import ALL_GATES, GATE_NAMES
-
-EXIT_INPUT_ERROR = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--graphs", nargs="+", default=list(GATE_NAMES), metavar="GATE",
-                        help=f"gates to prepare (default: the four gates; known: {', '.join(ALL_GATES)})")
+    parser.add_argument("--graphs", nargs="+", default=None, metavar="GATE",
+                        help=f"gates to prepare (default: the four gates, or none with --graph-file; "
+                             f"known: {', '.join(ALL_GATES)})")
     parser.add_argument("--data-dir", default=None,
                         help="folder with real graph files (also searched in its graphs/ subfolder); "
                              "default: $SSSPAB_DATA_DIR, then <repo>/../shared/data")
     parser.add_argument("--cache-dir", default=None,
                         help="cache folder (default: $SSSPAB_CACHE_DIR or <repo>/.cache)")
     parser.add_argument("--no-progress", action="store_true", help="no progress messages on stderr")
+    graph_file.add_arguments(parser)
 
 
 def _fmt(value) -> str:
@@ -48,8 +56,12 @@ def facts_tables(prepared_gates) -> str:
                   "deletions_kept", "filter_rounds", "centre", "region_size", "digest", "identical_to")
     graph_rows, batch_rows = [], []
     for p in prepared_gates:
-        origin = (f"stand-in {p.origin['generator']} {p.origin['params']}" if p.is_standin
-                  else f"real {p.origin['path']}")
+        if p.is_standin:
+            origin = f"stand-in {p.origin['generator']} {p.origin['params']}"
+        elif p.origin.get("kind") == "file":
+            origin = f"file {p.origin['path']} ({p.origin['format']}, sha256 {p.origin['sha256'][:16]})"
+        else:
+            origin = f"real {p.origin['path']}"
         row = {"gate": p.name, "origin": origin, **p.facts}
         graph_rows.append([_fmt(row.get(c, "")) for c in graph_cols])
         for name, b in p.batches.items():
@@ -65,26 +77,71 @@ def _render(columns, rows) -> str:
     return "\n".join([line(columns), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def main(args: argparse.Namespace) -> int:
+def _jobs(names, spec, args):
+    """``(name, prepare())`` per input: the gates, then the graph file."""
+    from .graph_file import prepare_graph_file
     from .prepare import prepare_gate
 
-    unknown = [g for g in args.graphs if g not in ALL_GATES]
+    for name in names:
+        yield name, lambda name=name: prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                                                   progress=not args.no_progress)
+    if spec is not None:
+        yield spec.name, lambda: prepare_graph_file(spec, cache_dir=args.cache_dir, progress=not args.no_progress)
+
+
+def _prepare_one(name, job, cache_root) -> tuple[object, int | None]:
+    """``(prepared, None)`` or ``(None, exit code)`` after printing what went wrong."""
+    from .prepare_failures import prepare_failure
+
+    try:
+        return job(), None
+    except Exception as exc:
+        failure = prepare_failure(name, exc, written=(cache_root,))
+        if failure is None:
+            raise
+    print(f"prepare: {failure}", file=sys.stderr)
+    return None, int(failure.exit_code)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return _main(args)
+    except Exception as exc:  # a bug: the traceback helps whoever fixes it
+        print_internal_error("prepare: ", exc)
+        return int(ExitCode.CORRECTNESS)
+
+
+def _main(args: argparse.Namespace) -> int:
+    from engines.io import default_cache_dir
+    from engines.io.outputs import output_problem
+
+    try:
+        spec = graph_file.spec_from_args(args)
+    except graph_file.GraphFileError as exc:
+        print(f"prepare: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    names = args.graphs if args.graphs is not None else ([] if spec is not None else list(GATE_NAMES))
+    unknown = [g for g in names if g not in ALL_GATES]
     if unknown:
         print(f"prepare: unknown gate(s) {', '.join(unknown)}; known gates: {', '.join(ALL_GATES)}",
               file=sys.stderr)
-        return EXIT_INPUT_ERROR
+        return int(ExitCode.USAGE)
+    if spec is not None and spec.name in names:
+        print(f"prepare: the graph file's name {spec.name} is also in --graphs; give it another with --name",
+              file=sys.stderr)
+        return int(ExitCode.USAGE)
+    cache_root = default_cache_dir(args.cache_dir)
+    problem = output_problem(cache_root, folder=True)
+    if problem:
+        print(f"prepare: the cache folder cannot be written: {problem} (--cache-dir or $SSSPAB_CACHE_DIR)",
+              file=sys.stderr)
+        return int(ExitCode.USAGE)
     prepared = []
-    for name in args.graphs:
+    for name, job in _jobs(names, spec, args):
         start = time.perf_counter()
-        try:
-            gate = prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                                progress=not args.no_progress)
-        except FileNotFoundError as exc:
-            print(f"prepare: missing input for {name}: {exc}", file=sys.stderr)
-            return EXIT_INPUT_ERROR
-        except FileFormatError as exc:
-            print(f"prepare: corrupt input for {name}: {exc}", file=sys.stderr)
-            return EXIT_INPUT_ERROR
+        gate, code = _prepare_one(name, job, cache_root)
+        if gate is None:
+            return code
         gate.facts["prepare_seconds"] = round(time.perf_counter() - start, 2)
         prepared.append(gate)
         # keep memory flat across gates: the table needs only the facts

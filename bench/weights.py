@@ -20,6 +20,12 @@ SOURCE = 0
 WEIGHT_PARAMS = {"seed": WEIGHT_SEED, "num_objectives": NUM_OBJECTIVES, "low": WEIGHT_LOW, "high": WEIGHT_HIGH}
 
 
+def describe_weights(params: dict = WEIGHT_PARAMS) -> str:
+    """The drawn weights in words, from their parameters: "K = 3 columns uniform in [1, 100], seed 12345"."""
+    return (f"K = {params['num_objectives']} columns uniform in [{params['low']}, {params['high']}], "
+            f"seed {params['seed']}")
+
+
 def draw_weights(num_edges: int, *, num_objectives: int = NUM_OBJECTIVES, seed: int = WEIGHT_SEED) -> np.ndarray:
     """``(m, K)`` int32 weights, uniform in [1, 100], in edge order."""
     rng = np.random.default_rng(seed)
@@ -33,6 +39,13 @@ def build_graph(row_ptr: np.ndarray, col_ind: np.ndarray, weights: np.ndarray | 
     if weights is None:
         weights = draw_weights(col_ind.size)
     return Graph.from_csr(row_ptr, col_ind, weights)
+
+
+def initial_trees_backend() -> str:
+    """Where :func:`initial_trees` computes: "cuda" where a GPU is usable, else "host"."""
+    from engines.sssp import cuda
+
+    return "cuda" if cuda.is_available() else "host"
 
 
 def initial_trees(graph, *, source: int = SOURCE, backend: str = "auto") -> list[tuple[np.ndarray, np.ndarray]]:

@@ -18,15 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arguments import VERTEX_MAX, as_array, weight_matrix
 from .errors import InvalidArgumentError, NotSupportedError
-
-WEIGHT_MAX = (1 << 31) - 1
-VERTEX_MAX = (1 << 31) - 1  # int32 vertex ids; the largest id is VERTEX_MAX - 1 so n fits too
 
 
 def _as_int_array(values, name: str, ndim: int) -> np.ndarray:
     """Copy an array-like into an int64 array, rejecting non-integers with a clear message."""
-    arr = np.asarray(values)
+    arr = as_array(values, name, "a flat sequence of integers (vertex ids)")
     if arr.size == 0:
         shape = arr.shape if arr.ndim == ndim else (0,) * ndim
         if ndim == 2 and arr.ndim == 2:
@@ -43,18 +41,6 @@ def _as_int_array(values, name: str, ndim: int) -> np.ndarray:
     if arr.ndim != ndim:
         raise InvalidArgumentError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     return arr
-
-
-def check_weights(weights: np.ndarray, name: str) -> None:
-    """Weights are integers in [1, 2^31 - 1]; name the first offending entry otherwise."""
-    if weights.size == 0:
-        return
-    bad = (weights < 1) | (weights > WEIGHT_MAX)
-    if bad.any():
-        idx = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), weights.shape)
-        raise InvalidArgumentError(
-            f"{name}{list(idx)} = {int(weights[idx])} is outside the weight range [1, {WEIGHT_MAX}]"
-        )
 
 
 def check_ids(ids: np.ndarray, name: str) -> None:
@@ -100,23 +86,15 @@ class Batch:
             w = np.zeros((0, 0), dtype=np.int64)
             k = None
         else:
-            raw = np.asarray(insert_weights)
-            if raw.ndim == 1:
-                w = _as_int_array(raw, "insert_weights", 1).reshape(-1, 1)
-                k = 1 if raw.size or n_ins else None
-            elif raw.ndim == 2:
-                w = _as_int_array(raw, "insert_weights", 2)
-                k = int(w.shape[1])
+            shape = np.shape(as_array(insert_weights, "insert_weights",
+                                      "a (num_insertions, K) or (num_insertions,) array of integers"))
+            if n_ins == 0 and len(shape) == 2 and shape[1] == 0:
+                w = np.zeros((0, 0), dtype=np.int64)  # no insertions and no column: K unknown
             else:
-                raise InvalidArgumentError(
-                    f"insert_weights must be (num_insertions, K) or 1-D, got shape {raw.shape}"
-                )
-            if w.shape[0] != n_ins:
-                raise InvalidArgumentError(
-                    f"insert_weights has {w.shape[0]} rows but the batch has {n_ins} insertions"
-                )
-            if n_ins and w.shape[1] < 1:
-                raise InvalidArgumentError("insert_weights needs at least one weight column")
+                w = weight_matrix(insert_weights, "insert_weights", n_ins, f"the batch has {n_ins} insertions",
+                                  "(num_insertions, K) or (num_insertions,)")
+            # K is known from a 2-D array, or from 1-D weights that are not empty
+            k = int(w.shape[1]) if len(shape) == 2 or n_ins else None
         dsrc = _as_int_array(delete_src, "delete_src", 1)
         ddst = _as_int_array(delete_dst, "delete_dst", 1)
         if dsrc.shape != ddst.shape:
@@ -125,7 +103,6 @@ class Batch:
             )
         for arr, name in ((isrc, "insert_src"), (idst, "insert_dst"), (dsrc, "delete_src"), (ddst, "delete_dst")):
             check_ids(arr, name)
-        check_weights(w, "insert_weights")
         for arr in (isrc, idst, w, dsrc, ddst):
             arr.setflags(write=False)
         self.insert_src, self.insert_dst, self.insert_weights = isrc, idst, w

@@ -23,9 +23,10 @@ objective, and the statistics as JSON), which ``--graph`` reads back for the nex
 path is a folder receiving ``distances.txt`` and ``tree.txt`` (and the MOSP CSR files of the new
 graph with ``--write-graph``). The statistics are printed (a table, or one JSON object with ``--json``).
 
-Exit status: 0 done; 2 bad input or arguments (``FileFormatError``, ``InvalidArgumentError``, the
-message names the problem); 3 the requested backend or engine cannot run here (no GPU, no
-cooperative launch); 1 any other engine failure.
+Exit status: 0 done; 2 bad input or arguments (``FileFormatError``, ``InvalidArgumentError``, an
+``--out`` that cannot be written, checked before any work; the message names the problem); 3 the
+requested backend or engine cannot run here (no GPU, no cooperative launch); 1 any other engine
+failure (out of memory included). Only an internal error (a bug) prints a traceback, and says so.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import numpy as np
 
 from . import Batch, Graph, errors, sssp
 from .io import mosp
+from .io.outputs import output_problem
 from .sssp.result import CUDA_ENGINES
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_NO_DEVICE = 0, 1, 2, 3
@@ -58,9 +60,14 @@ class GraphInput:
     objective: int | None = None
 
 
-def _load_npz(path: Path) -> dict[str, np.ndarray]:
+def _load_npz(path: Path, expected: str) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz``; ``expected`` says what else the argument may be, for the message
+    when the path is neither (a text file where a folder or an archive belongs)."""
     if not path.is_file():
         raise errors.FileFormatError(f"{path}: no such file")
+    if not zipfile.is_zipfile(path):
+        raise errors.FileFormatError(f"{path}: not a readable .npz file: it is neither {expected} nor an "
+                                     ".npz archive (a zip of NumPy arrays)")
     try:
         with np.load(path, allow_pickle=False) as data:
             return {key: data[key] for key in data.files}
@@ -106,7 +113,7 @@ def read_graph(path: Path) -> GraphInput:
     if path.is_dir():
         row_ptr, col_ind, weights = mosp.read_csr(path)
         return GraphInput(Graph.from_csr(row_ptr, col_ind, weights))
-    data = _load_npz(path)
+    data = _load_npz(path, f"a MOSP folder ({mosp.ROW_PTR_FILE}, {mosp.COL_IND_FILE}, {mosp.VALUES_FILE})")
     _require(data, ("row_ptr", "col_ind", "weights"), path)
     col_ind = _int_array(data, "col_ind", path)
     weights = per_edge_weights(_int_array(data, "weights", path), col_ind.size, path)
@@ -126,7 +133,7 @@ def read_batch(path: Path, num_weights: int) -> Batch:
         if not any((path / f).is_file() for f in (mosp.INSERT_FILE, mosp.DELETE_FILE)):
             raise errors.FileFormatError(f"{path}: neither {mosp.INSERT_FILE} nor {mosp.DELETE_FILE} found")
         return Batch(*mosp.read_batch(path, num_weights=num_weights))
-    data = _load_npz(path)
+    data = _load_npz(path, f"a MOSP folder ({mosp.INSERT_FILE}, {mosp.DELETE_FILE})")
     known = {"insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst"}
     if not known & set(data):
         raise errors.FileFormatError(f"{path}: no batch arrays ({', '.join(sorted(known))})")
@@ -154,6 +161,14 @@ def _resolve(args, found: GraphInput) -> tuple[int, int]:
     if source is None:
         raise errors.InvalidArgumentError("--source is required (the graph file names none)")
     objective = args.objective if args.objective is not None else (found.objective or 0)
+    n, k = found.graph.num_vertices, found.graph.num_weights
+    given = "--source" if args.source is not None else f"the source stored in {args.graph}"
+    if not 0 <= source < n:
+        raise errors.InvalidArgumentError(f"{given} {source} is not a vertex of the graph (n = {n}, ids 0 .. {n - 1})")
+    given = "--objective" if args.objective is not None else f"the objective stored in {args.graph}"
+    if not 0 <= objective < k:
+        raise errors.InvalidArgumentError(f"{given} {objective} is out of range [0, {k}): the graph has "
+                                          f"{k} weight column{'s' if k != 1 else ''}")
     if found.source is not None and args.source is not None and found.source != args.source \
             and found.distances is not None and not (args.distances or args.parents):
         raise errors.InvalidArgumentError(
@@ -187,8 +202,16 @@ def write_output(out: Path, graph: Graph, result: sssp.Result, source: int, obje
     return written
 
 
+def check_output(out: Path) -> None:
+    """Refuse an ``--out`` that cannot be written before any work (nothing is created here)."""
+    problem = output_problem(out, folder=Path(out).suffix != ".npz")
+    if problem:
+        raise errors.InvalidArgumentError(f"--out: {problem}")
+
+
 def run(args) -> dict:
     """Do the work of one command; returns the report printed at the end."""
+    check_output(Path(args.out))
     found = read_graph(args.graph)
     graph = found.graph
     source, objective = _resolve(args, found)
@@ -284,6 +307,15 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
     except errors.Error as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as exc:  # the environment: an output that could not be written after all
+        print(f"error: cannot write the output: {errors.os_error_text(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError as exc:
+        print(f"error: OutOfMemoryError: not enough host memory ({exc})", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as exc:  # a bug: the traceback helps whoever fixes it
+        errors.print_internal_error("error: ", exc, package="the engines")
         return EXIT_FAILURE
     print_report(report, args.json)
     return EXIT_OK

@@ -2,9 +2,16 @@
 
 Every error the package raises on purpose is an ``engines.errors.Error``; the second base lets
 callers catch the familiar built-in category (``ValueError``, ``MemoryError`` ...) as well.
+
+The command lines (``engines.cli``, ``bench/perf_ab.py``) word the errors they end with through
+:func:`os_error_text` (an ``OSError`` naming its file) and :func:`print_internal_error` (a bug: the
+traceback and one line saying so).
 """
 
 from __future__ import annotations
+
+import sys
+import traceback
 
 
 class Error(Exception):
@@ -61,6 +68,21 @@ PARENT_CYCLE_MESSAGE = (
 )
 
 
+def os_error_text(exc: OSError) -> str:
+    """An ``OSError`` in words, naming its file where it has one: ``"PATH: Permission denied"``."""
+    where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+    return f"{where}{getattr(exc, 'strerror', None) or exc}"
+
+
+def print_internal_error(prefix: str, exc: BaseException, *, package: str = "ssspab",
+                         blamed: str = "the input", then: str = "") -> None:
+    """On stderr: the traceback of ``exc`` (a bug) and one line saying it is one, starting with
+    ``prefix`` and ending with ``then`` (what the user can do next)."""
+    traceback.print_exception(exc)
+    print(f"{prefix}internal error (a bug in {package}, not a problem with {blamed}): "
+          f"{type(exc).__name__}: {exc}; please report it with the traceback above{then}", file=sys.stderr)
+
+
 def invalid_input_error(detail: str = "") -> InvalidArgumentError:
     """The post-commit ``invalid_input`` report (§8.3); every engine raises this one."""
     message = INVALID_INPUT_MESSAGE + (f" ({detail})" if detail else "")
@@ -84,4 +106,6 @@ __all__ = [
     "FileFormatError",
     "invalid_input_error",
     "parent_cycle_error",
+    "os_error_text",
+    "print_internal_error",
 ]

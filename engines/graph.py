@@ -23,17 +23,21 @@ it describes, never merely for an equal version number.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
 from .apply_host import HostCsr, WeightScalars, apply_host, canonical_in_csr, scalars_of
-from .batch import VERTEX_MAX, ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events, check_weights
-from .errors import InvalidArgumentError, NotSupportedError
+from .arguments import VERTEX_MAX, article, as_array, weight_matrix
+from .batch import ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events
+from .errors import InvalidArgumentError, NotSupportedError, OutOfMemoryError
 
-INT32_MAX = (1 << 31) - 1
+# the most edges int32 CSR offsets hold (an offset limit; the vertex limit is arguments.VERTEX_MAX)
+OFFSET32_MAX = (1 << 31) - 1
 _state_ids = itertools.count(1)
 
 
@@ -112,45 +116,86 @@ def _offset_dtype_for(num_edges: int, forced) -> np.dtype:
         forced = np.dtype(forced)
         if forced not in (np.dtype(np.int32), np.dtype(np.int64)):
             raise InvalidArgumentError(f"offset_dtype must be int32 or int64, got {forced}")
-        if forced == np.int32 and num_edges > INT32_MAX:
+        if forced == np.int32 and num_edges > OFFSET32_MAX:
             raise InvalidArgumentError(f"{num_edges} edges do not fit int32 offsets")
         return forced
-    return np.dtype(np.int32) if num_edges <= INT32_MAX else np.dtype(np.int64)
+    return np.dtype(np.int32) if num_edges <= OFFSET32_MAX else np.dtype(np.int64)
 
 
 def _weights_matrix(weights, num_edges: int) -> np.ndarray:
     """Per-edge weights ``(m, K)`` or ``(m,)`` -> objective-major ``(K, m)`` int32, checked."""
-    raw = np.asarray(weights)
-    if raw.ndim == 1:
-        raw = raw.reshape(-1, 1)
-    if raw.ndim != 2:
-        raise InvalidArgumentError(f"weights must be (m, K) or (m,), got shape {np.shape(weights)}")
-    if raw.shape[0] != num_edges:
-        raise InvalidArgumentError(f"weights has {raw.shape[0]} rows but there are {num_edges} edges")
-    if raw.shape[1] < 1:
-        raise InvalidArgumentError("weights needs at least one column (K >= 1)")
-    if raw.size and (raw.dtype == np.bool_ or not np.issubdtype(raw.dtype, np.integer)):
-        if not (np.issubdtype(raw.dtype, np.floating) and np.all(raw == np.trunc(raw))):
-            raise InvalidArgumentError(f"weights must be integers, got dtype {raw.dtype}")
-    w = np.asarray(raw, dtype=np.int64) if raw.size else np.zeros(raw.shape, dtype=np.int64)
-    check_weights(w, "weights")
+    w = weight_matrix(weights, "weights", num_edges, f"there are {num_edges} edges")
     return np.ascontiguousarray(w.T, dtype=np.int32)
 
 
-def _ids(values, name: str) -> np.ndarray:
-    arr = np.asarray(values)
+def _ids(values, name: str, kind: str = "vertex id") -> np.ndarray:
+    """A 1-D array of non-negative integers as int64; ``kind`` names an element in messages."""
+    arr = as_array(values, name, f"a flat sequence of integers ({kind}s)")
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
     if arr.ndim != 1:
         raise InvalidArgumentError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise InvalidArgumentError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8:
+        huge = arr > np.iinfo(np.int64).max
+        if huge.any():
+            i = int(np.flatnonzero(huge)[0])
+            limit = f"ids must be below {VERTEX_MAX}" if kind == "vertex id" else "at most 2^63 - 1"
+            raise InvalidArgumentError(f"{name}[{i}] = {int(arr[i])} is too large for {article(kind)} {kind} ({limit})")
     arr = arr.astype(np.int64)
     neg = arr < 0
     if neg.any():
         i = int(np.flatnonzero(neg)[0])
-        raise InvalidArgumentError(f"{name}[{i}] = {int(arr[i])} is a negative vertex id")
+        raise InvalidArgumentError(f"{name}[{i}] = {int(arr[i])} is a negative {kind}")
     return arr
+
+
+def _vertex_ids(values, name: str) -> np.ndarray:
+    """``_ids`` that also keeps every id inside the int32 vertex type."""
+    arr = _ids(values, name)
+    big = arr >= VERTEX_MAX
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise InvalidArgumentError(
+            f"{name}[{i}] = {int(arr[i])} does not fit the int32 vertex type (ids < {VERTEX_MAX})")
+    return arr
+
+
+def check_num_vertices(value, context: str = "") -> int:
+    """A ``num_vertices`` argument as an int in [0, VERTEX_MAX] (the one check of it: ``Graph`` and
+    the readers); ``context`` ends the message ("reading PATH")."""
+    said = f" ({context})" if context else ""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        n = operator.index(value)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"num_vertices must be an integer, got {value!r} ({type(value).__name__}){said}") from None
+    if n < 0:
+        raise InvalidArgumentError(
+            f"num_vertices = {n} is negative: it is the number of vertices (ids 0 .. num_vertices - 1){said}")
+    if n > VERTEX_MAX:
+        raise InvalidArgumentError(
+            f"num_vertices = {n} does not fit int32 vertex ids (at most {VERTEX_MAX}){said}")
+    return n
+
+
+def _host_allocation(build):
+    """A constructor whose failed host allocation raises ``OutOfMemoryError`` (algorithm.md D5)
+    rather than NumPy's MemoryError; nothing is half-built either way."""
+
+    @functools.wraps(build)
+    def constructor(cls, *args, **kwargs):
+        try:
+            return build(cls, *args, **kwargs)
+        except MemoryError as exc:
+            if isinstance(exc, OutOfMemoryError):
+                raise
+            raise OutOfMemoryError(f"not enough host memory to build the graph ({exc})") from None
+
+    return constructor
 
 
 def _cuda():
@@ -180,9 +225,10 @@ class Graph:
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
+    @_host_allocation
     def from_csr(cls, row_ptr, col_ind, weights, *, offset_dtype=None) -> "Graph":
         """A graph from CSR arrays; ``weights`` per edge, ``(m, K)`` or ``(m,)``."""
-        ptr = _ids(row_ptr, "row_ptr")
+        ptr = _ids(row_ptr, "row_ptr", "offset")
         col = _ids(col_ind, "col_ind")
         if ptr.shape[0] < 1:
             raise InvalidArgumentError("row_ptr needs at least one entry (n + 1 offsets)")
@@ -206,25 +252,24 @@ class Graph:
         return cls(ptr, col.astype(np.int32), w, offset_dtype=offset_dtype)
 
     @classmethod
+    @_host_allocation
     def from_edges(cls, src, dst, weights, *, num_vertices=None, symmetrize=False, offset_dtype=None) -> "Graph":
         """A graph from an edge list, input order kept within each row.
 
         ``symmetrize`` adds (v, u) with the same weights for every (u, v); self-loops once.
         """
-        s = _ids(src, "src")
-        d = _ids(dst, "dst")
+        s = _vertex_ids(src, "src")
+        d = _vertex_ids(dst, "dst")
         if s.shape != d.shape:
             raise InvalidArgumentError(f"src and dst differ in length ({s.shape[0]} vs {d.shape[0]})")
         w = _weights_matrix(weights, s.shape[0])
         top = int(max(s.max(), d.max())) + 1 if s.shape[0] else 0
         if num_vertices is None:
-            n = top
+            n = top  # at most VERTEX_MAX: every id is below it
         else:
-            n = int(num_vertices)
+            n = check_num_vertices(num_vertices)
             if n < top:
                 raise InvalidArgumentError(f"num_vertices = {n} but an edge names vertex {top - 1}")
-        if n > VERTEX_MAX:
-            raise InvalidArgumentError(f"{n} vertices do not fit int32 vertex ids")
         if symmetrize:
             rev = s != d
             s, d = np.concatenate([s, d[rev]]), np.concatenate([d, s[rev]])
@@ -449,7 +494,14 @@ class Graph:
     def commit(self, events: BatchEvents) -> Commit:
         """Commit a validated event list (``events_for``); the commit point of §3.3 step 6."""
         if self._device is None:
-            return self._commit_host(events)
+            try:
+                return self._commit_host(events)
+            except OutOfMemoryError:
+                raise
+            except MemoryError as exc:  # NumPy or Numba: nothing was published (§3.3 step 6)
+                raise OutOfMemoryError(
+                    f"not enough host memory to apply a batch of {events.size} changes to a graph of "
+                    f"{self.num_edges} edges; the graph is unchanged") from exc
         from .sssp.cuda import device_apply, runtime
 
         if self._pending is not None:

@@ -23,7 +23,15 @@ REGIONS = {
 
 
 def timed(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rounds that count for timing (not warm-up, not verification)."""
     return rows[~rows["warmup"].astype(bool)]
+
+
+def verification(rows: pd.DataFrame) -> pd.DataFrame:
+    """The untimed rounds that carried the CUPTI counter."""
+    if "verification" not in rows:
+        return rows.iloc[0:0]
+    return rows[rows["verification"].fillna(False).astype(bool)]
 
 
 def accepted(rows: pd.DataFrame) -> pd.DataFrame:
@@ -99,10 +107,14 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
         t.loc[~t["accepted"].astype(bool), "reject_reason"].dropna().value_counts().to_dict()
     )
     syncs = {}
+    verified = verification(rows)
     for role, part in by_role.items():
         syncs[f"host_syncs_{role}"] = _median(part["host_syncs"])
         syncs[f"sync_budget_{role}"] = _median(part["sync_budget"])
-        syncs[f"cupti_syncs_{role}"] = _median(part["cupti_syncs"])
+        # the independent count comes from the untimed verification rounds (protocol.md §6)
+        mine = verified[verified["role"] == role]
+        syncs[f"cupti_syncs_{role}"] = _median(mine["cupti_syncs"])
+        syncs[f"verified_rounds_{role}"] = int(mine["cupti_syncs"].notna().sum())
         syncs[f"iterations_{role}"] = _median(part["iterations"])
         syncs[f"epochs_{role}"] = _median(part["epochs"])
         engines = part["engine"].dropna().unique().tolist()
@@ -188,4 +200,5 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
     }
 
 
-__all__ = ["REGIONS", "timed", "accepted", "primary_region", "paired_values", "cell_summary", "build_summary"]
+__all__ = ["REGIONS", "timed", "verification", "accepted", "primary_region", "paired_values", "cell_summary",
+           "build_summary"]

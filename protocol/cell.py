@@ -1,14 +1,17 @@
 """One cell of a campaign (protocol.md §2, §3): guard, warm-up and counterbalanced rounds.
 
 Per cell the prepared tree becomes one result per side and a snapshot of graph and results is
-taken; a guard update per side must agree byte for byte; warm-up rounds run untimed; then pairs
-of rounds in ABBA or seeded random order until the target of accepted pairs (and with
-``--adaptive`` the precision) is reached. Every round is restored outside the timers, checked
-against the guard, judged for clocks and contamination, and flushed to the records at once.
+taken; a guard update per side must agree byte for byte; warm-up rounds run untimed; with a sync
+counter (CUPTI), verification rounds run untimed with it (protocol.md §6: counting must not touch
+the timing, so no timed round ever carries it); then pairs of rounds in ABBA or seeded random
+order until the target of accepted pairs (and with ``--adaptive`` the precision) is reached.
+Every round is restored outside the timers, checked against the guard, judged for clocks and
+contamination, and flushed to the records at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import time
@@ -184,9 +187,11 @@ class CellRun:
         return None
 
     # -- one round ------------------------------------------------------------------------------
-    def _round(self, state: _SideState, *, warmup: bool, pair_index: int, position: int) -> dict:
+    def _round(self, state: _SideState, *, warmup: bool, pair_index: int, position: int,
+               verify: bool = False) -> dict:
+        """One round; ``verify``: untimed, with the sync counter around the update (only then)."""
         self._restore(state)
-        counter = self.r.sync_counter()
+        counter = self.r.sync_counter() if verify else contextlib.nullcontext()
         window = self.r.instruments.begin_round()
         self.probe.reset()
         error = None
@@ -199,7 +204,8 @@ class CellRun:
                 error = exc
             t1 = time.perf_counter_ns()
         fields, reason = self.r.instruments.end_round(window)
-        row = self._row(state, warmup, pair_index, position)
+        row = self._row(state, warmup or verify, pair_index, position)
+        row["verification"] = verify
         row.update(fields)
         row["update_host_ms"] = (t1 - t0) / 1e6
         row["engine_host_ms"] = self.probe.host_ms()
@@ -220,8 +226,8 @@ class CellRun:
             row["reject_reason"] = f"check failed: {failure}"
             self._emit(row)
             raise CheckFailure(f"side {state.role} ({state.side.label}): {failure}")
-        row["accepted"] = not warmup and reason is None
-        row["reject_reason"] = None if warmup else reason
+        row["accepted"] = not (warmup or verify) and reason is None
+        row["reject_reason"] = None if (warmup or verify) else reason
         return row
 
     def _check(self, state: _SideState, stats, cupti) -> str | None:
@@ -298,6 +304,11 @@ class CellRun:
             for _ in range(self.config.warmup):
                 for role in ROLES:
                     self._emit(self._round(states[role], warmup=True, pair_index=-1, position=-1))
+            if self.r.verifies_syncs:
+                for _ in range(self.config.verify_rounds):
+                    for role in ROLES:
+                        self._emit(self._round(states[role], warmup=False, pair_index=-1, position=-1,
+                                               verify=True))
             self.r.instruments.after_warmup()
             return self._pairs(states)
         except CheckFailure as exc:

@@ -38,6 +38,9 @@ class GraphInput:
 class CampaignConfig:
     sides: tuple[Side, Side]
     graphs: list[str] | None = None  # recorded only; the inputs iterable decides what runs
+    # what makes a user's graph file the graph measured (its origin less the path: SHA-256, format,
+    # reader options, weights, source); recorded only, so that --resume refuses another file or option
+    graph_file: dict | None = None
     batches: list[str] | None = None  # None: every batch of each graph
     objectives: list[int] | None = None  # None: every objective
     rounds: int = 21
@@ -53,6 +56,8 @@ class CampaignConfig:
     lock_clocks: str | None = None
     verify_host: bool = False
     verify_syncs: bool = False
+    #: untimed CUPTI-counted rounds per side and cell, after the warm-up (with verify_syncs)
+    verify_rounds: int = 1
     bootstrap_resamples: int = 2000
     allow_dirty: bool = False
 
@@ -61,6 +66,8 @@ class CampaignConfig:
             raise UsageError(f"--rounds {self.rounds}: at least 5 accepted rounds per side")
         if self.warmup < 2:
             raise UsageError(f"--warmup {self.warmup}: at least 2 warm-up rounds per side")
+        if self.verify_rounds < 1:
+            raise UsageError(f"--verify-rounds {self.verify_rounds}: at least 1 verification round per side")
         if self.order not in ("abba", "random"):
             raise UsageError(f"--order {self.order!r}: expected abba or random")
         if self.max_rounds is None:
@@ -81,6 +88,8 @@ class CampaignConfig:
         p = asdict(self)
         p["sides"] = {"A": self.sides[0].label, "B": self.sides[1].label}
         p.pop("allow_dirty")
+        if p["graph_file"] is None:  # campaigns of gates alone record no such field
+            p.pop("graph_file")
         return p
 
 

@@ -30,6 +30,12 @@ class EnvironmentProblem(ProtocolError):
     exit_code = ExitCode.ENVIRONMENT
 
 
+class CorrectnessFailure(ProtocolError):
+    """A check of the inputs found a wrong answer (an initial tree against its reference)."""
+
+    exit_code = ExitCode.CORRECTNESS
+
+
 def campaign_exit_code(cell_statuses) -> ExitCode:
     """The exit status of a finished campaign from its cells' statuses.
 
@@ -44,4 +50,5 @@ def campaign_exit_code(cell_statuses) -> ExitCode:
     return ExitCode.OK
 
 
-__all__ = ["ExitCode", "ProtocolError", "UsageError", "EnvironmentProblem", "campaign_exit_code"]
+__all__ = ["ExitCode", "ProtocolError", "UsageError", "EnvironmentProblem", "CorrectnessFailure",
+           "campaign_exit_code"]

@@ -11,6 +11,10 @@ Layout under the output folder (``results/`` by default)::
 A Parquet file cannot be appended to safely (an interrupted writer leaves no footer), so a cell's
 file is rewritten whole, through a temporary file and an atomic rename, after every round: an
 interrupted campaign keeps every finished round and ``--resume`` continues from them.
+
+A damaged record (a truncated Parquet file, a campaign.json that is not JSON, not an object or
+lacks a field) raises ``UsageError`` (exit 2) naming the file and what is wrong; a damaged
+summary.json, being derived, reads as missing and is rebuilt.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import pyarrow.parquet as pq
 
 from . import SCHEMA_VERSION
 from .exitcodes import UsageError
+from .record_checks import campaign_problem, summary_problem
+
+_DAMAGED_ADVICE = "restore the file (from a backup or git), or start a new campaign in another --out folder"
 
 ROUND_SCHEMA = pa.schema(
     [
@@ -43,7 +50,8 @@ ROUND_SCHEMA = pa.schema(
         ("pair_index", pa.int32()),  # -1 for warm-up rounds
         ("position", pa.int32()),  # 0 or 1 within the pair (0 = first)
         ("sequence", pa.int32()),  # order of the round within the cell's session
-        ("warmup", pa.bool_()),
+        ("warmup", pa.bool_()),  # untimed: a warm-up or a verification round
+        ("verification", pa.bool_()),  # an untimed round with the CUPTI counter (protocol.md §6)
         ("accepted", pa.bool_()),
         ("reject_reason", pa.string()),
         ("engine_host_ms", pa.float64()),
@@ -73,6 +81,8 @@ ROUND_SCHEMA = pa.schema(
     ]
 )
 ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
+#: Columns added after the first campaigns were recorded, and the value they had then.
+LATER_COLUMNS = {"verification": False}
 
 
 def cell_key(graph: str, batch: str, objective: int) -> str:
@@ -113,6 +123,52 @@ def _json_default(value):
 def read_json(path: Path) -> dict:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def _json_problem(path: Path):
+    """``(parsed, None)`` or ``(None, what is wrong)`` for a JSON record; a file the system will
+    not read (permissions) raises :func:`unreadable`."""
+    try:
+        return read_json(path), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text ({exc})"
+    except OSError as exc:
+        raise unreadable(path, exc) from None
+
+
+def damaged(path: Path, problem: str) -> UsageError:
+    return UsageError(f"{path}: damaged record: {problem}; {_DAMAGED_ADVICE}")
+
+
+def unreadable(path: Path, exc: OSError) -> UsageError:
+    """A record the system will not let us read (permissions, a vanished disk): not damaged."""
+    return UsageError(f"{path}: the record cannot be read: {exc.strerror or exc}; check the file's "
+                      "permissions (the record itself may be whole)")
+
+
+def read_round_table(path: Path) -> pa.Table:
+    """One cell's Parquet file with every round column; ``UsageError`` naming it when damaged or
+    when it cannot be read."""
+    try:
+        table = pq.read_table(path)
+    except OSError as exc:
+        if exc.errno is not None and not isinstance(exc, pa.ArrowException):
+            raise unreadable(path, exc) from None  # the system refused it (its errno says why)
+        raise damaged(path, f"not a readable Parquet file ({exc})") from None
+    except pa.ArrowException as exc:
+        raise damaged(path, f"not a readable Parquet file ({exc})") from None
+    for name, value in LATER_COLUMNS.items():
+        if name not in table.column_names:
+            table = table.append_column(name, pa.array([value] * table.num_rows, type=ROUND_SCHEMA.field(name).type))
+    missing = [c for c in ROUND_COLUMNS if c not in table.column_names]
+    if missing:
+        raise damaged(path, f"the round table lacks the column(s) {', '.join(missing)}")
+    try:
+        return table.select(list(ROUND_COLUMNS)).cast(ROUND_SCHEMA)
+    except (pa.ArrowException, ValueError) as exc:
+        raise damaged(path, f"a round column has the wrong type ({exc})") from None
 
 
 class CellRounds:
@@ -158,13 +214,24 @@ class RecordStore:
     def read_campaign(self) -> dict:
         if not self.has_campaign():
             raise UsageError(f"no campaign records in {self.root} (campaign.json is missing)")
-        campaign = read_json(self.campaign_path)
-        version = campaign.get("schema_version")
-        if version != SCHEMA_VERSION:
+        campaign, problem = _json_problem(self.campaign_path)
+        version = campaign.get("schema_version") if problem is None and isinstance(campaign, dict) else None
+        if isinstance(version, int) and not isinstance(version, bool) and version != SCHEMA_VERSION:
             raise UsageError(
                 f"{self.campaign_path}: schema version {version}, this tool reads {SCHEMA_VERSION}"
             )
+        problem = problem or campaign_problem(campaign)  # a missing schema_version is named there
+        if problem:
+            raise damaged(self.campaign_path, problem)
         return campaign
+
+    def check_readable(self) -> None:
+        """Read campaign.json and every round file; ``UsageError`` for the first damaged one
+        (before a resume writes anything)."""
+        self.read_campaign()
+        if self.rounds_dir.is_dir():
+            for path in sorted(self.rounds_dir.glob("*.parquet")):
+                read_round_table(path)
 
     def write_campaign(self, campaign: dict) -> None:
         write_json(self.campaign_path, campaign)
@@ -173,12 +240,18 @@ class RecordStore:
         write_json(self.summary_path, summary)
 
     def read_summary(self) -> dict | None:
-        return read_json(self.summary_path) if self.summary_path.is_file() else None
+        """The summary, or None when it is missing or damaged (it is derived: rebuild it)."""
+        if not self.summary_path.is_file():
+            return None
+        summary, problem = _json_problem(self.summary_path)
+        if problem or summary_problem(summary):
+            return None
+        return summary
 
     def cell_rounds(self, key: str) -> CellRounds:
         """The cell's rounds so far (those already on disk when resuming), ready to append."""
         path = self.rounds_dir / _cell_file_name(key)
-        rows = pq.read_table(path).to_pylist() if path.is_file() else []
+        rows = read_round_table(path).to_pylist() if path.is_file() else []
         return CellRounds(path, rows)
 
     def clear_rounds(self) -> None:
@@ -191,7 +264,7 @@ class RecordStore:
         files = sorted(self.rounds_dir.glob("*.parquet")) if self.rounds_dir.is_dir() else []
         if not files:
             return ROUND_SCHEMA.empty_table().to_pandas()
-        tables = [pq.read_table(f, schema=ROUND_SCHEMA) for f in files]
+        tables = [read_round_table(f) for f in files]
         return pa.concat_tables(tables).to_pandas()
 
 
@@ -203,4 +276,5 @@ __all__ = [
     "RecordStore",
     "write_json",
     "read_json",
+    "read_round_table",
 ]

@@ -8,6 +8,7 @@ and phrase numbers of the summary.
 
 from __future__ import annotations
 
+import shlex
 import statistics
 from pathlib import Path
 
@@ -46,7 +47,20 @@ def fmt_pct(value) -> str:
     return "–" if value is None else f"{100 * value:.1f} %"
 
 
-def describe_origin(origin: dict | None) -> str:
+def describe_weights(weights: dict | None) -> str:
+    """How a graph file's weights were made, from the weight record of its facts."""
+    weights = weights or {}
+    if weights.get("from") == "file":
+        return "its own weights"
+    if {"num_objectives", "low", "high", "seed"} <= set(weights):
+        return (f"weights drawn like the gates' (K = {weights['num_objectives']}, uniform in "
+                f"[{weights['low']}, {weights['high']}], seed {weights['seed']})")
+    return "weights not recorded"
+
+
+def describe_origin(origin: dict | None, facts: dict | None = None) -> str:
+    """An input's origin in words; ``facts`` (the input's recorded facts) say how a graph file's
+    weights were made."""
     if not origin:
         return "unknown"
     kind = origin.get("kind")
@@ -56,7 +70,36 @@ def describe_origin(origin: dict | None) -> str:
         params = origin.get("params") or {}
         shown = ", ".join(f"{k}={v}" for k, v in params.items())
         return f"stand-in: {origin.get('generator')}({shown}), seed {origin.get('seed')}"
+    if kind == "file":
+        how = [str(origin.get("format"))]
+        if origin.get("one_based") is not None:
+            how.append("ids one-based" if origin["one_based"] else "ids zero-based")
+        how.append("symmetrized" if origin.get("symmetrize") else "directed as listed")
+        return (f"graph file {origin.get('path')} ({', '.join(how)}), SHA-256 `{origin.get('sha256')}`, "
+                f"{describe_weights((facts or {}).get('weights'))}")
     return ", ".join(f"{k}: {v}" for k, v in origin.items())
+
+
+# the graph facts section 8 prints per input, in this order, where recorded
+INPUT_FACTS = ("vertices", "directed_edges", "average_degree", "largest_component_share",
+               "source_reachable_vertices", "source_hop_eccentricity", "hop_diameter_lower_bound", "local_radius")
+
+
+def describe_facts(facts: dict | None) -> str:
+    """The recorded graph facts as one line ("" when none were recorded)."""
+    facts = facts or {}
+    shown = []
+    for name in INPUT_FACTS:
+        value = facts.get(name)
+        if value is None:
+            continue
+        text = f"{value:.4g}" if isinstance(value, float) else (f"{value:,}" if isinstance(value, int) else str(value))
+        shown.append(f"{name.replace('_', ' ')} {text}")
+    check = facts.get("initial_tree_check")
+    if isinstance(check, dict):
+        shown.append("initial trees checked against " + " and ".join(check.get("references", []))
+                     if check.get("checked") else f"initial trees not checked ({check.get('reason')})")
+    return "; ".join(shown)
 
 
 # -- findings -------------------------------------------------------------------------------------
@@ -148,8 +191,8 @@ def _with_keys(record: dict | None, keys) -> dict:
 
 def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
     origins = {i["graph"]: i["origin"] for i in campaign["inputs"]}
-    real = sorted(g for g, o in origins.items() if (o or {}).get("kind") == "real")
-    standins = sorted(g for g, o in origins.items() if (o or {}).get("kind") != "real")
+    real = sorted(g for g, o in origins.items() if (o or {}).get("kind") in ("real", "file"))
+    standins = sorted(g for g, o in origins.items() if (o or {}).get("kind") not in ("real", "file"))
     by_graph: dict[str, dict] = {}
     for c in summary["cells"]:
         by_graph.setdefault(c["graph"], {}).setdefault(c["batch"], []).append(c)
@@ -166,7 +209,9 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "update_region": update_region(campaign),
         "real_graphs": real,
         "standin_graphs": standins,
-        "origins": {g: describe_origin(o) for g, o in origins.items()},
+        "origins": {i["graph"]: describe_origin(i["origin"], i.get("facts")) for i in campaign["inputs"]},
+        "input_facts": {i["graph"]: describe_facts(i.get("facts")) for i in campaign["inputs"]},
+        "prepare_command": prepare_command(campaign),
         "gpu": gpu,
         "nvml": nvml,
         "host": host,
@@ -179,6 +224,20 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "params": campaign["parameters"],
         "reason_names": reason_names,
     }
+
+
+def prepare_command(campaign: dict) -> str:
+    """``perf_ab.py prepare`` for the campaign's inputs: its gates, and its graph file with the
+    options recorded with it (``facts.graph_file.options``) that made it the graph measured."""
+    parts = []
+    gates = [i["graph"] for i in campaign["inputs"] if (i["origin"] or {}).get("kind") != "file"]
+    files = [i for i in campaign["inputs"] if (i["origin"] or {}).get("kind") == "file"]
+    if gates:
+        parts += ["--graphs", *gates]
+    for entry in files:
+        recorded = (entry.get("facts") or {}).get("graph_file") or {}
+        parts += ["--graph-file", str(entry["origin"].get("path")), *map(str, recorded.get("options") or [])]
+    return " ".join(["python bench/perf_ab.py prepare", *map(shlex.quote, parts)])
 
 
 def code_sessions(campaign: dict) -> list[dict]:
@@ -240,4 +299,5 @@ def render_report(store: RecordStore) -> Path:
     return path
 
 
-__all__ = ["render_report", "build_context", "code_sessions", "update_region", "findings", "fmt_ms", "fmt_ratio", "fmt_count", "describe_origin"]
+__all__ = ["render_report", "build_context", "code_sessions", "update_region", "findings", "fmt_ms", "fmt_ratio",
+           "fmt_count", "describe_origin", "describe_facts", "describe_weights"]

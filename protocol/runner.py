@@ -70,7 +70,13 @@ class CampaignRunner:
         self.campaign: dict = {}
         self.session = 0
 
+    @property
+    def verifies_syncs(self) -> bool:
+        """Cells run verification rounds (an independent sync counter was given)."""
+        return self._sync_counter_factory is not None
+
     def sync_counter(self):
+        """The counter of one verification round (cell.CellRun._round with verify=True)."""
         if self._sync_counter_factory is None:
             return contextlib.nullcontext()
         return self._sync_counter_factory()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 from pathlib import Path
 
@@ -50,3 +51,19 @@ def shared_graphs_dir() -> Path:
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261202)
+
+
+@pytest.fixture
+def unreadable(monkeypatch):
+    """``unreadable(path)``: from then on, opening ``path`` fails as a file without read permission
+    does (root, who runs CI, reads any file, so the permission is simulated); others open as usual."""
+    refused = set()
+    real_open = builtins.open
+
+    def refusing_open(file, *args, **kwargs):
+        if str(file) in refused:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing_open)
+    return lambda path: refused.add(str(path))

@@ -2,24 +2,61 @@
 
 The fast path never loops in Python. When it fails, or when the parsed values break a rule,
 a line-by-line scan of the file (only on that error path) finds the first offending line so
-the ``FileFormatError`` can name it.
+the ``FileFormatError`` can name it. A file that cannot be read at all (a ``.gz`` name on bytes
+that are not gzip, a truncated or damaged compressed stream, no permission) is a
+``FileFormatError`` too, naming the file, the line reached and what went wrong.
 """
 
 from __future__ import annotations
 
 import gzip
+import warnings
+import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
-from ..errors import FileFormatError
+from ..errors import FileFormatError, OutOfMemoryError
+
+# What reading a (possibly compressed) file can raise besides parse errors: gzip.BadGzipFile and
+# permission problems are OSErrors, a truncated stream is an EOFError, damaged data a zlib.error.
+READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 def format_error(path: Path | str, line: int | None, problem: str) -> FileFormatError:
     where = f"{path}, line {line}" if line is not None else f"{path}"
     return FileFormatError(f"{where}: {problem}")
+
+
+def read_failure(exc: BaseException) -> str:
+    """Why a file could not be read, in words (for the READ_ERRORS and decoding errors)."""
+    if isinstance(exc, gzip.BadGzipFile):
+        return f"not a gzip file, although its name ends in .gz ({exc})"
+    if isinstance(exc, EOFError):
+        return "truncated: the compressed data ends before its end-of-stream marker"
+    if isinstance(exc, zlib.error):
+        return f"damaged compressed data ({exc})"
+    if isinstance(exc, IsADirectoryError):
+        return "is a folder, not a file"
+    if isinstance(exc, OSError):
+        return f"cannot read the file: {exc.strerror or exc}"
+    return f"cannot read the file: {exc}"
+
+
+def out_of_memory(path: Path | str, what: str = "the file") -> OutOfMemoryError:
+    return OutOfMemoryError(f"{path}: not enough host memory to read {what}")
+
+
+@contextmanager
+def quiet_parse():
+    """pandas warns ("invalid value encountered in cast") on some fields it then refuses; the
+    refusal is reported with the line, the warning would only be noise on the user's terminal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 def open_text(path: Path):
@@ -30,10 +67,17 @@ def open_text(path: Path):
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(1-based line number, line)`` pairs."""
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            yield number, line
+    """``(1-based line number, line)`` pairs; a read failure is a ``FileFormatError`` naming the
+    line that could not be read."""
+    number = 0
+    try:
+        with open_text(path) as handle:
+            for number, line in enumerate(handle, start=1):
+                yield number, line
+    except FileFormatError:
+        raise
+    except READ_ERRORS as exc:
+        raise format_error(path, number + 1, read_failure(exc)) from None
 
 
 def _is_int(token: str) -> bool:
@@ -62,25 +106,31 @@ def read_int_table(
     """
     max_columns = min_columns if max_columns is None else max_columns
     try:
-        frame = pd.read_csv(
-            path,
-            sep=r"\s+",
-            header=None,
-            comment=comment,
-            skiprows=skip_lines,
-            dtype=np.int64,
-            engine="c",
-            skip_blank_lines=True,
-            compression="infer",
-        )
+        with quiet_parse():
+            frame = pd.read_csv(
+                path,
+                sep=r"\s+",
+                header=None,
+                comment=comment,
+                skiprows=skip_lines,
+                dtype=np.int64,
+                engine="c",
+                skip_blank_lines=True,
+                compression="infer",
+            )
         table = frame.to_numpy(dtype=np.int64, copy=False)
     except pd.errors.EmptyDataError:
         return np.zeros((0, min_columns), dtype=np.int64)
-    except (ValueError, OverflowError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except MemoryError:
+        raise out_of_memory(path) from None
+    except FileFormatError:
+        raise
+    except (ValueError, OverflowError, pd.errors.ParserError, UnicodeDecodeError, *READ_ERRORS) as exc:
+        fallback = read_failure(exc) if isinstance(exc, READ_ERRORS) else str(exc)
         raise locate_bad_line(
             path, min_columns=min_columns, max_columns=max_columns, comment=comment,
-            skip_lines=skip_lines, line_check=line_check, fallback=str(exc),
-        ) from exc
+            skip_lines=skip_lines, line_check=line_check, fallback=fallback,
+        ) from None
     if not (min_columns <= table.shape[1] <= max_columns):
         raise locate_bad_line(
             path, min_columns=min_columns, max_columns=max_columns, comment=comment,
@@ -127,6 +177,8 @@ def locate_bad_line(
                 problem = line_check(tokens)
                 if problem is not None:
                     return format_error(path, number, problem)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        return format_error(path, None, f"cannot read the file: {exc}")
+    except FileFormatError as exc:  # iter_lines: the file cannot be read past some line
+        return exc
+    except UnicodeDecodeError as exc:
+        return format_error(path, None, read_failure(exc))
     return format_error(path, None, fallback)

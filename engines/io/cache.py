@@ -39,6 +39,23 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def files_sha256(folder: str | Path, names) -> str:
+    """One digest of several files of a folder: SHA-256 over each name and its file's SHA-256
+    (a MOSP graph folder is its three CSR files)."""
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(f"{name}\0{file_sha256(Path(folder) / name)}\n".encode())
+    return digest.hexdigest()
+
+
+def options_tag(options: dict | None) -> str:
+    """A short, stable tag of reader options for cache entry names ("" without options)."""
+    if not options:
+        return ""
+    text = ",".join(f"{k}={options[k]!r}" for k in sorted(options))
+    return "-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def save_arrays(path: Path, **arrays) -> None:
     """Atomically write an uncompressed ``.npz`` (uncompressed: loading must take seconds)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,18 +105,20 @@ def cached_parse(
     reader_version: int,
     cache_dir: str | Path | None = None,
     sha256: str | None = None,
+    options: dict | None = None,
 ) -> tuple[ParsedGraph, str]:
-    """Parse ``path`` with ``reader`` unless a cache entry for (its SHA-256, reader, version)
-    exists. Returns the graph and the file's SHA-256."""
+    """Parse ``path`` with ``reader(path, **options)`` unless a cache entry for (its SHA-256,
+    reader, version, options) exists. Returns the graph and the file's SHA-256."""
     path = Path(path)
     sha256 = sha256 or file_sha256(path)
-    entry = default_cache_dir(cache_dir) / "parsed" / f"{reader_name}-v{reader_version}-{sha256}.npz"
+    tag = options_tag(options)
+    entry = default_cache_dir(cache_dir) / "parsed" / f"{reader_name}-v{reader_version}-{sha256}{tag}.npz"
     arrays = load_arrays(entry)
     if arrays is not None:
         try:
             return graph_from_arrays(arrays), sha256
         except KeyError:
             pass
-    graph = reader(path)
+    graph = reader(path, **(options or {}))
     save_arrays(entry, **graph_to_arrays(graph))
     return graph, sha256

@@ -4,6 +4,9 @@ Lines: ``c <text>`` comments; one problem line ``p sp <n> <m>`` before the arcs;
 ``a <u> <v> <w>`` with 1-based ids and an integer weight, directed. The arc count must equal
 ``m``. Weights are returned as an int64 ``(m,)`` column. Self-loops are dropped and duplicate
 arcs removed (the first one's weight is kept).
+
+32-bit limits: ``n`` at most 2^31 - 1 (int32 vertex ids) and weights in [0, 2^31 - 1]; a file
+beyond them is refused with the line, never wrapped.
 """
 
 from __future__ import annotations
@@ -13,8 +16,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._text import format_error, iter_lines
+from ..arguments import VERTEX_MAX, WEIGHT_MAX
+from ..errors import FileFormatError
+from ._text import READ_ERRORS, format_error, iter_lines, out_of_memory, quiet_parse
 from .parsed import ParsedGraph, canonical_edges
+
+
+def _problem_line(path: Path, number: int, line: str, tokens: list[str]) -> tuple[int, int]:
+    """``(n, m)`` of a ``p sp N M`` line, checked (non-negative, n fits 32-bit ids)."""
+    if len(tokens) != 4 or tokens[1] != "sp" or not tokens[2].isdigit() or not tokens[3].isdigit():
+        raise format_error(path, number, f"bad problem line {line.strip()!r} (want 'p sp N M', "
+                                         "N and M non-negative integers)")
+    n, m = int(tokens[2]), int(tokens[3])
+    if n > VERTEX_MAX:
+        raise format_error(path, number, f"the problem line states {n:,} vertices; 32-bit vertex ids "
+                                         f"allow at most {VERTEX_MAX:,}")
+    return n, m
 
 
 def _scan_for_error(path: Path, n: int | None) -> Exception:
@@ -30,10 +47,11 @@ def _scan_for_error(path: Path, n: int | None) -> Exception:
         if kind == "p":
             if seen_problem:
                 return format_error(path, number, "second problem line")
-            if len(tokens) != 4 or tokens[1] != "sp" or not tokens[2].isdigit() or not tokens[3].isdigit():
-                return format_error(path, number, f"bad problem line {line.strip()!r} (want 'p sp N M')")
+            try:
+                n, m = _problem_line(path, number, line, tokens)
+            except FileFormatError as exc:
+                return exc
             seen_problem = True
-            n, m = int(tokens[2]), int(tokens[3])
             continue
         if kind != "a":
             return format_error(path, number, f"unknown line type {kind!r}")
@@ -49,6 +67,9 @@ def _scan_for_error(path: Path, n: int | None) -> Exception:
             return format_error(path, number, f"vertex id outside [1, {n}] in {line.strip()!r}")
         if w < 0:
             return format_error(path, number, f"negative arc weight in {line.strip()!r}")
+        if w > WEIGHT_MAX:
+            return format_error(path, number, f"arc weight {w} does not fit 32 bits (at most {WEIGHT_MAX}) "
+                                              f"in {line.strip()!r}")
         arcs += 1
     if not seen_problem:
         return format_error(path, None, "no problem line 'p sp N M'")
@@ -60,7 +81,7 @@ def _scan_for_error(path: Path, n: int | None) -> Exception:
 def read_dimacs(path: str | Path) -> ParsedGraph:
     path = Path(path)
     if not path.is_file():
-        raise format_error(path, None, "no such file")
+        raise format_error(path, None, "no such file" if not path.is_dir() else "is a folder, not a file")
     # The header (comments and the problem line) is read with a short loop; the arcs in bulk.
     header_lines = 0
     n = m = None
@@ -70,25 +91,25 @@ def read_dimacs(path: str | Path) -> ParsedGraph:
             header_lines = number
             continue
         if tokens[0] == "p":
-            if len(tokens) != 4 or tokens[1] != "sp":
-                raise format_error(path, number, f"bad problem line {line.strip()!r} (want 'p sp N M')")
-            try:
-                n, m = int(tokens[2]), int(tokens[3])
-            except ValueError:
-                raise format_error(path, number, f"bad problem line {line.strip()!r}") from None
+            n, m = _problem_line(path, number, line, tokens)
             header_lines = number
         break
     if n is None:
         raise _scan_for_error(path, None)
     try:
-        frame = pd.read_csv(
-            path, sep=r"\s+", header=None, names=["t", "u", "v", "w"], skiprows=header_lines,
-            comment="c", dtype={"t": "category", "u": np.int64, "v": np.int64, "w": np.int64},
-            engine="c", compression="infer",
-        )
+        with quiet_parse():
+            frame = pd.read_csv(
+                path, sep=r"\s+", header=None, names=["t", "u", "v", "w"], skiprows=header_lines,
+                comment="c", dtype={"t": "category", "u": np.int64, "v": np.int64, "w": np.int64},
+                engine="c", compression="infer",
+            )
     except pd.errors.EmptyDataError:
         frame = pd.DataFrame({"t": pd.Categorical([]), "u": [], "v": [], "w": []})
-    except (ValueError, OverflowError, pd.errors.ParserError, UnicodeDecodeError):
+    except MemoryError:
+        raise out_of_memory(path) from None
+    except FileFormatError:
+        raise
+    except (ValueError, OverflowError, pd.errors.ParserError, UnicodeDecodeError, *READ_ERRORS):
         raise _scan_for_error(path, n) from None
     types = frame["t"].cat.categories
     u = frame["u"].to_numpy(np.int64)
@@ -96,6 +117,6 @@ def read_dimacs(path: str | Path) -> ParsedGraph:
     w = frame["w"].to_numpy(np.int64)
     if (len(frame) and (list(types) != ["a"])) or len(frame) != m:
         raise _scan_for_error(path, n)
-    if u.size and (min(u.min(), v.min()) < 1 or max(u.max(), v.max()) > n or w.min() < 0):
+    if u.size and (min(u.min(), v.min()) < 1 or max(u.max(), v.max()) > n or w.min() < 0 or w.max() > WEIGHT_MAX):
         raise _scan_for_error(path, n)
     return canonical_edges(u - 1, v - 1, n, w)

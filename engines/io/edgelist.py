@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
+from ..arguments import VERTEX_MAX
+from ..graph import check_num_vertices
 from ._text import format_error, read_int_table, locate_bad_line
 from .parsed import ParsedGraph, canonical_edges
-
-_INT32_MAX = np.iinfo(np.int32).max
 
 
 def read_edge_list(
@@ -31,30 +29,36 @@ def read_edge_list(
     ``one_based``: ids start at 1 (shifted to 0-based). ``symmetrize``: the list names undirected
     edges, both directions are stored. ``num_vertices`` defaults to the largest id + 1 (after the
     shift). Self-loops are dropped and duplicate pairs removed. A line with a bad field, an id
-    below the base, or an id too large for int32 raises ``FileFormatError`` naming the line.
+    below the base, or an id too large for int32 raises ``FileFormatError`` naming the line; so
+    does a file without any edge line when ``num_vertices`` is not given (its vertex count is
+    unknown), and a file that cannot be read (bad or truncated gzip data).
     """
     path = Path(path)
     base = 1 if one_based else 0
     if not path.is_file():
-        raise format_error(path, None, "no such file")
+        raise format_error(path, None, "no such file" if not path.is_dir() else "is a folder, not a file")
+    num_vertices = None if num_vertices is None else check_num_vertices(num_vertices, f"reading {path}")
 
     def line_check(tokens: list[str]) -> str | None:
         for t in tokens[:2]:
             value = int(t)
             if value < base:
                 return f"vertex id {value} below the first id {base}"
-            if value - base > _INT32_MAX - 1:
+            if value - base > VERTEX_MAX - 1:
                 return f"vertex id {value} does not fit a 32-bit vertex id"
         return None
 
     table = read_int_table(path, min_columns=2, max_columns=64, comment=comment, line_check=line_check)
+    if table.shape[0] == 0 and num_vertices is None:
+        raise format_error(path, None, "no edges: the file holds no 'u v' line (it is empty, or only "
+                                       "blank and comment lines), so there is no graph to read")
     src = table[:, 0] - base
     dst = table[:, 1] - base
-    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) > _INT32_MAX - 1):
+    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) > VERTEX_MAX - 1):
         raise locate_bad_line(path, min_columns=2, max_columns=64, comment=comment,
                               line_check=line_check, fallback="vertex id out of range")
     largest = int(max(src.max(), dst.max())) if src.size else -1
-    n = largest + 1 if num_vertices is None else int(num_vertices)
+    n = largest + 1 if num_vertices is None else num_vertices
     if n <= largest:
         raise format_error(path, None, f"vertex id {largest + base} exceeds the stated {n} vertices")
     return canonical_edges(src, dst, n, symmetrize=symmetrize)

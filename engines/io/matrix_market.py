@@ -7,20 +7,29 @@ are removed (the first entry's value is kept); ``pattern`` files carry no weight
 (``ParsedGraph.weights is None``), other fields return their values as a ``(m,)`` column
 (float64, int64 or complex128, as stored). Parsing uses fast_matrix_market (multi-threaded C++),
 falling back to SciPy's reader where fast_matrix_market is not installed.
+
+Before any entry is read the header is checked: the banner, a square size line whose order fits
+32-bit vertex ids, and an entry count the file can actually hold (a file claiming 10^11 entries
+in four lines is refused, not allocated for). A file without a banner that looks like a plain
+edge list gets an error that names the edge-list reader.
 """
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import re
 import tarfile
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ._text import format_error
+from ..arguments import VERTEX_MAX
+from ..errors import FileFormatError
+from ._text import READ_ERRORS, format_error, out_of_memory, read_failure
 from .parsed import ParsedGraph, canonical_edges
 
 try:  # the fast reader is an optional dependency ("io" extra)
@@ -29,10 +38,35 @@ except ImportError:  # pragma: no cover - exercised only where the package is mi
     _fmm = None
 
 _FMM_LINE = re.compile(r"^Line (\d+):\s*(.*)$", re.S)
+# The shortest entry line: "1 1\n" (pattern) or "1 1 1\n" (with a value).
+_MIN_ENTRY_BYTES = {"pattern": 4}
+_MIN_VALUE_ENTRY_BYTES = 6
+# deflate cannot expand data by more than about 1032:1, so a .gz file of c bytes holds at most
+# 1032 c bytes of text: the bound used to judge a compressed file's entry count.
+_MAX_DEFLATE_RATIO = 1032
+_HEADER_LINE_LIMIT = 1 << 16  # banner and comment lines read before the size line, at most
+_LINE_BYTES_LIMIT = 1 << 20  # one header line, at most
+
+
+@dataclass(frozen=True)
+class Header:
+    field: str
+    symmetry: str
+    rows: int
+    cols: int
+    entries: int
+    size_line: int  # 1-based line number of the size line
+
+
+@dataclass(frozen=True)
+class _Stream:
+    handle: object  # binary file object positioned at the start of the .mtx text
+    text_bytes: int  # the text's exact size, or an upper bound of it
+    exact: bool
 
 
 def _tar_member(archive: tarfile.TarFile, path: Path) -> tarfile.TarInfo:
-    name = path.name[: -len(".tar.gz")]
+    name = path.name[: -len(".tar.gz")] if path.name.endswith(".tar.gz") else path.name[: -len(".tgz")]
     members = [m for m in archive.getmembers() if m.isfile() and m.name.endswith(".mtx")]
     preferred = [m for m in members if m.name in (f"{name}/{name}.mtx", f"{name}.mtx")]
     if preferred:
@@ -45,7 +79,7 @@ def _tar_member(archive: tarfile.TarFile, path: Path) -> tarfile.TarInfo:
 
 @contextmanager
 def _open_binary(path: Path):
-    """A binary stream of the .mtx text, whatever the container."""
+    """A :class:`_Stream` of the .mtx text, whatever the container."""
     if path.name.endswith(".tar.gz") or path.name.endswith(".tgz"):
         with tarfile.open(path, "r:gz") as archive:
             member = _tar_member(archive, path)
@@ -53,21 +87,42 @@ def _open_binary(path: Path):
             if handle is None:
                 raise format_error(path, None, f"cannot extract {member.name}")
             with handle:
-                yield handle
+                yield _Stream(handle, int(member.size), True)
     elif path.name.endswith(".gz"):
         with gzip.open(path, "rb") as handle:
-            yield handle
+            yield _Stream(handle, path.stat().st_size * _MAX_DEFLATE_RATIO, False)
     else:
         with open(path, "rb") as handle:
-            yield handle
+            yield _Stream(handle, path.stat().st_size, True)
 
 
-def _header(path: Path) -> tuple[str, str, str]:
-    with _open_binary(path) as handle:
-        first = handle.readline(4096).decode("ascii", errors="replace").strip()
+def _looks_like_edge_list(line: str) -> bool:
+    tokens = line.split()
+    return 2 <= len(tokens) <= 3 and all(t.lstrip("+-").isdigit() for t in tokens[:2])
+
+
+def _readline(path: Path, handle, number: int) -> bytes:
+    """One whole header line (a long comment too), refusing lines beyond _LINE_BYTES_LIMIT."""
+    raw = handle.readline(_LINE_BYTES_LIMIT + 1)
+    if len(raw) > _LINE_BYTES_LIMIT:
+        raise format_error(path, number, f"a header line longer than {_LINE_BYTES_LIMIT:,} bytes: "
+                                         "not a Matrix Market text file")
+    return raw
+
+
+def _read_header(path: Path, stream: _Stream) -> Header:
+    """Banner, comments and size line, checked; leaves the stream after the size line."""
+    handle = stream.handle
+    raw = _readline(path, handle, 1)
+    first = raw.decode("ascii", errors="replace").strip()
     tokens = first.lower().split()
     if len(tokens) != 5 or tokens[0] != "%%matrixmarket" or tokens[1] != "matrix":
-        raise format_error(path, 1, f"not a Matrix Market header: {first[:80]!r}")
+        hint = ""
+        if _looks_like_edge_list(first):
+            hint = ("; it looks like a plain edge list ('u v' a line): read it with "
+                    "engines.io.read_edge_list, read_graph(path, format=\"edge_list\"), or "
+                    "perf_ab.py --graph-file PATH --format edge_list")
+        raise format_error(path, 1, f"not a Matrix Market header: {first[:80]!r}{hint}")
     layout, field, symmetry = tokens[2], tokens[3], tokens[4]
     if layout != "coordinate":
         raise format_error(path, 1, f"only coordinate matrices describe graphs, found {layout!r}")
@@ -75,50 +130,113 @@ def _header(path: Path) -> tuple[str, str, str]:
         raise format_error(path, 1, f"unknown field {field!r}")
     if symmetry not in ("general", "symmetric", "skew-symmetric", "hermitian"):
         raise format_error(path, 1, f"unknown symmetry {symmetry!r}")
-    return layout, field, symmetry
+    number, consumed = 1, len(raw)
+    while True:
+        number += 1
+        raw = _readline(path, handle, number)
+        consumed += len(raw)
+        if not raw:
+            raise format_error(path, number, "the file ends before the size line 'ROWS COLUMNS ENTRIES'")
+        text = raw.decode("ascii", errors="replace").strip()
+        if text and not text.startswith("%"):
+            break
+        if number > _HEADER_LINE_LIMIT:
+            raise format_error(path, number, f"no size line in the first {_HEADER_LINE_LIMIT:,} lines")
+    parts = text.split()
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise format_error(path, number, f"bad size line {text[:80]!r} (want 'ROWS COLUMNS ENTRIES', "
+                                         "non-negative integers)")
+    rows, cols, entries = (int(p) for p in parts)
+    if rows != cols:
+        raise format_error(path, number, f"a graph needs a square matrix, found {rows} x {cols}")
+    if rows > VERTEX_MAX:
+        raise format_error(path, number, f"{rows:,} vertices do not fit 32-bit vertex ids "
+                                         f"(at most {VERTEX_MAX:,})")
+    per_entry = _MIN_ENTRY_BYTES.get(field, _MIN_VALUE_ENTRY_BYTES)
+    room = max(stream.text_bytes - consumed, 0)
+    if entries * per_entry > room + 1:  # + 1: the last line may lack its newline
+        most = (room + 1) // per_entry
+        holds = (f"holds {room:,} bytes after the header" if stream.exact else
+                 f"is {path.stat().st_size:,} bytes compressed, so at most {room:,} bytes of text")
+        raise format_error(path, number, f"the size line states {entries:,} entries, but the file {holds}: "
+                                         f"room for at most {most:,}; it is truncated or its size line is wrong")
+    return Header(field, symmetry, rows, cols, entries, number)
+
+
+def _fmm_read(handle):
+    """fast_matrix_market's ``read_coo`` on an open stream: ``(result, None)`` or ``(None, exc)``.
+
+    The reader's C++ cursor seeks the stream when it is destroyed, so it must never outlive the
+    handle. A failure inside the reader (a MemoryError from a huge entry count, a parse error)
+    keeps the cursor alive in the traceback's frames; were the handle closed first, destroying
+    the cursor later aborts the interpreter ("seek of closed file", SIGABRT). So the traceback
+    is dropped and the cursor collected here, while the caller's handle is still open.
+    """
+    try:
+        return _fmm.read_coo(handle, generalize_symmetry=True), None
+    except BaseException as exc:  # noqa: BLE001 - every failure is handed back, none swallowed
+        failure = exc
+    failure.__traceback__ = None
+    failure.__context__ = None
+    gc.collect()
+    return None, failure
+
+
+def _scipy_read(handle):
+    """SciPy's reader where fast_matrix_market is missing, handing failures back like
+    :func:`_fmm_read` so that both go through :func:`_translate` (the same messages)."""
+    import scipy.io
+
+    try:
+        matrix = scipy.io.mmread(io.BytesIO(handle.read())).tocoo()
+    except (MemoryError, ValueError, IndexError, OverflowError) as exc:
+        return None, exc
+    except TypeError as exc:  # SciPy's word for some malformed entries
+        return None, ValueError(str(exc))
+    return ((matrix.data, (matrix.row, matrix.col)), matrix.shape), None
+
+
+def _translate(path: Path, header: Header, failure: BaseException) -> BaseException:
+    """The error to raise for a failure of the fast reader or SciPy's ("Line N: ..." -> line N)."""
+    if isinstance(failure, MemoryError):
+        return out_of_memory(path, f"its {header.entries:,} entries")
+    if isinstance(failure, FileFormatError):
+        return failure
+    if isinstance(failure, READ_ERRORS):
+        return format_error(path, None, read_failure(failure))
+    if isinstance(failure, (ValueError, RuntimeError, OverflowError, IndexError)):
+        message = str(failure)
+        match = _FMM_LINE.match(message)
+        if match:
+            return format_error(path, int(match.group(1)), match.group(2))
+        return format_error(path, None, message)
+    return failure  # KeyboardInterrupt, SystemExit, or a bug: passed on as it is
 
 
 def _read_coo(path: Path):
-    with _open_binary(path) as handle:
-        if _fmm is not None:
-            try:
-                (data, (rows, cols)), shape = _fmm.read_coo(handle, generalize_symmetry=True)
-            except (ValueError, RuntimeError, OverflowError) as exc:
-                message = str(exc)
-                match = _FMM_LINE.match(message)
-                if match:
-                    raise format_error(path, int(match.group(1)), match.group(2)) from None
-                raise format_error(path, None, message) from None
-            return np.asarray(data), np.asarray(rows), np.asarray(cols), tuple(shape)
-        import scipy.io
-
-        try:
-            matrix = scipy.io.mmread(io.BytesIO(handle.read())).tocoo()
-        except (ValueError, IndexError, TypeError) as exc:
-            raise format_error(path, None, str(exc)) from None
-        rows, cols, data = matrix.row, matrix.col, matrix.data
-        return np.asarray(data), np.asarray(rows), np.asarray(cols), tuple(matrix.shape)
+    failure = None
+    with _open_binary(path) as stream:
+        header = _read_header(path, stream)
+        stream.handle.seek(0)
+        result, failure = (_fmm_read if _fmm is not None else _scipy_read)(stream.handle)
+    if failure is not None:
+        raise _translate(path, header, failure)
+    (data, (rows, cols)), shape = result
+    return header, np.asarray(data), np.asarray(rows), np.asarray(cols), tuple(shape)
 
 
 def read_matrix_market(path: str | Path) -> ParsedGraph:
     path = Path(path)
     if not path.is_file():
-        raise format_error(path, None, "no such file")
+        raise format_error(path, None, "no such file" if not path.is_dir() else "is a folder, not a file")
     try:
-        _, field, _ = _header(path)
-        data, rows, cols, shape = _read_coo(path)
-    except (OSError, EOFError, tarfile.TarError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        from ..errors import FileFormatError
-
-        if isinstance(exc, FileFormatError):
-            raise
-        raise format_error(path, None, f"cannot read the file: {exc}") from None
-    if shape[0] != shape[1]:
-        raise format_error(path, 2, f"a graph needs a square matrix, found {shape[0]} x {shape[1]}")
+        header, data, rows, cols, shape = _read_coo(path)
+    except FileFormatError:
+        raise
+    except (*READ_ERRORS, tarfile.TarError) as exc:
+        if isinstance(exc, tarfile.TarError):
+            raise format_error(path, None, f"not a readable gzip-compressed tar archive ({exc})") from None
+        raise format_error(path, None, read_failure(exc)) from None
     n = int(shape[0])
-    if n > np.iinfo(np.int32).max:
-        raise format_error(path, 2, f"{n} vertices do not fit 32-bit vertex ids")
-    weights = None if field == "pattern" else data
+    weights = None if header.field == "pattern" else data
     return canonical_edges(rows, cols, n, weights)

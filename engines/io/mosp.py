@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..arguments import VERTEX_MAX, WEIGHT_MAX
 from ._text import format_error, iter_lines, read_int_table
+from .parsed import ParsedGraph
 
 ROW_PTR_FILE = "graphCsrRowPtr.txt"
 COL_IND_FILE = "graphCsrColInd.txt"
@@ -98,13 +100,28 @@ def read_csr(directory: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         return row_ptr, col_ind.astype(np.int32), np.zeros((0, 1), dtype=np.int64)
     if values.size == 0 or values.size % m:
         raise format_error(val_path, None, f"{values.size} lines is not a multiple of the {m} edges")
-    bad = (values < 1) | (values > np.iinfo(np.int32).max)
+    bad = (values < 1) | (values > WEIGHT_MAX)
     if bad.any():
         raise format_error(val_path, _first_line_where(val_path, bad),
-                           f"weight {values[np.argmax(bad)]} outside [1, 2^31 - 1]")
+                           f"weight {values[np.argmax(bad)]} outside [1, {WEIGHT_MAX}]")
     k = values.size // m
     weights = np.ascontiguousarray(values.reshape(k, m).T)
     return row_ptr, col_ind.astype(np.int32), weights
+
+
+def read_csr_graph(directory: str | Path) -> ParsedGraph:
+    """A MOSP CSR folder as a :class:`ParsedGraph`, exactly as stored: rows in file order, parallel
+    edges and self-loops kept (unlike the other readers), weights ``(m, K)`` int64."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise format_error(directory, None, "not a folder (a MOSP graph is a folder holding "
+                                            f"{ROW_PTR_FILE}, {COL_IND_FILE} and {VALUES_FILE})")
+    row_ptr, col_ind, weights = read_csr(directory)
+    n = row_ptr.size - 1
+    if n > VERTEX_MAX:
+        raise format_error(directory / ROW_PTR_FILE, None, f"{n:,} vertices do not fit 32-bit vertex ids")
+    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(row_ptr))
+    return ParsedGraph(n, src, col_ind, weights)
 
 
 def write_csr(directory: str | Path, row_ptr, col_ind, weights) -> None:
@@ -142,10 +159,14 @@ def read_batch(directory: str | Path, *, num_weights: int | None = None):
         bad = (ids < 0).any(axis=1)
         if bad.any():
             raise format_error(path, _first_line_where(path, bad), "negative vertex id")
+        big = (ids >= VERTEX_MAX).any(axis=1)
+        if big.any():
+            raise format_error(path, _first_line_where(path, big),
+                               f"vertex id {int(ids[np.argmax(big)].max())} does not fit a 32-bit vertex id (ids < {VERTEX_MAX})")
     weights = ins[:, 2:]
-    bad = ((weights < 1) | (weights > np.iinfo(np.int32).max)).any(axis=1)
+    bad = ((weights < 1) | (weights > WEIGHT_MAX)).any(axis=1)
     if bad.any():
-        raise format_error(ins_path, _first_line_where(ins_path, bad), "weight outside [1, 2^31 - 1]")
+        raise format_error(ins_path, _first_line_where(ins_path, bad), f"weight outside [1, {WEIGHT_MAX}]")
     return ins[:, 0], ins[:, 1], np.ascontiguousarray(weights), dele[:, 0], dele[:, 1]
 
 

@@ -70,3 +70,9 @@ def canonical_edges(
     out_dst = dst[first].astype(np.int32)
     out_w = None if weights is None else np.ascontiguousarray(weights[first])
     return ParsedGraph(int(num_vertices), out_src, out_dst, out_w)
+
+
+def symmetrized(graph: ParsedGraph) -> ParsedGraph:
+    """Both directions of every edge (the reverse of (u, v) gets its weights); an edge already
+    present in both directions keeps the weights the file gave each, as ``canonical_edges`` does."""
+    return canonical_edges(graph.src, graph.dst, graph.num_vertices, graph.weights, symmetrize=True)

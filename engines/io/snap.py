@@ -3,6 +3,10 @@ pairs, 0-based, directed as listed (SNAP's road networks list both directions of
 
 The vertex count is the largest id + 1, matching the SuiteSparse copies of the SNAP graphs
 (roadNet-CA: 1,971,281). Self-loops are dropped and duplicate pairs removed.
+
+SNAP's undirected networks (ego-Facebook, the collaboration and road lists of some mirrors) list
+each edge once: read them with ``symmetrize=True``, which stores both directions. Read as they
+are, they load as directed graphs where most vertices may be unreachable from the source.
 """
 
 from __future__ import annotations
@@ -13,5 +17,7 @@ from .edgelist import read_edge_list
 from .parsed import ParsedGraph
 
 
-def read_snap(path: str | Path, *, num_vertices: int | None = None) -> ParsedGraph:
-    return read_edge_list(path, one_based=False, symmetrize=False, comment="#", num_vertices=num_vertices)
+def read_snap(path: str | Path, *, num_vertices: int | None = None, symmetrize: bool = False,
+              one_based: bool = False) -> ParsedGraph:
+    return read_edge_list(path, one_based=one_based, symmetrize=symmetrize, comment="#",
+                          num_vertices=num_vertices)

@@ -54,8 +54,11 @@ def _wrap_device_errors(exc: Exception) -> Error:
     if isinstance(exc, Error):
         return exc
     name = type(exc).__name__
-    if isinstance(exc, MemoryError) or "OutOfMemory" in name:
+    on_device = "cupy" in type(exc).__module__ or "cuda" in type(exc).__module__
+    if "OutOfMemory" in name or (isinstance(exc, MemoryError) and on_device):
         return OutOfMemoryError(f"device allocation failed: {exc}")
+    if isinstance(exc, MemoryError):  # NumPy's, on the host
+        return OutOfMemoryError(f"not enough host memory: {exc or 'MemoryError'}")
     if "CUDA" in name or "Cuda" in name or "NVRTC" in name or "cupy" in type(exc).__module__:
         return CudaError(f"CUDA failure: {exc}")
     return InternalError(f"unexpected {name} in the engine: {exc}")

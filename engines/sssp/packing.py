@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arguments import WEIGHT_MAX  # the largest weight a graph or batch may carry
 from ..errors import InvalidArgumentError
 
 #: ``2^61 - 1`` (MOSP's DISTANCE_INF). Engines write exactly this for unreachable vertices.
@@ -20,8 +21,6 @@ INF_HALF = INFINITE_DISTANCE // 2
 OUTPUT_MAX = INF_HALF - 1
 #: The INF word: all 64 bits set.
 INF_WORD = (1 << 64) - 1
-#: Largest weight a graph or batch may carry (weights are int32 in [1, 2^31 - 1]).
-WEIGHT_MAX = (1 << 31) - 1
 
 
 def parent_bits(n: int) -> int:

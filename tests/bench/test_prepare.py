@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import pytest
 
 from bench import gates, prepare_cmd
 from bench.gates import Gate
-from bench.prepare import prepare_gate
+from bench.prepare import InputError, prepare_gate
 from bench.weights import draw_weights
 from engines.sssp import Options, compute
 
@@ -58,10 +59,16 @@ def test_standin_gate_records_its_generator(monkeypatch, tmp_path):
     q = prepare_gate("tiny", data_dir=tmp_path, cache_dir=tmp_path / "c", progress=False)
     assert q.facts["cache_key"] != p.facts["cache_key"]
     assert not np.array_equal(np.asarray(q.graph.col_ind), np.asarray(p.graph.col_ind))
-    # a real file in the data folder wins over the stand-in
+    # a real file in the data folder wins over the stand-in, once its counts are the gate's (a
+    # 3-vertex file named like the gate is another graph and is refused)
     (tmp_path / "tiny.mtx").write_text("%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n")
+    with pytest.raises(InputError, match="3 vertices, but the gate tiny"):
+        prepare_gate("tiny", data_dir=tmp_path, cache_dir=tmp_path / "c", progress=False, with_batches=False)
+    pairs = [(i + 1, i) for i in range(1, 3000)] + [(i + 2, i) for i in range(1, 1202)]  # 4,200 edges
+    (tmp_path / "tiny.mtx").write_text("%%MatrixMarket matrix coordinate pattern symmetric\n3000 3000 4200\n"
+                                       + "".join(f"{a} {b}\n" for a, b in pairs))
     r = prepare_gate("tiny", data_dir=tmp_path, cache_dir=tmp_path / "c", progress=False, with_batches=False)
-    assert r.origin["kind"] == "real" and r.graph.num_edges == 4
+    assert r.origin["kind"] == "real" and r.graph.num_edges == 8400
 
 
 def test_cmd_success_prints_facts(shared_graphs_dir, tmp_path, capsys):

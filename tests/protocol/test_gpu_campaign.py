@@ -84,5 +84,9 @@ def test_verify_syncs_agrees_with_engine_counts(tmp_path, device):
         code = runner.run([small_graph_input(n=20000, m=80000)])
     rows = RecordStore(tmp_path).read_rounds()
     timed = rows[~rows["warmup"]]
+    verified = rows[rows["verification"]]
     assert code != ExitCode.CORRECTNESS, RecordStore(tmp_path).read_summary()["cells"][0]["detail"]
-    assert (timed["cupti_syncs"] == timed["host_syncs"]).all()
+    # counted in the untimed verification rounds only (protocol.md §6), and in agreement there
+    assert sorted(verified["role"]) == ["A", "B"]
+    assert (verified["cupti_syncs"] == verified["host_syncs"]).all()
+    assert timed["cupti_syncs"].isna().all()

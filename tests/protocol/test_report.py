@@ -82,6 +82,9 @@ def _write_fixture(root):
                            nvml_samples=3, foreign_cpu_cores=0.1, foreign_gpu_pids="",
                            timestamp="2026-12-02T10:01:00+00:00")
                 rows.append(row)
+        for role, syncs in (("A", 1), ("B", 3 + iters + epochs)):  # the untimed CUPTI-counted rounds
+            rows.append(dict(rows[0 if role == "A" else 1], role=role, pair_index=-1, position=-1, warmup=True,
+                             verification=True, accepted=False, host_syncs=syncs, cupti_syncs=syncs))
         # one rejected pair in the first cell
         if (graph, batch, k) == ("roadNet-PA", "safe50k", 0):
             for row in rows[:2]:

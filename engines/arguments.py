@@ -1,0 +1,93 @@
+"""Array-like arguments of the public constructors (``Graph``, ``Batch``): conversion and checks.
+
+One owner for how a user's arrays are read and how their mistakes are reported: messages name
+the argument, the first bad entry in the shape the caller passed (``weights[3]`` for a flat
+sequence, ``weights[3, 1]`` for rows of K) and the value as the caller wrote it, never NumPy's
+repr (``np.int64(1)``) or its exceptions (a ragged list is an ``InvalidArgumentError``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+
+WEIGHT_MAX = (1 << 31) - 1
+VERTEX_MAX = (1 << 31) - 1  # int32 vertex ids; the largest id is VERTEX_MAX - 1 so n fits too
+
+
+def ragged_description(values) -> str:
+    """Where a sequence of rows stops being rectangular: "entry 0 has 2 values, entry 1 has 1"."""
+    try:
+        sizes = [len(v) if hasattr(v, "__len__") and not isinstance(v, str) else None for v in values]
+    except TypeError:
+        return "not a sequence of rows"
+    said = lambda size: "a single value" if size is None else f"{size} value{'s' if size != 1 else ''}"  # noqa: E731
+    for i, size in enumerate(sizes):
+        if size != sizes[0]:
+            return f"entry 0 has {said(sizes[0])}, entry {i} has {said(size)}"
+    return "entries of different shapes"
+
+
+def as_array(values, name: str, what: str) -> np.ndarray:
+    """``np.asarray``, with a message naming the argument for a ragged (inhomogeneous) input."""
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError):
+        raise InvalidArgumentError(
+            f"{name} must be {what}, got a ragged sequence ({ragged_description(values)})") from None
+
+
+def shown(value) -> str:
+    """An array element as the user wrote it: integers exactly, other floats as Python prints them."""
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)
+
+
+def article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
+
+
+def weight_matrix(values, name: str, rows: int, rows_text: str, shape_text: str = "(m, K) or (m,)") -> np.ndarray:
+    """Weights ``(rows, K)`` or ``(rows,)`` (K = 1) as int64 ``(rows, K)``, every entry checked.
+
+    Integral floats are accepted; booleans, non-integers, non-finite values and weights outside
+    [1, 2^31 - 1] are refused naming the first one. ``rows_text`` completes "NAME has R rows but"
+    when the row count is not ``rows`` ("there are 5 edges").
+    """
+    raw = as_array(values, name, f"an {shape_text} array of integers")
+    flat = raw.ndim == 1
+    if flat:
+        raw = raw.reshape(-1, 1)
+    if raw.ndim != 2:
+        raise InvalidArgumentError(f"{name} must be {shape_text}, got shape {raw.shape}")
+    if raw.shape[0] != rows:
+        raise InvalidArgumentError(f"{name} has {raw.shape[0]} rows but {rows_text}")
+    if raw.shape[1] < 1:
+        raise InvalidArgumentError(f"{name} needs at least one column (K >= 1)")
+    if not raw.size:
+        return np.zeros(raw.shape, dtype=np.int64)
+    floating = np.issubdtype(raw.dtype, np.floating)
+    if raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or floating):
+        raise InvalidArgumentError(f"{name} must be integers, got dtype {raw.dtype}")
+
+    def first(bad: np.ndarray) -> tuple[str, object]:
+        i, k = (int(x) for x in np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), bad.shape))
+        return (f"[{i}]" if flat else f"[{i}, {k}]"), raw[i, k]
+
+    if floating:
+        not_integer = ~np.isfinite(raw) | (raw != np.trunc(raw))
+        if not_integer.any():
+            where, value = first(not_integer)
+            kind = "an integer" if np.isfinite(value) else "a finite integer"
+            raise InvalidArgumentError(f"{name}{where} = {shown(value)} is not {kind}")
+    outside = (raw < 1) | (raw > WEIGHT_MAX)
+    if outside.any():
+        where, value = first(outside)
+        raise InvalidArgumentError(f"{name}{where} = {shown(value)} is outside the weight range [1, {WEIGHT_MAX}]")
+    return np.asarray(raw, dtype=np.int64)
+
+
+__all__ = ["VERTEX_MAX", "WEIGHT_MAX", "article", "as_array", "ragged_description", "shown", "weight_matrix"]
