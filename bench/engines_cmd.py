@@ -53,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="rejected pairs before a cell is too noisy (default: --rounds)")
     r.add_argument("--order", choices=("abba", "random"), default="abba", help="round order (default abba)")
     r.add_argument("--seed", type=int, default=0, help="seed of the random order and the bootstrap")
+    r.add_argument("--no-control", action="store_true",
+                   help="skip the A/A control cell (side A against itself on the first graph and batch)")
     c = parser.add_argument_group("clocks and contamination")
     c.add_argument("--lock-clocks", metavar="base|max|MHZ[,MEM]", default=None,
                    help="lock the GPU clocks via NVML (needs admin rights; never on shared machines). "
@@ -230,6 +232,7 @@ def build_config(args, spec=None):
         lock_clocks=args.lock_clocks,
         verify_host=args.verify == "host",
         verify_syncs=args.verify_syncs,
+        control=not args.no_control,
         allow_dirty=args.allow_dirty,
     )
 
@@ -255,6 +258,8 @@ def _rebuild_argv(args, spec=None) -> list[str]:
         argv += ["--verify", args.verify]
     if args.verify_syncs:
         argv += ["--verify-syncs"]
+    if args.no_control:
+        argv += ["--no-control"]
     return argv + graph_file.argv_of(spec)
 
 

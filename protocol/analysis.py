@@ -179,6 +179,7 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
     resamples = int(params.get("bootstrap_resamples", 2000))
     seed = int(params.get("seed", 0))
     cells = []
+    control = None
     for key, cell in campaign.get("cells", {}).items():
         rows = rounds[rounds["cell"] == key]
         entry = {
@@ -190,6 +191,9 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
             "detail": cell.get("detail"),
         }
         entry.update(cell_summary(rows, resamples=resamples, seed=seed))
+        if cell.get("control"):  # the A/A control: reported on its own, never among the A/B cells
+            control = dict(entry, control=True)
+            continue
         cells.append(entry)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -197,6 +201,7 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
         "sides": campaign["parameters"]["sides"],
         "bootstrap": {"resamples": resamples, "seed": seed, "confidence": 0.95},
         "cells": cells,
+        "control": control,
     }
 
 

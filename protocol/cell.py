@@ -103,14 +103,17 @@ class _SideState:
 class CellRun:
     """Runs one cell to a terminal status; rows go to ``rounds`` as they finish."""
 
-    def __init__(self, *, runner: "CampaignRunner", gi, batch_name: str, objective: int, rounds):
+    def __init__(self, *, runner: "CampaignRunner", gi, batch_name: str, objective: int, rounds,
+                 key: str | None = None, sides: tuple[Side, Side] | None = None):
         self.r = runner
         self.config = runner.config
+        # the A/A control cell passes its own key and (side A, side A)
+        self.sides = sides or self.config.sides
         self.gi = gi
         self.batch_name = batch_name
         self.batch = gi.batches[batch_name].batch
         self.objective = objective
-        self.key = cell_key(gi.name, batch_name, objective)
+        self.key = key or cell_key(gi.name, batch_name, objective)
         self.rounds = rounds
         self.probe = RegionProbe()
         self.sequence = len(rounds.rows)
@@ -137,7 +140,7 @@ class CellRun:
         self.gi.graph.restore(self.r.graph_snapshot)  # the previous cell left its post-batch state
         d, p = self.gi.trees[self.objective]
         states = {}
-        for role, side in zip(ROLES, self.config.sides):
+        for role, side in zip(ROLES, self.sides):
             self.r.check_initial_tree(self.gi, side, self.objective)
             result = side.make_result(self.gi.graph, self.gi.source, self.objective, d, p)
             states[role] = _SideState(role, side, result)

@@ -58,6 +58,8 @@ class CampaignConfig:
     verify_syncs: bool = False
     #: untimed CUPTI-counted rounds per side and cell, after the warm-up (with verify_syncs)
     verify_rounds: int = 1
+    #: run the A/A control cell (side A against itself on the first graph, batch and objective)
+    control: bool = True
     bootstrap_resamples: int = 2000
     allow_dirty: bool = False
 

@@ -217,6 +217,8 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "host": host,
         "clock_overview": _clock_overview(summary, campaign),
         "cells": summary["cells"],
+        "control": summary.get("control"),
+        "trust": campaign.get("trust") or {"untrustworthy": False, "detail": "no A/A control cell was run"},
         "flags": {c["cell"]: cell_flags(c) for c in summary["cells"]},
         "by_graph": by_graph,
         "findings": findings(summary, campaign),

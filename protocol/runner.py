@@ -24,6 +24,8 @@ from .instruments import Instruments
 from .records import RecordStore, cell_key
 from .sides import Side
 
+#: The key of the A/A control cell: the cell it shadows plus this suffix.
+CONTROL_SUFFIX = "/control"
 # compute() on the device is checked against the prepared (host) tree below this many vertices.
 INITIAL_TREE_CHECK_LIMIT = 5_000_000
 TERMINAL_STATUSES = ("done", "too_noisy", "guard_failed", "check_failed")
@@ -65,6 +67,7 @@ class CampaignRunner:
         self._reproduce = reproduce_command
         self._environment = environment
         self._checked_trees: set = set()
+        self._control_ran = False  # the A/A control cell runs once, on the first graph
         self.graph_snapshot = None
         self.device_graph = False  # the current graph is device-resident (a CUDA side runs)
         self.campaign: dict = {}
@@ -200,6 +203,11 @@ class CampaignRunner:
             for k in objectives:
                 if not 0 <= k < gi.graph.num_weights:
                     raise UsageError(f"objective {k} outside [0, {gi.graph.num_weights}) for {gi.name}")
+            if self.config.control and not self._control_ran:
+                self._control_ran = True
+                # the A/A control first (protocol.md §7): side A against itself on the first
+                # graph, batch and objective; its interval must contain 1
+                self._run_cell(gi, batch_names[0], objectives[0], control=True)
             for name in batch_names:
                 for k in objectives:
                     self._run_cell(gi, name, k)
@@ -207,15 +215,18 @@ class CampaignRunner:
             self.graph_snapshot = None  # a device snapshot holds a copy of the graph in GPU memory
         return self.finish()
 
-    def _run_cell(self, gi, batch_name: str, objective: int) -> None:
-        key = cell_key(gi.name, batch_name, objective)
+    def _run_cell(self, gi, batch_name: str, objective: int, *, control: bool = False) -> None:
+        key = cell_key(gi.name, batch_name, objective) + (CONTROL_SUFFIX if control else "")
         previous = self.campaign["cells"].get(key, {})
         if self.resume and previous.get("status") in TERMINAL_STATUSES:
             return
-        self._set_cell(key, graph=gi.name, batch=batch_name, objective=objective, status="running", detail=None)
+        self._set_cell(key, graph=gi.name, batch=batch_name, objective=objective, status="running", detail=None,
+                       **({"control": True} if control else {}))
         self.progress.cell_started(key, self.config.rounds)
         rounds = self.store.cell_rounds(key)
-        cell = CellRun(runner=self, gi=gi, batch_name=batch_name, objective=objective, rounds=rounds)
+        side_a = self.config.sides[0]
+        cell = CellRun(runner=self, gi=gi, batch_name=batch_name, objective=objective, rounds=rounds, key=key,
+                       sides=(side_a, side_a) if control else None)
         try:
             status, detail, counts = cell.run()
         except CheckFailure as exc:  # the initial-tree check
@@ -232,8 +243,28 @@ class CampaignRunner:
         if self.session == 0:
             self.campaign["clocks"] = clocks
         self.campaign["finished_utc"] = utc_now()
+        self.campaign["trust"] = control_trust(summary.get("control"))
         self.store.write_campaign(self.campaign)
-        return campaign_exit_code(c["status"] for c in self.campaign["cells"].values())
+        code = campaign_exit_code(c["status"] for c in self.campaign["cells"].values())
+        if code == ExitCode.OK and self.campaign["trust"]["untrustworthy"]:
+            return ExitCode.TOO_NOISY  # the measurement itself is in doubt (protocol.md §7, §8)
+        return code
+
+
+def control_trust(control: dict | None) -> dict:
+    """What the A/A control says of the campaign: untrustworthy when its interval excludes 1."""
+    if control is None:
+        return {"control": None, "untrustworthy": False, "detail": "no A/A control cell was run"}
+    lo, hi = control.get("ratio_lo"), control.get("ratio_hi")
+    if control.get("status") != "done" or lo is None or hi is None:
+        return {"control": control["cell"], "untrustworthy": True,
+                "detail": f"the A/A control cell did not measure ({control.get('status')})"}
+    if lo <= 1 <= hi:
+        return {"control": control["cell"], "untrustworthy": False,
+                "detail": f"A/A ratio {control['ratio']:.3f} [{lo:.3f}, {hi:.3f}] contains 1"}
+    return {"control": control["cell"], "untrustworthy": True,
+            "detail": f"A/A ratio {control['ratio']:.3f} [{lo:.3f}, {hi:.3f}] excludes 1: side A against "
+                      "itself differs, so differences in this campaign may be the machine's"}
 
 
 def _relative_paths(origin: dict) -> dict:
@@ -259,4 +290,6 @@ __all__ = [
     "RegionProbe",
     "NullProgress",
     "INITIAL_TREE_CHECK_LIMIT",
+    "CONTROL_SUFFIX",
+    "control_trust",
 ]

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "perf_ab.py"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 HOST_CAMPAIGN = ["--sides", "host,host", "--batches", "local10k", "--objectives", "0", "--rounds", "5",
-                 "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress"]
+                 "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress", "--no-control"]
 
 
 def prepare(*argv):

@@ -46,6 +46,7 @@ def host_config(**overrides) -> CampaignConfig:
         objectives=[0],
         allow_dirty=True,
         max_foreign_cpu=1e9,  # the CI box is shared; contamination is tested on its own
+        control=False,  # the A/A control cell has tests of its own (test_control.py)
     )
     values.update(overrides)
     return CampaignConfig(**values)

@@ -62,7 +62,7 @@ def test_host_campaign_on_uspowergrid_then_report(tmp_path, monkeypatch, capsys)
     monkeypatch.setattr(protocol.runner, "git_state", lambda: {"commit": None, "dirty": True})
     out = tmp_path / "results"
     base = ["--sides", "host,host", "--graphs", "uspowergrid", "--batches", "local10k", "--objectives", "0",
-            "--rounds", "5", "--out", str(out), "--no-progress", "--max-foreign-cpu", "1000"]
+            "--rounds", "5", "--out", str(out), "--no-progress", "--max-foreign-cpu", "1000", "--no-control"]
     assert engines(*base) == 2  # dirty tree without --allow-dirty
     assert "--allow-dirty" in capsys.readouterr().err
     assert engines(*base, "--allow-dirty") == 0

@@ -15,7 +15,7 @@ from protocol.exitcodes import UsageError
 from protocol.records import RecordStore
 
 CAMPAIGN_ARGS = ["--sides", "host,host", "--batches", "local10k", "--objectives", "0", "--rounds", "5",
-                 "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress"]
+                 "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress", "--no-control"]
 
 
 @pytest.fixture(scope="module")
