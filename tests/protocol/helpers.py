@@ -98,3 +98,34 @@ class HookedSide(Side):
         number = self.calls[0]
         return super().update(graph, batch, result,
                               _WrappedProbe(probe, lambda _ns: self.hook(number)) if probe else None)
+
+
+class VirtualClock:
+    """A stand-in for ``time`` in ``protocol.cell``: ``perf_counter_ns`` reads a counter that only
+    a ``VirtualSide`` advances, so the measured engine regions are exactly the durations it draws."""
+
+    def __init__(self):
+        self.now_ns = 0
+
+    def perf_counter_ns(self) -> int:
+        self.now_ns += 1  # every reading is a distinct instant
+        return self.now_ns
+
+
+class VirtualSide(Side):
+    """The host reference, whose engine region lasts a seeded draw on a ``VirtualClock``:
+    ``base_ns`` x lognormal(0, ``sigma``) x (1 + ``slowdown``). Deterministic: a campaign's
+    statistics are then a pure function of the seed, so a test of them cannot fail by chance."""
+
+    def __init__(self, label, clock: VirtualClock, rng, *, base_ns=1_000_000, sigma=0.02, slowdown=0.0):
+        super().__init__(label, "host")
+        for name, value in (("clock", clock), ("rng", rng), ("base_ns", base_ns), ("sigma", sigma),
+                            ("slowdown", slowdown)):
+            object.__setattr__(self, name, value)
+
+    def update(self, graph, batch, result, probe):
+        def advance(_real_ns):
+            draw = self.base_ns * float(self.rng.lognormal(0.0, self.sigma)) * (1.0 + self.slowdown)
+            self.clock.now_ns += int(draw)
+
+        return super().update(graph, batch, result, _WrappedProbe(probe, advance) if probe else None)

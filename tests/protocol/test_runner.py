@@ -15,7 +15,7 @@ from protocol.runner import CampaignRunner
 from protocol.sides import Side
 
 from .fake_nvml import FakeNvml
-from .helpers import HookedSide, SlowedSide, host_config, small_graph_input
+from .helpers import HookedSide, SlowedSide, VirtualClock, VirtualSide, host_config, small_graph_input
 
 HOST = Side("host", "host")
 
@@ -89,33 +89,44 @@ def _campaign_ratio(toy, out, side_b, rounds=21):
     return only_cell(store)
 
 
-def test_aa_campaign_interval_contains_one(toy, tmp_path):
-    # timing on a shared machine: the percentile bootstrap of 21 pairs misses 1 now and then even
-    # without a bias, so up to three campaigns; a runner bias fails all three
-    cells = []
-    for attempt in range(3):
-        cell = _campaign_ratio(toy, tmp_path / str(attempt), HOST)
-        cells.append(cell)
-        assert abs(cell["ratio"] - 1) < 0.05
-        if cell["ratio_lo"] <= 1 <= cell["ratio_hi"]:
-            assert cell["verdict"] == "no difference detected"
-            return
-    pytest.fail(f"no A/A interval contained 1: {[(c['ratio_lo'], c['ratio_hi']) for c in cells]}")
+def _virtual_campaign(toy, out, monkeypatch, *, seed, slowdown=0.0, rounds=21):
+    """A campaign whose engine regions are seeded draws on a virtual clock (helpers.VirtualSide):
+    the same distribution for both sides, B scaled by ``1 + slowdown``."""
+    import numpy as np
+
+    import protocol.cell
+
+    clock = VirtualClock()
+    monkeypatch.setattr(protocol.cell, "time", clock)
+    rng = np.random.default_rng(seed)
+    sides = (VirtualSide("host", clock, rng), VirtualSide("host-b", clock, rng, slowdown=slowdown))
+    _, store = run(host_config(sides=sides, rounds=rounds), [toy], out)
+    return only_cell(store)
 
 
-def test_planted_five_percent_slowdown_is_detected(toy, tmp_path):
-    cells = []
-    for attempt in range(3):
-        cell = _campaign_ratio(toy, tmp_path / str(attempt), SlowedSide("host", 0.05), rounds=31)
-        cells.append(cell)
-        if cell["ratio_lo"] > 1.0 and 1.0 < cell["ratio"] < 1.15:
-            assert cell["verdict"].startswith("B slower by ")
-            return
-    found = [(c["ratio_lo"], c["ratio"], c["ratio_hi"]) for c in cells]
-    busy = [c["clocks"]["foreign_cpu_max"] for c in cells]
-    if min(busy) > 1.0:  # the protocol itself would have rejected these rounds (§5)
-        pytest.skip(f"machine too busy to resolve 5 % (foreign CPU {busy} cores): {found}")
-    pytest.fail(f"the planted 5 % slowdown was not detected: {found}")
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_aa_campaign_interval_contains_one(toy, tmp_path, monkeypatch, seed):
+    # deterministic: the regions are seeded draws (2 % spread) of one distribution for both sides
+    cell = _virtual_campaign(toy, tmp_path, monkeypatch, seed=seed)
+    assert cell["primary_region"] == "engine_host"
+    assert abs(cell["ratio"] - 1) < 0.02
+    assert cell["ratio_lo"] <= 1 <= cell["ratio_hi"]
+    assert cell["verdict"] == "no difference detected"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_planted_five_percent_slowdown_is_detected(toy, tmp_path, monkeypatch, seed):
+    cell = _virtual_campaign(toy, tmp_path, monkeypatch, seed=seed, slowdown=0.05)
+    assert 1.0 < cell["ratio_lo"] <= cell["ratio"] <= cell["ratio_hi"] < 1.09
+    assert 1.03 < cell["ratio"] < 1.07
+    assert cell["verdict"].startswith("B slower by ")
+
+
+def test_planted_slowdown_on_the_real_clock_is_measured(toy, tmp_path):
+    # the real host clock, with the machine's own noise: only the direction is asserted, with a
+    # slowdown (30 %) far outside what a shared CI box's noise reaches over 21 pairs
+    cell = _campaign_ratio(toy, tmp_path, SlowedSide("host", 0.30))
+    assert cell["ratio"] > 1.10, cell
 
 
 def test_adaptive_continues_past_the_target(toy, tmp_path):
