@@ -173,6 +173,22 @@ def _extreme(series: pd.Series, pick):
     return float(pick(s)) if len(s) else None
 
 
+def control_trust(control: dict | None) -> dict:
+    """What the A/A control says of the campaign: untrustworthy when its interval excludes 1."""
+    if control is None:
+        return {"control": None, "untrustworthy": False, "detail": "no A/A control cell was run"}
+    lo, hi = control.get("ratio_lo"), control.get("ratio_hi")
+    if control.get("status") != "done" or lo is None or hi is None:
+        return {"control": control["cell"], "untrustworthy": True,
+                "detail": f"the A/A control cell did not measure ({control.get('status')})"}
+    if lo <= 1 <= hi:
+        return {"control": control["cell"], "untrustworthy": False,
+                "detail": f"A/A ratio {control['ratio']:.3f} [{lo:.3f}, {hi:.3f}] contains 1"}
+    return {"control": control["cell"], "untrustworthy": True,
+            "detail": f"A/A ratio {control['ratio']:.3f} [{lo:.3f}, {hi:.3f}] excludes 1: side A against "
+                      "itself differs, so differences in this campaign may be the machine's"}
+
+
 def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
     """The summary record: campaign-level facts plus one entry per cell in campaign order."""
     params = campaign["parameters"]
@@ -202,8 +218,9 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
         "bootstrap": {"resamples": resamples, "seed": seed, "confidence": 0.95},
         "cells": cells,
         "control": control,
+        "trust": control_trust(control),
     }
 
 
-__all__ = ["REGIONS", "timed", "verification", "accepted", "primary_region", "paired_values", "cell_summary",
+__all__ = ["REGIONS", "control_trust", "timed", "verification", "accepted", "primary_region", "paired_values", "cell_summary",
            "build_summary"]

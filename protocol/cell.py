@@ -193,6 +193,7 @@ class CellRun:
     def _round(self, state: _SideState, *, warmup: bool, pair_index: int, position: int,
                verify: bool = False) -> dict:
         """One round; ``verify``: untimed, with the sync counter around the update (only then)."""
+        untimed = warmup or verify  # a verification round is recorded as untimed (warmup = true)
         self._restore(state)
         counter = self.r.sync_counter() if verify else contextlib.nullcontext()
         window = self.r.instruments.begin_round()
@@ -207,7 +208,7 @@ class CellRun:
                 error = exc
             t1 = time.perf_counter_ns()
         fields, reason = self.r.instruments.end_round(window)
-        row = self._row(state, warmup or verify, pair_index, position)
+        row = self._row(state, untimed, pair_index, position)
         row["verification"] = verify
         row.update(fields)
         row["update_host_ms"] = (t1 - t0) / 1e6
@@ -229,8 +230,8 @@ class CellRun:
             row["reject_reason"] = f"check failed: {failure}"
             self._emit(row)
             raise CheckFailure(f"side {state.role} ({state.side.label}): {failure}")
-        row["accepted"] = not (warmup or verify) and reason is None
-        row["reject_reason"] = None if (warmup or verify) else reason
+        row["accepted"] = not untimed and reason is None
+        row["reject_reason"] = None if untimed else reason
         return row
 
     def _check(self, state: _SideState, stats, cupti) -> str | None:

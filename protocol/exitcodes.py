@@ -36,16 +36,17 @@ class CorrectnessFailure(ProtocolError):
     exit_code = ExitCode.CORRECTNESS
 
 
-def campaign_exit_code(cell_statuses) -> ExitCode:
-    """The exit status of a finished campaign from its cells' statuses.
+def campaign_exit_code(cell_statuses, *, untrustworthy: bool = False) -> ExitCode:
+    """The exit status of a finished campaign from its cells' statuses and its A/A control.
 
     A correctness failure outranks a noisy cell: a wrong answer matters more than a slow
-    measurement, and the other cells still ran either way.
+    measurement, and the other cells still ran either way. An A/A control whose interval excludes
+    1 puts the measurement itself in doubt: too noisy (protocol.md §7, §8).
     """
     statuses = set(cell_statuses)
     if statuses & {"guard_failed", "check_failed"}:
         return ExitCode.CORRECTNESS
-    if "too_noisy" in statuses:
+    if "too_noisy" in statuses or untrustworthy:
         return ExitCode.TOO_NOISY
     return ExitCode.OK
 

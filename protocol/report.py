@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 
 from . import UPDATE_REGION
-from .analysis import build_summary
+from .analysis import build_summary, control_trust
 from .environment import REPO_ROOT
 from .nvml import reason_names
 from .plots import DISTRIBUTIONS, RATIO_VS_SYNCS, engine_time_distributions, ratio_against_syncs
@@ -218,7 +218,7 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "clock_overview": _clock_overview(summary, campaign),
         "cells": summary["cells"],
         "control": summary.get("control"),
-        "trust": campaign.get("trust") or {"untrustworthy": False, "detail": "no A/A control cell was run"},
+        "trust": summary.get("trust") or control_trust(summary.get("control")),
         "flags": {c["cell"]: cell_flags(c) for c in summary["cells"]},
         "by_graph": by_graph,
         "findings": findings(summary, campaign),

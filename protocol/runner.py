@@ -243,28 +243,9 @@ class CampaignRunner:
         if self.session == 0:
             self.campaign["clocks"] = clocks
         self.campaign["finished_utc"] = utc_now()
-        self.campaign["trust"] = control_trust(summary.get("control"))
         self.store.write_campaign(self.campaign)
-        code = campaign_exit_code(c["status"] for c in self.campaign["cells"].values())
-        if code == ExitCode.OK and self.campaign["trust"]["untrustworthy"]:
-            return ExitCode.TOO_NOISY  # the measurement itself is in doubt (protocol.md §7, §8)
-        return code
-
-
-def control_trust(control: dict | None) -> dict:
-    """What the A/A control says of the campaign: untrustworthy when its interval excludes 1."""
-    if control is None:
-        return {"control": None, "untrustworthy": False, "detail": "no A/A control cell was run"}
-    lo, hi = control.get("ratio_lo"), control.get("ratio_hi")
-    if control.get("status") != "done" or lo is None or hi is None:
-        return {"control": control["cell"], "untrustworthy": True,
-                "detail": f"the A/A control cell did not measure ({control.get('status')})"}
-    if lo <= 1 <= hi:
-        return {"control": control["cell"], "untrustworthy": False,
-                "detail": f"A/A ratio {control['ratio']:.3f} [{lo:.3f}, {hi:.3f}] contains 1"}
-    return {"control": control["cell"], "untrustworthy": True,
-            "detail": f"A/A ratio {control['ratio']:.3f} [{lo:.3f}, {hi:.3f}] excludes 1: side A against "
-                      "itself differs, so differences in this campaign may be the machine's"}
+        return campaign_exit_code((c["status"] for c in self.campaign["cells"].values()),
+                                  untrustworthy=summary["trust"]["untrustworthy"])
 
 
 def _relative_paths(origin: dict) -> dict:
@@ -291,5 +272,4 @@ __all__ = [
     "NullProgress",
     "INITIAL_TREE_CHECK_LIMIT",
     "CONTROL_SUFFIX",
-    "control_trust",
 ]

@@ -59,7 +59,7 @@ def _wrap_device_errors(exc: Exception) -> Error:
         return OutOfMemoryError(f"device allocation failed: {exc}")
     if isinstance(exc, MemoryError):  # NumPy's, on the host
         return OutOfMemoryError(f"not enough host memory: {exc or 'MemoryError'}")
-    if "CUDA" in name or "Cuda" in name or "NVRTC" in name or "cupy" in type(exc).__module__:
+    if "CUDA" in name or "Cuda" in name or "NVRTC" in name or on_device:
         return CudaError(f"CUDA failure: {exc}")
     return InternalError(f"unexpected {name} in the engine: {exc}")
 

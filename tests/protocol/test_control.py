@@ -10,7 +10,9 @@ from protocol.exitcodes import ExitCode
 from protocol.instruments import Instruments
 from protocol.records import RecordStore
 from protocol.report import render_report
-from protocol.runner import CONTROL_SUFFIX, CampaignRunner, control_trust
+from protocol.analysis import control_trust
+from protocol.exitcodes import campaign_exit_code
+from protocol.runner import CONTROL_SUFFIX, CampaignRunner
 
 from .helpers import host_config, small_graph_input
 
@@ -31,7 +33,7 @@ def test_every_campaign_runs_one_control_cell_first(tmp_path):
     summary = store.read_summary()
     assert summary["control"]["cell"] == keys[0]
     assert [c["cell"] for c in summary["cells"]] == ["toy/mixed/0", "toy2/mixed/0"]  # not among the A/B cells
-    trust = campaign["trust"]
+    trust = summary["trust"]
     assert trust["control"] == keys[0]
     assert code == (ExitCode.TOO_NOISY if trust["untrustworthy"] else ExitCode.OK)
     text = render_report(store).read_text()
@@ -58,3 +60,9 @@ def test_trust_follows_the_control_interval():
     assert "excludes 1" in control_trust(_control(1.01, 1.03))["detail"]
     assert control_trust(_control(0.99, 1.01, status="too_noisy"))["untrustworthy"]
     assert not control_trust(None)["untrustworthy"]
+
+
+def test_an_untrustworthy_control_makes_a_clean_campaign_too_noisy_but_not_a_wrong_one():
+    assert campaign_exit_code(["done"], untrustworthy=True) == ExitCode.TOO_NOISY
+    assert campaign_exit_code(["done", "check_failed"], untrustworthy=True) == ExitCode.CORRECTNESS
+    assert campaign_exit_code(["done"]) == ExitCode.OK
