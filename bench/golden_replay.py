@@ -29,6 +29,7 @@ class Config:
     expected_engine: str | None = None  # None: whatever the automatic choice gives
     delta: int | None = None  # overrides the case's delta (delta never changes a result)
     description: str = ""
+    operators_loop: str = "host"
 
     @property
     def needs_gpu(self) -> bool:
@@ -43,6 +44,8 @@ CONFIGS = {
                description="host reference with delta forced to 1 (another schedule)"),
         Config("cuda-fused", "cuda", "fused", "fused", description="CUDA fused persistent kernel"),
         Config("cuda-operators", "cuda", "operators", "operators", description="CUDA operators engine"),
+        Config("cuda-operators-device", "cuda", "operators", "operators", operators_loop="device",
+               description="CUDA operators engine, loop driven from the device (captured steps)"),
         Config("cuda-automatic", "cuda", "automatic", None, description="CUDA, automatic engine choice"),
     )
 }
@@ -138,7 +141,8 @@ def _replay(arrays: dict, case: dict, config: Config, outcome: CaseOutcome) -> N
     expect = case["expect"]
     graph, batch = build_inputs(arrays, case)
     delta = case["delta"] if config.delta is None else config.delta
-    opts = dict(objective=case["objective"], delta=delta, cuda_engine=config.cuda_engine)
+    opts = dict(objective=case["objective"], delta=delta, cuda_engine=config.cuda_engine,
+                operators_loop=config.operators_loop)
     result = sssp.Result.from_arrays(graph, case["source"], arrays["d_in"], arrays["p_in"], canonicalize=False,
                                      backend=config.backend, **opts)
     stats = sssp.update(graph, batch, result)

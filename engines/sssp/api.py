@@ -94,7 +94,7 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
     try:
         graph.to_device(device)  # a graph a CUDA result is computed on lives on the device (§3.6)
         cuda.prepare(graph, plan, engine, device, 0)
-        d, p, report = cuda.compute(graph, plan, engine, device)
+        d, p, report = cuda.compute(graph, plan, engine, device, operators_loop=opts.operators_loop)
     except Exception as exc:  # nothing was created: no result to poison
         raise _wrap_device_errors(exc) from exc
     return Result(graph, source, d, p, backend="cuda", device=device, options=opts,
@@ -239,7 +239,8 @@ def _run_update(graph: Graph, item: _Pending, commit, probe) -> Stats:
         changes = cuda.changes_for(commit, item.opts.objective)
         stream = cuda.stream(r.device)
         _call_probe(probe, "engine_start", stream)
-        report = cuda.update(graph, r._d, r._p, item.plan, changes, item.engine, r.device)
+        report = cuda.update(graph, r._d, r._p, item.plan, changes, item.engine, r.device,
+                             operators_loop=item.opts.operators_loop)
         _call_probe(probe, "engine_stop", stream)
     r._version = graph.version
     r._state = graph.state_id

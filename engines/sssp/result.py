@@ -16,6 +16,8 @@ from ..batch import ApplySummary
 from ..errors import InvalidArgumentError, StaleResultError
 
 CUDA_ENGINES = ("automatic", "fused", "operators")
+#: How the operators engine drives its near-far loop (engines/sssp/cuda/operators.py LOOP_MODES).
+OPERATORS_LOOPS = ("host", "device")
 
 
 @dataclass
@@ -26,6 +28,9 @@ class Options:
     objective: int = 0
     cuda_engine: str = "automatic"
     validate_inputs: bool = True
+    #: the operators engine's loop: "host" (one readback per push iteration and epoch) or
+    #: "device" (captured steps replayed, the decision to go on taken on the device)
+    operators_loop: str = "host"
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,10 @@ def check_options(opts: Options, num_weights: int) -> None:
     if opts.cuda_engine not in CUDA_ENGINES:
         raise InvalidArgumentError(
             f"options.cuda_engine must be one of {', '.join(CUDA_ENGINES)}, got {opts.cuda_engine!r}"
+        )
+    if opts.operators_loop not in OPERATORS_LOOPS:
+        raise InvalidArgumentError(
+            f"options.operators_loop must be one of {', '.join(OPERATORS_LOOPS)}, got {opts.operators_loop!r}"
         )
     if not isinstance(opts.validate_inputs, (bool, np.bool_)):
         raise InvalidArgumentError(f"options.validate_inputs must be a bool, got {opts.validate_inputs!r}")

@@ -181,12 +181,23 @@ def test_stale_results_and_bad_result_lists():
 
 
 @pytest.mark.parametrize("kw", [dict(objective=2), dict(objective=-1), dict(delta=-1),
-                                dict(objective=1.5)])
+                                dict(objective=1.5), dict(operators_loop="graph"),
+                                dict(operators_loop=None)])
 def test_compute_rejects_bad_options(kw):
     g = small_graph()
     with pytest.raises(errors.InvalidArgumentError):
         sssp.compute(g, 0, **kw)
     assert g.version == 0
+
+
+def test_operators_loop_is_an_option_of_every_result():
+    g = small_graph()
+    r = sssp.compute(g, 0, operators_loop="device")  # the host engine ignores it
+    assert r.options.operators_loop == "device"
+    r.set_options(operators_loop="host")
+    assert r.options.operators_loop == "host"
+    with pytest.raises(errors.InvalidArgumentError, match="operators_loop must be one of host, device"):
+        r.set_options(operators_loop="Device")
 
 
 def test_compute_rejects_bad_source_and_backend():

@@ -31,7 +31,31 @@ GPU = [
     pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU"),
 ]
 
-CUDA_ENGINES = ("fused", "operators")
+#: The CUDA engine configurations under test: name -> the options that select it. The operators
+#: engine runs in both loop modes (operators.py: a readback per step, or replays of captured steps).
+CUDA_CONFIGS = {
+    "fused": {"cuda_engine": "fused"},
+    "operators": {"cuda_engine": "operators"},
+    "operators-device": {"cuda_engine": "operators", "operators_loop": "device"},
+}
+CUDA_ENGINES = tuple(CUDA_CONFIGS)
+
+
+def engine_of(name: str) -> str:
+    """The ``engine_used`` a configuration (or "host") reports."""
+    return CUDA_CONFIGS[name]["cuda_engine"] if name in CUDA_CONFIGS else name
+
+
+def device_loop_replays(steps: int) -> int:
+    """Replays the device loop needs for ``steps`` steps (S = FIRST_STEPS, doubling to MAX_STEPS)."""
+    from engines.sssp.cuda.operators import FIRST_STEPS, MAX_STEPS
+
+    replays, covered, size = 0, 0, FIRST_STEPS
+    while covered < steps:
+        covered += size
+        replays += 1
+        size = min(2 * size, MAX_STEPS)
+    return replays
 #: Statistics every engine must agree on (§9); iterations, epochs, pushes never compared.
 COMPARED_STATS = ("invalidated", "affected", "packed_parents", "batch")
 
@@ -46,7 +70,7 @@ def compute_all(graph, source, *, engines=CUDA_ENGINES, **options) -> dict:
     """``compute()`` on the host and on each CUDA engine: {"host": r, "fused": r, ...}."""
     results = {"host": sssp.compute(graph, source, backend="host", **options)}
     for engine in engines:
-        results[engine] = sssp.compute(graph, source, backend="cuda", cuda_engine=engine, **options)
+        results[engine] = sssp.compute(graph, source, backend="cuda", **CUDA_CONFIGS[engine], **options)
     return results
 
 
@@ -58,7 +82,7 @@ def import_all(graph, source, distances, parents, *, engines=CUDA_ENGINES, valid
     results = {"host": host}
     for engine in engines:
         r = host.clone(backend="cuda")
-        r.set_options(cuda_engine=engine)
+        r.set_options(**CUDA_CONFIGS[engine])
         results[engine] = r
     return results
 
@@ -79,9 +103,21 @@ def perturb_all(rng, graph, results: dict, objective: int = 0) -> dict:
 def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
     """Where host_syncs and sync_budget differ from what §9 says for ``engine``."""
     problems = []
-    if stats.engine_used != engine:
-        problems.append(f"engine_used {stats.engine_used!r}, expected {engine!r}")
-    if engine == "host":
+    if stats.engine_used != engine_of(engine):
+        problems.append(f"engine_used {stats.engine_used!r}, expected {engine_of(engine)!r}")
+    if engine == "operators-device":
+        # a readback per replay: #1 (updates), one per replay of the loop's steps (each push
+        # iteration and epoch, then the decision that ends it), the last; within the budget
+        base = 3 if update else 2
+        without_loop = update and stats.iterations == 0 and stats.epochs == 0 and stats.host_syncs == 2
+        expected = (base - 1) + device_loop_replays(stats.iterations + stats.epochs + 1)
+        if stats.sync_budget != base + stats.iterations + stats.epochs:
+            problems.append(f"operators budget {stats}")
+        elif not without_loop and stats.host_syncs != expected:
+            problems.append(f"device-loop syncs {stats.host_syncs}, expected {expected}: {stats}")
+        elif stats.host_syncs > stats.sync_budget:
+            problems.append(f"operators over budget {stats}")
+    elif engine == "host":
         if (stats.host_syncs, stats.sync_budget) != (0, 0):
             problems.append(f"host syncs {stats}")
     elif engine == "fused":

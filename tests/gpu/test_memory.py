@@ -43,7 +43,7 @@ def _update_counting(graph, batch, *results):
 
 
 @pytest.mark.parametrize("kind", ["mixed", "reweight", "tree_delete"])
-@pytest.mark.parametrize("engine", ["fused", "operators"])
+@pytest.mark.parametrize("engine", S.CUDA_ENGINES)
 def test_steady_state_update_allocates_nothing(engine, kind):
     if engine == "fused" and not S.fused_available():
         pytest.skip("the fused engine cannot run on this device")
@@ -51,7 +51,7 @@ def test_steady_state_update_allocates_nothing(engine, kind):
     n, src, dst, w = H.random_graph(rng, "sparse", 3000, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     results = {"host": sssp.compute(graph, 0, backend="host"),
-               engine: sssp.compute(graph, 0, backend="cuda", cuda_engine=engine)}
+               engine: sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS[engine])}
 
     def next_batch():
         _, parents = results["host"].to_numpy()
@@ -65,5 +65,5 @@ def test_steady_state_update_allocates_nothing(engine, kind):
         # belongs to the CUDA engine, its dispatch or its upload
         stats, sizes = _update_counting(graph, next_batch(), results["host"], results[engine])
         assert sizes == [], f"{engine} allocated {sizes} bytes of device memory in a steady state"
-        assert stats[1].engine_used == engine
+        assert stats[1].engine_used == S.engine_of(engine)
         S.assert_conformant(results, dict(zip(results, stats)), update=True)

@@ -35,13 +35,16 @@ def test_control_block_layout_matches_the_numpy_mirror():
     for offset_dtype in (np.int32, np.int64):
         fn = module.function("ops_control_layout", np.int32, offset_dtype)
         block = cupy.zeros(dtype.itemsize, dtype=cupy.uint8)
-        out = cupy.full(11, -1, dtype=cupy.int64)
+        out = cupy.full(19, -1, dtype=cupy.int64)
         fn((1,), (1,), (block, out))
         got = out.get().tolist()
         names = ("minimum", "threshold", "affected", "candidates", "frontier", "near", "far",
                  "invalidated", "overflow", "active")
         assert got[:10] == [dtype.fields[k][1] for k in names]
         assert got[10] == dtype.itemsize
+        loop = ("phase", "near_slot", "far_slot", "generation", "iterations", "epochs", "step_count",
+                "pushes")
+        assert got[11:] == [dtype.fields[k][1] for k in loop]
 
 
 def test_pointer_jumping_rounds():

@@ -28,17 +28,25 @@ def _graph(seed, n=400, wclass="mid"):
 
 
 def _engines():
-    return ("fused", "operators") if S.fused_available() else ("operators",)
+    names = ("fused", "operators", "operators-device")
+    return names if S.fused_available() else names[1:]
+
+
+def _compute(graph, engine, **options):
+    return sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS[engine], **options)
 
 
 @pytest.mark.parametrize("delta", [0, 1, 1000])
 def test_compute_syncs(delta):
     graph, _ = _graph(1)
     for engine in _engines():
-        r = sssp.compute(graph, 0, backend="cuda", cuda_engine=engine, delta=delta)
+        r = _compute(graph, engine, delta=delta)
         st = r.stats
+        S.check_stats_shape(st, engine, update=False)
         if engine == "fused":
             assert (st.host_syncs, st.sync_budget) == (1, 1)
+        elif engine == "operators-device":
+            assert st.iterations >= 1
         else:
             assert st.host_syncs == st.sync_budget == 2 + st.iterations + st.epochs
             assert st.iterations >= 1
@@ -52,7 +60,7 @@ def test_compute_syncs(delta):
 def test_update_syncs_with_candidates(kind):
     graph, rng = _graph(2)
     for engine in _engines():
-        r = sssp.compute(graph, 0, backend="cuda", cuda_engine=engine)
+        r = _compute(graph, engine)
         host = sssp.compute(graph, 0, backend="host")
         for step in range(2):
             _, parents = host.to_numpy()
@@ -64,7 +72,7 @@ def test_update_syncs_with_candidates(kind):
             S.assert_conformant({"host": host, engine: r}, stats, update=True)
             if engine == "fused":
                 assert (st.host_syncs, st.sync_budget) == (1, 1)
-            else:
+            elif engine == "operators":
                 assert st.host_syncs == st.sync_budget == 3 + st.iterations + st.epochs
 
 
@@ -141,7 +149,7 @@ def test_cupti_sees_a_stream_synchronization(cupti_counter):
 def test_cupti_count_equals_host_syncs(cupti_counter, kind):
     graph, rng = _graph(4, n=600, wclass="tiny")
     for engine in _engines():
-        r = sssp.compute(graph, 0, backend="cuda", cuda_engine=engine, delta=2)
+        r = _compute(graph, engine, delta=2)
         for step in range(2):
             _, parents = r.to_numpy()
             batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "tiny"))
@@ -154,14 +162,14 @@ def test_cupti_count_equals_host_syncs(cupti_counter, kind):
                 probe = _CountingProbe(cupti_counter)
                 st = sssp.update(graph, batch, r, probe=probe)
                 assert probe.count == st.host_syncs, (engine, kind, probe.count, st, probe.calls)
-            assert st.engine_used == engine
+            assert st.engine_used == S.engine_of(engine)
             assert st.host_syncs <= st.sync_budget
 
 
 def test_cupti_count_of_compute(cupti_counter):
     graph, _ = _graph(5)
     for engine in _engines():
-        sssp.compute(graph, 0, backend="cuda", cuda_engine=engine)  # compiled and reserved
+        _compute(graph, engine)  # compiled and reserved
         with cupti_counter() as c:
-            r = sssp.compute(graph, 0, backend="cuda", cuda_engine=engine)
+            r = _compute(graph, engine)
         assert c.count == r.stats.host_syncs, (engine, c.count, r.stats, c.calls)

@@ -106,13 +106,19 @@ def device_bytes(graph, *results) -> int:
     return total
 
 
-def update(graph, distances, parents, plan, changes, engine: str, device: int):
+def update(graph, distances, parents, plan, changes, engine: str, device: int, *,
+           operators_loop: str = "host"):
     """Run ``engine`` on the device arrays in place; returns an ``EngineReport``."""
+    if engine == "operators":
+        return _engine_module(engine).update(graph, distances, parents, plan, changes, device,
+                                             loop=operators_loop)
     return _engine_module(engine).update(graph, distances, parents, plan, changes, device)
 
 
-def compute(graph, plan, engine: str, device: int):
+def compute(graph, plan, engine: str, device: int, *, operators_loop: str = "host"):
     """A tree from scratch with ``engine``: (distances cupy int64, parents cupy, EngineReport)."""
+    if engine == "operators":
+        return _engine_module(engine).compute(graph, plan, device, loop=operators_loop)
     return _engine_module(engine).compute(graph, plan, device)
 
 

@@ -421,7 +421,10 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // ---------------------------------------------------------------------------------------------
 // The change lists of objective k (§3.4) in the engines' workspace buffers: every deletion, then
 // every insertion with increased[i, k], in order; heads = insert_dst of every insertion; the
-// changed count in *changed_count. One block: an in-order compaction over the insertions.
+// changed count in *changed_count. One block of 1024 threads, one pass: each thread counts a
+// contiguous run of insertions, a block-wide exclusive scan gives every run its first output
+// slot, and each thread writes its run in order (a chunked loop with barriers per 1024
+// insertions cost 64 us for a 25k-insertion batch on an H200).
 template <typename V, typename O>
 __global__ void __launch_bounds__(1024)
     apply_changes(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
@@ -429,37 +432,44 @@ __global__ void __launch_bounds__(1024)
                   i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to, V* __restrict__ heads,
                   V* __restrict__ changed_count) {
     __shared__ i32 warp_totals[32];
-    __shared__ i32 running;
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
+    const int num_warps = static_cast<int>(blockDim.x >> 5);
     for (i32 j = tid; j < num_deletions; j += blockDim.x) {
         changed_from[j] = static_cast<V>(ev_src[j]);
         changed_to[j] = static_cast<V>(ev_dst[j]);
     }
     for (i32 i = tid; i < num_insertions; i += blockDim.x) heads[i] = static_cast<V>(ev_dst[num_deletions + i]);
-    if (tid == 0) running = 0;
+    const i32 per = (num_insertions + static_cast<i32>(blockDim.x) - 1) / static_cast<i32>(blockDim.x);
+    const i32 first = tid * per;
+    const i32 last = first + per < num_insertions ? first + per : num_insertions;
+    i32 mine = 0;
+    for (i32 i = first; i < last; ++i) mine += increased[static_cast<i64>(i) * K + k] != 0 ? 1 : 0;
+    i32 inclusive = mine;  // within the warp
+    for (int off = 1; off < 32; off <<= 1) {
+        const i32 other = __shfl_up_sync(SSSP_FULL_MASK, inclusive, off);
+        if (lane >= off) inclusive += other;
+    }
+    if (lane == 31) warp_totals[warp] = inclusive;
     __syncthreads();
-    for (i32 chunk = 0; chunk < num_insertions; chunk += blockDim.x) {
-        const i32 i = chunk + tid;
-        const bool keep = i < num_insertions && increased[static_cast<i64>(i) * K + k] != 0;
-        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, keep);
-        if (lane == 0) warp_totals[warp] = __popc(ballot);
-        __syncthreads();
-        i32 before = 0;
-        for (int w = 0; w < warp; ++w) before += warp_totals[w];
-        if (keep) {
-            const i32 at = num_deletions + running + before + __popc(ballot & apply::lanes_below());
+    if (warp == 0) {  // inclusive scan of the warp totals
+        i32 total = lane < num_warps ? warp_totals[lane] : 0;
+        for (int off = 1; off < 32; off <<= 1) {
+            const i32 other = __shfl_up_sync(SSSP_FULL_MASK, total, off);
+            if (lane >= off) total += other;
+        }
+        if (lane < num_warps) warp_totals[lane] = total;
+    }
+    __syncthreads();
+    const i32 before = (warp > 0 ? warp_totals[warp - 1] : 0) + inclusive - mine;
+    i32 at = num_deletions + before;
+    for (i32 i = first; i < last; ++i) {
+        if (increased[static_cast<i64>(i) * K + k] != 0) {
             changed_from[at] = static_cast<V>(ev_src[num_deletions + i]);
             changed_to[at] = static_cast<V>(ev_dst[num_deletions + i]);
+            ++at;
         }
-        __syncthreads();
-        if (tid == 0) {
-            i32 total = 0;
-            for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total += warp_totals[w];
-            running += total;
-        }
-        __syncthreads();
     }
-    if (tid == 0) *changed_count = static_cast<V>(num_deletions + running);
+    if (tid == static_cast<int>(blockDim.x) - 1) *changed_count = static_cast<V>(num_deletions + before + mine);
 }

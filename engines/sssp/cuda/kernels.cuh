@@ -210,7 +210,21 @@ struct OperatorsControl {
     V invalidated;
     i32 overflow;
     i32 active[65];  // ceil(log2 n) + 1 pointer-jumping rounds for any n < 2^63
+    // The device-driven loop's state (operators.cu ops_loop_*): what the current step does, the
+    // near-list and far-pile slots, the last generation used, the counters the engine reports,
+    // and the length of the list the current step reads (fixed for the step).
+    i32 phase;       // LOOP_START, LOOP_PUSH, LOOP_EPOCH, LOOP_DONE
+    i32 near_slot;
+    i32 far_slot;
+    i32 generation;
+    i32 iterations;
+    i32 epochs;
+    V step_count;
+    i64 pushes;
 };
+
+// The phases of the operators engine's device-driven loop (OperatorsControl::phase).
+enum LoopPhase : i32 { LOOP_START = 0, LOOP_PUSH = 1, LOOP_EPOCH = 2, LOOP_DONE = 3 };
 
 // One vertex expansion of a push iteration (§5.9 (c)), the same in both engines: relax every
 // out-edge of u except into the source, drop offers above the bound, and queue a neighbour whose

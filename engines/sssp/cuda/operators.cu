@@ -38,6 +38,19 @@ __device__ __forceinline__ Packing make_packing(u32 bits, u64 no_parent) {
 // from namespace sssp.
 using namespace sssp;
 
+// The device-driven loop's fields at its start: slots 0, counters 0, the run's generation base.
+template <typename V>
+__device__ __forceinline__ void reset_loop(OperatorsControl<V>* ctl, i32 generation) {
+    ctl->phase = LOOP_START;
+    ctl->near_slot = 0;
+    ctl->far_slot = 0;
+    ctl->generation = generation;
+    ctl->iterations = 0;
+    ctl->epochs = 0;
+    ctl->step_count = 0;
+    ctl->pushes = 0;
+}
+
 // Every field zero, minimum empty, and the frontier count given (1 for compute(): the source).
 template <typename V>
 __device__ __forceinline__ void reset_control(OperatorsControl<V>* ctl, V frontier) {
@@ -53,6 +66,7 @@ __device__ __forceinline__ void reset_control(OperatorsControl<V>* ctl, V fronti
     ctl->invalidated = 0;
     ctl->overflow = 0;
     for (int r = 0; r < 65; ++r) ctl->active[r] = 0;
+    reset_loop(ctl, 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,11 +232,10 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // Minimum distance over the finite words of a list (§5.9 (a) and the epoch minimum) into
 // ctl->minimum. The first minimum reads the list length from ctl->frontier (`from_frontier`; the
 // frontier length stays on the device); an epoch's minimum gets the pile size by value.
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_min(V count, i32 from_frontier, const V* __restrict__ list, const u64* __restrict__ words,
-            u32 bits, OperatorsControl<V>* ctl) {
-    const V length = from_frontier != 0 ? load_cg(&ctl->frontier) : count;
+template <typename V>
+__device__ __forceinline__ void min_phase(V length, const V* __restrict__ list,
+                                          const u64* __restrict__ words, u32 bits,
+                                          OperatorsControl<V>* ctl) {
     const GridStride g;
     u64 minimum = EMPTY_MIN;
     for (i64 i = g.first; i < length; i += g.stride) {
@@ -234,14 +247,19 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
     warp_min_into(minimum, &ctl->minimum);
 }
 
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_min(V count, i32 from_frontier, const V* __restrict__ list, const u64* __restrict__ words,
+            u32 bits, OperatorsControl<V>* ctl) {
+    min_phase<V>(from_frontier != 0 ? load_cg(&ctl->frontier) : count, list, words, bits, ctl);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The near-far threshold, one thread (§5.9). First mode: (minimum, or 0 when empty) + delta.
 // Raise mode: max(threshold, minimum) + delta. Both reset the minimum slot to empty for the next
 // minimum kernel. In raise mode the minimum is over the far pile, always finite (§5.9 "Progress").
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_threshold(i32 raise, u64 delta, OperatorsControl<V>* ctl) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+template <typename V>
+__device__ __forceinline__ void threshold_phase(i32 raise, u64 delta, OperatorsControl<V>* ctl) {
     const u64 minimum = ctl->minimum;
     if (raise != 0) {
         const u64 base = minimum == EMPTY_MIN || minimum < ctl->threshold ? ctl->threshold : minimum;
@@ -250,6 +268,13 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
         ctl->threshold = (minimum == EMPTY_MIN ? 0ull : minimum) + delta;
     }
     ctl->minimum = EMPTY_MIN;
+}
+
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_threshold(i32 raise, u64 delta, OperatorsControl<V>* ctl) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    threshold_phase<V>(raise, delta, ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -282,12 +307,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // below the threshold leave the pile (in_far cleared) for near list `near_slot`, which is empty;
 // the others stay, copied to pile 1 - far_slot. The pile size comes by value, so thread 0 may zero
 // far[far_slot], the pile being read, for its next use.
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_split_pile(V count, const V* __restrict__ pile, const u64* __restrict__ words, u32 bits,
-                   u64 no_parent, i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
-                   V* __restrict__ near_list, V* __restrict__ kept_pile, i32 near_slot,
-                   i32 far_slot, OperatorsControl<V>* ctl) {
+template <typename V>
+__device__ __forceinline__ void split_pile_phase(V count, const V* __restrict__ pile,
+                                                 const u64* __restrict__ words, u32 bits,
+                                                 u64 no_parent, i32* __restrict__ stamp,
+                                                 i32 generation, i32* __restrict__ in_far,
+                                                 V* __restrict__ near_list, V* __restrict__ kept_pile,
+                                                 i32 near_slot, i32 far_slot,
+                                                 OperatorsControl<V>* ctl) {
     const Packing k = sssp::ops::make_packing(bits, no_parent);
     const u64 threshold = load_cg(&ctl->threshold);
     const GridStride g;
@@ -304,12 +331,39 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
     }
 }
 
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_split_pile(V count, const V* __restrict__ pile, const u64* __restrict__ words, u32 bits,
+                   u64 no_parent, i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
+                   V* __restrict__ near_list, V* __restrict__ kept_pile, i32 near_slot,
+                   i32 far_slot, OperatorsControl<V>* ctl) {
+    split_pile_phase<V>(count, pile, words, bits, no_parent, stamp, generation, in_far, near_list,
+                        kept_pile, near_slot, far_slot, ctl);
+}
+
 // ---------------------------------------------------------------------------------------------
 // One push iteration (§5.9 (c)): every near vertex offers (its distance + w, itself) to each
 // out-neighbour except the source, dropping offers above the bound. A thread that lowers a
 // neighbour's distance queues it: near list 1 - near_slot (claimed with this iteration's
 // generation) below the threshold, else the far pile far_slot on its in_far 0 -> 1 transition.
 // The near count comes by value, so thread 0 zeroes near[near_slot] for the iteration after next.
+template <typename V, typename O>
+__device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_list,
+                                           const CsrView<V, O>& out, u64* __restrict__ words,
+                                           V source, u64 bound, const Packing& k,
+                                           i32* __restrict__ stamp, i32 generation,
+                                           i32* __restrict__ in_far, V* __restrict__ next_list,
+                                           V* __restrict__ far_list, i32 near_slot, i32 far_slot,
+                                           OperatorsControl<V>* ctl) {
+    const u64 threshold = load_cg(&ctl->threshold);
+    const GridStride g;
+    if (g.first == 0) ctl->near[near_slot] = 0;
+    for (i64 i = g.first; i < count; i += g.stride) {
+        push_vertex<V, O>(out, k, near_list[i], source, bound, threshold, generation, words, stamp,
+                          in_far, next_list, &ctl->near[1 - near_slot], far_list, &ctl->far[far_slot]);
+    }
+}
+
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_push(V count, const V* __restrict__ near_list, const O* __restrict__ out_ptr,
@@ -318,15 +372,101 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
              i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
              V* __restrict__ next_list, V* __restrict__ far_list, i32 near_slot, i32 far_slot,
              OperatorsControl<V>* ctl) {
-    const Packing k = sssp::ops::make_packing(bits, no_parent);
     const CsrView<V, O> out{out_ptr, out_dst, out_weight};
-    const u64 threshold = load_cg(&ctl->threshold);
-    const GridStride g;
-    if (g.first == 0) ctl->near[near_slot] = 0;
-    for (i64 i = g.first; i < count; i += g.stride) {
-        push_vertex<V, O>(out, k, near_list[i], source, bound, threshold, generation, words, stamp,
-                          in_far, next_list, &ctl->near[1 - near_slot], far_list, &ctl->far[far_slot]);
+    push_phase<V, O>(count, near_list, out, words, source, bound, sssp::ops::make_packing(bits, no_parent),
+                     stamp, generation, in_far, next_list, far_list, near_slot, far_slot, ctl);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The device-driven loop (operators_loop "device"): the same push iterations and epochs, with
+// every per-step scalar in the control block, so that one fixed sequence of five launches is a
+// step and the host can replay S captured steps without waiting between them. ops_loop_step
+// decides what the step does (§5.9: push while the near list is non-empty, else an epoch while
+// the far pile is, else done) and the four phase kernels act only in their phase; every launch of
+// a step after the end returns at once. The decision reads what the previous step wrote (a kernel
+// boundary orders them), so the sequence of phases, lists and thresholds is the host loop's.
+
+// Start of the loop, after the first split: slots 0, the generation base of the run.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK) ops_loop_init(i32 generation, OperatorsControl<V>* ctl) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    reset_loop(ctl, generation);
+}
+
+// The decision of one step, one thread: flip the slot the previous step consumed (the near list
+// after a push, the pile after an epoch), then push the near list if non-empty, else raise the
+// threshold over the far pile if non-empty, else stop. A step that acts takes a fresh generation.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK) ops_loop_step(OperatorsControl<V>* ctl) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    i32 phase = ctl->phase;
+    if (phase == LOOP_DONE) return;
+    if (phase == LOOP_PUSH) ctl->near_slot = 1 - ctl->near_slot;
+    if (phase == LOOP_EPOCH) ctl->far_slot = 1 - ctl->far_slot;
+    const V near = ctl->near[ctl->near_slot];
+    const V far = ctl->far[ctl->far_slot];
+    if (near > 0) {
+        phase = LOOP_PUSH;
+        ctl->step_count = near;
+        ctl->iterations += 1;
+        ctl->pushes += static_cast<i64>(near);
+    } else if (far > 0) {
+        phase = LOOP_EPOCH;
+        ctl->step_count = far;
+        ctl->epochs += 1;
+    } else {
+        phase = LOOP_DONE;
+        ctl->step_count = 0;
     }
+    if (phase != LOOP_DONE) ctl->generation += 1;
+    ctl->phase = phase;
+}
+
+// A push step: ops_push with the near list, slots and generation of the control block. The near
+// lists and far piles come as both buffers of each pair; the slots pick them.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_loop_push(V* __restrict__ near_a, V* __restrict__ near_b, V* __restrict__ far_a,
+                  V* __restrict__ far_b, const O* __restrict__ out_ptr, const V* __restrict__ out_dst,
+                  const i32* __restrict__ out_weight, u64* __restrict__ words, V source, u64 bound,
+                  u32 bits, u64 no_parent, i32* __restrict__ stamp, i32* __restrict__ in_far,
+                  OperatorsControl<V>* ctl) {
+    if (ctl->phase != LOOP_PUSH) return;  // uniform: written by the previous launch
+    const i32 near_slot = ctl->near_slot;
+    const i32 far_slot = ctl->far_slot;
+    const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+    push_phase<V, O>(ctl->step_count, near_slot ? near_b : near_a, out, words, source, bound,
+                     sssp::ops::make_packing(bits, no_parent), stamp, ctl->generation, in_far,
+                     near_slot ? near_a : near_b, far_slot ? far_b : far_a, near_slot, far_slot, ctl);
+}
+
+// An epoch's three phases: the pile's minimum, the raised threshold, the re-split.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_loop_min(const V* __restrict__ far_a, const V* __restrict__ far_b,
+                 const u64* __restrict__ words, u32 bits, OperatorsControl<V>* ctl) {
+    if (ctl->phase != LOOP_EPOCH) return;
+    min_phase<V>(ctl->step_count, ctl->far_slot ? far_b : far_a, words, bits, ctl);
+}
+
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK) ops_loop_threshold(u64 delta, OperatorsControl<V>* ctl) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (ctl->phase != LOOP_EPOCH) return;
+    threshold_phase<V>(1, delta, ctl);
+}
+
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_loop_split(V* __restrict__ near_a, V* __restrict__ near_b, V* __restrict__ far_a,
+                   V* __restrict__ far_b, const u64* __restrict__ words, u32 bits, u64 no_parent,
+                   i32* __restrict__ stamp, i32* __restrict__ in_far, OperatorsControl<V>* ctl) {
+    if (ctl->phase != LOOP_EPOCH) return;
+    const i32 near_slot = ctl->near_slot;
+    const i32 far_slot = ctl->far_slot;
+    split_pile_phase<V>(ctl->step_count, far_slot ? far_b : far_a, words, bits, no_parent, stamp,
+                        ctl->generation, in_far, near_slot ? near_b : near_a,
+                        far_slot ? far_a : far_b, near_slot, far_slot, ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,5 +606,13 @@ __global__ void ops_control_layout(const OperatorsControl<V>* ctl, i64* out) {
     out[8] = reinterpret_cast<const char*>(&ctl->overflow) - base;
     out[9] = reinterpret_cast<const char*>(&ctl->active[0]) - base;
     out[10] = static_cast<i64>(sizeof(OperatorsControl<V>));
+    out[11] = reinterpret_cast<const char*>(&ctl->phase) - base;
+    out[12] = reinterpret_cast<const char*>(&ctl->near_slot) - base;
+    out[13] = reinterpret_cast<const char*>(&ctl->far_slot) - base;
+    out[14] = reinterpret_cast<const char*>(&ctl->generation) - base;
+    out[15] = reinterpret_cast<const char*>(&ctl->iterations) - base;
+    out[16] = reinterpret_cast<const char*>(&ctl->epochs) - base;
+    out[17] = reinterpret_cast<const char*>(&ctl->step_count) - base;
+    out[18] = reinterpret_cast<const char*>(&ctl->pushes) - base;
 }
 

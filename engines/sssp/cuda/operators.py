@@ -15,19 +15,37 @@ so host_syncs <= sync_budget = 3 + iterations + epochs (2 for an update without 
 2 + iterations + epochs for compute(). Everything else is stream-ordered on the device's one
 stream: no other synchronizing call, no device-to-host copy, and no device allocation once the
 workspace and the device graph are reserved (compute() allocates only its result arrays).
+
+That host loop is the ``"host"`` loop mode (``Options.operators_loop``), the ADR's literal
+structure. In the ``"device"`` mode the loop state lives in the control block and one step (the
+decision, a push, an epoch's minimum, threshold and re-split: ops_loop_* in operators.cu) is a
+fixed sequence of launches; the host replays a captured CUDA graph of S steps (S = 8, doubling to
+64 while work remains; steps after the end return at once) and reads the control block back once
+per replay instead of once per push iteration and epoch. Same phases in the same order, so the
+same bytes; host_syncs is then 2 + replays (+ 1 with candidates), still within the budget.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
 from ... import errors
 from ..plan import EngineReport, Plan
+from ..result import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
 from . import runtime
 from . import workspace as workspace_module
 
 ENGINE = "operators"
 SOURCE_FILE = "operators.cu"
+#: Steps of the first replay of the device loop, and the most per replay (S doubles up to it).
+FIRST_STEPS = 8
+MAX_STEPS = 64
+#: OperatorsControl::phase once the loop is over (kernels.cuh LoopPhase).
+PHASE_DONE = 3
+#: Captured step graphs kept (per buffers, scalars and S); the oldest is dropped beyond this.
+MAX_CAPTURED = 32
 #: Upper clamp of delta on the device (as the fused engine's): thresholds stay below
 #: bound + 2^62 < 2^64, so the u64 threshold never wraps; a threshold above the bound behaves the
 #: same whatever its value, so results do not change.
@@ -53,6 +71,12 @@ KERNELS = (
     "ops_recover_count",
     "ops_compute_init",
     "ops_control_layout",
+    "ops_loop_init",
+    "ops_loop_step",
+    "ops_loop_push",
+    "ops_loop_min",
+    "ops_loop_threshold",
+    "ops_loop_split",
 )
 
 
@@ -75,6 +99,7 @@ class _Launcher:
 
     def __init__(self, device: int, vertex_dtype, offset_dtype, stream):
         self.module = load_module(device)
+        self.loop_blocks = max(runtime.operators_grid_cap(int(device)) // 2, 1)
         self.device = int(device)
         self.vertex = np.dtype(vertex_dtype)
         self.offset = np.dtype(offset_dtype)
@@ -89,9 +114,13 @@ class _Launcher:
         blocks = min((max(int(work), 1) + runtime.BLOCK_SIZE - 1) // runtime.BLOCK_SIZE, self.grid_cap)
         self._functions[kernel]((blocks,), (runtime.BLOCK_SIZE,), args, stream=self.stream)
 
-    def single(self, kernel: str, *args) -> None:
+    def single(self, kernel: str, *args, stream=None) -> None:
         """A one-thread kernel (control init, threshold): one block of one thread."""
-        self._functions[kernel]((1,), (1,), args, stream=self.stream)
+        self._functions[kernel]((1,), (1,), args, stream=stream or self.stream)
+
+    def fixed(self, kernel: str, stream, *args) -> None:
+        """A launch of the device loop: half the grid cap (the list length is on the device)."""
+        self._functions[kernel]((self.loop_blocks,), (runtime.BLOCK_SIZE,), args, stream=stream)
 
     def v(self, value: int):
         """A scalar of the vertex type (counts, ids), as the kernel's C type requires (§12.3)."""
@@ -101,7 +130,11 @@ class _Launcher:
 class _Run:
     """The state of one engine run: workspace, device graph, control block, sync count."""
 
-    def __init__(self, graph, plan: Plan, device: int, ws, dgraph, stream):
+    def __init__(self, graph, plan: Plan, device: int, ws, dgraph, stream, loop: str = "host"):
+        if loop not in LOOP_MODES:
+            raise errors.InternalError(f"unknown operators loop mode {loop!r}")
+        self.loop = loop
+        self.device = int(device)
         self.plan = plan
         self.ws = ws
         self.g = dgraph
@@ -146,6 +179,9 @@ class _Run:
         launch.single("ops_threshold", np.int32(0), self.delta, ctl)
         launch.over("ops_split_frontier", frontier_bound, ws.frontier, ws.word, self.bits,
                     self.no_parent, ws.stamp, self.generation(), ws.in_far, ws.near_a, ws.far_a, ctl)
+        if self.loop == "device":
+            self.device_loop()
+            return
         record = self.sync()  # #2: whether to push, and how many
         near_lists = (ws.near_a, ws.near_b)
         far_lists = (ws.far_a, ws.far_b)
@@ -182,6 +218,59 @@ class _Run:
             near_count = self._check_length("near list", record["near"][near_slot])
             far_count = self._check_length("far pile", record["far"][far_slot])
 
+    # -- the device-driven loop ----------------------------------------------------------------
+    def device_loop(self) -> None:
+        """Replays of S captured steps, each followed by one readback, until the device is done."""
+        ws, ctl = self.ws, self.ctl
+        self.launch.single("ops_loop_init", np.int32(ws.next_generation(self.stream)), ctl)
+        steps = FIRST_STEPS
+        while True:
+            self._captured(steps).launch(self.stream)
+            record = self.sync()
+            self._check_length("device loop's list", record["step_count"])
+            if int(record["phase"]) == PHASE_DONE:
+                break
+            steps = min(2 * steps, MAX_STEPS)
+        self.iterations = int(record["iterations"])
+        self.epochs = int(record["epochs"])
+        self.pushes = int(record["pushes"])
+        ws.advance_generation(int(record["generation"]))
+
+    def _step_args(self):
+        """Every argument of the step kernels: buffers and scalars, fixed for the run."""
+        ws, g = self.ws, self.g
+        lists = (ws.near_a, ws.near_b, ws.far_a, ws.far_b)
+        push = lists + (g.out_ptr, g.out_index, g.out_weight, ws.word, self.launch.v(self.source),
+                        self.bound, self.bits, self.no_parent, ws.stamp, ws.in_far, self.ctl)
+        minimum = (ws.far_a, ws.far_b, ws.word, self.bits, self.ctl)
+        split = lists + (ws.word, self.bits, self.no_parent, ws.stamp, ws.in_far, self.ctl)
+        return push, minimum, (self.delta, self.ctl), split
+
+    def _captured(self, steps: int):
+        """The CUDA graph of ``steps`` steps on this run's buffers and scalars (cached)."""
+        push, minimum, threshold, split = self._step_args()
+        key = (self.device, self.launch.vertex, self.launch.offset, steps, self.launch.loop_blocks,
+               tuple(_identity(a) for a in push + minimum + threshold + split))
+        with _captured_lock:
+            graph = _CAPTURED.pop(key, None)
+        if graph is None:
+            launch, ctl = self.launch, self.ctl
+
+            def enqueue(stream):
+                for _ in range(steps):
+                    launch.single("ops_loop_step", ctl, stream=stream)
+                    launch.fixed("ops_loop_push", stream, *push)
+                    launch.fixed("ops_loop_min", stream, *minimum)
+                    launch.single("ops_loop_threshold", *threshold, stream=stream)
+                    launch.fixed("ops_loop_split", stream, *split)
+
+            graph = runtime.capture(self.device, enqueue)
+        with _captured_lock:
+            while len(_CAPTURED) >= MAX_CAPTURED:
+                _CAPTURED.pop(next(iter(_CAPTURED)))
+            _CAPTURED[key] = graph  # most recently used last
+        return graph
+
     def recover_parents(self, distances, parents, count_affected: bool) -> None:
         """Distance-only mode (§4.4): distances from the words, then lowest-id tight parents."""
         ws, launch, n = self.ws, self.launch, self.n
@@ -206,6 +295,19 @@ class _Run:
         )
 
 
+#: Captured step graphs by (device, types, S, grid, every argument): insertion order is use order.
+_CAPTURED: dict = {}
+_captured_lock = threading.Lock()
+
+
+def _identity(arg):
+    """What a captured launch fixed of an argument: a device address, or a scalar's value."""
+    data = getattr(arg, "data", None)
+    if data is not None and hasattr(data, "ptr"):
+        return ("ptr", int(data.ptr))
+    return (type(arg).__name__, arg.item() if hasattr(arg, "item") else arg)
+
+
 def _begin(graph, plan: Plan, device: int, num_changes: int):
     """The workspace (capacity checked), the device graph view and the stream of a run."""
     device = int(device)
@@ -225,7 +327,7 @@ def _begin(graph, plan: Plan, device: int, num_changes: int):
 # update()
 
 
-def update(graph, distances, parents, plan: Plan, changes, device: int) -> EngineReport:
+def update(graph, distances, parents, plan: Plan, changes, device: int, loop: str = "host") -> EngineReport:
     """Update the tree in (distances, parents) (CuPy, already grown) to ``graph``'s state.
 
     Post-commit input errors (§8.3) re-zero the workspace and raise ``invalid_input_error()`` or
@@ -237,7 +339,7 @@ def update(graph, distances, parents, plan: Plan, changes, device: int) -> Engin
     with ws.lock, cupy.cuda.Device(int(device)), stream, \
             runtime.cuda_errors("running the operators engine"):
         try:
-            return _update(_Run(graph, plan, device, ws, dgraph, stream), distances, parents,
+            return _update(_Run(graph, plan, device, ws, dgraph, stream, loop), distances, parents,
                            changes)
         except BaseException:
             # Whatever failed (a post-commit input error, CUDA, an interrupt), the scratch may hold
@@ -300,7 +402,7 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
 # compute()
 
 
-def compute(graph, plan: Plan, device: int):
+def compute(graph, plan: Plan, device: int, loop: str = "host"):
     """The canonical tree from ``plan.source`` on ``graph``: (distances, parents, report) (§6)."""
     cupy = runtime.cupy_module()
     ws, dgraph, stream = _begin(graph, plan, device, 0)
@@ -309,7 +411,7 @@ def compute(graph, plan: Plan, device: int):
             runtime.cuda_errors("running the operators engine"):
         distances = cupy.empty(n, dtype=cupy.int64)
         parents = cupy.empty(n, dtype=graph.vertex_dtype)
-        run = _Run(graph, plan, device, ws, dgraph, stream)
+        run = _Run(graph, plan, device, ws, dgraph, stream, loop)
         try:
             launch = run.launch
             launch.over("ops_compute_init", n, launch.v(n), launch.v(run.source), ws.word, run.bits,
@@ -327,4 +429,5 @@ def compute(graph, plan: Plan, device: int):
     return distances, parents, run.report(0, 0, budget_base=2)
 
 
-__all__ = ["ENGINE", "KERNELS", "SOURCE_FILE", "compute", "load_module", "pointer_jumping_rounds", "update"]
+__all__ = ["ENGINE", "KERNELS", "LOOP_MODES", "SOURCE_FILE", "compute", "load_module", "pointer_jumping_rounds",
+           "update"]

@@ -343,6 +343,35 @@ def stream(device: int):
         return s
 
 
+_capture_streams: dict[int, object] = {}
+
+
+def capture(device: int, enqueue):
+    """A CUDA graph of the work ``enqueue(stream)`` puts on a stream (stream capture).
+
+    Captured on a private non-blocking stream of ``device``, in relaxed mode, so that nothing
+    another thread or CuPy's legacy default stream does can join or break the capture; nothing
+    runs until the graph is launched (``graph.launch(stream)``). Kernel arguments are captured by
+    value: the graph is valid while every buffer it names keeps its address.
+    """
+    device = int(device)
+    cupy = cupy_module()
+    with _stream_lock:
+        s = _capture_streams.get(device)
+        if s is None:
+            with cuda_errors(f"creating the capture stream of device {device}"), cupy.cuda.Device(device):
+                s = cupy.cuda.Stream(non_blocking=True)
+            _capture_streams[device] = s
+    with cuda_errors("capturing a CUDA graph"), cupy.cuda.Device(device):
+        # cudaStreamCaptureModeRelaxed = 2 (CUDA runtime API)
+        s.begin_capture(mode=getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", 2))
+        try:
+            enqueue(s)
+        finally:
+            graph = s.end_capture()
+    return graph
+
+
 _order_events: dict[int, object] = {}
 
 
@@ -390,6 +419,7 @@ def synchronize(control, stream_, syncs: SyncCounter):
 __all__ = [
     "BLOCK_SIZE",
     "NO_COOPERATIVE_ENV",
+    "capture",
     "TYPE_PAIRS",
     "CompiledModule",
     "DeviceInfo",
