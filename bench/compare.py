@@ -91,7 +91,7 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--configs", default="host",
                         help="comma-separated: host, host-delta1, cuda-fused, cuda-operators, "
-                             "cuda-operators-device, cuda-automatic")
+                             "cuda-operators-host, cuda-automatic")
     parser.add_argument("--corpus", default=None, help="corpus directory (default tests/golden)")
     parser.add_argument("--cases", action="append", metavar="PATTERN",
                         help="shell-style pattern on case names (repeatable), e.g. 'packing.*'")

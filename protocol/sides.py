@@ -1,5 +1,8 @@
 """Side configurations of an A/B campaign: ``host``, ``cuda:fused``, ``cuda:operators`` ...
 
+``cuda:operators-host`` and ``cuda:operators-device`` pin the operators engine's loop mode
+(``Options.operators_loop``); plain ``cuda:operators`` runs its default.
+
 A side says how to build a result (backend, CUDA engine option) and runs one update through the
 public API with the runner's probe. Test code may subclass ``Side`` to alter a side's behaviour
 inside the timed region (for example a planted slowdown), never the engines themselves.
@@ -12,15 +15,27 @@ from dataclasses import dataclass
 from .exitcodes import UsageError
 
 CUDA_ENGINE_OPTIONS = ("fused", "operators", "automatic")
+#: Operators loop modes a side can pin, as ``cuda:operators-<mode>``.
+OPERATORS_LOOP_MODES = ("host", "device")
 
 
 @dataclass(frozen=True)
 class Side:
-    """One engine configuration: ``label`` as the user wrote it, ``backend``, ``cuda_engine``."""
+    """One engine configuration: ``label`` as the user wrote it, ``backend``, ``cuda_engine``
+    and, where pinned, the operators engine's loop mode (None: the library's default)."""
 
     label: str
     backend: str  # "host" or "cuda"
     cuda_engine: str = "automatic"
+    operators_loop: str | None = None
+
+    @property
+    def engine_options(self) -> dict:
+        """The options of ``compute()`` / ``Result.from_arrays`` that select this side's engine."""
+        options = {"cuda_engine": self.cuda_engine}
+        if self.operators_loop is not None:
+            options["operators_loop"] = self.operators_loop
+        return options
 
     @property
     def needs_cuda(self) -> bool:
@@ -28,8 +43,11 @@ class Side:
 
     @property
     def short_name(self) -> str:
-        """The engine's name in report columns: ``host``, ``fused``, ``operators``, ``automatic``."""
-        return "host" if self.backend == "host" else self.cuda_engine
+        """The engine's name in report columns: ``host``, ``fused``, ``operators``, ``automatic``,
+        ``operators-host`` ..."""
+        if self.backend == "host":
+            return "host"
+        return self.cuda_engine if self.operators_loop is None else f"{self.cuda_engine}-{self.operators_loop}"
 
     def make_result(self, graph, source: int, objective: int, distances, parents):
         """A result of this side holding the given (prepared, canonical) tree."""
@@ -44,16 +62,14 @@ class Side:
             validate=False,
             backend=self.backend,
             objective=objective,
-            cuda_engine=self.cuda_engine,
+            **self.engine_options,
         )
 
     def compute(self, graph, source: int, objective: int):
         """compute() on this side (the once-per-cell check of a prepared tree on the device)."""
         from engines import sssp
 
-        return sssp.compute(
-            graph, source, backend=self.backend, objective=objective, cuda_engine=self.cuda_engine
-        )
+        return sssp.compute(graph, source, backend=self.backend, objective=objective, **self.engine_options)
 
     def update(self, graph, batch, result, probe):
         """One update of ``result`` through the public API, the probe marking the engine region."""
@@ -73,8 +89,12 @@ def parse_side(text: str) -> Side:
         engine = lowered.split(":", 1)[1]
         if engine in CUDA_ENGINE_OPTIONS:
             return Side(label, "cuda", engine)
+        for mode in OPERATORS_LOOP_MODES:
+            if engine == f"operators-{mode}":
+                return Side(label, "cuda", "operators", mode)
     raise UsageError(
-        f"unknown side {text!r}: expected host, cuda, cuda:fused, cuda:operators or cuda:automatic"
+        f"unknown side {text!r}: expected host, cuda, cuda:fused, cuda:operators, "
+        "cuda:operators-host, cuda:operators-device or cuda:automatic"
     )
 
 

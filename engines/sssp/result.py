@@ -28,9 +28,10 @@ class Options:
     objective: int = 0
     cuda_engine: str = "automatic"
     validate_inputs: bool = True
-    #: the operators engine's loop: "host" (one readback per push iteration and epoch) or
-    #: "device" (captured steps replayed, the decision to go on taken on the device)
-    operators_loop: str = "host"
+    #: the operators engine's loop: "device" (captured launches replayed, the decision to go on
+    #: taken on the device; a readback per replay) or "host" (the ADR's literal host loop: one
+    #: readback per push iteration and epoch, kept as the measured baseline)
+    operators_loop: str = "device"
 
 
 @dataclass(frozen=True)

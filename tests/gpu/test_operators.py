@@ -6,6 +6,7 @@ randomized chains with forced deltas against the host reference.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +36,7 @@ def test_control_block_layout_matches_the_numpy_mirror():
     for offset_dtype in (np.int32, np.int64):
         fn = module.function("ops_control_layout", np.int32, offset_dtype)
         block = cupy.zeros(dtype.itemsize, dtype=cupy.uint8)
-        out = cupy.full(19, -1, dtype=cupy.int64)
+        out = cupy.full(27, -1, dtype=cupy.int64)
         fn((1,), (1,), (block, out))
         got = out.get().tolist()
         names = ("minimum", "threshold", "affected", "candidates", "frontier", "near", "far",
@@ -43,7 +44,8 @@ def test_control_block_layout_matches_the_numpy_mirror():
         assert got[:10] == [dtype.fields[k][1] for k in names]
         assert got[10] == dtype.itemsize
         loop = ("phase", "near_slot", "far_slot", "generation", "iterations", "epochs", "step_count",
-                "pushes")
+                "pushes", "loop_done_blocks", "loop_fault", "loop_delta", "loop_bound",
+                "loop_no_parent", "loop_bits", "loop_source", "loop_n")
         assert got[11:] == [dtype.fields[k][1] for k in loop]
 
 
@@ -67,7 +69,11 @@ def _pair(graph, source=0, **options):
                                       **options)}
 
 
-def test_scratch_clean_and_generation_reset():
+@pytest.mark.parametrize("below_limit", [2, 20, 40])
+def test_scratch_clean_and_generation_reset(below_limit):
+    """The 2^30 rule at the start of a run (2) and between two replays of the device loop (20,
+    40: the first replay fits, a later one passes the limit, maybe with a phase that already
+    holds its generation)."""
     from engines.sssp.cuda import workspace
 
     rng = np.random.default_rng(5)
@@ -78,14 +84,14 @@ def test_scratch_clean_and_generation_reset():
     _assert_scratch_clean()
     ws = _workspace()
     # force the 2^30 rule mid-run: the stamps are re-zeroed stream-ordered, results unchanged
-    ws.generation = workspace.GENERATION_LIMIT - 2
+    ws.generation = workspace.GENERATION_LIMIT - below_limit
     for kind in ("tree_delete", "mixed", "tree_increase"):
         _, parents = results["host"].to_numpy()
         arrays = H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "tiny")
         stats = S.update_all(graph, H.make_batch(arrays), results)
         S.assert_conformant(results, stats, update=True, what=kind)
         _assert_scratch_clean()
-    assert ws.generation < workspace.GENERATION_LIMIT - 2
+    assert ws.generation < workspace.GENERATION_LIMIT - below_limit
 
 
 def test_single_vertex_graph():

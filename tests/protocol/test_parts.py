@@ -119,6 +119,17 @@ def test_parse_side(text, backend, engine):
     assert (side.backend, side.cuda_engine, side.label) == (backend, engine, text.strip())
 
 
+def test_parse_side_pins_the_operators_loop():
+    host_loop, device_loop, default = (parse_side(t) for t in
+                                       ("cuda:operators-host", "CUDA:Operators-Device", "cuda:operators"))
+    assert (host_loop.cuda_engine, host_loop.operators_loop, host_loop.short_name) == \
+        ("operators", "host", "operators-host")
+    assert device_loop.engine_options == {"cuda_engine": "operators", "operators_loop": "device"}
+    assert default.engine_options == {"cuda_engine": "operators"} and default.short_name == "operators"
+    with pytest.raises(UsageError, match="cuda:operators-host"):
+        parse_side("cuda:operators-graph")
+
+
 def test_parse_sides_and_errors():
     a, b = parse_sides("cuda:fused,cuda:operators")
     assert (a.short_name, b.short_name) == ("fused", "operators")

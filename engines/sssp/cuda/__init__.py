@@ -107,7 +107,7 @@ def device_bytes(graph, *results) -> int:
 
 
 def update(graph, distances, parents, plan, changes, engine: str, device: int, *,
-           operators_loop: str = "host"):
+           operators_loop: str):
     """Run ``engine`` on the device arrays in place; returns an ``EngineReport``."""
     if engine == "operators":
         return _engine_module(engine).update(graph, distances, parents, plan, changes, device,
@@ -115,7 +115,7 @@ def update(graph, distances, parents, plan, changes, engine: str, device: int, *
     return _engine_module(engine).update(graph, distances, parents, plan, changes, device)
 
 
-def compute(graph, plan, engine: str, device: int, *, operators_loop: str = "host"):
+def compute(graph, plan, engine: str, device: int, *, operators_loop: str):
     """A tree from scratch with ``engine``: (distances cupy int64, parents cupy, EngineReport)."""
     if engine == "operators":
         return _engine_module(engine).compute(graph, plan, device, loop=operators_loop)

@@ -210,10 +210,11 @@ struct OperatorsControl {
     V invalidated;
     i32 overflow;
     i32 active[65];  // ceil(log2 n) + 1 pointer-jumping rounds for any n < 2^63
-    // The device-driven loop's state (operators.cu ops_loop_*): what the current step does, the
-    // near-list and far-pile slots, the last generation used, the counters the engine reports,
-    // and the length of the list the current step reads (fixed for the step).
-    i32 phase;       // LOOP_START, LOOP_PUSH, LOOP_EPOCH, LOOP_DONE
+    // The device-driven loop's state (operators.cu ops_loop*): the phase the next launch runs,
+    // the near-list and far-pile slots, the last generation used, the counters the engine
+    // reports, the length of the list the phase reads, and the finished blocks of the current
+    // launch (the last one decides the next phase).
+    i32 phase;  // LoopPhase
     i32 near_slot;
     i32 far_slot;
     i32 generation;
@@ -221,10 +222,30 @@ struct OperatorsControl {
     i32 epochs;
     V step_count;
     i64 pushes;
+    i32 loop_done_blocks;
+    i32 loop_fault;  // a list count outside [0, n]: the loop stopped early
+    // The run's constants (ops_loop_init), so that a captured launch takes only buffer addresses.
+    u64 loop_delta;
+    u64 loop_bound;
+    u64 loop_no_parent;
+    u32 loop_bits;
+    V loop_source;
+    V loop_n;
 };
 
-// The phases of the operators engine's device-driven loop (OperatorsControl::phase).
-enum LoopPhase : i32 { LOOP_START = 0, LOOP_PUSH = 1, LOOP_EPOCH = 2, LOOP_DONE = 3 };
+// The phases of the operators engine's device-driven loop (OperatorsControl::phase), in the
+// order of §5.8-5.9: an update's pull, the frontier's minimum (and first threshold) and split,
+// then push iterations and epochs (minimum and threshold raise, re-split). A zeroed control block
+// is done, so a stray launch does nothing.
+enum LoopPhase : i32 {
+    LOOP_DONE = 0,
+    LOOP_PUSH = 1,
+    LOOP_MIN = 2,
+    LOOP_SPLIT = 3,
+    LOOP_PULL = 4,
+    LOOP_FIRST_MIN = 5,
+    LOOP_FIRST_SPLIT = 6,
+};
 
 // One vertex expansion of a push iteration (§5.9 (c)), the same in both engines: relax every
 // out-edge of u except into the source, drop offers above the bound, and queue a neighbour whose

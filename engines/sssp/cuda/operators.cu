@@ -19,6 +19,11 @@
 
 #include "kernels.cuh"
 
+// Blocks per SM the device loop's grid holds (operators.py LOOP_BLOCKS_PER_SM): ops_loop is
+// compiled for that residency, which also keeps ptxas from capping its registers so low that it
+// spills (with the block size alone it spilled at 40 registers).
+#define SSSP_LOOP_MIN_BLOCKS 2
+
 namespace sssp {
 namespace ops {
 
@@ -38,10 +43,12 @@ __device__ __forceinline__ Packing make_packing(u32 bits, u64 no_parent) {
 // from namespace sssp.
 using namespace sssp;
 
-// The device-driven loop's fields at its start: slots 0, counters 0, the run's generation base.
+// The device-driven loop's state at its start: slots 0, counters 0, the run's generation base.
 template <typename V>
 __device__ __forceinline__ void reset_loop(OperatorsControl<V>* ctl, i32 generation) {
-    ctl->phase = LOOP_START;
+    ctl->phase = LOOP_DONE;
+    ctl->loop_done_blocks = 0;
+    ctl->loop_fault = 0;
     ctl->near_slot = 0;
     ctl->far_slot = 0;
     ctl->generation = generation;
@@ -197,13 +204,11 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // (the host read it at sync #1). Words of other candidates may be lowered concurrently: coherent
 // loads; the result does not depend on it (§5.12).
 template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_pull(V count, const V* __restrict__ candidates, const O* __restrict__ in_ptr,
-             const V* __restrict__ in_src, const i32* __restrict__ in_weight,
-             u64* __restrict__ words, u64 bound, u32 bits, u64 no_parent, i32* __restrict__ stamp,
-             i32 generation, V* __restrict__ frontier, OperatorsControl<V>* ctl) {
-    const Packing k = sssp::ops::make_packing(bits, no_parent);
-    const CsrView<V, O> in{in_ptr, in_src, in_weight};
+__device__ __forceinline__ void pull_phase(V count, const V* __restrict__ candidates,
+                                           const CsrView<V, O>& in, u64* __restrict__ words,
+                                           u64 bound, const Packing k, i32* __restrict__ stamp,
+                                           i32 generation, V* __restrict__ frontier,
+                                           OperatorsControl<V>* ctl) {
     const GridStride g;
     for (i64 i = g.first; i < count; i += g.stride) {
         const V v = candidates[i];
@@ -226,6 +231,17 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
             }
         }
     }
+}
+
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_pull(V count, const V* __restrict__ candidates, const O* __restrict__ in_ptr,
+             const V* __restrict__ in_src, const i32* __restrict__ in_weight,
+             u64* __restrict__ words, u64 bound, u32 bits, u64 no_parent, i32* __restrict__ stamp,
+             i32 generation, V* __restrict__ frontier, OperatorsControl<V>* ctl) {
+    const CsrView<V, O> in{in_ptr, in_src, in_weight};
+    pull_phase<V, O>(count, candidates, in, words, bound, sssp::ops::make_packing(bits, no_parent),
+                     stamp, generation, frontier, ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -260,9 +276,10 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // minimum kernel. In raise mode the minimum is over the far pile, always finite (§5.9 "Progress").
 template <typename V>
 __device__ __forceinline__ void threshold_phase(i32 raise, u64 delta, OperatorsControl<V>* ctl) {
-    const u64 minimum = ctl->minimum;
+    const u64 minimum = load_cg(&ctl->minimum);
+    const u64 threshold = load_cg(&ctl->threshold);
     if (raise != 0) {
-        const u64 base = minimum == EMPTY_MIN || minimum < ctl->threshold ? ctl->threshold : minimum;
+        const u64 base = minimum == EMPTY_MIN || minimum < threshold ? threshold : minimum;
         ctl->threshold = base + delta;
     } else {
         ctl->threshold = (minimum == EMPTY_MIN ? 0ull : minimum) + delta;
@@ -281,14 +298,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // The first split (§5.9 (b)): frontier entries below the threshold go to near list 0 (claimed
 // with a fresh generation), the others to far pile 0 on their in_far 0 -> 1 transition. The
 // frontier length is read from the control block.
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_split_frontier(const V* __restrict__ frontier, const u64* __restrict__ words, u32 bits,
-                       u64 no_parent, i32* __restrict__ stamp, i32 generation,
-                       i32* __restrict__ in_far, V* __restrict__ near_list,
-                       V* __restrict__ far_list, OperatorsControl<V>* ctl) {
-    const Packing k = sssp::ops::make_packing(bits, no_parent);
-    const V length = load_cg(&ctl->frontier);
+template <typename V>
+__device__ __forceinline__ void split_frontier_phase(V length, const V* __restrict__ frontier,
+                                                     const u64* __restrict__ words,
+                                                     const Packing k, i32* __restrict__ stamp,
+                                                     i32 generation, i32* __restrict__ in_far,
+                                                     V* __restrict__ near_list,
+                                                     V* __restrict__ far_list,
+                                                     OperatorsControl<V>* ctl) {
     const u64 threshold = load_cg(&ctl->threshold);
     const GridStride g;
     for (i64 i = g.first; i < length; i += g.stride) {
@@ -300,6 +317,17 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
             far_list[append(&ctl->far[0])] = v;
         }
     }
+}
+
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_split_frontier(const V* __restrict__ frontier, const u64* __restrict__ words, u32 bits,
+                       u64 no_parent, i32* __restrict__ stamp, i32 generation,
+                       i32* __restrict__ in_far, V* __restrict__ near_list,
+                       V* __restrict__ far_list, OperatorsControl<V>* ctl) {
+    split_frontier_phase<V>(load_cg(&ctl->frontier), frontier, words,
+                            sssp::ops::make_packing(bits, no_parent), stamp, generation, in_far,
+                            near_list, far_list, ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -378,95 +406,187 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// The device-driven loop (operators_loop "device"): the same push iterations and epochs, with
-// every per-step scalar in the control block, so that one fixed sequence of five launches is a
-// step and the host can replay S captured steps without waiting between them. ops_loop_step
-// decides what the step does (§5.9: push while the near list is non-empty, else an epoch while
-// the far pile is, else done) and the four phase kernels act only in their phase; every launch of
-// a step after the end returns at once. The decision reads what the previous step wrote (a kernel
-// boundary orders them), so the sequence of phases, lists and thresholds is the host loop's.
+// The device-driven loop (operators_loop "device"): everything the host loop launches after
+// sync #1 (an update's pull, the frontier's minimum, threshold and split, then the push
+// iterations and epochs), with the loop state and the run's constants in the control block, so
+// that one launch of ops_loop, with the same arguments every time, is one phase: the pull, a
+// minimum, a split or a push iteration. Its last block to finish decides the next phase (§5.9:
+// push while the near list is non-empty, else an epoch while the far pile is, else done), so the
+// host replays S captured launches and reads the control block back once per replay; launches
+// after the end return at once. The decisions read the same counts, in the same order, as the
+// host loop's, so the phases, lists and thresholds are the host loop's.
 
-// Start of the loop, after the first split: slots 0, the generation base of the run.
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK) ops_loop_init(i32 generation, OperatorsControl<V>* ctl) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+// The loop at its start, after the first split, with the run's constants.
+template <typename V>
+__device__ __forceinline__ void start_loop(OperatorsControl<V>* ctl, i32 generation, u64 delta,
+                                           u64 bound, u32 bits, u64 no_parent, V source, V n) {
     reset_loop(ctl, generation);
+    ctl->loop_delta = delta;
+    ctl->loop_bound = bound;
+    ctl->loop_no_parent = no_parent;
+    ctl->loop_bits = bits;
+    ctl->loop_source = source;
+    ctl->loop_n = n;
 }
 
-// The decision of one step, one thread: flip the slot the previous step consumed (the near list
-// after a push, the pile after an epoch), then push the near list if non-empty, else raise the
-// threshold over the far pile if non-empty, else stop. A step that acts takes a fresh generation.
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK) ops_loop_step(OperatorsControl<V>* ctl) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    i32 phase = ctl->phase;
-    if (phase == LOOP_DONE) return;
-    if (phase == LOOP_PUSH) ctl->near_slot = 1 - ctl->near_slot;
-    if (phase == LOOP_EPOCH) ctl->far_slot = 1 - ctl->far_slot;
-    const V near = ctl->near[ctl->near_slot];
-    const V far = ctl->far[ctl->far_slot];
-    if (near > 0) {
+// The next phase from the current near list and far pile (one thread; every block of the phase
+// that filled them has finished): a push of the near list, else an epoch over the pile, else
+// done. A count outside [0, n] stops the loop with loop_fault set (the host raises). A phase that
+// claims vertices (push, re-split) takes a fresh generation.
+template <typename V>
+__device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
+    const V near = load_cg(&ctl->near[ctl->near_slot]);
+    const V far = load_cg(&ctl->far[ctl->far_slot]);
+    const V n = ctl->loop_n;
+    i32 phase = LOOP_DONE;
+    V count = 0;
+    if (near < 0 || near > n || far < 0 || far > n) {
+        ctl->loop_fault = 1;
+    } else if (near > 0) {
         phase = LOOP_PUSH;
-        ctl->step_count = near;
+        count = near;
         ctl->iterations += 1;
         ctl->pushes += static_cast<i64>(near);
+        ctl->generation += 1;
     } else if (far > 0) {
-        phase = LOOP_EPOCH;
-        ctl->step_count = far;
+        phase = LOOP_MIN;
+        count = far;
         ctl->epochs += 1;
-    } else {
-        phase = LOOP_DONE;
-        ctl->step_count = 0;
     }
-    if (phase != LOOP_DONE) ctl->generation += 1;
+    ctl->step_count = count;
     ctl->phase = phase;
 }
 
-// A push step: ops_push with the near list, slots and generation of the control block. The near
-// lists and far piles come as both buffers of each pair; the slots pick them.
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_loop_push(V* __restrict__ near_a, V* __restrict__ near_b, V* __restrict__ far_a,
-                  V* __restrict__ far_b, const O* __restrict__ out_ptr, const V* __restrict__ out_dst,
-                  const i32* __restrict__ out_weight, u64* __restrict__ words, V source, u64 bound,
-                  u32 bits, u64 no_parent, i32* __restrict__ stamp, i32* __restrict__ in_far,
-                  OperatorsControl<V>* ctl) {
-    if (ctl->phase != LOOP_PUSH) return;  // uniform: written by the previous launch
-    const i32 near_slot = ctl->near_slot;
-    const i32 far_slot = ctl->far_slot;
-    const CsrView<V, O> out{out_ptr, out_dst, out_weight};
-    push_phase<V, O>(ctl->step_count, near_slot ? near_b : near_a, out, words, source, bound,
-                     sssp::ops::make_packing(bits, no_parent), stamp, ctl->generation, in_far,
-                     near_slot ? near_a : near_b, far_slot ? far_b : far_a, near_slot, far_slot, ctl);
+// Whether this block is the last of the launch to finish (then every other block's atomics on
+// the control block and the words are visible to it), as a grid barrier's arrival: the block's
+// threads meet, thread 0 fences and counts the block in. Called by every thread of every block.
+template <typename V>
+__device__ __forceinline__ bool last_block_done(OperatorsControl<V>* ctl) {
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(&ctl->loop_done_blocks, 1) == static_cast<i32>(gridDim.x) - 1;
+        if (last) {
+            __threadfence();
+            ctl->loop_done_blocks = 0;  // for the next launch (a kernel boundary orders it)
+        }
+    }
+    __syncthreads();
+    return last;
 }
 
-// An epoch's three phases: the pile's minimum, the raised threshold, the re-split.
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_loop_min(const V* __restrict__ far_a, const V* __restrict__ far_b,
-                 const u64* __restrict__ words, u32 bits, OperatorsControl<V>* ctl) {
-    if (ctl->phase != LOOP_EPOCH) return;
-    min_phase<V>(ctl->step_count, ctl->far_slot ? far_b : far_a, words, bits, ctl);
+// A list the loop is about to read, checked: a count outside [0, n] stops it with loop_fault.
+template <typename V>
+__device__ __forceinline__ void begin_phase(OperatorsControl<V>* ctl, i32 phase, V count) {
+    if (count < 0 || count > ctl->loop_n) {
+        ctl->loop_fault = 1;
+        ctl->phase = LOOP_DONE;
+        ctl->step_count = 0;
+        return;
+    }
+    ctl->phase = phase;
+    ctl->step_count = count;
 }
 
+// Start of the loop, one thread: state and constants, then the first phase: an update's pull
+// over the candidates (LOOP_PULL), or compute()'s minimum over the one-entry frontier.
 template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK) ops_loop_threshold(u64 delta, OperatorsControl<V>* ctl) {
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    ops_loop_init(i32 start, i32 generation, u64 delta, u64 bound, u32 bits, u64 no_parent,
+                  V source, V n, OperatorsControl<V>* ctl) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    if (ctl->phase != LOOP_EPOCH) return;
-    threshold_phase<V>(1, delta, ctl);
+    start_loop(ctl, generation, delta, bound, bits, no_parent, source, n);
+    if (start == LOOP_PULL) {
+        ctl->generation += 1;  // the pull claims frontier entries
+        begin_phase(ctl, LOOP_PULL, load_cg(&ctl->candidates));
+    } else {
+        begin_phase(ctl, LOOP_FIRST_MIN, load_cg(&ctl->frontier));
+    }
 }
 
+// Restart the generations at 1 after the host zeroed the stamps (a run that would pass
+// workspace.GENERATION_LIMIT; claims compare stamps only with the current generation). Between
+// two replays the next phase may already hold its generation (a push or split decided by the
+// last block): it now claims with 1, which no zeroed stamp equals; 0 would claim nothing.
 template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_loop_split(V* __restrict__ near_a, V* __restrict__ near_b, V* __restrict__ far_a,
-                   V* __restrict__ far_b, const u64* __restrict__ words, u32 bits, u64 no_parent,
-                   i32* __restrict__ stamp, i32* __restrict__ in_far, OperatorsControl<V>* ctl) {
-    if (ctl->phase != LOOP_EPOCH) return;
+__global__ void __launch_bounds__(SSSP_BLOCK) ops_loop_rebase(OperatorsControl<V>* ctl) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    ctl->generation = 1;
+}
+
+// After the last block of a phase finished (one thread): the next phase. The phase and slots are
+// re-read from the block (only this thread writes them, and only here) rather than kept live
+// through the phase bodies.
+template <typename V>
+__device__ __forceinline__ void finish_phase(OperatorsControl<V>* ctl) {
+    const i32 phase = ctl->phase;
+    switch (phase) {
+        case LOOP_PULL:  // the frontier is complete
+            begin_phase(ctl, LOOP_FIRST_MIN, load_cg(&ctl->frontier));
+            return;
+        case LOOP_FIRST_MIN:  // the frontier's minimum is complete: the first threshold
+            threshold_phase<V>(0, ctl->loop_delta, ctl);
+            ctl->generation += 1;
+            ctl->phase = LOOP_FIRST_SPLIT;
+            return;
+        case LOOP_MIN:  // the pile's minimum is complete: raise the threshold, then re-split
+            threshold_phase<V>(1, ctl->loop_delta, ctl);
+            ctl->generation += 1;
+            ctl->phase = LOOP_SPLIT;
+            return;
+        case LOOP_PUSH:
+            ctl->near_slot = 1 - ctl->near_slot;  // the list just filled
+            break;
+        case LOOP_SPLIT:
+            ctl->far_slot = 1 - ctl->far_slot;  // the pile just kept
+            break;
+        default:  // LOOP_FIRST_SPLIT: near list 0 and far pile 0 are filled
+            break;
+    }
+    decide_next(ctl);
+}
+
+// One phase of the loop, the one ctl->phase names (uniform: written before this launch). The
+// near lists and far piles come as both buffers of each pair; the slots pick them.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
+    ops_loop(V* __restrict__ near_a, V* __restrict__ near_b, V* __restrict__ far_a,
+             V* __restrict__ far_b, const O* __restrict__ out_ptr, const V* __restrict__ out_dst,
+             const i32* __restrict__ out_weight, const V* __restrict__ candidates,
+             const O* __restrict__ in_ptr, const V* __restrict__ in_src,
+             const i32* __restrict__ in_weight, V* __restrict__ frontier, u64* __restrict__ words,
+             i32* __restrict__ stamp, i32* __restrict__ in_far, OperatorsControl<V>* ctl) {
+    const i32 phase = ctl->phase;
+    if (phase == LOOP_DONE) return;
     const i32 near_slot = ctl->near_slot;
     const i32 far_slot = ctl->far_slot;
-    split_pile_phase<V>(ctl->step_count, far_slot ? far_b : far_a, words, bits, no_parent, stamp,
-                        ctl->generation, in_far, near_slot ? near_b : near_a,
-                        far_slot ? far_a : far_b, near_slot, far_slot, ctl);
+    const V count = ctl->step_count;
+    const u32 bits = ctl->loop_bits;
+    const Packing k = sssp::ops::make_packing(bits, ctl->loop_no_parent);
+    if (phase == LOOP_PUSH) {
+        const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+        push_phase<V, O>(count, near_slot ? near_b : near_a, out, words, ctl->loop_source,
+                         ctl->loop_bound, k, stamp, ctl->generation, in_far,
+                         near_slot ? near_a : near_b, far_slot ? far_b : far_a, near_slot, far_slot,
+                         ctl);
+    } else if (phase == LOOP_MIN) {
+        min_phase<V>(count, far_slot ? far_b : far_a, words, bits, ctl);
+    } else if (phase == LOOP_SPLIT) {
+        split_pile_phase<V>(count, far_slot ? far_b : far_a, words, bits, k.no_parent, stamp,
+                            ctl->generation, in_far, near_slot ? near_b : near_a,
+                            far_slot ? far_a : far_b, near_slot, far_slot, ctl);
+    } else if (phase == LOOP_PULL) {
+        const CsrView<V, O> in{in_ptr, in_src, in_weight};
+        pull_phase<V, O>(count, candidates, in, words, ctl->loop_bound, k, stamp, ctl->generation,
+                         frontier, ctl);
+    } else if (phase == LOOP_FIRST_MIN) {
+        min_phase<V>(count, frontier, words, bits, ctl);
+    } else {  // LOOP_FIRST_SPLIT: into near list 0 and far pile 0 (the slots are 0)
+        split_frontier_phase<V>(count, frontier, words, k, stamp, ctl->generation, in_far, near_a,
+                                far_a, ctl);
+    }
+    if (last_block_done(ctl) && threadIdx.x == 0) finish_phase(ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -614,5 +734,13 @@ __global__ void ops_control_layout(const OperatorsControl<V>* ctl, i64* out) {
     out[16] = reinterpret_cast<const char*>(&ctl->epochs) - base;
     out[17] = reinterpret_cast<const char*>(&ctl->step_count) - base;
     out[18] = reinterpret_cast<const char*>(&ctl->pushes) - base;
+    out[19] = reinterpret_cast<const char*>(&ctl->loop_done_blocks) - base;
+    out[20] = reinterpret_cast<const char*>(&ctl->loop_fault) - base;
+    out[21] = reinterpret_cast<const char*>(&ctl->loop_delta) - base;
+    out[22] = reinterpret_cast<const char*>(&ctl->loop_bound) - base;
+    out[23] = reinterpret_cast<const char*>(&ctl->loop_no_parent) - base;
+    out[24] = reinterpret_cast<const char*>(&ctl->loop_bits) - base;
+    out[25] = reinterpret_cast<const char*>(&ctl->loop_source) - base;
+    out[26] = reinterpret_cast<const char*>(&ctl->loop_n) - base;
 }
 

@@ -17,16 +17,21 @@ stream: no other synchronizing call, no device-to-host copy, and no device alloc
 workspace and the device graph are reserved (compute() allocates only its result arrays).
 
 That host loop is the ``"host"`` loop mode (``Options.operators_loop``), the ADR's literal
-structure. In the ``"device"`` mode the loop state lives in the control block and one step (the
-decision, a push, an epoch's minimum, threshold and re-split: ops_loop_* in operators.cu) is a
-fixed sequence of launches; the host replays a captured CUDA graph of S steps (S = 8, doubling to
-64 while work remains; steps after the end return at once) and reads the control block back once
-per replay instead of once per push iteration and epoch. Same phases in the same order, so the
-same bytes; host_syncs is then 2 + replays (+ 1 with candidates), still within the budget.
+structure and the measured baseline. In the ``"device"`` mode (the default) the loop state and the
+run's constants live in the control block, and one launch of ``ops_loop`` (always the same
+arguments: buffer addresses) runs one phase of what follows sync #1 (the pull, the frontier's
+minimum and first threshold, its split, a push iteration, an epoch's minimum and threshold raise,
+or its re-split), whose last block to finish decides the next phase. The host replays captured
+CUDA graphs of S such launches (replay_steps; launches after the end return at once), keeps the
+next replay in flight while it reads the previous one's control block (READ_AHEAD), and stops at
+the first readback that shows the loop done. Same phases in the same order, so the same bytes;
+host_syncs is 1 + replays for compute() and 2 + replays for an update with candidates, within the
+same budget. The pointer-jumping rounds are one captured graph in both modes.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -39,13 +44,29 @@ from . import workspace as workspace_module
 
 ENGINE = "operators"
 SOURCE_FILE = "operators.cu"
-#: Steps of the first replay of the device loop, and the most per replay (S doubles up to it).
-FIRST_STEPS = 8
-MAX_STEPS = 64
-#: OperatorsControl::phase once the loop is over (kernels.cuh LoopPhase).
-PHASE_DONE = 3
-#: Captured step graphs kept (per buffers, scalars and S); the oldest is dropped beyond this.
+#: Launches per replay of the device loop (replay_steps): FIRST_STEPS for the first
+#: STEPS_DOUBLE_EVERY replays, then doubling every STEPS_DOUBLE_EVERY replays up to MAX_STEPS. With
+#: the read-ahead a small S costs no idle time (the host reads one replay while the next runs),
+#: and the launches wasted after the end are at most about 1.5 S (measured on the H200: 1.1 us
+#: per launch that returns at once); S grows for long runs to keep the readbacks few.
+FIRST_STEPS = 16
+STEPS_DOUBLE_EVERY = 8
+MAX_STEPS = 128
+#: OperatorsControl::phase (kernels.cuh LoopPhase): the end, and the two starts.
+PHASE_DONE = 0
+PHASE_PULL = 4
+PHASE_FIRST_MIN = 5
+#: Blocks of every ops_loop launch, per SM: the list lengths are on the device, so the grid is
+#: fixed; two per SM is the fused engine's usual co-resident grid (264 on an H200).
+#: ``ENGINES_OPERATORS_LOOP_BLOCKS`` overrides the total, for experiments (results never depend on
+#: the grid size).
+LOOP_BLOCKS_PER_SM = 2
+LOOP_BLOCKS_ENV = "ENGINES_OPERATORS_LOOP_BLOCKS"
+#: Captured graphs kept (loop replays per buffers, types and S; pointer-jumping rounds per n and
+#: buffers); the least recently used is dropped beyond this.
 MAX_CAPTURED = 32
+#: The device loop enqueues the next replay before waiting for the previous one's readback.
+READ_AHEAD = True
 #: Upper clamp of delta on the device (as the fused engine's): thresholds stay below
 #: bound + 2^62 < 2^64, so the u64 threshold never wraps; a threshold above the bound behaves the
 #: same whatever its value, so results do not change.
@@ -72,11 +93,8 @@ KERNELS = (
     "ops_compute_init",
     "ops_control_layout",
     "ops_loop_init",
-    "ops_loop_step",
-    "ops_loop_push",
-    "ops_loop_min",
-    "ops_loop_threshold",
-    "ops_loop_split",
+    "ops_loop_rebase",
+    "ops_loop",
 )
 
 
@@ -94,12 +112,33 @@ def pointer_jumping_rounds(n: int) -> int:
 # Launching
 
 
+def replay_steps(replay: int) -> int:
+    """Launches in replay number ``replay`` (0-based) of the device loop."""
+    return min(FIRST_STEPS << (int(replay) // STEPS_DOUBLE_EVERY), MAX_STEPS)
+
+
+def loop_blocks(device: int) -> int:
+    """The grid of the device loop's launches: LOOP_BLOCKS_PER_SM x SMs, capped at the grid cap."""
+    override = os.environ.get(LOOP_BLOCKS_ENV, "").strip()
+    if override:
+        try:
+            blocks = int(override)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                f"{LOOP_BLOCKS_ENV} must be a positive integer, got {override!r}") from None
+        if blocks < 1:
+            raise errors.InvalidArgumentError(f"{LOOP_BLOCKS_ENV} must be a positive integer, got {blocks}")
+    else:
+        blocks = LOOP_BLOCKS_PER_SM * max(runtime.device_info(device).multiprocessors, 1)
+    return min(blocks, runtime.operators_grid_cap(device))
+
+
 class _Launcher:
     """Launches the kernels of one run on the device's stream with §10.2's grid sizes."""
 
     def __init__(self, device: int, vertex_dtype, offset_dtype, stream):
         self.module = load_module(device)
-        self.loop_blocks = max(runtime.operators_grid_cap(int(device)) // 2, 1)
+        self.loop_blocks = loop_blocks(int(device))
         self.device = int(device)
         self.vertex = np.dtype(vertex_dtype)
         self.offset = np.dtype(offset_dtype)
@@ -109,17 +148,21 @@ class _Launcher:
             name: self.module.function(name, self.vertex, self.offset) for name in KERNELS
         }
 
-    def over(self, kernel: str, work: int, *args) -> None:
-        """A grid-stride launch sized for ``work`` items: min(ceil(work / 256), grid_cap) blocks."""
-        blocks = min((max(int(work), 1) + runtime.BLOCK_SIZE - 1) // runtime.BLOCK_SIZE, self.grid_cap)
-        self._functions[kernel]((blocks,), (runtime.BLOCK_SIZE,), args, stream=self.stream)
+    def blocks_for(self, work: int) -> int:
+        """min(ceil(work / 256), grid_cap): the grid of a launch over ``work`` items."""
+        return min((max(int(work), 1) + runtime.BLOCK_SIZE - 1) // runtime.BLOCK_SIZE, self.grid_cap)
+
+    def over(self, kernel: str, work: int, *args, stream=None) -> None:
+        """A grid-stride launch sized for ``work`` items (blocks_for)."""
+        self._functions[kernel]((self.blocks_for(work),), (runtime.BLOCK_SIZE,), args,
+                                stream=stream or self.stream)
 
     def single(self, kernel: str, *args, stream=None) -> None:
         """A one-thread kernel (control init, threshold): one block of one thread."""
         self._functions[kernel]((1,), (1,), args, stream=stream or self.stream)
 
     def fixed(self, kernel: str, stream, *args) -> None:
-        """A launch of the device loop: half the grid cap (the list length is on the device)."""
+        """A launch of the device loop on ``stream``: loop_blocks() blocks of 256 threads."""
         self._functions[kernel]((self.loop_blocks,), (runtime.BLOCK_SIZE,), args, stream=stream)
 
     def v(self, value: int):
@@ -130,7 +173,7 @@ class _Launcher:
 class _Run:
     """The state of one engine run: workspace, device graph, control block, sync count."""
 
-    def __init__(self, graph, plan: Plan, device: int, ws, dgraph, stream, loop: str = "host"):
+    def __init__(self, graph, plan: Plan, device: int, ws, dgraph, stream, loop: str):
         if loop not in LOOP_MODES:
             raise errors.InternalError(f"unknown operators loop mode {loop!r}")
         self.loop = loop
@@ -171,6 +214,20 @@ class _Run:
         return value
 
     # -- near-far propagation (§5.9), shared by update() and compute() ---------------------------
+    def propagate(self, candidates: int | None) -> None:
+        """Everything after sync #1 up to the unpack: an update's pull over ``candidates``
+        (None: compute(), whose frontier is the source), then near-far propagation; as host
+        launches with a readback per step, or as the device loop."""
+        if self.loop == "device":
+            self.device_loop(PHASE_FIRST_MIN if candidates is None else PHASE_PULL)
+            return
+        if candidates is not None:
+            ws, launch = self.ws, self.launch
+            launch.over("ops_pull", candidates, launch.v(candidates), ws.candidates, self.g.in_ptr,
+                        self.g.in_index, self.g.in_weight, ws.word, self.bound, self.bits,
+                        self.no_parent, ws.stamp, self.generation(), ws.frontier, self.ctl)
+        self.near_far(frontier_bound=1 if candidates is None else candidates)
+
     def near_far(self, frontier_bound: int) -> None:
         """First minimum, threshold and split from the frontier, then the push / epoch loop."""
         ws, launch, ctl = self.ws, self.launch, self.ctl
@@ -179,9 +236,6 @@ class _Run:
         launch.single("ops_threshold", np.int32(0), self.delta, ctl)
         launch.over("ops_split_frontier", frontier_bound, ws.frontier, ws.word, self.bits,
                     self.no_parent, ws.stamp, self.generation(), ws.in_far, ws.near_a, ws.far_a, ctl)
-        if self.loop == "device":
-            self.device_loop()
-            return
         record = self.sync()  # #2: whether to push, and how many
         near_lists = (ws.near_a, ws.near_b)
         far_lists = (ws.far_a, ws.far_b)
@@ -219,57 +273,99 @@ class _Run:
             far_count = self._check_length("far pile", record["far"][far_slot])
 
     # -- the device-driven loop ----------------------------------------------------------------
-    def device_loop(self) -> None:
-        """Replays of S captured steps, each followed by one readback, until the device is done."""
-        ws, ctl = self.ws, self.ctl
-        self.launch.single("ops_loop_init", np.int32(ws.next_generation(self.stream)), ctl)
-        steps = FIRST_STEPS
+    def device_loop(self, start: int) -> None:
+        """Replays of captured ops_loop launches from phase ``start``, a readback after each,
+        until the device is done.
+
+        With READ_AHEAD, the next replay and its readback are enqueued before the host waits for
+        the previous readback, so the device is never idle while the host reads; once the loop
+        is over, the replay still queued finds it done and each of its launches returns at once.
+        Replay sizes: replay_steps().
+        """
+        ws, launch, ctl = self.ws, self.launch, self.ctl
+        generation = ws.next_generation(self.stream)
+        launch.single("ops_loop_init", np.int32(start), np.int32(generation), self.delta,
+                      self.bound, self.bits, self.no_parent, launch.v(self.source),
+                      launch.v(self.n), ctl)
+        self._generations_used = generation + 1  # ops_loop_init may take one (the pull's)
+        self._next_slot = 0
+        queued: list[int] = []  # readback slots in flight, oldest first
+        replays = 0
+        queued.append(self._replay(replay_steps(replays)))
+        replays += 1
         while True:
-            self._captured(steps).launch(self.stream)
-            record = self.sync()
-            self._check_length("device loop's list", record["step_count"])
+            if READ_AHEAD and len(queued) < 2:
+                queued.append(self._replay(replay_steps(replays)))
+                replays += 1
+            record = runtime.wait_readback(self.control, queued.pop(0), self.syncs)
+            if int(record["loop_fault"]) != 0:
+                raise errors.InternalError(
+                    "the operators engine's device loop read a list count outside [0, n = "
+                    f"{self.n}] (near {record['near'].tolist()}, far {record['far'].tolist()})"
+                )
             if int(record["phase"]) == PHASE_DONE:
                 break
-            steps = min(2 * steps, MAX_STEPS)
+            if not queued:
+                queued.append(self._replay(replay_steps(replays)))
+                replays += 1
         self.iterations = int(record["iterations"])
         self.epochs = int(record["epochs"])
         self.pushes = int(record["pushes"])
         ws.advance_generation(int(record["generation"]))
 
-    def _step_args(self):
-        """Every argument of the step kernels: buffers and scalars, fixed for the run."""
+    def _replay(self, steps: int) -> int:
+        """Enqueue one replay of ``steps`` launches and a readback after it; its readback slot."""
+        if self._generations_used + steps > workspace_module.GENERATION_LIMIT:
+            self._rebase_generations()
+        _cached_graph(self._loop_key(steps), lambda stream: self._enqueue_loop(stream, steps),
+                      self.device).launch(self.stream)
+        self._generations_used += steps
+        slot = self._next_slot
+        self._next_slot = 1 - slot
+        runtime.readback_async(self.control, self.stream, slot)
+        return slot
+
+    def _rebase_generations(self) -> None:
+        """Zero the stamps and restart the device's generations at 1 (a run passing the limit;
+        stream-ordered after the replays already queued; ops_loop_rebase says why 1)."""
+        with runtime.cuda_errors("resetting the stamps"):
+            self.ws.stamp.data.memset_async(0, self.ws.stamp.nbytes, self.stream)
+        self.launch.single("ops_loop_rebase", self.ctl)
+        self.ws.generation = 1
+        self._generations_used = 1
+
+    def _loop_args(self):
+        """The arguments of ops_loop: buffer addresses only (the scalars are in the block)."""
         ws, g = self.ws, self.g
-        lists = (ws.near_a, ws.near_b, ws.far_a, ws.far_b)
-        push = lists + (g.out_ptr, g.out_index, g.out_weight, ws.word, self.launch.v(self.source),
-                        self.bound, self.bits, self.no_parent, ws.stamp, ws.in_far, self.ctl)
-        minimum = (ws.far_a, ws.far_b, ws.word, self.bits, self.ctl)
-        split = lists + (ws.word, self.bits, self.no_parent, ws.stamp, ws.in_far, self.ctl)
-        return push, minimum, (self.delta, self.ctl), split
+        return (ws.near_a, ws.near_b, ws.far_a, ws.far_b, g.out_ptr, g.out_index, g.out_weight,
+                ws.candidates, g.in_ptr, g.in_index, g.in_weight, ws.frontier, ws.word, ws.stamp,
+                ws.in_far, self.ctl)
 
-    def _captured(self, steps: int):
-        """The CUDA graph of ``steps`` steps on this run's buffers and scalars (cached)."""
-        push, minimum, threshold, split = self._step_args()
-        key = (self.device, self.launch.vertex, self.launch.offset, steps, self.launch.loop_blocks,
-               tuple(_identity(a) for a in push + minimum + threshold + split))
-        with _captured_lock:
-            graph = _CAPTURED.pop(key, None)
-        if graph is None:
-            launch, ctl = self.launch, self.ctl
+    def _loop_key(self, steps: int):
+        return ("loop", self.device, self.launch.vertex, self.launch.offset, steps,
+                self.launch.loop_blocks, tuple(_address(a) for a in self._loop_args()))
 
-            def enqueue(stream):
-                for _ in range(steps):
-                    launch.single("ops_loop_step", ctl, stream=stream)
-                    launch.fixed("ops_loop_push", stream, *push)
-                    launch.fixed("ops_loop_min", stream, *minimum)
-                    launch.single("ops_loop_threshold", *threshold, stream=stream)
-                    launch.fixed("ops_loop_split", stream, *split)
+    def _enqueue_loop(self, stream, steps: int) -> None:
+        args = self._loop_args()
+        for _ in range(steps):
+            self.launch.fixed("ops_loop", stream, *args)
 
-            graph = runtime.capture(self.device, enqueue)
-        with _captured_lock:
-            while len(_CAPTURED) >= MAX_CAPTURED:
-                _CAPTURED.pop(next(iter(_CAPTURED)))
-            _CAPTURED[key] = graph  # most recently used last
-        return graph
+    # -- pointer jumping -------------------------------------------------------------------------
+    def jump_rounds(self, rounds: int, changed_count) -> None:
+        """Every pointer-jumping round, enqueued without waiting (§5.5 [ops]: the device ends
+        them early, and at once when the changed list turned out empty), as one captured graph:
+        the rounds' arguments depend only on n and the workspace's buffers."""
+        ws, launch = self.ws, self.launch
+        args = (changed_count, ws.ancestor, ws.flag, self.ctl)
+        key = ("jump", self.device, launch.vertex, launch.offset, self.n, rounds,
+               launch.blocks_for(self.n), tuple(_address(a) for a in args))
+
+        def enqueue(stream):
+            for r in range(rounds):
+                launch.over("ops_pointer_jump", self.n, launch.v(self.n), np.int32(r), *args,
+                            stream=stream)
+
+        _cached_graph(key, enqueue, self.device).launch(self.stream)
 
     def recover_parents(self, distances, parents, count_affected: bool) -> None:
         """Distance-only mode (§4.4): distances from the words, then lowest-id tight parents."""
@@ -295,17 +391,30 @@ class _Run:
         )
 
 
-#: Captured step graphs by (device, types, S, grid, every argument): insertion order is use order.
+#: Captured graphs by what they fixed (device, types, sizes, grid, every buffer address):
+#: insertion order is use order.
 _CAPTURED: dict = {}
 _captured_lock = threading.Lock()
 
 
-def _identity(arg):
-    """What a captured launch fixed of an argument: a device address, or a scalar's value."""
-    data = getattr(arg, "data", None)
-    if data is not None and hasattr(data, "ptr"):
-        return ("ptr", int(data.ptr))
-    return (type(arg).__name__, arg.item() if hasattr(arg, "item") else arg)
+def _cached_graph(key, enqueue, device: int):
+    """The CUDA graph of ``enqueue(stream)`` for ``key``: captured once (runtime.capture), then
+    reused while the buffers keep their addresses; the least recently used beyond MAX_CAPTURED
+    is dropped."""
+    with _captured_lock:
+        graph = _CAPTURED.pop(key, None)
+    if graph is None:
+        graph = runtime.capture(device, enqueue)
+    with _captured_lock:
+        while len(_CAPTURED) >= MAX_CAPTURED:
+            _CAPTURED.pop(next(iter(_CAPTURED)))
+        _CAPTURED[key] = graph  # most recently used last
+    return graph
+
+
+def _address(arg) -> int:
+    """The device address a captured launch fixed of a buffer argument (CuPy array)."""
+    return int(arg.data.ptr)
 
 
 def _begin(graph, plan: Plan, device: int, num_changes: int):
@@ -327,7 +436,7 @@ def _begin(graph, plan: Plan, device: int, num_changes: int):
 # update()
 
 
-def update(graph, distances, parents, plan: Plan, changes, device: int, loop: str = "host") -> EngineReport:
+def update(graph, distances, parents, plan: Plan, changes, device: int, loop: str) -> EngineReport:
     """Update the tree in (distances, parents) (CuPy, already grown) to ``graph``'s state.
 
     Post-commit input errors (§8.3) re-zero the workspace and raise ``invalid_input_error()`` or
@@ -362,12 +471,8 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
     max_rounds = 0
     if upper > 0:
         launch.over("ops_roots", upper, changed_count, changed_from, changed_to, parents, ws.flag)
-        # Every round is enqueued without waiting; the device ends them early (§5.5 [ops]), and
-        # at once when the changed list turned out empty.
         max_rounds = pointer_jumping_rounds(n)
-        for r in range(max_rounds):
-            launch.over("ops_pointer_jump", n, launch.v(n), np.int32(r), changed_count, ws.ancestor,
-                        ws.flag, ctl)
+        run.jump_rounds(max_rounds, changed_count)
     g_inv = run.generation()
     launch.over("ops_invalidate", n, launch.v(n), ws.flag, ws.word, ws.stamp, g_inv,
                 ws.candidates, ctl)
@@ -384,10 +489,7 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
     candidates = run._check_length("candidates list", record["candidates"])
 
     if candidates > 0:
-        launch.over("ops_pull", candidates, launch.v(candidates), ws.candidates, run.g.in_ptr,
-                    run.g.in_index, run.g.in_weight, ws.word, run.bound, run.bits, run.no_parent,
-                    ws.stamp, run.generation(), ws.frontier, ctl)
-        run.near_far(frontier_bound=candidates)
+        run.propagate(candidates)
 
     if run.plan.packed:
         launch.over("ops_unpack_update", n, launch.v(n), ws.word, run.bits, run.no_parent,
@@ -402,7 +504,7 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
 # compute()
 
 
-def compute(graph, plan: Plan, device: int, loop: str = "host"):
+def compute(graph, plan: Plan, device: int, loop: str):
     """The canonical tree from ``plan.source`` on ``graph``: (distances, parents, report) (§6)."""
     cupy = runtime.cupy_module()
     ws, dgraph, stream = _begin(graph, plan, device, 0)
@@ -416,7 +518,7 @@ def compute(graph, plan: Plan, device: int, loop: str = "host"):
             launch = run.launch
             launch.over("ops_compute_init", n, launch.v(n), launch.v(run.source), ws.word, run.bits,
                         run.no_parent, ws.frontier, run.ctl)
-            run.near_far(frontier_bound=1)
+            run.propagate(None)
             if plan.packed:
                 launch.over("ops_unpack_all", n, launch.v(n), ws.word, run.bits, run.no_parent,
                             distances, parents)

@@ -416,10 +416,33 @@ def synchronize(control, stream_, syncs: SyncCounter):
     return control.host_read[0]
 
 
+def readback_async(control, stream_, slot: int) -> None:
+    """Enqueue a copy of the control block into its ahead mirror ``slot`` (0 or 1) and an event
+    after it, without waiting: work enqueued next can run while the host waits for this copy
+    (``wait_readback``). What the device loop of the operators engine uses to keep a replay in
+    flight while it reads the previous one's state."""
+    mirror, ptr, event = control.ahead[slot]
+    with cuda_errors("reading the control block"):
+        control.device.data.copy_to_host_async(ptr, control.nbytes, stream_)
+        event.record(stream_)
+
+
+def wait_readback(control, slot: int, syncs: SyncCounter):
+    """Wait for ``readback_async(..., slot)``'s copy (one host synchronization, counted) and return
+    a copy of that record (the mirror may be reused by the next readback)."""
+    mirror, _, event = control.ahead[slot]
+    with cuda_errors("reading the control block"):
+        event.synchronize()
+    syncs.count += 1
+    return mirror[0].copy()
+
+
 __all__ = [
     "BLOCK_SIZE",
     "NO_COOPERATIVE_ENV",
     "capture",
+    "readback_async",
+    "wait_readback",
     "TYPE_PAIRS",
     "CompiledModule",
     "DeviceInfo",

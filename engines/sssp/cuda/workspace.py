@@ -85,6 +85,14 @@ def operators_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("epochs", np.int32),
             ("step_count", v),
             ("pushes", np.int64),
+            ("loop_done_blocks", np.int32),
+            ("loop_fault", np.int32),
+            ("loop_delta", np.uint64),
+            ("loop_bound", np.uint64),
+            ("loop_no_parent", np.uint64),
+            ("loop_bits", np.uint32),
+            ("loop_source", v),
+            ("loop_n", v),
         ],
         align=True,
     )
@@ -119,6 +127,13 @@ class ControlBlock:
             self.device = cupy.zeros(self.nbytes, dtype=cupy.uint8)
         self.host_read, self.host_read_ptr = _pinned_array(self.nbytes, self.dtype, 1)
         self.host_init, self.host_init_ptr = _pinned_array(self.nbytes, self.dtype, 1)
+        # Readbacks issued ahead of the wait (runtime.readback_async): two pinned mirrors, each
+        # with the event recorded after its copy, so one can land while the other is read.
+        self.ahead = []
+        with cupy.cuda.Device(device):
+            for _ in range(2):
+                mirror, ptr = _pinned_array(self.nbytes, self.dtype, 1)
+                self.ahead.append((mirror, ptr, cupy.cuda.Event(block=False, disable_timing=True)))
 
     def upload_initial(self, stream, **fields) -> None:
         """Stage a zeroed block with every minimum slot empty (and ``fields`` set); copy it
