@@ -105,36 +105,26 @@ def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
     problems = []
     if stats.engine_used != engine_of(engine):
         problems.append(f"engine_used {stats.engine_used!r}, expected {engine_of(engine)!r}")
-    if engine == "operators":
-        # a readback per replay: #1 (updates), one per replay of the loop's launches, the last;
-        # within the budget
-        base = 3 if update else 2
-        without_loop = update and stats.iterations == 0 and stats.epochs == 0 and stats.host_syncs == 2
-        # launches: the pull (updates), the frontier's minimum and split, then one per push
-        # iteration and two per epoch (minimum, re-split)
-        launches = (1 if update else 0) + 2 + stats.iterations + 2 * stats.epochs
-        expected = (base - 1) + device_loop_replays(launches)
-        if stats.sync_budget != base + stats.iterations + stats.epochs:
-            problems.append(f"operators budget {stats}")
-        elif not without_loop and stats.host_syncs != expected:
-            problems.append(f"device-loop syncs {stats.host_syncs}, expected {expected}: {stats}")
-        elif stats.host_syncs > stats.sync_budget:
-            problems.append(f"operators over budget {stats}")
-    elif engine == "host":
+    if engine == "host":
         if (stats.host_syncs, stats.sync_budget) != (0, 0):
             problems.append(f"host syncs {stats}")
     elif engine == "fused":
         if (stats.host_syncs, stats.sync_budget) != (1, 1):
             problems.append(f"fused syncs {stats}")
-    else:
-        base = 3 if update else 2
-        if stats.sync_budget != base + stats.iterations + stats.epochs:
-            problems.append(f"operators budget {stats}")
+    else:  # the operators engine in one of its loop modes
+        from bench.golden_replay import operators_syncs
+
+        # an update without candidates stops after #1 and the last readback (2 syncs, no loop)
+        without_loop = update and stats.iterations == 0 and stats.epochs == 0 and stats.host_syncs == 2
+        loop = CUDA_CONFIGS.get(engine, {}).get("operators_loop", sssp.Options().operators_loop)
+        expected, budget = operators_syncs(loop, stats.iterations, stats.epochs, is_update=update,
+                                           candidates=0 if without_loop else 1)
+        if stats.sync_budget != budget:
+            problems.append(f"operators budget {stats}, expected {budget}")
         elif stats.host_syncs > stats.sync_budget:
             problems.append(f"operators over budget {stats}")
-        elif not (update and stats.iterations == 0 and stats.epochs == 0 and stats.host_syncs == 2):
-            if stats.host_syncs != stats.sync_budget:  # else: an update without candidates
-                problems.append(f"operators syncs {stats}")
+        elif stats.host_syncs != expected:
+            problems.append(f"operators syncs {stats.host_syncs}, expected {expected}: {stats}")
     return problems
 
 

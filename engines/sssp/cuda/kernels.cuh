@@ -233,20 +233,6 @@ struct OperatorsControl {
     V loop_n;
 };
 
-// The phases of the operators engine's device-driven loop (OperatorsControl::phase), in the
-// order of §5.8-5.9: an update's pull, the frontier's minimum (and first threshold) and split,
-// then push iterations and epochs (minimum and threshold raise, re-split). A zeroed control block
-// is done, so a stray launch does nothing.
-enum LoopPhase : i32 {
-    LOOP_DONE = 0,
-    LOOP_PUSH = 1,
-    LOOP_MIN = 2,
-    LOOP_SPLIT = 3,
-    LOOP_PULL = 4,
-    LOOP_FIRST_MIN = 5,
-    LOOP_FIRST_SPLIT = 6,
-};
-
 // One vertex expansion of a push iteration (§5.9 (c)), the same in both engines: relax every
 // out-edge of u except into the source, drop offers above the bound, and queue a neighbour whose
 // distance this thread lowered: the next near list below the threshold (claimed with the

@@ -43,6 +43,20 @@ __device__ __forceinline__ Packing make_packing(u32 bits, u64 no_parent) {
 // from namespace sssp.
 using namespace sssp;
 
+// The phases of the operators engine's device-driven loop (OperatorsControl::phase), in the
+// order of §5.8-5.9: an update's pull, the frontier's minimum (and first threshold) and split,
+// then push iterations and epochs (minimum and threshold raise, re-split). A zeroed control block
+// is done, so a stray launch does nothing.
+enum LoopPhase : i32 {
+    LOOP_DONE = 0,
+    LOOP_PUSH = 1,
+    LOOP_MIN = 2,
+    LOOP_SPLIT = 3,
+    LOOP_PULL = 4,
+    LOOP_FIRST_MIN = 5,
+    LOOP_FIRST_SPLIT = 6,
+};
+
 // The device-driven loop's state at its start: slots 0, counters 0, the run's generation base.
 template <typename V>
 __device__ __forceinline__ void reset_loop(OperatorsControl<V>* ctl, i32 generation) {
@@ -429,33 +443,6 @@ __device__ __forceinline__ void start_loop(OperatorsControl<V>* ctl, i32 generat
     ctl->loop_n = n;
 }
 
-// The next phase from the current near list and far pile (one thread; every block of the phase
-// that filled them has finished): a push of the near list, else an epoch over the pile, else
-// done. A count outside [0, n] stops the loop with loop_fault set (the host raises). A phase that
-// claims vertices (push, re-split) takes a fresh generation.
-template <typename V>
-__device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
-    const V near = load_cg(&ctl->near[ctl->near_slot]);
-    const V far = load_cg(&ctl->far[ctl->far_slot]);
-    const V n = ctl->loop_n;
-    i32 phase = LOOP_DONE;
-    V count = 0;
-    if (near < 0 || near > n || far < 0 || far > n) {
-        ctl->loop_fault = 1;
-    } else if (near > 0) {
-        phase = LOOP_PUSH;
-        count = near;
-        ctl->iterations += 1;
-        ctl->pushes += static_cast<i64>(near);
-        ctl->generation += 1;
-    } else if (far > 0) {
-        phase = LOOP_MIN;
-        count = far;
-        ctl->epochs += 1;
-    }
-    ctl->step_count = count;
-    ctl->phase = phase;
-}
 
 // Whether this block is the last of the launch to finish (then every other block's atomics on
 // the control block and the words are visible to it), as a grid barrier's arrival: the block's
@@ -476,17 +463,44 @@ __device__ __forceinline__ bool last_block_done(OperatorsControl<V>* ctl) {
     return last;
 }
 
-// A list the loop is about to read, checked: a count outside [0, n] stops it with loop_fault.
+// A list count outside [0, n] stops the loop with loop_fault set (the host raises); true then.
+template <typename V>
+__device__ __forceinline__ bool list_fault(OperatorsControl<V>* ctl, V count) {
+    if (count >= 0 && count <= ctl->loop_n) return false;
+    ctl->loop_fault = 1;
+    ctl->phase = LOOP_DONE;
+    ctl->step_count = 0;
+    return true;
+}
+
+// The next phase reads a list of `count` entries (checked).
 template <typename V>
 __device__ __forceinline__ void begin_phase(OperatorsControl<V>* ctl, i32 phase, V count) {
-    if (count < 0 || count > ctl->loop_n) {
-        ctl->loop_fault = 1;
-        ctl->phase = LOOP_DONE;
-        ctl->step_count = 0;
-        return;
-    }
+    if (list_fault(ctl, count)) return;
     ctl->phase = phase;
     ctl->step_count = count;
+}
+
+// The next phase from the current near list and far pile (one thread; every block of the phase
+// that filled them has finished): a push of the near list, else an epoch over the pile, else
+// done. Both counts are checked, as the host loop checks both. A push takes a fresh generation
+// (it claims vertices; an epoch's re-split takes its own after the minimum).
+template <typename V>
+__device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
+    const V near = load_cg(&ctl->near[ctl->near_slot]);
+    const V far = load_cg(&ctl->far[ctl->far_slot]);
+    if (list_fault(ctl, near) || list_fault(ctl, far)) return;
+    if (near > 0) {
+        ctl->iterations += 1;
+        ctl->pushes += static_cast<i64>(near);
+        ctl->generation += 1;
+        begin_phase(ctl, LOOP_PUSH, near);
+    } else if (far > 0) {
+        ctl->epochs += 1;
+        begin_phase(ctl, LOOP_MIN, far);
+    } else {
+        begin_phase(ctl, LOOP_DONE, V(0));
+    }
 }
 
 // Start of the loop, one thread: state and constants, then the first phase: an update's pull

@@ -289,12 +289,15 @@ class _Run:
                       launch.v(self.n), ctl)
         self._generations_used = generation + 1  # ops_loop_init may take one (the pull's)
         self._next_slot = 0
+        # The launches' arguments are fixed for the run: the graph key is built once.
+        self._loop_args = self._loop_arguments()
+        self._loop_base_key = ("loop", self.device, launch.vertex, launch.offset, launch.loop_blocks,
+                               tuple(_address(a) for a in self._loop_args))
+        in_flight = 2 if READ_AHEAD else 1
         queued: list[int] = []  # readback slots in flight, oldest first
         replays = 0
-        queued.append(self._replay(replay_steps(replays)))
-        replays += 1
         while True:
-            if READ_AHEAD and len(queued) < 2:
+            while len(queued) < in_flight:
                 queued.append(self._replay(replay_steps(replays)))
                 replays += 1
             record = runtime.wait_readback(self.control, queued.pop(0), self.syncs)
@@ -305,9 +308,6 @@ class _Run:
                 )
             if int(record["phase"]) == PHASE_DONE:
                 break
-            if not queued:
-                queued.append(self._replay(replay_steps(replays)))
-                replays += 1
         self.iterations = int(record["iterations"])
         self.epochs = int(record["epochs"])
         self.pushes = int(record["pushes"])
@@ -317,7 +317,7 @@ class _Run:
         """Enqueue one replay of ``steps`` launches and a readback after it; its readback slot."""
         if self._generations_used + steps > workspace_module.GENERATION_LIMIT:
             self._rebase_generations()
-        _cached_graph(self._loop_key(steps), lambda stream: self._enqueue_loop(stream, steps),
+        _cached_graph(self._loop_base_key + (steps,), lambda stream: self._enqueue_loop(stream, steps),
                       self.device).launch(self.stream)
         self._generations_used += steps
         slot = self._next_slot
@@ -328,27 +328,20 @@ class _Run:
     def _rebase_generations(self) -> None:
         """Zero the stamps and restart the device's generations at 1 (a run passing the limit;
         stream-ordered after the replays already queued; ops_loop_rebase says why 1)."""
-        with runtime.cuda_errors("resetting the stamps"):
-            self.ws.stamp.data.memset_async(0, self.ws.stamp.nbytes, self.stream)
+        self.ws.reset_stamps(self.stream, last_used=1)
         self.launch.single("ops_loop_rebase", self.ctl)
-        self.ws.generation = 1
         self._generations_used = 1
 
-    def _loop_args(self):
+    def _loop_arguments(self):
         """The arguments of ops_loop: buffer addresses only (the scalars are in the block)."""
         ws, g = self.ws, self.g
         return (ws.near_a, ws.near_b, ws.far_a, ws.far_b, g.out_ptr, g.out_index, g.out_weight,
                 ws.candidates, g.in_ptr, g.in_index, g.in_weight, ws.frontier, ws.word, ws.stamp,
                 ws.in_far, self.ctl)
 
-    def _loop_key(self, steps: int):
-        return ("loop", self.device, self.launch.vertex, self.launch.offset, steps,
-                self.launch.loop_blocks, tuple(_address(a) for a in self._loop_args()))
-
     def _enqueue_loop(self, stream, steps: int) -> None:
-        args = self._loop_args()
         for _ in range(steps):
-            self.launch.fixed("ops_loop", stream, *args)
+            self.launch.fixed("ops_loop", stream, *self._loop_args)
 
     # -- pointer jumping -------------------------------------------------------------------------
     def jump_rounds(self, rounds: int, changed_count) -> None:

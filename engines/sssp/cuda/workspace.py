@@ -245,11 +245,16 @@ class Workspace:
     def next_generation(self, stream) -> int:
         """A generation greater than every one used since the last stamp reset (§5.1)."""
         if self.generation > GENERATION_LIMIT:
-            with cuda_errors("resetting the stamps"):
-                self.stamp.data.memset_async(0, self.stamp.nbytes, stream)
-            self.generation = 0
+            self.reset_stamps(stream, last_used=0)
         self.generation += 1
         return self.generation
+
+    def reset_stamps(self, stream, *, last_used: int) -> None:
+        """Zero every stamp (stream-ordered) and continue the generations after ``last_used``:
+        the 2^30 rule (§5.1), also between the operators device loop's replays."""
+        with cuda_errors("resetting the stamps"):
+            self.stamp.data.memset_async(0, self.stamp.nbytes, stream)
+        self.generation = int(last_used)
 
     def advance_generation(self, last_used: int) -> None:
         """After a fused run: continue above the kernel's last generation (§5.11)."""
