@@ -8,23 +8,29 @@ DATA_DIR ?= $(abspath ../shared/data)
 OUT ?= results
 GATES ?= roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa
 BATCHES ?= safe50k unsafe50k local10k
-# extra options of `perf_ab.py engines` for make bench, e.g. --resume (continue a cut campaign)
+# extra options of `perf_ab.py engines` for make bench, e.g. --resume (continue a cut campaign) or
+# --force (replace the campaign recorded in OUT: without one of them a folder that holds one is refused)
 BENCH_ARGS ?=
 REQUIRED = numpy scipy numba pandas pyarrow jinja2 matplotlib psutil rich tqdm
 TEST_REQUIRED = pytest hypothesis
 # make reports every failing recipe as status 2; `make test` leaves pytest's own status here
 # (0 passed, 1 failures, 2 interrupted, 3 internal error, 4 usage, 5 no tests) for .ci/run
 PYTEST_STATUS ?= .cache/pytest-status
+# ... and `make bench` the status of its failing step (or of the campaign): protocol.md §8, e.g.
+# 3 without a GPU, 2 when --out holds a campaign (BENCH_ARGS=--force replaces it, --resume continues it)
+BENCH_STATUS ?= .cache/bench-status
 
 .PHONY: compare help deps test-deps test test-fast test-gpu cuda-check prepare bench bench-host report
 
 help:
 	@echo "make bench       A/B campaign fused vs operators on the four gates (CUDA GPU), renders $(OUT)/M7.md"
+	@echo "                 (an OUT that holds a campaign needs BENCH_ARGS=--force to replace it, or --resume)"
 	@echo "make test        the test suite (GPU tests skip without a GPU)"
 	@echo "make test-gpu    only the GPU tests"
 	@echo "make bench-host  a small host-vs-host campaign that runs anywhere"
 	@echo "make cuda-check  compile every CUDA source with nvcc -arch=sm_90 (register/spill report)"
 	@echo "make sanitize    compute-sanitizer memcheck/racecheck/synccheck/initcheck on both CUDA engines"
+	@echo "make asv-semantics  check that asv flags a planted 10 % slowdown and not an unchanged engine"
 
 # Install only when an import fails, so an offline machine with everything installed is untouched.
 deps:
@@ -52,15 +58,23 @@ prepare: deps
 	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR)
 
 bench: deps
+	@mkdir -p $(dir $(BENCH_STATUS)); rm -f $(BENCH_STATUS)
 	@$(PYTHON) -c "import sys, engines.sssp.cuda as c; sys.exit(0 if c.is_available() else 3)" || { \
-	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine)."; \
-	  echo "Without one, 'make bench-host' runs a small host-vs-host campaign to show the machinery."; exit 3; }
-	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR)
-	$(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) $(BENCH_ARGS)
+	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine): status 3"; \
+	  echo "(make itself exits 2 for any failed step; the step's own status is in $(BENCH_STATUS))."; \
+	  echo "Without one, 'make bench-host' runs a small host-vs-host campaign to show the machinery."; \
+	  echo 3 > $(BENCH_STATUS); exit 3; }
+	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR) \
+	  || { status=$$?; echo $$status > $(BENCH_STATUS); exit $$status; }
+	@verify=$$($(PYTHON) -c "import engines.sssp.cuda.syncs as s; print('--verify-syncs' if s.is_available() else '')"); \
+	  [ -n "$$verify" ] || echo "make bench: CUPTI (cupti-python) is not importable: the sync counts stay unverified"; \
+	  echo "$(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) $$verify $(BENCH_ARGS)"; \
+	  $(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) $$verify $(BENCH_ARGS); \
+	  status=$$?; echo $$status > $(BENCH_STATUS); exit $$status
 
 bench-host: deps
 	$(PYTHON) bench/perf_ab.py engines --sides host,host --graphs uspowergrid --batches safe50k local10k \
-	  --rounds 21 --max-foreign-cpu 2 --allow-dirty --data-dir $(DATA_DIR) --out .cache/bench-host
+	  --rounds 21 --max-foreign-cpu 2 --allow-dirty --data-dir $(DATA_DIR) --out .cache/bench-host --force
 
 report: deps
 	$(PYTHON) bench/perf_ab.py report --out $(OUT)
@@ -74,12 +88,18 @@ report: deps
 # current Python importing its own tree (asv passes ASV_PYTHONPATH), then asv compare.
 # ASV_ARGS adds options (e.g. --quick, -b Update); the input size comes from
 # SSSPAB_ASV_SCALE=full|small|tiny (default full: about 2 M vertices).
+# A change is flagged when asv's statistics (Mann-Whitney on the recorded samples, p < 0.002) say
+# the two commits differ AND their medians differ by more than ASV_FACTOR; the engine region is a
+# time_ benchmark (EngineRegion) so that it has samples. --quick leaves one sample: factor only.
+# `make asv-semantics` checks that choice on this machine: an unchanged engine must come out "not
+# significantly changed", a planted 10 % slowdown flagged (bench/asv_semantics.py, no virtualenv).
 ASV_ARGS ?=
+ASV_FACTOR ?= 1.05
 ASV_MACHINE ?= $(shell hostname 2>/dev/null || echo local)
 ASV_BASE_TREE ?= .asv/base-tree
-ASV_RUN = $(PYTHON) -m asv run --environment existing:$(PYTHON) --machine $(ASV_MACHINE)
+ASV_RUN = $(PYTHON) -m asv run --environment existing:$(PYTHON) --machine $(ASV_MACHINE) --record-samples
 
-.PHONY: asv-deps asv asv-compare asv-compare-offline
+.PHONY: asv-deps asv asv-compare asv-compare-offline asv-semantics
 
 asv-deps: deps
 	@$(PYTHON) -c "import asv" 2>/dev/null || $(PYTHON) -m pip install -e ".[bench]"
@@ -90,8 +110,8 @@ asv: asv-deps
 
 asv-compare: asv-deps
 	@test -n "$(BASE)" || { echo "usage: make asv-compare BASE=<rev>"; exit 2; }
-	$(PYTHON) -m asv continuous --interleave-rounds --split --factor 1.10 --machine $(ASV_MACHINE) \
-	  $(ASV_ARGS) $(BASE) HEAD
+	$(PYTHON) -m asv continuous --interleave-rounds --record-samples --split --factor $(ASV_FACTOR) \
+	  --machine $(ASV_MACHINE) $(ASV_ARGS) $(BASE) HEAD
 
 asv-compare-offline: asv-deps
 	@test -n "$(BASE)" || { echo "usage: make asv-compare-offline BASE=<rev>"; exit 2; }
@@ -101,18 +121,23 @@ asv-compare-offline: asv-deps
 	  || { git worktree remove --force $(ASV_BASE_TREE); exit 1; }
 	git worktree remove --force $(ASV_BASE_TREE)
 	ASV_PYTHONPATH=$(CURDIR) $(ASV_RUN) --set-commit-hash $$(git rev-parse HEAD) $(ASV_ARGS)
-	$(PYTHON) -m asv compare --machine $(ASV_MACHINE) --split --factor 1.10 $$(git rev-parse $(BASE)) $$(git rev-parse HEAD)
+	$(PYTHON) -m asv compare --machine $(ASV_MACHINE) --split --factor $(ASV_FACTOR) $$(git rev-parse $(BASE)) $$(git rev-parse HEAD)
+
+asv-semantics: asv-deps
+	SSSPAB_ASV_SCALE=$${SSSPAB_ASV_SCALE:-tiny} $(PYTHON) bench/asv_semantics.py --factor $(ASV_FACTOR)
 
 # compute-sanitizer (CUDA toolkit) over a small golden subset on both CUDA engines, one tool after
 # the other; exit 9 when a tool reports an error. Small cases keep racecheck to about a minute.
 SANITIZE_TOOLS ?= memcheck racecheck synccheck initcheck
 SANITIZE_CASES ?= fixtures.* packing.* random-tiny.s00.* grid-small.s00.* grid-medium.s00.*
+# both engines, the operators engine in both loop modes
+SANITIZE_CONFIGS ?= cuda-fused,cuda-operators,cuda-operators-host
 
 .PHONY: sanitize
 sanitize: deps
 	@for tool in $(SANITIZE_TOOLS); do echo "== compute-sanitizer --tool $$tool"; \
 	  compute-sanitizer --tool $$tool --error-exitcode 9 --print-limit 20 $(PYTHON) bench/compare.py \
-	    --configs cuda-fused,cuda-operators --quiet $(foreach c,$(SANITIZE_CASES),--cases '$(c)') || exit $$?; \
+	    --configs $(SANITIZE_CONFIGS) --quiet $(foreach c,$(SANITIZE_CASES),--cases '$(c)') || exit $$?; \
 	done
 
 # The golden corpus replayed on every configuration this machine can run (CUDA ones need a GPU).

@@ -4,14 +4,16 @@ Prepares (or reads from the cache) the inputs of each graph (the gates of ``--gr
 ``--graph-file`` of :mod:`bench.graph_file`), runs the cells with the protocol's runner, writes the
 records under ``--out``, renders the report and prints a summary table. Exit status as
 protocol.md §8 says. Before any work: the arguments, the ``--graph-file``, whether ``--out`` and the
-cache folder can be written, and with ``--resume`` whether the records are whole (exit 2 naming
-what is wrong). An input or environment problem never shows a traceback; an internal error (a bug)
+cache folder can be written, whether ``--out`` already holds a campaign (refused unless
+``--resume`` continues it or ``--force`` replaces it), and with ``--resume`` whether the records
+are whole (exit 2 naming what is wrong). An input or environment problem never shows a traceback; an internal error (a bug)
 does, and says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 
@@ -45,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r = parser.add_argument_group("rounds")
     r.add_argument("--rounds", type=int, default=21, help="accepted rounds per side and cell (min 5; default 21)")
     r.add_argument("--warmup", type=int, default=2, help="untimed warm-up rounds per side (min 2; default 2)")
+    r.add_argument("--processes", type=int, default=3, metavar="P",
+                   help="worker processes per cell, each a fresh process measuring ceil(rounds / P) pairs; the "
+                        "interval resamples processes, then pairs (default 3; 1: measure in this process)")
     r.add_argument("--adaptive", action="store_true",
                    help="after --rounds, continue until the 95%% interval of the ratio is within --precision")
     r.add_argument("--precision", type=float, default=0.01, help="relative half-width target (default 0.01)")
@@ -71,10 +76,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o = parser.add_argument_group("records")
     o.add_argument("--out", default=None, help="records and report folder (default results/)")
     o.add_argument("--resume", action="store_true", help="continue the campaign recorded in --out")
+    o.add_argument("--force", action="store_true",
+                   help="replace the campaign recorded in --out (without it, or --resume, a folder that holds "
+                        "a campaign is refused)")
     o.add_argument("--allow-dirty", action="store_true", help="allow a dirty working tree (printed in the report)")
     o.add_argument("--data-dir", default=None, help="folder of real graph files")
     o.add_argument("--cache-dir", default=None, help="cache of prepared inputs (default $SSSPAB_CACHE_DIR or .cache)")
     o.add_argument("--no-progress", action="store_true", help="no live progress display")
+    t = parser.add_argument_group("testing the statistics")
+    t.add_argument("--plant-delay", metavar="SIDE:PERCENT", default=None,
+                   help="TEST HOOK: delay side SIDE (A, B or its label) by PERCENT %% of its warm-up median "
+                        "engine region in every cell (a host busy wait at the end of the region, after the "
+                        "engine's work); the records and the report say the campaign is planted")
     graph_file.add_arguments(parser)
 
 
@@ -179,8 +192,10 @@ def _gate_names(args, spec) -> list[str]:
 
 
 def _check_outputs(args, out: str) -> None:
-    """Exit 2 before any work when the records or the cache cannot be written, or (``--resume``)
-    when the records to continue are damaged."""
+    """Exit 2 before any work when the records or the cache cannot be written, when ``--out``
+    holds a campaign (or round files) and neither ``--resume`` nor ``--force`` says what to do
+    with it (protocol.md §9: no record is ever replaced silently), or (``--resume``) when the
+    records to continue are damaged."""
     from engines.io import default_cache_dir
     from engines.io.outputs import output_problem
     from protocol.records import RecordStore
@@ -191,9 +206,34 @@ def _check_outputs(args, out: str) -> None:
     problem = output_problem(default_cache_dir(args.cache_dir), folder=True)
     if problem:
         raise UsageError(f"the cache folder cannot be written: {problem} (--cache-dir or $SSSPAB_CACHE_DIR)")
+    if args.resume and args.force:
+        raise UsageError("--resume continues the campaign in --out, --force replaces it: pass one of them")
     store = RecordStore(out)
     if args.resume and store.has_campaign():
         store.check_readable()
+    elif not args.resume and not args.force and store.holds_records():
+        raise UsageError(overwrite_refusal(store))
+
+
+def overwrite_refusal(store) -> str:
+    """Why a new campaign may not start in a folder that holds one, and the ways on."""
+    where = f"--out {store.root}"
+    try:
+        campaign = store.read_campaign()
+    except ProtocolError:  # damaged or only round files: still records, still someone's data
+        return (f"{where} holds campaign records (round files or an unreadable campaign.json); a new campaign "
+                "would delete them. Pass --force to replace them, or choose another --out folder")
+    from protocol.runner import TERMINAL_STATUSES
+
+    cells = campaign["cells"].values()
+    done = sum(1 for c in cells if c.get("status") in TERMINAL_STATUSES)
+    state = "finished" if campaign.get("finished_utc") and done == len(cells) else "unfinished"
+    what = (f"{where} holds the {state} campaign {campaign['campaign_id']} (started {campaign['started_utc']}, "
+            f"{done} of {len(cells)} cells finished); a new campaign would delete its records. ")
+    if state == "finished":
+        return what + ("Pass --force to replace it, or choose another --out folder "
+                       "(--resume would only re-render it)")
+    return what + "Continue it with --resume, replace it with --force, or choose another --out folder"
 
 
 def _reproduce_command(argv) -> str:
@@ -204,10 +244,13 @@ def build_config(args, spec=None):
     """The campaign's parameters; a ``--graph-file`` (``spec``, hashed by
     :func:`bench.graph_file.identified`) is recorded by its identity, so that ``--resume`` refuses
     another file or other options."""
+    from protocol import planted_delay
     from protocol.runner import CampaignConfig
     from protocol.sides import parse_sides
 
     sides = parse_sides(args.sides)
+    plant = planted_delay.parse(args.plant_delay, sides) if args.plant_delay else None
+    sides = planted_delay.plant(sides, plant)
     objectives = _split_list(args.objectives)
     try:
         objectives = None if objectives is None else [int(k) for k in objectives]
@@ -221,6 +264,7 @@ def build_config(args, spec=None):
         objectives=objectives,
         rounds=args.rounds,
         warmup=args.warmup,
+        processes=args.processes,
         adaptive=args.adaptive,
         precision=args.precision,
         max_rounds=args.max_rounds,
@@ -234,18 +278,36 @@ def build_config(args, spec=None):
         verify_syncs=args.verify_syncs,
         control=not args.no_control,
         allow_dirty=args.allow_dirty,
+        planted_delay=None if plant is None else plant.record(),
     )
 
 
-def _rebuild_argv(args, spec=None) -> list[str]:
-    """The command line that reproduces this campaign (without --resume and --out)."""
+def data_dir_used(args) -> str | None:
+    """The folder of real graph files this command searched first: ``--data-dir``, else the
+    environment's (``$SSSPAB_DATA_DIR``, ``$SSSPAB_SHARED_DATA``); None: the built-in default."""
+    if args.data_dir is not None:
+        return args.data_dir
+    return next((os.environ[v] for v in ("SSSPAB_DATA_DIR", "SSSPAB_SHARED_DATA") if os.environ.get(v)), None)
+
+
+def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
+    """The command line that reproduces this campaign: every option that decides what is measured
+    and where its inputs and records are (the gates as measured, ``--out``, ``--data-dir``, the
+    sides, rounds, limits, a planted delay). Left out: ``--resume`` / ``--force`` (what to do with
+    records already in ``--out``), ``--allow-dirty``, ``--cache-dir`` and ``--no-progress`` (none
+    changes what is measured). Folders are named relative to the repository (protocol.md §9)."""
+    from protocol.reproduce import repo_relative
+
     argv = ["--sides", args.sides, "--rounds", str(args.rounds), "--warmup", str(args.warmup),
             "--order", args.order, "--seed", str(args.seed)]
-    for flag, value in (("--graphs", args.graphs), ("--batches", args.batches), ("--objectives", args.objectives)):
+    gates = _split_list(args.graphs) if gates is None else gates
+    for flag, value in (("--graphs", gates), ("--batches", _split_list(args.batches)),
+                        ("--objectives", _split_list(args.objectives))):
         if value:
             argv += [flag, *value]
-    for flag, value in (("--max-rounds", args.max_rounds), ("--max-rejects", args.max_rejects),
-                        ("--lock-clocks", args.lock_clocks)):
+    # the worker processes of a campaign (--processes), where this version of the command has them
+    for flag, value in (("--processes", getattr(args, "processes", None)), ("--max-rounds", args.max_rounds),
+                        ("--max-rejects", args.max_rejects), ("--lock-clocks", args.lock_clocks)):
         if value is not None:
             argv += [flag, str(value)]
     if args.adaptive:
@@ -260,6 +322,16 @@ def _rebuild_argv(args, spec=None) -> list[str]:
         argv += ["--verify-syncs"]
     if args.no_control:
         argv += ["--no-control"]
+    if args.plant_delay:
+        from protocol import planted_delay
+        from protocol.sides import parse_sides
+
+        argv += planted_delay.parse(args.plant_delay, parse_sides(args.sides)).argv()
+    if out is not None:
+        argv += ["--out", repo_relative(out)]
+    data_dir = data_dir_used(args)
+    if data_dir is not None:
+        argv += ["--data-dir", repo_relative(data_dir)]
     return argv + graph_file.argv_of(spec)
 
 
@@ -271,6 +343,8 @@ def main(args) -> int:
     from protocol.records import RecordStore
     from protocol.report import render_report
     from protocol.runner import CampaignRunner
+
+    from .worker_inputs import CachedInputs
 
     out = args.out or str(REPO_ROOT / "results")
     try:
@@ -289,18 +363,29 @@ def main(args) -> int:
             environment = {"host": host_info()}
             if device is not None:
                 environment["gpu"] = {**cuda_device_info(device), "nvml": instruments.device}
+            gates = [g for g in config.graphs if spec is None or g != spec.name]
             with CampaignProgress(enabled=not args.no_progress) as progress:
                 runner = CampaignRunner(
                     config, store, instruments, resume=args.resume, progress=progress,
                     sync_counter_factory=sync_factory,
-                    reproduce_command=_reproduce_command(_rebuild_argv(args, spec)),
+                    reproduce_command=_reproduce_command(_rebuild_argv(args, spec, gates=gates, out=out)),
                     environment=environment,
+                    input_loader=CachedInputs(args.data_dir, args.cache_dir, spec),
                 )
-                gates = [g for g in config.graphs if spec is None or g != spec.name]
                 code = runner.run(_inputs(gates, args, progress, out, spec))
         report_path = render_report(store)
         print_summary_table(store)
         print(f"report: {report_path}", file=sys.stderr)
+        if config.planted_delay:
+            p = config.planted_delay
+            print(f"perf_ab.py engines: note: side {p['side']} ({p['label']}) carried a PLANTED delay of "
+                  f"{p['percent']:g} % (--plant-delay): a test of the statistics, not a measurement of the "
+                  "engines", file=sys.stderr)
+        if code == ExitCode.TOO_NOISY:
+            from protocol.rejections import too_noisy_explanation
+
+            for line in too_noisy_explanation(store.read_summary(), config.parameters()):
+                print(f"perf_ab.py engines: exit 4: {line}", file=sys.stderr)
         return int(code)
     except ProtocolError as exc:
         print(f"perf_ab.py engines: error: {exc}", file=sys.stderr)

@@ -99,33 +99,39 @@ def _check_value(what: str, expected, actual, outcome: CaseOutcome) -> None:
 
 def device_loop_replays(launches: int) -> int:
     """Readbacks of the operators device loop for ``launches`` phase launches (operators.py
-    replay_steps gives each replay's size): the first replay whose end covers them shows the loop
-    done; at least one."""
-    from engines.sssp.cuda.operators import replay_steps
+    replay_steps gives each replay's size): every replay enqueued is waited for, up to the first
+    whose end covers them (it shows the loop done) and, with the read-ahead, the one enqueued
+    after it; at least one."""
+    from engines.sssp.cuda.operators import READ_AHEAD, replay_steps
 
     replays, covered = 0, 0
     while covered < max(int(launches), 1):
         covered += replay_steps(replays)
         replays += 1
-    return replays
+    return replays + (1 if READ_AHEAD else 0)
 
 
-def operators_syncs(loop: str, iterations: int, epochs: int, *, is_update: bool, candidates: int):
+def operators_syncs(loop: str, iterations: int, epochs: int, *, is_update: bool, candidates: int,
+                    packed: bool):
     """(host_syncs, sync_budget) of an operators run, as §9 and operators.py's docstring say.
 
     The budget is 3 + iterations + epochs for an update, 2 + ... for compute(). The host loop
     reads back once per push iteration and epoch, so it spends the whole budget (an update
-    without candidates: #1 and the last, 2). The device loop reads back once per replay instead.
+    without candidates: #1 and the last, 2). The device loop reads back once per replay instead,
+    sync #1 and the last included (its launches take the input checks and the unpack).
     """
     budget = (3 if is_update else 2) + iterations + epochs
-    if is_update and not candidates:
-        return 2, budget
     if loop == "host":
-        return budget, budget
-    # launches: the pull (updates), the frontier's minimum and split, a push per iteration, an
-    # epoch's minimum and re-split
-    launches = (1 if is_update else 0) + 2 + iterations + 2 * epochs
-    return (2 if is_update else 1) + device_loop_replays(launches), budget
+        return (2 if is_update and not candidates else budget), budget
+    # launches: the pull (updates with candidates), the frontier's minimum and split, a push per
+    # iteration, an epoch's minimum and re-split; then the unpack, or the distance-only recovery
+    # (distances, parents, and an update's affected count)
+    finish = 1 if packed else (3 if is_update else 2)
+    if is_update and not candidates:
+        launches = finish
+    else:
+        launches = (1 if is_update else 0) + 2 + iterations + 2 * epochs + finish
+    return device_loop_replays(launches), budget
 
 
 def _check_syncs(stats, config: Config, *, is_update: bool, candidates: int, outcome: CaseOutcome, what: str) -> None:
@@ -141,7 +147,8 @@ def _check_syncs(stats, config: Config, *, is_update: bool, candidates: int, out
         _check_value(f"{what} sync_budget", 1, stats.sync_budget, outcome)
     elif engine == "operators":
         syncs, budget = operators_syncs(config.operators_loop, stats.iterations, stats.epochs,
-                                        is_update=is_update, candidates=candidates)
+                                        is_update=is_update, candidates=candidates,
+                                        packed=bool(stats.packed_parents))
         _check_value(f"{what} sync_budget", budget, stats.sync_budget, outcome)
         _check_value(f"{what} host_syncs", syncs, stats.host_syncs, outcome)
     else:

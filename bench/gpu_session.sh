@@ -3,9 +3,12 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign bench sanitize asv (default: tests compare table campaign).
+# steps: tests compare table campaign bench planted sanitize asv (default: tests compare table campaign).
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
-#   bench     `make bench` into results/ (BENCH_ARGS=--resume continues a cut campaign)
+#   bench     `make bench` into results/, replacing the campaign there (--force), unless
+#             BENCH_ARGS=--resume continues a cut campaign
+#   planted   the planted-slowdown proof (protocol.md §7): fused against fused twice into $OUT,
+#             with --plant-delay $PLANT (default B:3) and without; PLANT_ARGS sets the campaign
 # A copy of the tree without .git (an offline machine that received the files only) gets its
 # history back from .devgit/ssspab.bundle (`git bundle create .devgit/ssspab.bundle HEAD`), so the
 # campaign records and asv see the real commit and a real cleanliness check.
@@ -70,8 +73,17 @@ for s in $STEPS; do
     table) step engine_table 240 python3 bench/engine_table.py --graphs $TABLE_GRAPHS $TABLE_ARGS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
-    bench) step bench 600 make bench OUT=results DATA_DIR="$SSSPAB_DATA_DIR" \
-             BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG" ;;
+    bench)  # the session's purpose is to replace results/: --force, unless continuing it
+      case " ${BENCH_ARGS:-} " in *" --resume "*) FORCE_ARG= ;; *) FORCE_ARG=--force ;; esac
+      step bench 600 make bench OUT=results DATA_DIR="$SSSPAB_DATA_DIR" \
+             BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG $FORCE_ARG" ;;
+    planted)
+      for run in planted unplanted; do
+        step "$run" 300 python3 bench/perf_ab.py engines ${PLANT_ARGS:---graphs roadNet-PA --batches safe50k local10k \
+             --objectives 0 --sides cuda:fused,cuda:fused --rounds 21} \
+             $([ "$run" = planted ] && echo --plant-delay "${PLANT:-B:3}") \
+             --out "$OUT/$run" --force --no-progress $DIRTY_ARG
+      done ;;
     sanitize)  # compute-sanitizer, one tool per step (make sanitize; exit 9 = findings)
       for tool in memcheck racecheck synccheck initcheck; do
         step "sanitize_$tool" 150 make sanitize SANITIZE_TOOLS="$tool"
@@ -79,7 +91,7 @@ for s in $STEPS; do
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \
-           --show-stderr && python3 -m asv show --machine h200 "$(git rev-parse HEAD)"' ;;
+           --record-samples --show-stderr && python3 -m asv show --machine h200 "$(git rev-parse HEAD)"' ;;
   esac
 done
 [ -d "$OUT/table" ] && cp "$OUT"/table/engine_table.* "$OUT"/ && rm -r "$OUT/table"

@@ -2,6 +2,12 @@
 
 Used by the runner (adaptive stopping, the end-of-campaign summary) and by the report, so both
 read the same numbers from the same rows.
+
+A pair is identified by its worker and pair index (pair indexes count per worker). A *process* of
+the statistics is one worker in one session: a unit resumed after a crash ran in a new process,
+so its rounds of the new session are a process of their own (rows recorded before workers existed
+are worker 0). The paired interval is the hierarchical bootstrap over those processes
+(``stats.hierarchical_ratio``), which with one process is the plain paired bootstrap.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ import pandas as pd
 
 from . import SCHEMA_VERSION
 from .nvml import reason_names
-from .stats import paired_ratio, provisional, ratio_of_medians, round_trip_cost_ms, summarize, verdict
+from .stats import (hierarchical_ratio, process_spread, provisional, ratio_of_medians, round_trip_cost_ms,
+                    summarize, verdict)
 
 REGIONS = {
     "engine_device": "engine_device_ms",
@@ -47,16 +54,37 @@ def primary_region(rows: pd.DataFrame) -> str:
     return "engine_host"
 
 
-def paired_values(rows: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """(A, B) values of the accepted pairs, aligned by pair index."""
-    acc = accepted(rows)
+def with_process(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with a ``process`` and a ``session`` in every row (0 where none was recorded)."""
+    out = rows.copy()
+    for name in ("process", "session"):
+        out[name] = out[name].fillna(0).astype(int) if name in out else 0
+    return out
+
+
+def paired_groups(rows: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, B, process) of the accepted pairs, aligned by worker and pair index; ``process`` labels
+    the process of each pair as ``session * 1000 + worker`` (one label per process)."""
+    acc = with_process(accepted(rows))
+    empty = (np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
     if acc.empty:
-        return np.zeros(0), np.zeros(0)
-    wide = acc.pivot_table(index="pair_index", columns="role", values=column, aggfunc="first")
+        return empty
+    index = ["process", "pair_index"]
+    wide = acc.pivot_table(index=index, columns="role", values=column, aggfunc="first")
     if "A" not in wide or "B" not in wide:
-        return np.zeros(0), np.zeros(0)
+        return empty
     wide = wide.dropna(subset=["A", "B"]).sort_index()
-    return wide["A"].to_numpy(dtype=float), wide["B"].to_numpy(dtype=float)
+    # a pair lies within one session (a half pair left by an interruption is never accepted)
+    session = acc.groupby(index)["session"].min().reindex(wide.index)
+    workers = wide.index.get_level_values("process").to_numpy(dtype=np.int64)
+    labels = session.to_numpy(dtype=np.int64) * 1000 + workers
+    return wide["A"].to_numpy(dtype=float), wide["B"].to_numpy(dtype=float), labels
+
+
+def paired_values(rows: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(A, B) values of the accepted pairs, aligned by worker and pair index."""
+    a, b, _ = paired_groups(rows, column)
+    return a, b
 
 
 def _median(series: pd.Series) -> float | None:
@@ -70,6 +98,8 @@ def _clean(value):
         return None
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
     return value
 
 
@@ -85,8 +115,9 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
         if a_vals.size == 0 and b_vals.size == 0:
             continue
         sa, sb = summarize(a_vals), summarize(b_vals)
-        pa_, pb_ = paired_values(rows, column)
-        pr = paired_ratio(pa_, pb_, resamples=resamples, seed=seed)
+        pa_, pb_, processes = paired_groups(rows, column)
+        pr = hierarchical_ratio(pa_, pb_, processes, resamples=resamples, seed=seed)
+        spread = process_spread(pa_, pb_, processes)
         regions[region] = {
             "A": _clean(sa.as_dict()),
             "B": _clean(sb.as_dict()),
@@ -94,6 +125,8 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
             if a_vals.size and b_vals.size
             else None,
             "paired": _clean(pr.as_dict()),
+            # the pair ratios within each process and between the processes' medians (§7)
+            "processes": _clean(spread.as_dict()),
             "verdict": verdict(pr),
             "noisy": bool(sa.noisy or sb.noisy),
             "provisional": bool(
@@ -102,7 +135,8 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
             ),
         }
     primary = primary_region(rows)
-    rejected_pairs = int(t.loc[~t["accepted"].astype(bool), "pair_index"].nunique())
+    rejected_pairs = int(len(with_process(t.loc[~t["accepted"].astype(bool)])[["process", "pair_index"]]
+                             .drop_duplicates()))
     reasons = (
         t.loc[~t["accepted"].astype(bool), "reject_reason"].dropna().value_counts().to_dict()
     )
@@ -162,6 +196,9 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
             "ratio_hi": main["paired"]["hi"] if main else None,
             "noisy": bool(main and main["noisy"]),
             "provisional": bool(main and main["provisional"]),
+            "processes": main["processes"]["processes"] if main else 0,
+            "within_spread": main["processes"]["within"] if main else None,
+            "between_spread": main["processes"]["between"] if main else None,
             "syncs": syncs,
             "clocks": clocks,
         }
@@ -222,5 +259,5 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
     }
 
 
-__all__ = ["REGIONS", "control_trust", "timed", "verification", "accepted", "primary_region", "paired_values", "cell_summary",
-           "build_summary"]
+__all__ = ["REGIONS", "control_trust", "timed", "verification", "accepted", "primary_region", "with_process",
+           "paired_groups", "paired_values", "cell_summary", "build_summary"]

@@ -1,12 +1,17 @@
-"""One cell of a campaign (protocol.md §2, §3): guard, warm-up and counterbalanced rounds.
+"""One cell of a campaign in one worker (protocol.md §2, §3): guard, warm-up and counterbalanced
+rounds.
 
 Per cell the prepared tree becomes one result per side and a snapshot of graph and results is
 taken; a guard update per side must agree byte for byte; warm-up rounds run untimed; with a sync
 counter (CUPTI), verification rounds run untimed with it (protocol.md §6: counting must not touch
 the timing, so no timed round ever carries it); then pairs of rounds in ABBA or seeded random
-order until the target of accepted pairs (and with ``--adaptive`` the precision) is reached.
-Every round is restored outside the timers, checked against the guard, judged for clocks and
-contamination, and flushed to the records at once.
+order until the worker's target of accepted pairs (and with ``--adaptive`` the precision) is
+reached. Every round is restored outside the timers, checked against the guard, judged for clocks
+and contamination, and flushed to the records at once.
+
+A ``CellRun`` is one unit (``units.Unit``): worker ``unit.process`` of the cell, measuring its
+share of the pairs. It runs wherever that worker runs (the campaign process, or a worker process
+of ``workers.py``) and reads what it measures with from ``runner``, a ``measurer.Measurer``.
 """
 
 from __future__ import annotations
@@ -21,14 +26,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from . import planted_delay
 from .analysis import REGIONS, paired_values, primary_region
 from .digest import result_digest
-from .records import ROUND_COLUMNS, cell_key
+from .records import ROUND_COLUMNS
 from .sides import Side
 from .stats import paired_ratio
+from .units import Unit
 
 if TYPE_CHECKING:
-    from .runner import CampaignRunner
+    from .measurer import Measurer
 
 ROLES = ("A", "B")
 
@@ -103,18 +110,18 @@ class _SideState:
 class CellRun:
     """Runs one cell to a terminal status; rows go to ``rounds`` as they finish."""
 
-    def __init__(self, *, runner: "CampaignRunner", gi, batch_name: str, objective: int, rounds,
-                 key: str | None = None, sides: tuple[Side, Side] | None = None):
+    def __init__(self, *, runner: "Measurer", gi, unit: Unit, rounds, sides: tuple[Side, Side] | None = None):
         self.r = runner
         self.config = runner.config
-        # the A/A control cell passes its own key and (side A, side A)
+        self.unit = unit
+        # the A/A control cell passes (side A, side A)
         self.sides = sides or self.config.sides
         self.gi = gi
-        self.batch_name = batch_name
-        self.batch = gi.batches[batch_name].batch
-        self.objective = objective
-        self.key = key or cell_key(gi.name, batch_name, objective)
-        self.rounds = rounds
+        self.batch_name = unit.batch
+        self.batch = gi.batches[unit.batch].batch
+        self.objective = unit.objective
+        self.key = unit.key
+        self.rounds = rounds  # this worker's rows of the cell (units.UnitRounds or LocalRounds)
         self.probe = RegionProbe()
         self.sequence = len(rounds.rows)
         self.guard: dict | None = None
@@ -253,8 +260,9 @@ class CellRun:
     def _row(self, state: _SideState, warmup: bool, pair_index: int, position: int) -> dict:
         row = dict.fromkeys(ROUND_COLUMNS)
         row.update(
-            campaign_id=self.r.campaign["campaign_id"],
+            campaign_id=self.r.campaign_id,
             session=self.r.session,
+            process=self.unit.process,
             cell=self.key,
             graph=self.gi.name,
             batch=self.batch_name,
@@ -268,6 +276,7 @@ class CellRun:
             warmup=warmup,
             timestamp=utc_now(),
         )
+        row["planted_delay_ns"] = getattr(state.side, "delay_ns", None)  # a test hook's delay, if any
         state.rounds_done += 1
         self.sequence += 1
         return row
@@ -282,7 +291,9 @@ class CellRun:
         if self.config.order == "abba":
             # pair k of the accepted sequence: AB for even k, BA for odd; a repeat keeps the slot
             return ("A", "B") if accepted_pairs % 2 == 0 else ("B", "A")
-        digest = hashlib.sha256(f"{self.config.seed}/{self.key}/{pair_index}".encode()).digest()
+        # pair indexes restart in every worker: later workers mix their index into the draw
+        where = self.key if self.unit.process == 0 else f"{self.key}/{self.unit.process}"
+        digest = hashlib.sha256(f"{self.config.seed}/{where}/{pair_index}".encode()).digest()
         return ("A", "B") if digest[0] % 2 == 0 else ("B", "A")
 
     def _precise_enough(self) -> bool:
@@ -305,9 +316,12 @@ class CellRun:
             return "guard_failed", problem, {}
         self.r.instruments.start_cell()
         try:
+            first_warmup = len(self.rounds.rows)
             for _ in range(self.config.warmup):
                 for role in ROLES:
                     self._emit(self._round(states[role], warmup=True, pair_index=-1, position=-1))
+            # a planted delay (a test hook) is calibrated on this cell's warm-up; rows record it
+            planted_delay.calibrate_cell(states, self.rounds.rows[first_warmup:])
             if self.r.verifies_syncs:
                 for _ in range(self.config.verify_rounds):
                     for role in ROLES:
@@ -319,7 +333,8 @@ class CellRun:
             return "check_failed", str(exc), {}
 
     def _pairs(self, states) -> tuple[str, str | None, dict]:
-        cfg = self.config
+        cfg, unit = self.config, self.unit
+        rejected_elsewhere = cfg.max_rejects - unit.rejects_allowed  # by the cell's other workers
         by_pair: dict[int, list[int]] = {}
         for i, r in enumerate(self.rounds.rows):
             if not r["warmup"]:
@@ -335,15 +350,17 @@ class CellRun:
             else:
                 rejected_pairs += 1
         pair_index = max(by_pair, default=-1) + 1
-        self.r.progress.cell_progress(self.key, accepted_pairs, cfg.rounds)
+        self.r.progress.cell_progress(self.key, accepted_pairs, unit.target)
         while True:
-            if rejected_pairs > cfg.max_rejects:
+            if rejected_pairs > unit.rejects_allowed:
                 counts = {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
                 return "too_noisy", (
-                    f"{rejected_pairs} rejected pairs exceed --max-rejects {cfg.max_rejects}"
+                    f"{rejected_pairs + rejected_elsewhere} rejected pairs exceed --max-rejects {cfg.max_rejects}"
                 ), counts
-            if accepted_pairs >= cfg.rounds:
-                if not cfg.adaptive or accepted_pairs >= cfg.max_rounds or self._precise_enough():
+            if accepted_pairs >= unit.target:
+                # --adaptive judges this worker's own pairs: more pairs in one process narrow the
+                # within-process interval only; the between-process part needs more processes
+                if not cfg.adaptive or accepted_pairs >= unit.max_pairs or self._precise_enough():
                     break
             first, second = self._orientation(accepted_pairs, pair_index)
             # every round is flushed as it finishes, so both positions of a pair follow the same
@@ -369,7 +386,7 @@ class CellRun:
             else:
                 self._emit(second_row)
                 accepted_pairs += 1
-            self.r.progress.cell_progress(self.key, accepted_pairs, cfg.rounds)
+            self.r.progress.cell_progress(self.key, accepted_pairs, unit.target)
             pair_index += 1
         return "done", None, {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
 

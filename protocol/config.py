@@ -62,6 +62,13 @@ class CampaignConfig:
     control: bool = True
     bootstrap_resamples: int = 2000
     allow_dirty: bool = False
+    #: worker processes per cell (protocol.md §2): each measures ceil(rounds / processes) accepted
+    #: pairs in a fresh process; the statistics resample processes, then pairs (§7). 1: the cell is
+    #: measured in the campaign's own process, as before workers existed. perf_ab.py's default is 3.
+    processes: int = 1
+    #: a planted slowdown (a test hook, protocol/planted_delay.py): {"side", "label", "percent"};
+    #: the side itself is wrapped in sides. Recorded only when set.
+    planted_delay: dict | None = None
 
     def __post_init__(self):
         if self.rounds < 5:
@@ -70,6 +77,11 @@ class CampaignConfig:
             raise UsageError(f"--warmup {self.warmup}: at least 2 warm-up rounds per side")
         if self.verify_rounds < 1:
             raise UsageError(f"--verify-rounds {self.verify_rounds}: at least 1 verification round per side")
+        if self.processes < 1:
+            raise UsageError(f"--processes {self.processes}: at least 1 worker process")
+        if self.rounds <= self.processes:
+            raise UsageError(f"--processes {self.processes} needs --rounds above it (got {self.rounds}): every "
+                             "worker process measures at least 2 accepted pairs")
         if self.order not in ("abba", "random"):
             raise UsageError(f"--order {self.order!r}: expected abba or random")
         if self.max_rounds is None:
@@ -85,6 +97,17 @@ class CampaignConfig:
         if not 0 < self.min_clock_fraction <= 1:
             raise UsageError(f"--min-clock-fraction {self.min_clock_fraction}: expected (0, 1]")
 
+    @property
+    def rounds_per_process(self) -> int:
+        """Accepted pairs each worker process measures: the --rounds target split over the workers,
+        rounded up (so a cell never has fewer than --rounds pairs)."""
+        return -(-self.rounds // self.processes)
+
+    @property
+    def max_rounds_per_process(self) -> int:
+        """The adaptive limit of one worker process (``--max-rounds`` split the same way)."""
+        return -(-self.max_rounds // self.processes)
+
     def parameters(self) -> dict:
         """The protocol parameters as recorded; --resume requires them unchanged."""
         p = asdict(self)
@@ -92,6 +115,8 @@ class CampaignConfig:
         p.pop("allow_dirty")
         if p["graph_file"] is None:  # campaigns of gates alone record no such field
             p.pop("graph_file")
+        if p["planted_delay"] is None:  # nor do campaigns without a planted delay
+            p.pop("planted_delay")
         return p
 
 

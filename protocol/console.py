@@ -72,7 +72,8 @@ def print_summary_table(store: RecordStore, *, console: Console | None = None) -
         return
     sides = summary["sides"]
     table = Table(title=f"A = {sides['A']}, B = {sides['B']} (median ms of the engine region)")
-    for col in ("cell", "A ms", "B ms", "B/A [95% CI]", "verdict", "syncs A/B", "acc/rej", "flags"):
+    for col in ("cell", "A ms", "B ms", "B/A [95% CI]", "verdict", "syncs A/B", "acc/rej", "proc: within/between",
+                "flags"):
         table.add_column(col)
     for c in summary["cells"]:
         region = c["regions"].get(c["primary_region"], {})
@@ -87,10 +88,20 @@ def print_summary_table(store: RecordStore, *, console: Console | None = None) -
             c["cell"], _ms(a), _ms(b), ratio, c["verdict"],
             f"{_num(s['host_syncs_A'])}/{_num(s['host_syncs_B'])}",
             f"{c['accepted']['A']}/{c['rejected_pairs']}",
+            _spreads(c),
             ", ".join(flags),
         )
     # a pipe or log file gets the whole table rather than an 80-column squeeze
     (console or Console(width=None if sys.stdout.isatty() else 200)).print(table)
+
+
+def _spreads(cell: dict) -> str:
+    """``3: 0.4%/5.2%``: a cell's worker processes, its spread within and between them."""
+    count = cell.get("processes") or 0
+    if not count:
+        return "-"
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    return f"{count}: {pct(cell.get('within_spread'))}/{pct(cell.get('between_spread'))}"
 
 
 def _num(v) -> str:

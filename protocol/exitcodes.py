@@ -9,7 +9,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     CORRECTNESS = 1  # trees or counters differ, sync count over budget, digest mismatch
     USAGE = 2  # bad arguments, unreadable input, unknown gate name
-    ENVIRONMENT = 3  # no CUDA GPU, no cooperative launch for fused, clock lock not permitted
+    ENVIRONMENT = 3  # no CUDA GPU, no cooperative launch for fused, clock lock not permitted, a crashed worker
     TOO_NOISY = 4  # a cell had more rejections than --max-rejects
 
 
@@ -42,10 +42,17 @@ def campaign_exit_code(cell_statuses, *, untrustworthy: bool = False) -> ExitCod
     A correctness failure outranks a noisy cell: a wrong answer matters more than a slow
     measurement, and the other cells still ran either way. An A/A control whose interval excludes
     1 puts the measurement itself in doubt: too noisy (protocol.md §7, §8).
+
+    A cell whose worker process crashed (``worker_failed``: killed, a device fault, an error that
+    ended the process) is not a wrong answer: its finished rounds are kept and ``--resume``
+    re-runs that worker. It is an environment problem (exit 3), ranked after correctness and
+    before noise, since the campaign is incomplete until resumed.
     """
     statuses = set(cell_statuses)
     if statuses & {"guard_failed", "check_failed"}:
         return ExitCode.CORRECTNESS
+    if "worker_failed" in statuses:
+        return ExitCode.ENVIRONMENT
     if "too_noisy" in statuses or untrustworthy:
         return ExitCode.TOO_NOISY
     return ExitCode.OK

@@ -59,6 +59,9 @@ class Instruments:
         self.reference_mem_mhz: int | None = None
         self.device = nvml.device_info(handle) if nvml is not None else None
         self.own_context = own_context
+        # CUDA contexts held by this campaign's worker processes (workers.py), which NVML lists
+        # beside this process's own; the runner sets it while spawned workers measure a CUDA side
+        self.worker_contexts = 0
 
     @classmethod
     def open(
@@ -128,15 +131,18 @@ class Instruments:
             self.lock.verify(reading)
 
     # -- per round ------------------------------------------------------------------------------
+    def _own_contexts(self) -> int:
+        return int(bool(self.own_context)) + self.worker_contexts
+
     def begin_round(self) -> RoundWindow:
         cpu = self.cpu.read()
-        pids = foreign_gpu_processes(self.nvml, self.handle, own_context=self.own_context)
+        pids = foreign_gpu_processes(self.nvml, self.handle, own_context=self._own_contexts())
         before = self.sampler.read_now() if self.sampler is not None else None
         return RoundWindow(cpu, pids, before)
 
     def end_round(self, window: RoundWindow) -> tuple[dict, str | None]:
         after = self.sampler.read_now() if self.sampler is not None else None
-        pids_after = foreign_gpu_processes(self.nvml, self.handle, own_context=self.own_context)
+        pids_after = foreign_gpu_processes(self.nvml, self.handle, own_context=self._own_contexts())
         cpu = self.cpu.read()
         if after is not None and window.before is not None:
             inside = self.sampler.between(window.before.t_ns, after.t_ns)

@@ -88,13 +88,14 @@ def own_process_tree() -> set[int]:
     return pids
 
 
-def foreign_gpu_processes(nvml, handle, *, own_context: bool = False) -> list[int] | None:
+def foreign_gpu_processes(nvml, handle, *, own_context: bool | int = False) -> list[int] | None:
     """PIDs of compute processes on the device outside this process tree; None when unknown.
 
     Inside a container NVML reports host PIDs, so this process's own entry carries a PID that
-    does not exist here. When this process holds a CUDA context (``own_context``) and NVML lists
-    none of our PIDs, one PID that does not exist in our namespace is taken to be ours; any
-    further entry is foreign.
+    does not exist here. When this process tree holds CUDA contexts (``own_context``: True for
+    one, or how many: the campaign process and its worker process) and NVML lists none of our
+    PIDs, that many PIDs that do not exist in our namespace are taken to be ours; any further
+    entry is foreign.
     """
     if nvml is None or handle is None:
         return None
@@ -103,10 +104,11 @@ def foreign_gpu_processes(nvml, handle, *, own_context: bool = False) -> list[in
         return None
     mine = own_process_tree()
     others = sorted(p for p in pids if p not in mine)
-    if own_context and len(others) == len(pids):
+    ours = int(own_context)
+    if ours and len(others) == len(pids):
         invisible = [p for p in others if not psutil.pid_exists(p)]
-        if invisible:
-            others.remove(invisible[0])
+        for pid in invisible[:ours]:
+            others.remove(pid)
     return others
 
 

@@ -6,7 +6,9 @@ Layout under the output folder (``results/`` by default)::
     rounds/<cell>.parquet    one row per round of one cell, warm-up and rejected rounds included
     summary.json             the statistics of §7 per cell and region: derived from the rounds and
                              campaign.json (deterministic bootstrap seed), a cache the report
-                             rebuilds when it is missing, so it is not committed
+                             rebuilds when it is missing, so it is not committed; it carries the
+                             fingerprint of the records it was derived from (``records_sha256``)
+                             and counts as missing when they no longer match it
 
 A Parquet file cannot be appended to safely (an interrupted writer leaves no footer), so a cell's
 file is rewritten whole, through a temporary file and an atomic rename, after every round: an
@@ -19,6 +21,7 @@ summary.json, being derived, reads as missing and is rebuilt.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -39,6 +42,7 @@ ROUND_SCHEMA = pa.schema(
     [
         ("campaign_id", pa.string()),
         ("session", pa.int32()),  # 0 for the first run, +1 per --resume
+        ("process", pa.int32()),  # the worker index, 0 .. processes-1 (protocol.md §2, runner.py)
         ("cell", pa.string()),
         ("graph", pa.string()),
         ("batch", pa.string()),
@@ -78,11 +82,13 @@ ROUND_SCHEMA = pa.schema(
         ("foreign_cpu_cores", pa.float64()),
         ("foreign_gpu_pids", pa.string()),  # comma-separated; "" none seen; null unknown
         ("timestamp", pa.string()),  # UTC, ISO 8601
+        # the planted delay of the round's side (--plant-delay, a test hook); null: none planted
+        ("planted_delay_ns", pa.int64()),
     ]
 )
 ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
 #: Columns added after the first campaigns were recorded, and the value they had then.
-LATER_COLUMNS = {"verification": False}
+LATER_COLUMNS = {"verification": False, "process": 0, "planted_delay_ns": None}
 
 
 def cell_key(graph: str, batch: str, objective: int) -> str:
@@ -236,15 +242,46 @@ class RecordStore:
     def write_campaign(self, campaign: dict) -> None:
         write_json(self.campaign_path, campaign)
 
-    def write_summary(self, summary: dict) -> None:
-        write_json(self.summary_path, summary)
+    def holds_records(self) -> bool:
+        """The folder holds a campaign record or round files (someone's measurements)."""
+        return self.has_campaign() or (self.rounds_dir.is_dir() and any(self.rounds_dir.glob("*.parquet")))
+
+    def records_fingerprint(self, campaign: dict | None = None) -> str:
+        """SHA-256 of what the summary is derived from: the campaign's id, parameters and cells
+        (``campaign``, else campaign.json as it is now) and the name and bytes of every round file.
+        Fields the summary does not read (timestamps, clocks, the sessions) are left out, so that
+        the runner may record them after the summary."""
+        if campaign is None:
+            campaign = self.read_campaign()
+        digest = hashlib.sha256()
+        basis = {k: campaign.get(k) for k in ("campaign_id", "parameters", "cells")}
+        digest.update(json.dumps(basis, sort_keys=True, default=_json_default).encode())
+        files = sorted(self.rounds_dir.glob("*.parquet")) if self.rounds_dir.is_dir() else []
+        for path in files:
+            digest.update(b"\0" + path.name.encode() + b"\0")
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        return digest.hexdigest()
+
+    def write_summary(self, summary: dict, campaign: dict | None = None) -> None:
+        """Write the summary stamped with the fingerprint of the records it comes from
+        (``campaign``, else campaign.json as it is now)."""
+        write_json(self.summary_path, {**summary, "records_sha256": self.records_fingerprint(campaign)})
 
     def read_summary(self) -> dict | None:
-        """The summary, or None when it is missing or damaged (it is derived: rebuild it)."""
+        """The summary, or None when it is missing, damaged, or derived from other records than
+        campaign.json and the round files now in the folder (it is derived: rebuild it)."""
         if not self.summary_path.is_file():
             return None
         summary, problem = _json_problem(self.summary_path)
         if problem or summary_problem(summary):
+            return None
+        try:
+            current = self.records_fingerprint()
+        except UsageError:  # no readable campaign: nothing to derive a summary from
+            return None
+        if summary.get("records_sha256") != current or summary.get("campaign_id") != self.read_campaign()["campaign_id"]:
             return None
         return summary
 

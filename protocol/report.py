@@ -8,7 +8,6 @@ and phrase numbers of the summary.
 
 from __future__ import annotations
 
-import shlex
 import statistics
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from .environment import REPO_ROOT
 from .nvml import reason_names
 from .plots import DISTRIBUTIONS, RATIO_VS_SYNCS, engine_time_distributions, ratio_against_syncs
 from .records import RecordStore
+from .reproduce import prepare_command, reproduce_lines
 
 TEMPLATE_DIR = REPO_ROOT / "templates"
 TEMPLATE = "M7.md.j2"
@@ -142,8 +142,20 @@ def findings(summary: dict, campaign: dict) -> list[str]:
     provisional = [c["cell"] for c in measured if c["provisional"]]
     if provisional:
         out.append(f"Provisional (under 10 ms with fewer than 20 accepted rounds): {', '.join(provisional)}.")
+    between = [(c["between_spread"], c["cell"]) for c in measured if c.get("between_spread") is not None]
+    within = [c["within_spread"] for c in measured if c.get("within_spread") is not None]
+    if between and within:
+        widest, where = max(between)
+        out.append(
+            f"The medians of the worker processes differ by up to {fmt_pct(widest)} of the ratio (on {where}; "
+            f"median over {len(between)} cells {fmt_pct(statistics.median(b for b, _ in between))}), against a "
+            f"within-process spread of {fmt_pct(statistics.median(within))}; "
+            "the intervals carry both."
+        )
     for status, text in (("too_noisy", "too noisy to measure"), ("guard_failed", "failed the guard"),
-                         ("check_failed", "failed a per-round check"), ("running", "unfinished")):
+                         ("check_failed", "failed a per-round check"),
+                         ("worker_failed", "with a crashed worker process (continue with --resume)"),
+                         ("running", "unfinished")):
         bad = [c["cell"] for c in cells if c["status"] == status]
         if bad:
             out.append(f"Cells {text}: {', '.join(bad)}.")
@@ -176,6 +188,48 @@ def _clock_overview(summary: dict, campaign: dict) -> str:
     return text
 
 
+def process_spread_text(cell: dict) -> str:
+    """``3: 0.4 % / 5.2 %``: the processes of a cell and its spread within / between them."""
+    count = cell.get("processes") or 0
+    if not count:
+        return "–"
+    between = cell.get("between_spread")
+    return f"{count}: {fmt_pct(cell.get('within_spread'))} / {fmt_pct(between) if between is not None else '–'}"
+
+
+def process_rows(summary: dict) -> list[dict]:
+    """The per-process table of section 2 (cells measured by more than one process, the A/A
+    control first); empty when every cell ran in one process."""
+    cells = ([summary["control"]] if summary.get("control") else []) + summary["cells"]
+    rows = []
+    for c in cells:
+        spread = (c.get("regions", {}).get(c.get("primary_region")) or {}).get("processes")
+        if not spread or spread.get("processes", 0) < 2:
+            continue
+        rows.append({
+            "cell": c["cell"],
+            "processes": spread["processes"],
+            "medians": ", ".join(f"{fmt_ratio(m)} ({n})" for m, n in zip(spread["medians"], spread["pairs"])),
+            "within": spread["within"],
+            "between": spread["between"],
+        })
+    return rows
+
+
+def workers_line(campaign: dict) -> str:
+    """How the cells were measured: how many worker processes, and how they ran."""
+    params = campaign["parameters"]
+    count = int(params.get("processes", 1))
+    modes = {s.get("workers") for s in campaign.get("sessions") or []}
+    if count == 1:
+        return "one process per cell (the campaign's own)"
+    share = -(-int(params["rounds"]) // count)
+    if modes == {"in_process"}:
+        return (f"{count} workers per cell ({share} accepted pairs each) run inside the campaign's process "
+                "(in-process mode: no fresh process per worker)")
+    return f"{count} worker processes per cell ({share} accepted pairs each, a fresh spawned process per worker pass)"
+
+
 def cell_flags(cell: dict) -> str:
     flags = [] if cell["status"] == "done" else [cell["status"]]
     flags += [name for name in ("noisy", "provisional") if cell[name]]
@@ -191,7 +245,7 @@ def _with_keys(record: dict | None, keys) -> dict:
     return {**dict.fromkeys(keys), **(record or {})}
 
 
-def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
+def build_context(campaign: dict, summary: dict, plots: dict, *, records_dir: Path | None = None) -> dict:
     origins = {i["graph"]: i["origin"] for i in campaign["inputs"]}
     real = sorted(g for g, o in origins.items() if (o or {}).get("kind") in ("real", "file"))
     standins = sorted(g for g, o in origins.items() if (o or {}).get("kind") not in ("real", "file"))
@@ -214,6 +268,9 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "origins": {i["graph"]: describe_origin(i["origin"], i.get("facts")) for i in campaign["inputs"]},
         "input_facts": {i["graph"]: describe_facts(i.get("facts")) for i in campaign["inputs"]},
         "prepare_command": prepare_command(campaign),
+        # section 9 (protocol/reproduce.py) and the planted-delay warning (protocol/planted_delay.py)
+        "reproduce": reproduce_lines(campaign, records_dir or REPO_ROOT / "results"),
+        "planted": campaign["parameters"].get("planted_delay"),
         "gpu": gpu,
         "nvml": nvml,
         "host": host,
@@ -222,26 +279,15 @@ def build_context(campaign: dict, summary: dict, plots: dict) -> dict:
         "control": summary.get("control"),
         "trust": summary.get("trust") or control_trust(summary.get("control")),
         "flags": {c["cell"]: cell_flags(c) for c in summary["cells"]},
+        "process_spreads": {c["cell"]: process_spread_text(c) for c in summary["cells"]},
+        "per_process": process_rows(summary),
+        "workers_line": workers_line(campaign),
         "by_graph": by_graph,
         "findings": findings(summary, campaign),
         "plots": plots,
         "params": campaign["parameters"],
         "reason_names": reason_names,
     }
-
-
-def prepare_command(campaign: dict) -> str:
-    """``perf_ab.py prepare`` for the campaign's inputs: its gates, and its graph file with the
-    options recorded with it (``facts.graph_file.options``) that made it the graph measured."""
-    parts = []
-    gates = [i["graph"] for i in campaign["inputs"] if (i["origin"] or {}).get("kind") != "file"]
-    files = [i for i in campaign["inputs"] if (i["origin"] or {}).get("kind") == "file"]
-    if gates:
-        parts += ["--graphs", *gates]
-    for entry in files:
-        recorded = (entry.get("facts") or {}).get("graph_file") or {}
-        parts += ["--graph-file", str(entry["origin"].get("path")), *map(str, recorded.get("options") or [])]
-    return " ".join(["python bench/perf_ab.py prepare", *map(shlex.quote, parts)])
 
 
 def code_sessions(campaign: dict) -> list[dict]:
@@ -297,7 +343,7 @@ def render_report(store: RecordStore) -> Path:
         engine_time_distributions(rounds, summary, plots_dir / DISTRIBUTIONS)
         ratio_against_syncs(summary, plots_dir / RATIO_VS_SYNCS)
         plots = {"distributions": f"{PLOTS_DIR}/{DISTRIBUTIONS}", "ratio": f"{PLOTS_DIR}/{RATIO_VS_SYNCS}"}
-    text = _environment().get_template(TEMPLATE).render(**build_context(campaign, summary, plots))
+    text = _environment().get_template(TEMPLATE).render(**build_context(campaign, summary, plots, records_dir=store.root))
     path = store.root / REPORT_NAME
     path.write_text(text, encoding="utf-8")
     return path

@@ -1,34 +1,47 @@
-"""The campaign runner (protocol.md §3, §9): cells in order, the campaign record, resume.
+"""The campaign runner (protocol.md §2, §3, §9): units in order, the campaign record, resume.
 
-One long-lived process runs every round (warm, as a library user sees it). ``CampaignRunner``
-opens (or, with ``--resume``, reopens) the campaign record, runs each cell with ``cell.CellRun``,
-keeps cell statuses in campaign.json as they change, and writes the summary at the end; ``run()``
-returns the exit status of protocol.md §8.
+A cell is measured by ``config.processes`` workers (protocol.md §2 "Worker processes"); worker
+``w`` of a cell is a *unit* (``units.Unit``) measuring ceil(rounds / processes) accepted pairs.
+The runner schedules the units worker-major: worker 0's pass over every cell of the campaign, then
+worker 1's, ..., so that the workers of one cell are spread over the campaign rather than back to
+back. Each pass runs in a fresh spawned process (``workers.WorkerPass``); with ``processes = 1``
+(or ``in_process=True``, for tests and library users whose sides only exist in this process) the
+units run in this process (``measurer.Measurer``), as the campaign did before workers existed.
+
+The runner opens (or, with ``--resume``, reopens) the campaign record and keeps every unit's and
+every cell's status in campaign.json as they change (``cells[key].workers[w]``), the rounds of a
+cell in its round file (the ``process`` column names the worker), and writes the summary at the
+end; ``run()`` returns the exit status of protocol.md §8. A unit whose worker process crashed is
+``crashed`` and its cell ``worker_failed`` (exit 3, an environment problem: the campaign is
+incomplete, not wrong); ``--resume`` re-runs only units that did not finish, each in a new process
+whose rounds carry the new session number, so that the statistics see it as a process of its own.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import uuid
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from . import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION
 from .analysis import build_summary
-from .cell import CellRun, CheckFailure, RegionProbe, compare_trees, utc_now
+from .cell import CellRun, CheckFailure, RegionProbe, utc_now
 from .config import BatchInput, CampaignConfig, GraphInput
 from .environment import REPO_ROOT, git_state, host_info, tool_version
 from .exitcodes import ExitCode, UsageError, campaign_exit_code
 from .instruments import Instruments
+from .measurer import INITIAL_TREE_CHECK_LIMIT, Measurer
 from .records import RecordStore, cell_key
-from .sides import Side
+from .units import CELL_TERMINAL, CRASHED, UNIT_TERMINAL, Unit, UnitRounds, cell_state, pair_counts
+from .workers import InputSource, UnitHandlers, WorkerCrash, WorkerPass, WorkerSetup
 
 #: The key of the A/A control cell: the cell it shadows plus this suffix.
 CONTROL_SUFFIX = "/control"
-# compute() on the device is checked against the prepared (host) tree below this many vertices.
-INITIAL_TREE_CHECK_LIMIT = 5_000_000
-TERMINAL_STATUSES = ("done", "too_noisy", "guard_failed", "check_failed")
+TERMINAL_STATUSES = CELL_TERMINAL
+#: How each session ran its workers (recorded per session, shown in the report).
+WORKER_MODES = ("processes", "in_process")
 
 
 class NullProgress:
@@ -40,8 +53,72 @@ class NullProgress:
     def cell_finished(self, key: str, status: str, detail: str | None) -> None: ...
 
 
+@dataclass
+class _CellPlan:
+    key: str
+    graph: str
+    batch: str
+    objective: int
+    control: bool = False
+
+
+@dataclass
+class _GraphPlan:
+    """One graph of the campaign: its cells and how a worker gets its inputs."""
+
+    source: InputSource
+    cells: list = field(default_factory=list)
+
+
+class _UnitProgress:
+    """A unit's progress as its cell's: the cell's target is every worker's, and the pairs of
+    the cell's other workers count."""
+
+    def __init__(self, progress, base: int, total: int):
+        self.progress = progress
+        self.base = base
+        self.total = total
+
+    def round_done(self, key: str, row: dict) -> None:
+        self.progress.round_done(key, row)
+
+    def cell_progress(self, key: str, accepted: int, target: int) -> None:
+        self.progress.cell_progress(key, self.base + accepted, self.total)
+
+
+class _InProcessPass:
+    """A worker pass in the campaign process: the same interface as ``workers.WorkerPass``."""
+
+    def __init__(self, runner: "CampaignRunner"):
+        self.runner = runner
+        self.measurer = Measurer(runner.config, runner.instruments, campaign_id=runner.campaign["campaign_id"],
+                                 session=runner.session, sync_counter_factory=runner._sync_counter_factory,
+                                 record_cell=runner._set_cell)
+
+    def open_graph(self, source: InputSource) -> None:
+        self.measurer.open_graph(source.load())
+
+    def close_graph(self) -> None:
+        self.measurer.close_graph()
+
+    def run_unit(self, unit: Unit, handlers: UnitHandlers):
+        return self.measurer.run_unit(unit, handlers.rounds, handlers.progress)
+
+    def close(self) -> None:
+        self.measurer.close_graph()
+
+    def abort(self) -> None:
+        pass  # an exception leaves the graph as it was when it arose
+
+
 class CampaignRunner:
-    """Runs the cells of a campaign and keeps its records; ``run()`` returns the exit code."""
+    """Runs the units of a campaign and keeps its records; ``run()`` returns the exit code.
+
+    ``input_loader(name) -> GraphInput``: how a worker process loads a graph's inputs (picklable;
+    the command's reads the prepared cache). Without it a worker process gets the campaign
+    process's input pickled, which suits small inputs only. ``in_process``: run every worker in
+    this process even with several (default: only with ``processes = 1``).
+    """
 
     def __init__(
         self,
@@ -54,6 +131,8 @@ class CampaignRunner:
         sync_counter_factory: Callable[[], object] | None = None,
         reproduce_command: str | None = None,
         environment: dict | None = None,
+        input_loader: Callable | None = None,
+        in_process: bool | None = None,
     ):
         self.config = config
         self.store = store
@@ -66,37 +145,15 @@ class CampaignRunner:
         self._sync_counter_factory = sync_counter_factory
         self._reproduce = reproduce_command
         self._environment = environment
-        self._checked_trees: set = set()
-        self._control_ran = False  # the A/A control cell runs once, on the first graph
-        self.graph_snapshot = None
-        self.device_graph = False  # the current graph is device-resident (a CUDA side runs)
+        self._input_loader = input_loader
+        self.in_process = config.processes == 1 if in_process is None else bool(in_process)
+        self._started_cells: set = set()
         self.campaign: dict = {}
         self.session = 0
 
     @property
-    def verifies_syncs(self) -> bool:
-        """Cells run verification rounds (an independent sync counter was given)."""
-        return self._sync_counter_factory is not None
-
-    def sync_counter(self):
-        """The counter of one verification round (cell.CellRun._round with verify=True)."""
-        if self._sync_counter_factory is None:
-            return contextlib.nullcontext()
-        return self._sync_counter_factory()
-
-    def check_initial_tree(self, gi, side: Side, objective: int) -> None:
-        """compute() of a device side must give the prepared tree (once per graph, side, objective)."""
-        if not side.needs_cuda or gi.graph.num_vertices > INITIAL_TREE_CHECK_LIMIT:
-            return
-        key = (gi.name, side.label, objective)
-        if key in self._checked_trees:
-            return
-        self._checked_trees.add(key)
-        d, p = gi.trees[objective]
-        got_d, got_p = side.compute(gi.graph, gi.source, objective).to_numpy()
-        problem = compare_trees((d, p), (got_d, got_p), "prepared", side.label)
-        if problem:
-            raise CheckFailure(f"compute() on {side.label} differs from the prepared tree: {problem}")
+    def worker_mode(self) -> str:
+        return "in_process" if self.in_process else "processes"
 
     # -- campaign record ------------------------------------------------------------------------
     def _code_state(self) -> dict:
@@ -110,21 +167,26 @@ class CampaignRunner:
             )
         return {**git, "dirty_allowed": self.config.allow_dirty}
 
+    def _session_record(self, *, resumed: bool, git: dict) -> dict:
+        return {"started_utc": utc_now(), "resumed": resumed, "git": git, "update_region": UPDATE_REGION,
+                "workers": self.worker_mode}
+
     def _open_campaign(self) -> None:
         params = json.loads(json.dumps(self.config.parameters()))  # as the record holds them
         if self.resume and self.store.has_campaign():
             campaign = self.store.read_campaign()
-            if campaign["parameters"] != params:
+            # campaigns recorded before worker processes existed measured in one process
+            recorded = {"processes": 1, **campaign["parameters"]}
+            if recorded != params:
                 changed = sorted(
-                    k for k in set(params) | set(campaign["parameters"])
-                    if params.get(k) != campaign["parameters"].get(k)
+                    k for k in set(params) | set(recorded)
+                    if params.get(k) != recorded.get(k)
                 )
                 raise UsageError(
                     f"--resume: the parameters differ from the recorded campaign in {', '.join(changed)}"
                 )
             self.session = len(campaign["sessions"])
-            campaign["sessions"].append({"started_utc": utc_now(), "resumed": True, "git": self._code_state(),
-                                         "update_region": UPDATE_REGION})
+            campaign["sessions"].append(self._session_record(resumed=True, git=self._code_state()))
             campaign["finished_utc"] = None
         else:
             git = self._code_state()
@@ -145,8 +207,7 @@ class CampaignRunner:
                 "reproduce": self._reproduce,
                 "inputs": [],
                 "cells": {},
-                "sessions": [{"started_utc": utc_now(), "resumed": False, "git": git,
-                              "update_region": UPDATE_REGION}],
+                "sessions": [self._session_record(resumed=False, git=git)],
             }
         self.campaign = campaign
         self.store.write_campaign(campaign)
@@ -178,61 +239,125 @@ class CampaignRunner:
         self.campaign["cells"].setdefault(key, {}).update(values)
         self.store.write_campaign(self.campaign)
 
+    # -- the plan -------------------------------------------------------------------------------
+    def _plan_graph(self, gi, first: bool) -> _GraphPlan:
+        """The cells of one graph (the A/A control first on the first graph); usage errors for a
+        batch or objective the graph does not have."""
+        batch_names = self.config.batches or list(gi.batches)
+        for name in batch_names:
+            if name not in gi.batches:
+                raise UsageError(f"graph {gi.name} has no batch {name!r} (has {', '.join(gi.batches)})")
+        objectives = self.config.objectives
+        if objectives is None:
+            objectives = list(range(gi.graph.num_weights))
+        for k in objectives:
+            if not 0 <= k < gi.graph.num_weights:
+                raise UsageError(f"objective {k} outside [0, {gi.graph.num_weights}) for {gi.name}")
+        cells = []
+        if self.config.control and first:
+            # the A/A control first (protocol.md §7): side A against itself on the first graph,
+            # batch and objective; its interval must contain 1
+            key = cell_key(gi.name, batch_names[0], objectives[0]) + CONTROL_SUFFIX
+            cells.append(_CellPlan(key, gi.name, batch_names[0], objectives[0], control=True))
+        for name in batch_names:
+            for k in objectives:
+                cells.append(_CellPlan(cell_key(gi.name, name, k), gi.name, name, k))
+        return _GraphPlan(self._source(gi), cells)
+
+    def _source(self, gi) -> InputSource:
+        if not self.in_process and self._input_loader is not None:
+            return InputSource(gi.name, None, self._input_loader)  # a worker reads the cache itself
+        return InputSource(gi.name, gi, None)
+
+    def _first_pass(self, inputs: Iterable, plans: list):
+        """The inputs as they come (prepared one at a time), recorded and planned; the plans are
+        kept for the later passes (without the inputs where a loader reads them again)."""
+        for gi in inputs:
+            self._record_input(gi)
+            plan = self._plan_graph(gi, first=not plans)
+            plans.append(plan)
+            del gi  # a worker process loads its own copy: hold none here while it measures
+            yield plan
+
+    def _pass(self, process: int):
+        if self.in_process:
+            return _InProcessPass(self)
+        return WorkerPass(WorkerSetup(config=self.config, campaign_id=self.campaign["campaign_id"],
+                                      session=self.session, process=process,
+                                      sync_counter_factory=self._sync_counter_factory))
+
     # -- run ------------------------------------------------------------------------------------
     def run(self, inputs: Iterable) -> ExitCode:
         self._open_campaign()
-        for gi in inputs:
-            self._record_input(gi)
-            self.device_graph = any(side.needs_cuda for side in self.config.sides)
-            if self.device_graph:
-                # a CUDA result makes its graph device-resident (algorithm.md §3.6); do it before
-                # the snapshot, so that the snapshot is a device copy and every restore is a cheap
-                # device-to-device copy rather than an upload of the host arrays
-                gi.graph.to_device()
-            # Every round restores this snapshot outside the timers and then times the real
-            # update() call: the batch is applied anew each round (on the device for a device
-            # graph), as a user pays it, with no memo of an earlier apply (protocol.md §2).
-            self.graph_snapshot = gi.graph.snapshot()
-            batch_names = self.config.batches or list(gi.batches)
-            for name in batch_names:
-                if name not in gi.batches:
-                    raise UsageError(f"graph {gi.name} has no batch {name!r} (has {', '.join(gi.batches)})")
-            objectives = self.config.objectives
-            if objectives is None:
-                objectives = list(range(gi.graph.num_weights))
-            for k in objectives:
-                if not 0 <= k < gi.graph.num_weights:
-                    raise UsageError(f"objective {k} outside [0, {gi.graph.num_weights}) for {gi.name}")
-            if self.config.control and not self._control_ran:
-                self._control_ran = True
-                # the A/A control first (protocol.md §7): side A against itself on the first
-                # graph, batch and objective; its interval must contain 1
-                self._run_cell(gi, batch_names[0], objectives[0], control=True)
-            for name in batch_names:
-                for k in objectives:
-                    self._run_cell(gi, name, k)
-            gi.graph.restore(self.graph_snapshot)
-            self.graph_snapshot = None  # a device snapshot holds a copy of the graph in GPU memory
+        if not self.in_process and any(side.needs_cuda for side in self.config.sides):
+            self.instruments.worker_contexts = 1  # NVML lists the worker's context beside ours
+        plans: list[_GraphPlan] = []
+        for process in range(self.config.processes):
+            worker = self._pass(process)
+            try:
+                graphs = self._first_pass(inputs, plans) if process == 0 else plans
+                last = process == self.config.processes - 1
+                for plan in graphs:
+                    pending = [c for c in plan.cells if self._pending(c, process)]
+                    if pending:
+                        worker.open_graph(plan.source)
+                        for cell in pending:
+                            self._run_unit(worker, cell, process)
+                        worker.close_graph()
+                    if last:
+                        plan.source = None  # no later pass needs the input: one graph in memory at a time
+            except BaseException:
+                worker.abort()
+                raise
+            worker.close()
         return self.finish()
 
-    def _run_cell(self, gi, batch_name: str, objective: int, *, control: bool = False) -> None:
-        key = cell_key(gi.name, batch_name, objective) + (CONTROL_SUFFIX if control else "")
-        previous = self.campaign["cells"].get(key, {})
-        if self.resume and previous.get("status") in TERMINAL_STATUSES:
+    def _units(self, key: str) -> dict:
+        return self.campaign["cells"].get(key, {}).get("workers", {})
+
+    def _pending(self, cell: _CellPlan, process: int) -> bool:
+        record = self.campaign["cells"].get(cell.key, {})
+        if record.get("status") in TERMINAL_STATUSES:
+            return False
+        return self._units(cell.key).get(str(process), {}).get("status") not in UNIT_TERMINAL
+
+    def _run_unit(self, worker, cell: _CellPlan, process: int) -> None:
+        config = self.config
+        if not self._pending(cell, process):  # an earlier unit of this pass may have ended the cell
             return
-        self._set_cell(key, graph=gi.name, batch=batch_name, objective=objective, status="running", detail=None,
-                       **({"control": True} if control else {}))
-        self.progress.cell_started(key, self.config.rounds)
-        rounds = self.store.cell_rounds(key)
-        side_a = self.config.sides[0]
-        cell = CellRun(runner=self, gi=gi, batch_name=batch_name, objective=objective, rounds=rounds, key=key,
-                       sides=(side_a, side_a) if control else None)
+        rounds = UnitRounds(self.store.cell_rounds(cell.key), process)
+        others_accepted, others_rejected = pair_counts(rounds.others())
+        unit = Unit(key=cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
+                    control=cell.control, process=process, target=config.rounds_per_process,
+                    max_pairs=config.max_rounds_per_process,
+                    rejects_allowed=config.max_rejects - others_rejected)
+        units = dict(self._units(cell.key))
+        units[str(process)] = {"status": "running", "detail": None, "session": self.session,
+                               "started_utc": utc_now()}
+        status, detail = cell_state(units, config.processes)
+        self._set_cell(cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
+                       status="running" if status == "done" else status, detail=detail, workers=units,
+                       **({"control": True} if cell.control else {}))
+        total = config.rounds_per_process * config.processes
+        if cell.key not in self._started_cells:
+            self._started_cells.add(cell.key)
+            self.progress.cell_started(cell.key, total)
+        handlers = UnitHandlers(instruments=self.instruments, rounds=rounds,
+                                progress=_UnitProgress(self.progress, others_accepted, total),
+                                set_cell=self._set_cell, key=cell.key)
         try:
-            status, detail, counts = cell.run()
-        except CheckFailure as exc:  # the initial-tree check
-            status, detail, counts = "guard_failed", str(exc), {}
-        self._set_cell(key, status=status, detail=detail, **counts)
-        self.progress.cell_finished(key, status, detail)
+            unit_status, unit_detail, counts = worker.run_unit(unit, handlers)
+        except WorkerCrash as exc:
+            accepted, rejected = pair_counts(rounds.rows)
+            unit_status = CRASHED
+            unit_detail = f"{exc}; its {accepted} accepted pairs are kept"
+            counts = {"accepted_pairs": accepted, "rejected_pairs": rejected}
+        units[str(process)].update(status=unit_status, detail=unit_detail, finished_utc=utc_now(), **counts)
+        status, detail = cell_state(units, config.processes)
+        totals = {name: sum(u.get(name, 0) for u in units.values()) for name in ("accepted_pairs", "rejected_pairs")}
+        self._set_cell(cell.key, status=status, detail=detail, workers=units, **totals)
+        if status != "running":
+            self.progress.cell_finished(cell.key, status, detail)
 
     def finish(self) -> ExitCode:
         summary = build_summary(self.store.read_rounds(), self.campaign)
@@ -272,4 +397,5 @@ __all__ = [
     "NullProgress",
     "INITIAL_TREE_CHECK_LIMIT",
     "CONTROL_SUFFIX",
+    "InputSource",
 ]

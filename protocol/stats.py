@@ -1,7 +1,10 @@
 """The statistics of protocol.md §7: plain functions over NumPy arrays and pandas frames.
 
 Quartiles use NumPy's default (linear interpolation between order statistics, "type 7"); the
-bootstrap is SciPy's percentile bootstrap of the median of the per-pair ratios, seeded.
+bootstrap is SciPy's percentile bootstrap of the median of the per-pair ratios, seeded. With pairs
+from several worker processes the bootstrap is hierarchical (:func:`hierarchical_ratio`):
+processes are resampled first, then pairs within each chosen process, so that the interval
+carries the between-process spread a single process cannot see (protocol.md §2, §7).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class PairedRatio:
     pairs: int
     resamples: int
     seed: int
+    processes: int = 1  # worker processes the pairs came from (1: the plain paired bootstrap)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -109,6 +113,103 @@ def paired_ratio(a, b, *, resamples: int = MIN_RESAMPLES, seed: int = 0) -> Pair
     )
     ci = result.confidence_interval
     return PairedRatio(median, float(ci.low), float(ci.high), int(a.size), resamples, seed)
+
+
+def hierarchical_ratio(a, b, processes, *, resamples: int = MIN_RESAMPLES, seed: int = 0) -> PairedRatio:
+    """Median of the per-pair ratios b[i]/a[i] with a seeded two-level 95 % percentile bootstrap.
+
+    ``processes[i]`` names the worker process of pair i. Each resample draws as many processes as
+    there are, with replacement, then from each drawn process as many of its pairs as it has, with
+    replacement, and takes the median of the pooled ratios. With pairs of one process this is
+    :func:`paired_ratio` exactly (the same SciPy bootstrap, the same numbers).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    labels = np.asarray(processes)
+    if a.shape != b.shape or labels.shape != a.shape:
+        raise ValueError(f"paired samples differ in length: {a.size}, {b.size} and {labels.size} process labels")
+    _, codes = np.unique(labels, return_inverse=True)
+    count = int(codes.max()) + 1 if codes.size else 0
+    if count <= 1:
+        return paired_ratio(a, b, resamples=resamples, seed=seed)
+    if resamples < MIN_RESAMPLES:
+        raise ValueError(f"at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
+    ratios = b / a
+    groups = [ratios[codes == g] for g in range(count)]
+    medians = hierarchical_medians(groups, resamples=resamples, rng=np.random.default_rng(seed))
+    lo, hi = np.percentile(medians, [2.5, 97.5])
+    return PairedRatio(float(np.median(ratios)), float(lo), float(hi), int(a.size), resamples, seed,
+                       processes=count)
+
+
+# resamples are drawn in chunks of at most this many values, so memory stays bounded for long cells
+_CHUNK_VALUES = 4_000_000
+
+
+def hierarchical_medians(groups, *, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The bootstrap distribution of :func:`hierarchical_ratio`: one pooled median per resample.
+
+    ``groups``: one array of pair ratios per process. Vectorised: the chosen processes' draws are
+    laid out in a (resamples, processes, largest process) block whose unused slots sort last.
+    """
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    if sizes.size == 0 or sizes.min() < 1:
+        raise ValueError("every process needs at least one pair")
+    count, widest = sizes.size, int(sizes.max())
+    padded = np.full((count, widest), np.inf)
+    for i, g in enumerate(groups):
+        padded[i, : len(g)] = g
+    step = max(1, _CHUNK_VALUES // (count * widest))
+    out = np.empty(resamples)
+    for start in range(0, resamples, step):
+        r = min(step, resamples - start)
+        chosen = rng.integers(0, count, size=(r, count))  # processes, with replacement
+        n = sizes[chosen]  # pairs of each chosen process
+        # pairs within each chosen process, with replacement; slots past its size stay unused
+        draws = rng.integers(0, n[..., None], size=(r, count, widest))
+        values = padded[chosen[..., None], draws]
+        values[np.arange(widest) >= n[..., None]] = np.inf
+        values = np.sort(values.reshape(r, count * widest), axis=1)
+        total = n.sum(axis=1)
+        low = np.take_along_axis(values, ((total - 1) // 2)[:, None], axis=1)[:, 0]
+        high = np.take_along_axis(values, (total // 2)[:, None], axis=1)[:, 0]
+        out[start : start + r] = 0.5 * (low + high)
+    return out
+
+
+@dataclass(frozen=True)
+class ProcessSpread:
+    """How the per-pair ratios of a cell spread within and between its worker processes."""
+
+    processes: int
+    pairs: list  # accepted pairs per process
+    medians: list  # median pair ratio per process
+    within: float  # median over processes of (IQR / median) of the process's pair ratios
+    between: float | None  # (max - min) / median of the per-process medians; None for one process
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def process_spread(a, b, processes) -> ProcessSpread:
+    """Within- and between-process spread of the pair ratios b[i]/a[i] (``processes[i]``: the
+    process of pair i, in order of first appearance)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    labels = np.asarray(processes)
+    if a.size == 0:
+        return ProcessSpread(0, [], [], math.nan, None)
+    ratios = b / a
+    _, first, codes = np.unique(labels, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # processes in the order the pairs list them
+    groups = [ratios[codes == g] for g in order]
+    medians = [float(np.median(g)) for g in groups]
+    within = float(np.median([summarize(g).spread for g in groups]))
+    between = None
+    if len(groups) > 1:
+        centre = float(np.median(medians))
+        between = (max(medians) - min(medians)) / centre if centre > 0 else math.inf
+    return ProcessSpread(len(groups), [int(g.size) for g in groups], medians, within, between)
 
 
 def _rng_argument(seed: int) -> dict:
@@ -159,6 +260,10 @@ __all__ = [
     "ratio_of_medians",
     "PairedRatio",
     "paired_ratio",
+    "hierarchical_ratio",
+    "hierarchical_medians",
+    "ProcessSpread",
+    "process_spread",
     "verdict",
     "provisional",
     "round_trip_cost_ms",

@@ -12,6 +12,14 @@ the code under test would hide or fake a regression). Sizes come from ``SSSPAB_A
 Cache: ``$SSSPAB_CACHE_DIR/asv`` (default ``<repo>/.cache/asv``), keyed by the scale and the
 generator version; the initial tree is the host reference's ``compute()`` and is re-validated by
 ``Result.from_arrays`` on every load.
+
+The engine region (``EngineRegion`` in ``sssp_engines``) is timed by asv's own machinery (its
+samples, repeats, rounds and statistics) with :data:`ENGINE_CLOCK` as the benchmark's ``timer``: a
+clock that advances only by the engine regions the protocol's probe measures (CUDA events on the
+device, ``perf_counter_ns`` on the host), so one asv sample is the engine alone, never the batch
+apply or the restore around it. ``SSSPAB_ASV_PLANT_PERCENT`` (a test hook, used only by
+``bench/asv_semantics.py``) delays every measured engine region by that percentage of its warm-up
+median, as ``perf_ab.py engines --plant-delay`` does (``protocol.planted_delay``).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import engines
 from engines import sssp
 from engines.io.cache import load_arrays, save_arrays
 from engines.sssp import backends
+from protocol import planted_delay
 from protocol.cell import RegionProbe
 
 GENERATOR_VERSION = 1
@@ -225,3 +234,103 @@ def median_engine_seconds(state: UpdateState, rounds: int) -> float:
         state.update(probe=probe)
         times.append(probe.host_ms() / 1e3)
     return statistics.median(times)
+
+
+# -- the engine region as asv's clock ---------------------------------------------------------------
+#: The test hook's environment variable: a planted slowdown of the engine region, in percent.
+PLANT_ENV = "SSSPAB_ASV_PLANT_PERCENT"
+#: Engine time one asv sample should hold at least (several updates where one is shorter).
+SAMPLE_ENGINE_SECONDS = 0.02
+#: Most updates in one sample (a power of two, like every count :func:`updates_per_sample` picks).
+MAX_UPDATES_PER_SAMPLE = 64
+#: Restored updates measured to calibrate a state's sample size and planted delay.
+CALIBRATION_UPDATES = 5
+
+
+class EngineClock:
+    """A monotonic clock that advances only by measured engine regions: asv reads it before and
+    after the timed call (``timer`` attribute), so a sample is the engine time of that call."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+    def advance(self, seconds: float) -> None:
+        self.seconds += seconds
+
+
+ENGINE_CLOCK = EngineClock()
+
+
+def planted_percent() -> float:
+    """``$SSSPAB_ASV_PLANT_PERCENT`` (0 when unset)."""
+    text = os.environ.get(PLANT_ENV, "").strip()
+    if not text:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{PLANT_ENV} must be a percentage, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise ValueError(f"{PLANT_ENV} must be in [0, 100], got {text!r}")
+    return value
+
+
+def region_seconds(probe: RegionProbe) -> float:
+    """The engine region of the probe's last update: device time (CUDA events) where it has one."""
+    device_ms = probe.device_ms()
+    return (device_ms if device_ms is not None else probe.host_ms()) / 1e3
+
+
+def updates_per_sample(median_seconds: float, target_seconds: float = SAMPLE_ENGINE_SECONDS) -> int:
+    """The smallest power of two of updates whose engine time reaches ``target_seconds``, at most
+    :data:`MAX_UPDATES_PER_SAMPLE` (powers of two: two processes of one commit, calibrating on
+    slightly different medians, mostly pick the same count)."""
+    count = 1
+    while count < MAX_UPDATES_PER_SAMPLE and count * median_seconds < target_seconds:
+        count *= 2
+    return count
+
+
+@dataclass
+class EngineTiming:
+    """How a state's engine region is sampled: ``updates`` restored updates per asv sample, each
+    delayed by ``delay_ns`` (the planted slowdown; 0 without it)."""
+
+    updates: int
+    delay_ns: int
+    probe: RegionProbe
+
+
+def calibrate_engine_timing(state: UpdateState) -> EngineTiming:
+    """Measure :data:`CALIBRATION_UPDATES` restored updates (untimed for asv) and pick the sample
+    size and the planted delay from their median engine region."""
+    probe = RegionProbe()
+    times = []
+    for _ in range(CALIBRATION_UPDATES):
+        state.restore()
+        probe.reset()
+        state.update(probe=probe)
+        times.append(region_seconds(probe))
+    median = statistics.median(times)
+    delay = planted_delay.calibrated_delay_ns(median * 1e3, planted_percent()) if planted_percent() else 0
+    state.restore()
+    return EngineTiming(updates_per_sample(median), delay, probe)
+
+
+def timed_engine_updates(state: UpdateState, timing: EngineTiming, clock: EngineClock = ENGINE_CLOCK) -> None:
+    """``timing.updates`` updates, each from the restored pre-batch state; the clock advances by
+    their median engine region (asv's value is seconds per update; a median, so that one update
+    preempted by the machine does not move the sample). The restores run outside every engine
+    region, so the clock never sees them."""
+    probe = timing.probe
+    hooks = planted_delay.DelayedProbe(probe, timing.delay_ns) if timing.delay_ns else probe
+    regions = []
+    for _ in range(timing.updates):
+        state.restore()
+        probe.reset()
+        state.update(probe=hooks)
+        regions.append(region_seconds(probe))
+    clock.advance(statistics.median(regions))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .packing import INF_HALF, INF_WORD, INFINITE_DISTANCE, Packing
+from .plan import pointer_jumping_rounds
 
 WORD_INF = np.uint64(INF_WORD)
 _EMPTY_IDS = np.empty(0, dtype=np.int64)
@@ -51,11 +52,6 @@ def unique_ids(ids: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     return ids[scratch[ids] == idx]
 
 
-def ceil_log2(n: int) -> int:
-    """``R``: the smallest r with ``2^r >= n`` (0 for n <= 1)."""
-    return max(int(n) - 1, 0).bit_length()
-
-
 def invalidate_subtrees(parents_in: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, bool]:
     """Pointer jumping of §5.5: ``(flag, cycle)``.
 
@@ -69,7 +65,7 @@ def invalidate_subtrees(parents_in: np.ndarray, roots: np.ndarray) -> tuple[np.n
     ancestor = parents_in.astype(np.int64)
     flag = roots.copy()
     active = np.flatnonzero((ancestor >= 0) & ~flag)
-    max_rounds = ceil_log2(n) + 1
+    max_rounds = pointer_jumping_rounds(n)
     jumped = False
     rounds = 0
     for r in range(max_rounds):
@@ -224,7 +220,6 @@ __all__ = [
     "WORD_INF",
     "gather_rows",
     "unique_ids",
-    "ceil_log2",
     "invalidate_subtrees",
     "words_from_tree",
     "word_distances",

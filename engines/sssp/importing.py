@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from .backends import is_device_array, move_arrays, resolve_backend, resolve_device
 from .packing import INF_HALF, INFINITE_DISTANCE, check_size, path_bound
+from .plan import pointer_jumping_rounds
 from .result import resolve_options
 
 
@@ -31,8 +32,7 @@ def _chains_reach_source(parents: np.ndarray, source: int) -> np.ndarray:
     jump = parents.copy()
     jump[source] = source
     done = jump < 0
-    rounds = max(int(n - 1).bit_length(), 0) + 1
-    for _ in range(rounds):
+    for _ in range(pointer_jumping_rounds(n)):
         live = ~done
         if not live.any():
             break

@@ -14,6 +14,24 @@ import numpy as np
 from .packing import Packing
 
 
+#: Upper clamp of delta on the device (both CUDA engines): thresholds stay below
+#: bound + 2^62 < 2^64, so the u64 threshold never wraps; a threshold above the bound behaves the
+#: same whatever its value, so results do not change.
+DEVICE_DELTA_CLAMP = 1 << 62
+
+
+def ceil_log2(n: int) -> int:
+    """``R``: the smallest r with ``2^r >= n`` (0 for n <= 1)."""
+    return max(int(n) - 1, 0).bit_length()
+
+
+def pointer_jumping_rounds(n: int) -> int:
+    """Every engine's round limit of the pointer jumping (§5.5): ``R + 1``, ``R = ceil(log2 n)``.
+
+    R rounds reach every root; a vertex still jumping in round R + 1 is on a parent cycle."""
+    return ceil_log2(n) + 1
+
+
 @dataclass(frozen=True)
 class Plan:
     """Scalars of one run (algorithm.md §3.5, §4, §6).
@@ -36,6 +54,11 @@ class Plan:
     @property
     def packed(self) -> bool:
         return self.packing.packed
+
+    @property
+    def device_delta(self) -> int:
+        """delta as the CUDA engines pass it (clamped to DEVICE_DELTA_CLAMP)."""
+        return min(int(self.delta), DEVICE_DELTA_CLAMP)
 
 
 @dataclass(frozen=True)
@@ -70,4 +93,4 @@ class EngineReport:
     sync_budget: int = 0
 
 
-__all__ = ["Plan", "ChangeLists", "EngineReport"]
+__all__ = ["DEVICE_DELTA_CLAMP", "Plan", "ChangeLists", "EngineReport", "ceil_log2", "pointer_jumping_rounds"]

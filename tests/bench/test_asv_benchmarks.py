@@ -29,6 +29,7 @@ def bench_modules(monkeypatch, tmp_path):
     module = importlib.import_module("bench.benchmarks.sssp_engines")
     module._STATES.clear()
     module._GRAPHS.clear()
+    module._TIMINGS.clear()
     apply_module = importlib.import_module("bench.benchmarks.graph_apply")
     apply_module._APPLY.clear()
     module.graph_apply = apply_module  # the tests below reach both suites through one fixture
@@ -42,7 +43,8 @@ def _methods(cls, prefixes=("time_", "track_")):
 def test_every_benchmark_runs_or_skips(bench_modules):
     common, module = bench_modules
     ran = set()
-    for cls in (module.Compute, module.Update, module.OperatorsOverFused, module.graph_apply.Apply):
+    for cls in (module.Compute, module.Update, module.EngineRegion, module.OperatorsOverFused,
+                module.graph_apply.Apply):
         for params in itertools.product(*cls.params):
             bench = cls()
             try:
@@ -59,7 +61,7 @@ def test_every_benchmark_runs_or_skips(bench_modules):
                     assert getattr(cls, name).unit
                 ran.add((cls.__name__, name, params[0]))
     assert ("Update", "time_update", "host") in ran and ("Compute", "time_compute", "host") in ran
-    assert ("Update", "track_engine_seconds", "host") in ran
+    assert ("EngineRegion", "time_engine", "host") in ran
     assert ("Apply", "time_apply", "host") in ran and ("Apply", "track_edges_after", "host") in ran
 
 

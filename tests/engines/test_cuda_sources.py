@@ -168,15 +168,6 @@ def test_operators_grid_formula(monkeypatch):
     assert runtime.operators_blocks(10**9, 0) == 1056
 
 
-def test_pointer_jumping_rounds():
-    from engines.sssp.cuda.fused import pointer_jumping_rounds
-
-    assert pointer_jumping_rounds(1) == 1
-    assert pointer_jumping_rounds(2) == 2
-    for n in (3, 4, 5, 1000, 1 << 20, (1 << 20) + 1, 1971281):
-        assert pointer_jumping_rounds(n) == math.ceil(math.log2(n)) + 1
-
-
 def test_generation_reset_rule():
     from engines.sssp.cuda import workspace
 

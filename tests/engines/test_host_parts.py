@@ -8,6 +8,7 @@ The public behaviour (api, oracles of §13) is tested elsewhere.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -19,7 +20,7 @@ from scipy.sparse.csgraph import dijkstra
 
 import engines
 from engines import errors
-from engines.sssp import host, host_steps
+from engines.sssp import host, host_steps, plan
 from engines.sssp.host_schedule import propagate_near_far
 from engines.sssp.packing import (
     INF_HALF,
@@ -165,7 +166,20 @@ def test_unique_ids_keeps_each_id_once(rng):
 
 @pytest.mark.parametrize("n,r", [(1, 0), (2, 1), (3, 2), (4, 2), (5, 3), (1024, 10), (1025, 11)])
 def test_ceil_log2(n, r):
-    assert host_steps.ceil_log2(n) == r
+    assert plan.ceil_log2(n) == r
+
+
+def test_pointer_jumping_rounds_is_every_engines_limit():
+    """R + 1 rounds, R = ceil(log2 n): the one limit the host, fused and operators engines use."""
+    assert [plan.pointer_jumping_rounds(n) for n in (1, 2, 3, 4, 5, 8, 9)] == [1, 2, 3, 3, 4, 4, 5]
+    for n in (1000, 1 << 20, (1 << 20) + 1, 1971281, 2**21, 2**21 + 1):
+        assert plan.pointer_jumping_rounds(n) == math.ceil(math.log2(n)) + 1
+
+
+@pytest.mark.parametrize("delta", [1, 7, plan.DEVICE_DELTA_CLAMP, plan.DEVICE_DELTA_CLAMP + 1, 1 << 63])
+def test_device_delta_is_clamped(delta):
+    run = plan.Plan(0, 0, 3, 1, delta, decide_packing(1, 3))
+    assert run.device_delta == min(delta, 1 << 62)
 
 
 def test_words_round_trip_packed_and_distance_only(rng):

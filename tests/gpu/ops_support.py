@@ -114,11 +114,14 @@ def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
     else:  # the operators engine in one of its loop modes
         from bench.golden_replay import operators_syncs
 
-        # an update without candidates stops after #1 and the last readback (2 syncs, no loop)
+        # an update without candidates runs no loop: the host loop stops after #1 and the last
+        # readback, the device loop runs only the unpack (or recovery): 2 syncs in both modes
+        # (the device loop with candidates but no iteration also spends 2)
         without_loop = update and stats.iterations == 0 and stats.epochs == 0 and stats.host_syncs == 2
         loop = CUDA_CONFIGS.get(engine, {}).get("operators_loop", sssp.Options().operators_loop)
         expected, budget = operators_syncs(loop, stats.iterations, stats.epochs, is_update=update,
-                                           candidates=0 if without_loop else 1)
+                                           candidates=0 if without_loop else 1,
+                                           packed=bool(stats.packed_parents))
         if stats.sync_budget != budget:
             problems.append(f"operators budget {stats}, expected {budget}")
         elif stats.host_syncs > stats.sync_budget:

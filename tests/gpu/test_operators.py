@@ -36,7 +36,7 @@ def test_control_block_layout_matches_the_numpy_mirror():
     for offset_dtype in (np.int32, np.int64):
         fn = module.function("ops_control_layout", np.int32, offset_dtype)
         block = cupy.zeros(dtype.itemsize, dtype=cupy.uint8)
-        out = cupy.full(27, -1, dtype=cupy.int64)
+        out = cupy.full(32, -1, dtype=cupy.int64)
         fn((1,), (1,), (block, out))
         got = out.get().tolist()
         names = ("minimum", "threshold", "affected", "candidates", "frontier", "near", "far",
@@ -45,15 +45,9 @@ def test_control_block_layout_matches_the_numpy_mirror():
         assert got[10] == dtype.itemsize
         loop = ("phase", "near_slot", "far_slot", "generation", "iterations", "epochs", "step_count",
                 "pushes", "loop_done_blocks", "loop_fault", "loop_delta", "loop_bound",
-                "loop_no_parent", "loop_bits", "loop_source", "loop_n")
+                "loop_no_parent", "loop_bits", "loop_source", "loop_n", "loop_finish",
+                "loop_count_affected", "loop_input_error", "loop_distances", "loop_parents")
         assert got[11:] == [dtype.fields[k][1] for k in loop]
-
-
-def test_pointer_jumping_rounds():
-    from engines.sssp.cuda.operators import pointer_jumping_rounds
-
-    assert [pointer_jumping_rounds(n) for n in (1, 2, 3, 4, 5, 8, 9)] == [1, 2, 3, 3, 4, 4, 5]
-    assert pointer_jumping_rounds(2**21) == 22 and pointer_jumping_rounds(2**21 + 1) == 23
 
 
 def _assert_scratch_clean():

@@ -129,3 +129,26 @@ class VirtualSide(Side):
             self.clock.now_ns += int(draw)
 
         return super().update(graph, batch, result, _WrappedProbe(probe, advance) if probe else None)
+
+
+class KillingSide(Side):
+    """A host side whose process kills itself (SIGKILL) at its ``at_call``-th update in a process,
+    once per campaign: ``marker`` (a file) records that it did, so later worker processes and a
+    resumed campaign run undisturbed. Picklable, so that it travels to a spawned worker."""
+
+    def __init__(self, label, marker, at_call):
+        super().__init__(label, "host")
+        object.__setattr__(self, "marker", str(marker))
+        object.__setattr__(self, "at_call", at_call)
+        object.__setattr__(self, "calls", [0])
+
+    def update(self, graph, batch, result, probe):
+        import os
+        import signal
+        from pathlib import Path
+
+        self.calls[0] += 1
+        if self.calls[0] == self.at_call and not Path(self.marker).exists():
+            Path(self.marker).write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().update(graph, batch, result, probe)

@@ -97,8 +97,9 @@ def test_unexpected_failure_mid_campaign_keeps_rounds_and_exits_1(tmp_path, caps
         return real_round(self, *args, **kwargs)
 
     monkeypatch.setattr(cell.CellRun, "_round", failing_round)
+    # one process: the rounds run in this one, where the patch is (a worker process would not see it)
     code = engines("--sides", "host,host", "--graphs", "uspowergrid", "--batches", "local10k",
-                   "--objectives", "0", "--rounds", "5", "--max-foreign-cpu", "64",
+                   "--objectives", "0", "--rounds", "5", "--max-foreign-cpu", "64", "--processes", "1",
                    "--out", str(tmp_path), "--allow-dirty", "--no-progress")
     err = capsys.readouterr().err
     assert code == 1

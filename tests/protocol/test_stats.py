@@ -127,3 +127,88 @@ def test_provisional_rule():
 def test_round_trip_cost():
     assert S.round_trip_cost_ms(1.0, 3.0, 1, 11) == pytest.approx(0.2)
     assert S.round_trip_cost_ms(1.0, 3.0, 4, 4) is None
+
+
+# -- the hierarchical bootstrap (protocol.md §7 "Hierarchical interval") ------------------------
+def test_hierarchical_bootstrap_distribution_by_hand():
+    # processes X = ratios (1, 3) and Y = (2): draw two processes with replacement, then each
+    # drawn process's pairs with replacement, and take the pooled median:
+    #   XX (1/4): four draws of {1, 3}: median 1 w.p. 5/16, 2 w.p. 6/16, 3 w.p. 5/16
+    #   XY, YX (1/2): two draws of {1, 3} and a 2: median 1 w.p. 1/4, 2 w.p. 1/2, 3 w.p. 1/4
+    #   YY (1/4): (2, 2): median 2
+    # so P(1) = P(3) = 13/64 and P(2) = 38/64
+    medians = S.hierarchical_medians([np.array([1.0, 3.0]), np.array([2.0])], resamples=200_000,
+                                     rng=np.random.default_rng(7))
+    assert set(np.unique(medians)) == {1.0, 2.0, 3.0}
+    for value, p in ((1.0, 13 / 64), (2.0, 38 / 64), (3.0, 13 / 64)):
+        assert (medians == value).mean() == pytest.approx(p, abs=0.004)
+
+
+def test_hierarchical_ratio_by_hand():
+    # two processes, each with one constant ratio: a resample is XX (median 1), YY (2) or XY (1.5)
+    r = S.hierarchical_ratio([1, 1, 1, 1], [1, 1, 2, 2], [0, 0, 1, 1])
+    assert (r.median, r.lo, r.hi, r.pairs, r.processes) == (1.5, 1.0, 2.0, 4, 2)
+    assert S.verdict(r) == "no difference detected"
+
+
+def test_hierarchical_ratio_with_one_process_is_the_paired_ratio():
+    rng = np.random.default_rng(8)
+    a = rng.lognormal(0, 0.05, 21)
+    b = a * rng.lognormal(0.02, 0.02, 21)
+    for labels in (np.zeros(21), np.full(21, 7)):
+        assert S.hierarchical_ratio(a, b, labels, seed=4) == S.paired_ratio(a, b, seed=4)
+
+
+def _processes(seed, shift, per=15):
+    """Pairs of three processes whose ratio is 1.03, the processes shifted by a factor exp(-shift),
+    1 and exp(shift) (in a seeded order), with 0.5 % noise within each process."""
+    rng = np.random.default_rng(seed)
+    a = rng.lognormal(0, 0.05, 3 * per)
+    offsets = np.repeat(np.exp(rng.permutation([-shift, 0.0, shift])), per)
+    b = 1.03 * a * offsets * rng.lognormal(0, 0.005, 3 * per)
+    return a, b, np.repeat(np.arange(3), per)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_between_process_shift_widens_the_interval(seed):
+    a, b, labels = _processes(seed, shift=0.02)
+    within_only = S.paired_ratio(a, b, seed=seed)
+    hierarchical = S.hierarchical_ratio(a, b, labels, seed=seed)
+    assert hierarchical.median == within_only.median  # the same point: the median of every pair
+    assert (hierarchical.hi - hierarchical.lo) > 2 * (within_only.hi - within_only.lo)
+    assert hierarchical.lo <= within_only.lo and within_only.hi <= hierarchical.hi
+    # the same pairs without the shift: the hierarchical interval is much narrower
+    quiet = S.hierarchical_ratio(*_processes(seed, shift=0.0), seed=seed)
+    assert (hierarchical.hi - hierarchical.lo) > 2 * (quiet.hi - quiet.lo)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_without_a_process_shift_a_planted_slowdown_is_still_found(seed):
+    a, b, labels = _processes(seed, shift=0.0)
+    hierarchical = S.hierarchical_ratio(a, b, labels, seed=seed)
+    assert 1.0 < hierarchical.lo < 1.03 < hierarchical.hi < 1.04
+    assert S.verdict(hierarchical).startswith("B slower by ")
+
+
+def test_hierarchical_ratio_is_seeded_and_checks_its_input():
+    a, b, labels = _processes(1, shift=0.02)
+    assert S.hierarchical_ratio(a, b, labels, seed=3) == S.hierarchical_ratio(a, b, labels, seed=3)
+    assert S.hierarchical_ratio(a, b, labels, seed=3) != S.hierarchical_ratio(a, b, labels, seed=4)
+    assert S.hierarchical_ratio(a, b, labels).resamples == 2000
+    with pytest.raises(ValueError, match="process labels"):
+        S.hierarchical_ratio(a, b, labels[:-1])
+    with pytest.raises(ValueError, match="2000"):
+        S.hierarchical_ratio(a, b, labels, resamples=100)
+
+
+def test_process_spread_by_hand():
+    a = np.ones(8)
+    b = np.array([1.0, 1.0, 1.1, 1.1, 2.0, 2.2, 2.2, 2.2])
+    spread = S.process_spread(a, b, [5, 5, 5, 5, 1, 1, 1, 1])  # listed in order of appearance
+    assert spread.processes == 2 and spread.pairs == [4, 4]
+    assert spread.medians == pytest.approx([1.05, 2.2])
+    # IQR / median: process 5: (1.1 - 1.0) / 1.05; process 1: (2.2 - 2.15) / 2.2; median of the two
+    assert spread.within == pytest.approx(((0.1 / 1.05) + (0.05 / 2.2)) / 2)
+    assert spread.between == pytest.approx((2.2 - 1.05) / 1.625)
+    one = S.process_spread([1, 1, 1], [1.0, 1.2, 1.1], [0, 0, 0])
+    assert one.processes == 1 and one.between is None and one.within == pytest.approx(0.1 / 1.1)

@@ -30,8 +30,6 @@ namespace fused {
 
 namespace cg = cooperative_groups;
 
-__device__ __forceinline__ u64 min_u64(u64 a, u64 b) { return a < b ? a : b; }
-
 // The near-far loop (§5.9 (c)), entered after the first split: near list 0 holds near[0]
 // entries, far pile 0 holds far[0] entries. Returns through the counters by reference.
 template <typename V, typename O>
@@ -48,17 +46,11 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
             ++generation;
             ++iterations;
             pushes += static_cast<i64>(near_count);
-            V* current = (it & 1u) ? near_b : near_a;
-            V* next_list = (it & 1u) ? near_a : near_b;
-            V* pile = (ep & 1u) ? far_b : far_a;
-            V* next_count = &ctl->near[(it + 1) % 3];
-            V* pile_count = &ctl->far[ep % 3];
             if (gs.first == 0) ctl->near[(it + 2) % 3] = V(0);
-            for (i64 i = gs.first; i < static_cast<i64>(near_count); i += gs.stride) {
-                const V u = load_cg(current + i);
-                push_vertex<V, O>(out, k, u, source, bound, threshold, generation, words, stamp,
-                                  in_far, next_list, next_count, pile, pile_count);
-            }
+            push_list<V, O>(near_count, (it & 1u) ? near_b : near_a, out, k, source, bound,
+                            threshold, generation, words, stamp, in_far,
+                            (it & 1u) ? near_a : near_b, &ctl->near[(it + 1) % 3],
+                            (ep & 1u) ? far_b : far_a, &ctl->far[ep % 3]);
             grid.sync();
             ++it;
             continue;
@@ -67,109 +59,38 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
         if (far_count == 0) break;  // done: every in_far flag is back to zero
         ++epochs;  // raise the threshold past the far pile
         V* pile = (ep & 1u) ? far_b : far_a;
-        V* kept = (ep & 1u) ? far_a : far_b;
         u64* min_slot = &ctl->minimum[(ep + 1) % 3];
         if (gs.first == 0) {
             ctl->minimum[(ep + 2) % 3] = EMPTY_MIN;
             ctl->far[(ep + 2) % 3] = V(0);
         }
-        u64 local = EMPTY_MIN;
-        for (i64 i = gs.first; i < static_cast<i64>(far_count); i += gs.stride) {
-            const V v = load_cg(pile + i);
-            local = min_u64(local, word_distance(k, load_cg(words + v)));
-        }
-        warp_min_into(local, min_slot);
+        list_min_into<V>(far_count, pile, words, k.bits, min_slot);
         grid.sync();
-        const u64 m = load_cg(min_slot);
-        threshold = (threshold > m ? threshold : m) + delta;
+        threshold = raised_threshold(threshold, load_cg(min_slot), delta);
         ++generation;
-        V* current = (it & 1u) ? near_b : near_a;
-        V* near_slot = &ctl->near[it % 3];  // empty: read as zero by every thread above
-        V* kept_count = &ctl->far[(ep + 1) % 3];
-        for (i64 i = gs.first; i < static_cast<i64>(far_count); i += gs.stride) {
-            const V v = load_cg(pile + i);
-            const u64 d = word_distance(k, load_cg(words + v));
-            if (d < threshold) {
-                in_far[v] = 0;
-                if (claim(stamp, v, generation)) current[append(near_slot)] = v;
-            } else {
-                kept[append(kept_count)] = v;  // stays in the pile; in_far stays 1
-            }
-        }
+        // near[it % 3] is empty (every thread read it as zero above) and receives the re-split.
+        split_pile<V>(far_count, pile, words, k, threshold, stamp, generation, in_far,
+                      (it & 1u) ? near_b : near_a, &ctl->near[it % 3],
+                      (ep & 1u) ? far_a : far_b, &ctl->far[(ep + 1) % 3]);
         grid.sync();
         ++ep;
     }
-}
-
-// First threshold and first split (§5.9 (a), (b)) over the frontier of the pull.
-template <typename V>
-__device__ __forceinline__ void first_split(cg::grid_group& grid, const GridStride& gs, const Packing& k,
-                            u64 delta, u64* words, i32* stamp, i32* in_far, const V* frontier,
-                            V* near_a, V* far_a, FusedControl<V>* ctl, i32 generation,
-                            u64& threshold) {
-    const V count = load_cg(&ctl->frontier);
-    u64 local = EMPTY_MIN;
-    for (i64 i = gs.first; i < static_cast<i64>(count); i += gs.stride) {
-        const u64 x = load_cg(words + load_cg(frontier + i));
-        if (x != INF_WORD) local = min_u64(local, x >> k.bits);
-    }
-    warp_min_into(local, &ctl->minimum[0]);
-    grid.sync();
-    const u64 m = load_cg(&ctl->minimum[0]);
-    threshold = (m == EMPTY_MIN ? 0ull : m) + delta;
-    for (i64 i = gs.first; i < static_cast<i64>(count); i += gs.stride) {
-        const V v = load_cg(frontier + i);
-        const u64 d = word_distance(k, load_cg(words + v));
-        if (d < threshold) {
-            if (claim(stamp, v, generation)) near_a[append(&ctl->near[0])] = v;
-        } else if (atomicExch(in_far + v, 1) == 0) {
-            far_a[append(&ctl->far[0])] = v;
-        }
-    }
-    grid.sync();
 }
 
 // Distance-only words: write the distances and recover every parent (§4.4). With `count`, also
 // count `affected` (update): `mark` and `saved_parent` are per-vertex scratch (the candidates list
 // and the ancestors, no longer needed). Needs two barriers, or three when counting.
 template <typename V, typename O>
-__device__ __forceinline__ void recover_parents(cg::grid_group& grid, const GridStride& gs,
-                                const CsrView<V, O>& out, V n, V source, const u64* words,
-                                i64* distances, V* parents, bool count, V* mark,
-                                V* saved_parent, FusedControl<V>* ctl) {
-    for (i64 v = gs.first; v < static_cast<i64>(n); v += gs.stride) {
-        const u64 x = load_cg(words + v);
-        const i64 d = (x == INF_WORD) ? INF_DISTANCE : static_cast<i64>(x);
-        if (count) {
-            mark[v] = (d != distances[v]) ? V(1) : V(0);
-            saved_parent[v] = parents[v];
-        }
-        distances[v] = d;
-        parents[v] = (x == INF_WORD || v == static_cast<i64>(source)) ? V(-1) : VertexMax<V>::value;
-    }
+__device__ __forceinline__ void recover_parents(cg::grid_group& grid, const CsrView<V, O>& out,
+                                                V n, V source, const u64* words, i64* distances,
+                                                V* parents, bool count, V* mark,
+                                                V* saved_parent, FusedControl<V>* ctl) {
+    recover_distances<V>(n, words, source, distances, parents, count, saved_parent, mark);
     grid.sync();
-    for (i64 u = gs.first; u < static_cast<i64>(n); u += gs.stride) {
-        const u64 du = load_cg(words + u);
-        if (du == INF_WORD) continue;
-        const O end = out.end(u);
-        for (O e = out.begin(u); e < end; ++e) {
-            const V x = out.neighbour(e);
-            if (x == source) continue;
-            const u64 dx = load_cg(words + x);
-            if (dx != INF_WORD && du + out.weight_of(e) == dx) {
-                atomic_min(parents + x, static_cast<V>(u));
-            }
-        }
-    }
+    recover_tight_parents<V, O>(n, out, source, words, parents);
     if (!count) return;
     grid.sync();
-    u64 affected = 0;
-    for (i64 v = gs.first; v < static_cast<i64>(n); v += gs.stride) {
-        if (load_cg(mark + v) != V(0) || load_cg(parents + v) != load_cg(saved_parent + v)) {
-            ++affected;
-        }
-    }
-    warp_sum_into(affected, &ctl->affected);
+    count_recovered_affected<V>(n, parents, saved_parent, mark, &ctl->affected);
 }
 
 template <typename V>
@@ -217,26 +138,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     const V num_changed = *changed_count;
 
     // Pack the old tree (§5.3) and mark the roots (§5.4), judged against the input parents.
-    bool overflow = false;
-    for (i64 v = gs.first; v < nn; v += gs.stride) {
-        const i64 d = distances[v];
-        const V p = parents[v];
-        u64 word = INF_WORD;
-        if (d < INF_HALF) {
-            if (d < 0 || static_cast<u64>(d) > bound) {
-                overflow = true;  // invalid_input, reported after the run
-            } else {
-                word = pack(k, static_cast<u64>(d), static_cast<i64>(p));
-            }
-        }
-        words[v] = word;
-        ancestor[v] = p;
-    }
-    if (overflow) ctl->overflow = 1;
-    for (i64 i = gs.first; i < static_cast<i64>(num_changed); i += gs.stride) {
-        const V to = changed_to[i];
-        if (parents[to] == changed_from[i]) flag[to] = 1;
-    }
+    pack_tree<V>(nn, distances, parents, words, ancestor, k, bound, &ctl->overflow);
+    mark_roots<V>(num_changed, changed_from, changed_to, parents, flag);
     grid.sync();
 
     // Subtree invalidation by pointer jumping (§5.5), only with a non-empty changed list.
@@ -246,82 +149,37 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
                 ctl->active[(r + 1) % 3] = 0;
                 ctl->rounds = r + 1;
             }
-            bool jumping = false;
-            for (i64 v = gs.first; v < nn; v += gs.stride) {
-                const V a = load_cg(ancestor + v);
-                if (a < 0 || load_cg(flag + v) != 0) continue;
-                if (load_cg(flag + a) != 0) {
-                    flag[v] = 1;
-                    continue;
-                }
-                const V next = load_cg(ancestor + a);
-                ancestor[v] = next;
-                jumping |= (next >= 0);
-            }
-            if (__any_sync(SSSP_FULL_MASK, jumping) && lane_id() == 0) ctl->active[r % 3] = 1;
+            pointer_jump_round<V>(nn, ancestor, flag, &ctl->active[r % 3]);
             grid.sync();
             if (load_cg(&ctl->active[r % 3]) == 0) break;
         }
     }
 
-    // Invalidate (§5.6): the exact count goes to ctl->invalidated, never the list counter.
+    // Invalidate (§5.6) and list the insertion heads (§5.7), with the same generation.
     i32 generation = base_generation;  // g_inv
-    {
-        V local = 0;
-        for (i64 v = gs.first; v < nn; v += gs.stride) {
-            if (load_cg(flag + v) != 0) {
-                flag[v] = 0;  // leaves the flags clean for the next run
-                words[v] = INF_WORD;
-                stamp[v] = generation;
-                candidates[append(&ctl->candidates)] = static_cast<V>(v);
-                ++local;
-            }
-        }
-        warp_sum_into(local, &ctl->invalidated);
-    }
+    invalidate_flagged<V>(nn, flag, words, stamp, generation, candidates, &ctl->candidates,
+                          &ctl->invalidated);
     grid.sync();
-
-    // Insertion heads (§5.7), with the same generation: listed once, never the source.
-    for (i64 i = gs.first; i < static_cast<i64>(num_heads); i += gs.stride) {
-        const V v = heads[i];
-        if (v != source && claim(stamp, v, generation)) {
-            candidates[append(&ctl->candidates)] = v;
-        }
-    }
+    list_heads<V>(num_heads, heads, source, stamp, generation, candidates, &ctl->candidates);
     grid.sync();
 
     // Pull (§5.8): every candidate takes its key-minimum over all in-neighbours.
     ++generation;  // g_pull
-    {
-        const V count = load_cg(&ctl->candidates);
-        for (i64 i = gs.first; i < static_cast<i64>(count); i += gs.stride) {
-            const V v = load_cg(candidates + i);
-            const u64 current = load_cg(words + v);
-            u64 best = current;
-            const O end = in.end(v);
-            for (O e = in.begin(v); e < end; ++e) {
-                const V u = in.neighbour(e);
-                const u64 x = load_cg(words + u);
-                if (x == INF_WORD) continue;
-                const u64 nd = (x >> k.bits) + in.weight_of(e);
-                if (nd <= bound) best = fused::min_u64(best, pack(k, nd, static_cast<i64>(u)));
-            }
-            if (best < current) {
-                const u64 old = atomicMin(words + v, best);
-                if (word_distance(k, best) < word_distance(k, old) &&
-                    claim(stamp, v, generation)) {
-                    frontier[append(&ctl->frontier)] = v;
-                }
-            }
-        }
-    }
+    pull_candidates<V, O>(load_cg(&ctl->candidates), candidates, in, k, bound, words, stamp,
+                          generation, frontier, &ctl->frontier);
     grid.sync();
 
-    // First threshold and split (§5.9 (a), (b)), then the near-far loop (§5.9 (c)).
+    // First threshold and split (§5.9 (a), (b)) into near list 0 and far pile 0.
     ++generation;  // g0
-    u64 threshold = 0;
-    fused::first_split<V>(grid, gs, k, delta, words, stamp, in_far, frontier, near_a, far_a, ctl,
-                          generation, threshold);
+    const V frontier_count = load_cg(&ctl->frontier);
+    list_min_into<V>(frontier_count, frontier, words, k.bits, &ctl->minimum[0]);
+    grid.sync();
+    const u64 threshold = first_threshold(load_cg(&ctl->minimum[0]), delta);
+    split_frontier<V>(frontier_count, frontier, words, k, threshold, stamp, generation, in_far,
+                      near_a, &ctl->near[0], far_a, &ctl->far[0]);
+    grid.sync();
+
+    // The near-far loop (§5.9 (c)).
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
     fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, words, stamp,
@@ -330,20 +188,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
 
     // Unpack (§5.10): only changed entries are written, and counted.
     if (k.bits != 0) {
-        u64 affected = 0;
-        for (i64 v = gs.first; v < nn; v += gs.stride) {
-            i64 d;
-            V p;
-            unpack(k, load_cg(words + v), d, p);
-            if (d != distances[v] || p != parents[v]) {
-                distances[v] = d;
-                parents[v] = p;
-                ++affected;
-            }
-        }
-        warp_sum_into(affected, &ctl->affected);
+        unpack_changed<V>(nn, words, k, distances, parents, &ctl->affected);
     } else {
-        fused::recover_parents<V, O>(grid, gs, out, n, source, words, distances, parents, true,
+        fused::recover_parents<V, O>(grid, out, n, source, words, distances, parents, true,
                                      candidates, ancestor, ctl);
     }
     fused::write_stats(gs, ctl, generation, iterations, epochs, pushes);
@@ -372,9 +219,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     const i64 nn = static_cast<i64>(n);
 
     i32 generation = base_generation;  // g0
-    for (i64 v = gs.first; v < nn; v += gs.stride) {
-        words[v] = (v == static_cast<i64>(source)) ? pack(k, 0ull, -1ll) : INF_WORD;
-    }
+    seed_source_words(nn, static_cast<i64>(source), words, k);
     if (gs.first == 0) {
         near_a[0] = source;
         stamp[source] = generation;
@@ -388,15 +233,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
                                iterations, epochs, pushes);
 
     if (k.bits != 0) {
-        for (i64 v = gs.first; v < nn; v += gs.stride) {
-            i64 d;
-            V p;
-            unpack(k, load_cg(words + v), d, p);
-            distances[v] = d;
-            parents[v] = p;
-        }
+        unpack_all<V>(nn, words, k, distances, parents);
     } else {
-        fused::recover_parents<V, O>(grid, gs, out, n, source, words, distances, parents, false,
+        fused::recover_parents<V, O>(grid, out, n, source, words, distances, parents, false,
                                      static_cast<V*>(nullptr), static_cast<V*>(nullptr), ctl);
     }
     fused::write_stats(gs, ctl, generation, iterations, epochs, pushes);

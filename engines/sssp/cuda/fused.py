@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from ... import errors
-from ..plan import EngineReport
+from ..plan import EngineReport, pointer_jumping_rounds
 from . import runtime, workspace
 
 ENGINE = "fused"
@@ -29,9 +29,6 @@ SYNC_BUDGET = 1
 #: Optional cap on the grid (blocks), for experiments with smaller grids (§12.2, §15); results
 #: never depend on the grid size.
 MAX_BLOCKS_ENV = "ENGINES_FUSED_MAX_BLOCKS"
-#: Upper clamp of delta on the device: thresholds then stay far below 2^64 (bound < 2^60), and a
-#: threshold above the bound behaves the same whatever its value, so results do not change.
-DELTA_CLAMP = 1 << 62
 
 
 def load_module(device: int) -> runtime.CompiledModule:
@@ -64,11 +61,6 @@ def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offse
     return blocks
 
 
-def pointer_jumping_rounds(n: int) -> int:
-    """``max_rounds = R + 1`` with ``R = ceil(log2 n)`` (0 for n = 1) (§5.5)."""
-    return (max(int(n), 1) - 1).bit_length() + 1
-
-
 def _scalars(plan, vertex_dtype):
     vt = np.dtype(vertex_dtype).type
     packing = plan.packing
@@ -78,7 +70,7 @@ def _scalars(plan, vertex_dtype):
         np.uint32(packing.bits),
         np.uint64(packing.no_parent),
         np.uint64(packing.bound),
-        np.uint64(min(int(plan.delta), DELTA_CLAMP)),
+        np.uint64(plan.device_delta),
         vt,
     )
 

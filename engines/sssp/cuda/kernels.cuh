@@ -231,12 +231,223 @@ struct OperatorsControl {
     u32 loop_bits;
     V loop_source;
     V loop_n;
+    // How the loop ends (ops_loop_init): the first phase after the near-far loop (the unpack or
+    // the parent recovery, counting `affected` for an update), the result's arrays it writes, and
+    // the update's post-commit input check taken on the device (0, or the error found: the loop
+    // then ran nothing and the host raises).
+    i32 loop_finish;  // LoopPhase
+    i32 loop_count_affected;
+    i32 loop_input_error;  // LoopInputError
+    i64* loop_distances;
+    V* loop_parents;
 };
 
-// One vertex expansion of a push iteration (§5.9 (c)), the same in both engines: relax every
-// out-edge of u except into the source, drop offers above the bound, and queue a neighbour whose
-// distance this thread lowered: the next near list below the threshold (claimed with the
-// iteration's generation), else the far pile on its in_far 0 -> 1 transition.
+// ---------------------------------------------------------------------------------------------
+// The phases of an update and of compute() (§5.3-5.10, §6), each written once and used by both
+// engines: the fused kernel calls them with grid barriers between (fused.cu), each operators
+// kernel is a thin wrapper around one (operators.cu). A phase is a grid-stride loop over its
+// items; full-mask warp collectives come after the loop, so every lane calls them. Values another
+// block may have written earlier in a fused launch (words, flags, ancestors, lists) are read
+// through L2 (load_cg); for the operators engine, where a kernel boundary orders them, that costs
+// nothing extra. Counters are passed as pointers into the engine's own control block.
+
+__device__ __forceinline__ u64 min_u64(u64 a, u64 b) { return a < b ? a : b; }
+
+// Pack the old tree (§5.3) and start the pointer-jumping ancestors at the input parents. An
+// input distance below INF/2 that is negative or above the bound is invalid_input: it sets
+// *overflow (the host raises after the run) and its word becomes INF; nothing stops early.
+template <typename V>
+__device__ __forceinline__ void pack_tree(i64 n, const i64* distances, const V* parents,
+                                          u64* words, V* ancestor, const Packing& k, u64 bound,
+                                          i32* overflow) {
+    const GridStride g;
+    bool invalid = false;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        const i64 d = distances[v];
+        const V p = parents[v];
+        u64 word = INF_WORD;
+        if (d < INF_HALF) {
+            if (d < 0 || static_cast<u64>(d) > bound) {
+                invalid = true;
+            } else {
+                word = pack(k, static_cast<u64>(d), static_cast<i64>(p));
+            }
+        }
+        words[v] = word;
+        ancestor[v] = p;
+    }
+    if (invalid) *overflow = 1;
+}
+
+// Roots (§5.4): the heads of changed edges that are tree edges of the input parents as given.
+template <typename V>
+__device__ __forceinline__ void mark_roots(V num_changed, const V* changed_from,
+                                           const V* changed_to, const V* parents, i32* flag) {
+    const GridStride g;
+    for (i64 i = g.first; i < static_cast<i64>(num_changed); i += g.stride) {
+        const V to = changed_to[i];
+        if (parents[to] == changed_from[i]) flag[to] = 1;
+    }
+}
+
+// One pointer-jumping round (§5.5): a vertex whose ancestor is flagged is flagged, the others
+// jump to their ancestor's ancestor. A warp with a vertex still jumping sets *active, the
+// round's activity slot (the caller's decision to go on, and the parent-cycle test of the last
+// round). Ancestors and flags change under concurrent blocks: coherent loads.
+template <typename V>
+__device__ __forceinline__ void pointer_jump_round(i64 n, V* ancestor, i32* flag, i32* active) {
+    const GridStride g;
+    bool jumping = false;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        const V a = load_cg(ancestor + v);
+        if (a < 0 || load_cg(flag + v) != 0) continue;
+        if (load_cg(flag + a) != 0) {
+            flag[v] = 1;
+            continue;
+        }
+        const V next = load_cg(ancestor + a);
+        ancestor[v] = next;
+        jumping = jumping || next >= 0;
+    }
+    if (__any_sync(SSSP_FULL_MASK, jumping) && lane_id() == 0) *active = 1;
+}
+
+// Invalidate (§5.6): every flagged vertex gets the INF word, the invalidation generation and a
+// candidates slot; its flag is cleared for the next run. *invalidated gets the exact count,
+// summed per warp, never the candidates counter (the heads keep appending to it).
+template <typename V>
+__device__ __forceinline__ void invalidate_flagged(i64 n, i32* flag, u64* words, i32* stamp,
+                                                   i32 generation, V* candidates,
+                                                   V* candidate_count, V* invalidated) {
+    const GridStride g;
+    V local = 0;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        if (load_cg(flag + v) != 0) {
+            flag[v] = 0;
+            words[v] = INF_WORD;
+            stamp[v] = generation;
+            candidates[append(candidate_count)] = static_cast<V>(v);
+            ++local;
+        }
+    }
+    warp_sum_into(local, invalidated);
+}
+
+// Insertion heads (§5.7), with the invalidation's generation: a just-invalidated head is not
+// listed twice, a repeated head once, the source never.
+template <typename V>
+__device__ __forceinline__ void list_heads(V num_heads, const V* heads, V source, i32* stamp,
+                                           i32 generation, V* candidates, V* candidate_count) {
+    const GridStride g;
+    for (i64 i = g.first; i < static_cast<i64>(num_heads); i += g.stride) {
+        const V v = heads[i];
+        if (v != source && claim(stamp, v, generation)) {
+            candidates[append(candidate_count)] = v;
+        }
+    }
+}
+
+// Pull (§5.8): each candidate takes the key-minimum of its own word and every in-neighbour offer
+// (u's distance + w, parent u), offers above the bound dropped. A strictly smaller distance lists
+// it in the frontier, once per pull generation. Other candidates' words may be lowered at the same
+// time; the result does not depend on it (§5.12).
+template <typename V, typename O>
+__device__ __forceinline__ void pull_candidates(V count, const V* candidates,
+                                                const CsrView<V, O>& in, const Packing& k,
+                                                u64 bound, u64* words, i32* stamp, i32 generation,
+                                                V* frontier, V* frontier_count) {
+    const GridStride g;
+    for (i64 i = g.first; i < static_cast<i64>(count); i += g.stride) {
+        const V v = load_cg(candidates + i);
+        const u64 current = load_cg(words + v);
+        u64 best = current;
+        const O end = in.end(v);
+        for (O e = in.begin(v); e < end; ++e) {
+            const V u = in.neighbour(e);
+            const u64 x = load_cg(words + u);
+            if (x == INF_WORD) continue;
+            const u64 nd = (x >> k.bits) + in.weight_of(e);
+            if (nd <= bound) best = min_u64(best, pack(k, nd, static_cast<i64>(u)));
+        }
+        if (best < current) {
+            const u64 old = atomicMin(words + v, best);
+            if (word_distance(k, best) < word_distance(k, old) && claim(stamp, v, generation)) {
+                frontier[append(frontier_count)] = v;
+            }
+        }
+    }
+}
+
+// The minimum distance over the finite words of a list into *slot (§5.9 (a): the frontier; an
+// epoch: the far pile, whose words are all finite).
+template <typename V>
+__device__ __forceinline__ void list_min_into(V length, const V* list, const u64* words, u32 bits,
+                                              u64* slot) {
+    const GridStride g;
+    u64 local = EMPTY_MIN;
+    for (i64 i = g.first; i < static_cast<i64>(length); i += g.stride) {
+        const u64 x = load_cg(words + load_cg(list + i));
+        local = min_u64(local, x == INF_WORD ? EMPTY_MIN : x >> bits);
+    }
+    warp_min_into(local, slot);
+}
+
+// The first threshold (§5.9 (a)): the frontier's minimum (0 when it is empty) + delta.
+__device__ __forceinline__ u64 first_threshold(u64 minimum, u64 delta) {
+    return (minimum == EMPTY_MIN ? 0ull : minimum) + delta;
+}
+
+// An epoch's raise (§5.9 (c)): max(threshold, the pile's minimum) + delta. An epoch starts only
+// with a non-empty pile, whose words are all finite (they were lowered to enter it), so the
+// minimum is never the empty value.
+__device__ __forceinline__ u64 raised_threshold(u64 threshold, u64 minimum, u64 delta) {
+    return (threshold > minimum ? threshold : minimum) + delta;
+}
+
+// The first split (§5.9 (b)): frontier entries below the threshold go to the near list (claimed
+// with a fresh generation), the others to the far pile on their in_far 0 -> 1 transition.
+template <typename V>
+__device__ __forceinline__ void split_frontier(V length, const V* frontier, const u64* words,
+                                               const Packing& k, u64 threshold, i32* stamp,
+                                               i32 generation, i32* in_far, V* near_list,
+                                               V* near_count, V* pile, V* pile_count) {
+    const GridStride g;
+    for (i64 i = g.first; i < static_cast<i64>(length); i += g.stride) {
+        const V v = load_cg(frontier + i);
+        const u64 d = word_distance(k, load_cg(words + v));
+        if (d < threshold) {
+            if (claim(stamp, v, generation)) near_list[append(near_count)] = v;
+        } else if (atomicExch(in_far + v, 1) == 0) {
+            pile[append(pile_count)] = v;
+        }
+    }
+}
+
+// An epoch's re-split of the far pile (§5.9 (c)), after the threshold was raised: entries now
+// below it leave the pile (in_far cleared) for the near list, which is empty; the others stay,
+// copied to the kept pile (in_far stays 1).
+template <typename V>
+__device__ __forceinline__ void split_pile(V count, const V* pile, const u64* words,
+                                           const Packing& k, u64 threshold, i32* stamp,
+                                           i32 generation, i32* in_far, V* near_list,
+                                           V* near_count, V* kept, V* kept_count) {
+    const GridStride g;
+    for (i64 i = g.first; i < static_cast<i64>(count); i += g.stride) {
+        const V v = load_cg(pile + i);
+        const u64 d = word_distance(k, load_cg(words + v));
+        if (d < threshold) {
+            in_far[v] = 0;
+            if (claim(stamp, v, generation)) near_list[append(near_count)] = v;
+        } else {
+            kept[append(kept_count)] = v;
+        }
+    }
+}
+
+// One vertex expansion of a push iteration (§5.9 (c)): relax every out-edge of u except into the
+// source, drop offers above the bound, and queue a neighbour whose distance this thread lowered:
+// the next near list below the threshold (claimed with the iteration's generation), else the far
+// pile on its in_far 0 -> 1 transition.
 template <typename V, typename O>
 __device__ __forceinline__ void push_vertex(const CsrView<V, O>& out, const Packing& k, V u,
                                             V source, u64 bound, u64 threshold, i32 generation,
@@ -262,6 +473,125 @@ __device__ __forceinline__ void push_vertex(const CsrView<V, O>& out, const Pack
             }
         }
     }
+}
+
+// One push iteration (§5.9 (c)): every vertex of the near list expands.
+template <typename V, typename O>
+__device__ __forceinline__ void push_list(V count, const V* near_list, const CsrView<V, O>& out,
+                                          const Packing& k, V source, u64 bound, u64 threshold,
+                                          i32 generation, u64* words, i32* stamp, i32* in_far,
+                                          V* next_list, V* next_count, V* pile, V* pile_count) {
+    const GridStride g;
+    for (i64 i = g.first; i < static_cast<i64>(count); i += g.stride) {
+        push_vertex<V, O>(out, k, load_cg(near_list + i), source, bound, threshold, generation,
+                          words, stamp, in_far, next_list, next_count, pile, pile_count);
+    }
+}
+
+// compute()'s start (§6): every word INF but the source's, (0, no parent).
+__device__ __forceinline__ void seed_source_words(i64 n, i64 source, u64* words, const Packing& k) {
+    const GridStride g;
+    // Not unrolled: unrolled, this store loop raises the fused compute kernel from 56 to 60
+    // registers (make cuda-check) and saves nothing measurable (one store per vertex).
+#pragma unroll 1
+    for (i64 v = g.first; v < n; v += g.stride) {
+        words[v] = (v == source) ? pack(k, 0ull, -1ll) : INF_WORD;
+    }
+}
+
+// Unpack of an update in packed mode (§5.10): only entries whose (distance, parent) differ from
+// the input are written; *affected counts them, summed per warp.
+template <typename V>
+__device__ __forceinline__ void unpack_changed(i64 n, const u64* words, const Packing& k,
+                                               i64* distances, V* parents, u64* affected) {
+    const GridStride g;
+    u64 changed = 0;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        i64 d;
+        V p;
+        unpack(k, load_cg(words + v), d, p);
+        if (d != distances[v] || p != parents[v]) {
+            distances[v] = d;
+            parents[v] = p;
+            ++changed;
+        }
+    }
+    warp_sum_into(changed, affected);
+}
+
+// Unpack of compute() in packed mode: every entry written, nothing counted.
+template <typename V>
+__device__ __forceinline__ void unpack_all(i64 n, const u64* words, const Packing& k,
+                                           i64* distances, V* parents) {
+    const GridStride g;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        i64 d;
+        V p;
+        unpack(k, load_cg(words + v), d, p);
+        distances[v] = d;
+        parents[v] = p;
+    }
+}
+
+// Distance-only parent recovery (§4.4), step 1: distances from the words (plain distances in
+// this mode); parent -1 for the source and unreachable vertices, VMAX (no tight in-edge seen
+// yet) for the others. For an update (`count_affected`) the input parent is first saved in
+// `saved_parents` and `distance_changed[v]` marks a distance that differs from the input, for
+// the affected count after step 2.
+template <typename V>
+__device__ __forceinline__ void recover_distances(i64 n, const u64* words, V source,
+                                                  i64* distances, V* parents, bool count_affected,
+                                                  V* saved_parents, V* distance_changed) {
+    const GridStride g;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        const u64 x = load_cg(words + v);
+        const i64 d = (x == INF_WORD) ? INF_DISTANCE : static_cast<i64>(x);
+        if (count_affected) {
+            saved_parents[v] = parents[v];
+            distance_changed[v] = (d != distances[v]) ? V(1) : V(0);
+        }
+        distances[v] = d;
+        parents[v] = (x == INF_WORD || v == static_cast<i64>(source)) ? V(-1) : VertexMax<V>::value;
+    }
+}
+
+// Step 2: every reachable u offers itself to each out-neighbour x != s it reaches tightly; the
+// atomic minimum keeps the lowest-id tight in-neighbour, so the recovered tree is canonical.
+template <typename V, typename O>
+__device__ __forceinline__ void recover_tight_parents(i64 n, const CsrView<V, O>& out, V source,
+                                                      const u64* words, V* parents) {
+    const GridStride g;
+    for (i64 u = g.first; u < n; u += g.stride) {
+        const u64 du = load_cg(words + u);
+        if (du == INF_WORD) continue;
+        const O end = out.end(u);
+        for (O e = out.begin(u); e < end; ++e) {
+            const V x = out.neighbour(e);
+            if (x == source) continue;
+            const u64 dx = load_cg(words + x);
+            if (dx != INF_WORD && du + out.weight_of(e) == dx) {
+                atomic_min(parents + x, static_cast<V>(u));
+            }
+        }
+    }
+}
+
+// Step 3 (update only): *affected counts the vertices whose distance changed or whose recovered
+// parent differs from the saved input parent.
+template <typename V>
+__device__ __forceinline__ void count_recovered_affected(i64 n, const V* parents,
+                                                         const V* saved_parents,
+                                                         const V* distance_changed,
+                                                         u64* affected) {
+    const GridStride g;
+    u64 changed = 0;
+    for (i64 v = g.first; v < n; v += g.stride) {
+        if (load_cg(distance_changed + v) != V(0) ||
+            load_cg(parents + v) != load_cg(saved_parents + v)) {
+            ++changed;
+        }
+    }
+    warp_sum_into(changed, affected);
 }
 
 }  // namespace sssp

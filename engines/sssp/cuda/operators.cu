@@ -44,9 +44,10 @@ __device__ __forceinline__ Packing make_packing(u32 bits, u64 no_parent) {
 using namespace sssp;
 
 // The phases of the operators engine's device-driven loop (OperatorsControl::phase), in the
-// order of §5.8-5.9: an update's pull, the frontier's minimum (and first threshold) and split,
-// then push iterations and epochs (minimum and threshold raise, re-split). A zeroed control block
-// is done, so a stray launch does nothing.
+// order of §5.8-5.10: an update's pull, the frontier's minimum (and first threshold) and split,
+// then push iterations and epochs (minimum and threshold raise, re-split), then the unpack or
+// the distance-only parent recovery in its three steps. A zeroed control block is done, so a
+// stray launch does nothing.
 enum LoopPhase : i32 {
     LOOP_DONE = 0,
     LOOP_PUSH = 1,
@@ -55,6 +56,18 @@ enum LoopPhase : i32 {
     LOOP_PULL = 4,
     LOOP_FIRST_MIN = 5,
     LOOP_FIRST_SPLIT = 6,
+    LOOP_UNPACK_CHANGED = 7,  // an update, packed words (§5.10)
+    LOOP_UNPACK_ALL = 8,  // compute(), packed words
+    LOOP_RECOVER_DISTANCES = 9,  // distance-only words (§4.4), steps 1-3
+    LOOP_RECOVER_PARENTS = 10,
+    LOOP_RECOVER_COUNT = 11,
+};
+
+// The post-commit input check of an update (§8.3) as the device loop takes it (loop_input_error).
+enum LoopInputError : i32 {
+    INPUT_OK = 0,
+    INPUT_INVALID = 1,  // invalid_input: an input distance negative or above the bound
+    INPUT_CYCLE = 2,  // parent_cycle: still jumping in the last pointer-jumping round
 };
 
 // The device-driven loop's state at its start: slots 0, counters 0, the run's generation base.
@@ -70,6 +83,11 @@ __device__ __forceinline__ void reset_loop(OperatorsControl<V>* ctl, i32 generat
     ctl->epochs = 0;
     ctl->step_count = 0;
     ctl->pushes = 0;
+    ctl->loop_finish = LOOP_DONE;
+    ctl->loop_count_affected = 0;
+    ctl->loop_input_error = INPUT_OK;
+    ctl->loop_distances = nullptr;
+    ctl->loop_parents = nullptr;
 }
 
 // Every field zero, minimum empty, and the frontier count given (1 for compute(): the source).
@@ -99,48 +117,25 @@ __global__ void __launch_bounds__(SSSP_BLOCK) ops_control_init(OperatorsControl<
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pack the old tree (§5.3) and initialize the pointer-jumping ancestors with the input parents.
-// An input distance below INF/2 that is negative or above the bound is invalid_input: it sets
-// ctl->overflow (read at sync #1) and its word becomes INF; work in flight is not stopped.
+// Pack the old tree (§5.3) and start the pointer-jumping ancestors at the input parents; an
+// invalid input distance sets ctl->overflow (read at sync #1).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_pack(V n, const i64* __restrict__ distances, const V* __restrict__ parents,
              u64* __restrict__ words, V* __restrict__ ancestor, u64 bound, u32 bits,
              u64 no_parent, OperatorsControl<V>* ctl) {
-    const Packing k = sssp::ops::make_packing(bits, no_parent);
-    const GridStride g;
-    bool overflow = false;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        const i64 d = distances[v];
-        const V p = parents[v];
-        u64 word = INF_WORD;
-        if (d < INF_HALF) {
-            if (d < 0 || static_cast<u64>(d) > bound) {
-                overflow = true;
-            } else {
-                word = pack(k, static_cast<u64>(d), static_cast<i64>(p));
-            }
-        }
-        words[v] = word;
-        ancestor[v] = p;
-    }
-    if (overflow) ctl->overflow = 1;
+    pack_tree<V>(n, distances, parents, words, ancestor, sssp::ops::make_packing(bits, no_parent),
+                 bound, &ctl->overflow);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Roots (§5.4): the heads of changed edges that are tree edges of the input parents as given.
-// Launched only when the batch could change an edge; the count itself is the device's (the apply
-// knows the weight increases).
+// Roots (§5.4). Launched only when the batch could change an edge; the count itself is the
+// device's (the apply knows the weight increases).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_roots(const V* __restrict__ changed_count, const V* __restrict__ changed_from,
               const V* __restrict__ changed_to, const V* __restrict__ parents, i32* __restrict__ flag) {
-    const V num_changed = *changed_count;
-    const GridStride g;
-    for (i64 i = g.first; i < num_changed; i += g.stride) {
-        const V to = changed_to[i];
-        if (parents[to] == changed_from[i]) flag[to] = 1;
-    }
+    mark_roots<V>(*changed_count, changed_from, changed_to, parents, flag);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -150,103 +145,37 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // own activity in ctl->active[round]; activity in round R is a parent cycle (checked at sync #1).
 // With an empty changed list (known on the device only) round 0 returns at once, and so every
 // later round: no pointer jumping, as §5.5 requires.
-// Ancestors and flags are written by other blocks of the same launch: coherent loads.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_pointer_jump(V n, i32 round, const V* __restrict__ changed_count, V* __restrict__ ancestor,
                      i32* __restrict__ flag, OperatorsControl<V>* ctl) {
     if (round == 0 && *changed_count == 0) return;
     if (round > 0 && load_cg(&ctl->active[round - 1]) == 0) return;
-    const GridStride g;
-    bool jumping = false;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        const V a = load_cg(ancestor + v);
-        if (a < 0 || load_cg(flag + v) != 0) continue;
-        if (load_cg(flag + a) != 0) {
-            flag[v] = 1;
-            continue;
-        }
-        const V next = load_cg(ancestor + a);
-        ancestor[v] = next;
-        jumping = jumping || next >= 0;
-    }
-    if (__any_sync(SSSP_FULL_MASK, jumping) && lane_id() == 0) ctl->active[round] = 1;
+    pointer_jump_round<V>(n, ancestor, flag, &ctl->active[round]);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Invalidate (§5.6): every flagged vertex gets the INF word, the invalidation generation and a
-// candidates slot; its flag is cleared for the next run. `invalidated` is this exact count, summed
-// per warp, never the candidates counter (which the heads kernel keeps incrementing).
+// Invalidate (§5.6) into the candidates list; ctl->invalidated gets the exact count.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_invalidate(V n, i32* __restrict__ flag, u64* __restrict__ words, i32* __restrict__ stamp,
                    i32 generation, V* __restrict__ candidates, OperatorsControl<V>* ctl) {
-    const GridStride g;
-    V local = 0;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        if (flag[v] != 0) {
-            flag[v] = 0;
-            words[v] = INF_WORD;
-            stamp[v] = generation;
-            candidates[append(&ctl->candidates)] = static_cast<V>(v);
-            ++local;
-        }
-    }
-    warp_sum_into(local, &ctl->invalidated);
+    invalidate_flagged<V>(n, flag, words, stamp, generation, candidates, &ctl->candidates,
+                          &ctl->invalidated);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Insertion heads (§5.7), with the invalidation's generation: a just-invalidated head is not
-// listed twice, duplicates once, the source never. Launched only when the head list is non-empty.
+// Insertion heads (§5.7), with the invalidation's generation. Launched only when the head list
+// is non-empty.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_heads(V num_heads, const V* __restrict__ heads, V source, i32* __restrict__ stamp,
               i32 generation, V* __restrict__ candidates, OperatorsControl<V>* ctl) {
-    const GridStride g;
-    for (i64 i = g.first; i < num_heads; i += g.stride) {
-        const V v = heads[i];
-        if (v != source && claim(stamp, v, generation)) {
-            candidates[append(&ctl->candidates)] = v;
-        }
-    }
+    list_heads<V>(num_heads, heads, source, stamp, generation, candidates, &ctl->candidates);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pull (§5.8): each candidate takes the key-minimum of its own word and every in-neighbour offer
-// (u's current distance + w, parent u), dropping offers above the bound. A strictly smaller
-// distance lists it in the frontier, once per pull generation. The candidate count comes by value
-// (the host read it at sync #1). Words of other candidates may be lowered concurrently: coherent
-// loads; the result does not depend on it (§5.12).
-template <typename V, typename O>
-__device__ __forceinline__ void pull_phase(V count, const V* __restrict__ candidates,
-                                           const CsrView<V, O>& in, u64* __restrict__ words,
-                                           u64 bound, const Packing k, i32* __restrict__ stamp,
-                                           i32 generation, V* __restrict__ frontier,
-                                           OperatorsControl<V>* ctl) {
-    const GridStride g;
-    for (i64 i = g.first; i < count; i += g.stride) {
-        const V v = candidates[i];
-        const u64 current = load_cg(words + v);
-        u64 best = current;
-        const O end = in.end(v);
-        for (O e = in.begin(v); e < end; ++e) {
-            const V u = in.neighbour(e);
-            const u64 x = load_cg(words + u);
-            if (x == INF_WORD) continue;
-            const u64 nd = (x >> k.bits) + in.weight_of(e);
-            if (nd > bound) continue;
-            const u64 offer = pack(k, nd, static_cast<i64>(u));
-            if (offer < best) best = offer;
-        }
-        if (best < current) {
-            const u64 old = atomicMin(words + v, best);
-            if (word_distance(k, best) < word_distance(k, old) && claim(stamp, v, generation)) {
-                frontier[append(&ctl->frontier)] = v;
-            }
-        }
-    }
-}
-
+// Pull (§5.8) over the candidates; the count comes by value (the host read it at sync #1).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_pull(V count, const V* __restrict__ candidates, const O* __restrict__ in_ptr,
@@ -254,50 +183,30 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
              u64* __restrict__ words, u64 bound, u32 bits, u64 no_parent, i32* __restrict__ stamp,
              i32 generation, V* __restrict__ frontier, OperatorsControl<V>* ctl) {
     const CsrView<V, O> in{in_ptr, in_src, in_weight};
-    pull_phase<V, O>(count, candidates, in, words, bound, sssp::ops::make_packing(bits, no_parent),
-                     stamp, generation, frontier, ctl);
+    pull_candidates<V, O>(count, candidates, in, sssp::ops::make_packing(bits, no_parent), bound,
+                          words, stamp, generation, frontier, &ctl->frontier);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Minimum distance over the finite words of a list (§5.9 (a) and the epoch minimum) into
 // ctl->minimum. The first minimum reads the list length from ctl->frontier (`from_frontier`; the
 // frontier length stays on the device); an epoch's minimum gets the pile size by value.
-template <typename V>
-__device__ __forceinline__ void min_phase(V length, const V* __restrict__ list,
-                                          const u64* __restrict__ words, u32 bits,
-                                          OperatorsControl<V>* ctl) {
-    const GridStride g;
-    u64 minimum = EMPTY_MIN;
-    for (i64 i = g.first; i < length; i += g.stride) {
-        const u64 x = load_cg(words + list[i]);
-        if (x == INF_WORD) continue;
-        const u64 d = x >> bits;
-        if (d < minimum) minimum = d;
-    }
-    warp_min_into(minimum, &ctl->minimum);
-}
-
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_min(V count, i32 from_frontier, const V* __restrict__ list, const u64* __restrict__ words,
             u32 bits, OperatorsControl<V>* ctl) {
-    min_phase<V>(from_frontier != 0 ? load_cg(&ctl->frontier) : count, list, words, bits, ctl);
+    list_min_into<V>(from_frontier != 0 ? load_cg(&ctl->frontier) : count, list, words, bits,
+                     &ctl->minimum);
 }
 
 // ---------------------------------------------------------------------------------------------
-// The near-far threshold, one thread (§5.9). First mode: (minimum, or 0 when empty) + delta.
-// Raise mode: max(threshold, minimum) + delta. Both reset the minimum slot to empty for the next
-// minimum kernel. In raise mode the minimum is over the far pile, always finite (§5.9 "Progress").
+// The near-far threshold, one thread (§5.9): the first from the frontier's minimum, or an
+// epoch's raise past the pile's. Both reset the minimum slot to empty for the next minimum.
 template <typename V>
 __device__ __forceinline__ void threshold_phase(i32 raise, u64 delta, OperatorsControl<V>* ctl) {
     const u64 minimum = load_cg(&ctl->minimum);
-    const u64 threshold = load_cg(&ctl->threshold);
-    if (raise != 0) {
-        const u64 base = minimum == EMPTY_MIN || minimum < threshold ? threshold : minimum;
-        ctl->threshold = base + delta;
-    } else {
-        ctl->threshold = (minimum == EMPTY_MIN ? 0ull : minimum) + delta;
-    }
+    ctl->threshold = raise != 0 ? raised_threshold(load_cg(&ctl->threshold), minimum, delta)
+                                : first_threshold(minimum, delta);
     ctl->minimum = EMPTY_MIN;
 }
 
@@ -309,28 +218,18 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// The first split (§5.9 (b)): frontier entries below the threshold go to near list 0 (claimed
-// with a fresh generation), the others to far pile 0 on their in_far 0 -> 1 transition. The
-// frontier length is read from the control block.
+// The first split (§5.9 (b)) into near list 0 and far pile 0, at ctl->threshold; the frontier
+// length is read from the control block.
 template <typename V>
 __device__ __forceinline__ void split_frontier_phase(V length, const V* __restrict__ frontier,
                                                      const u64* __restrict__ words,
-                                                     const Packing k, i32* __restrict__ stamp,
+                                                     const Packing& k, i32* __restrict__ stamp,
                                                      i32 generation, i32* __restrict__ in_far,
                                                      V* __restrict__ near_list,
                                                      V* __restrict__ far_list,
                                                      OperatorsControl<V>* ctl) {
-    const u64 threshold = load_cg(&ctl->threshold);
-    const GridStride g;
-    for (i64 i = g.first; i < length; i += g.stride) {
-        const V v = frontier[i];
-        const u64 d = word_distance(k, load_cg(words + v));
-        if (d < threshold) {
-            if (claim(stamp, v, generation)) near_list[append(&ctl->near[0])] = v;
-        } else if (atomicExch(in_far + v, 1) == 0) {
-            far_list[append(&ctl->far[0])] = v;
-        }
-    }
+    split_frontier<V>(length, frontier, words, k, load_cg(&ctl->threshold), stamp, generation,
+                      in_far, near_list, &ctl->near[0], far_list, &ctl->far[0]);
 }
 
 template <typename V, typename O>
@@ -345,32 +244,21 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// An epoch's re-split of the far pile (§5.9 (c)), after the threshold was raised: entries now
-// below the threshold leave the pile (in_far cleared) for near list `near_slot`, which is empty;
-// the others stay, copied to pile 1 - far_slot. The pile size comes by value, so thread 0 may zero
-// far[far_slot], the pile being read, for its next use.
+// An epoch's re-split of far pile `far_slot` (§5.9 (c)) at the raised ctl->threshold into near
+// list `near_slot` (empty) and pile 1 - far_slot. The pile size comes by value, so thread 0 may
+// zero far[far_slot], the pile being read, for its next use.
 template <typename V>
 __device__ __forceinline__ void split_pile_phase(V count, const V* __restrict__ pile,
-                                                 const u64* __restrict__ words, u32 bits,
-                                                 u64 no_parent, i32* __restrict__ stamp,
-                                                 i32 generation, i32* __restrict__ in_far,
+                                                 const u64* __restrict__ words, const Packing& k,
+                                                 i32* __restrict__ stamp, i32 generation,
+                                                 i32* __restrict__ in_far,
                                                  V* __restrict__ near_list, V* __restrict__ kept_pile,
                                                  i32 near_slot, i32 far_slot,
                                                  OperatorsControl<V>* ctl) {
-    const Packing k = sssp::ops::make_packing(bits, no_parent);
     const u64 threshold = load_cg(&ctl->threshold);
-    const GridStride g;
-    if (g.first == 0) ctl->far[far_slot] = 0;
-    for (i64 i = g.first; i < count; i += g.stride) {
-        const V v = pile[i];
-        const u64 d = word_distance(k, load_cg(words + v));
-        if (d < threshold) {
-            in_far[v] = 0;
-            if (claim(stamp, v, generation)) near_list[append(&ctl->near[near_slot])] = v;
-        } else {
-            kept_pile[append(&ctl->far[1 - far_slot])] = v;
-        }
-    }
+    if (GridStride().first == 0) ctl->far[far_slot] = 0;
+    split_pile<V>(count, pile, words, k, threshold, stamp, generation, in_far, near_list,
+                  &ctl->near[near_slot], kept_pile, &ctl->far[1 - far_slot]);
 }
 
 template <typename V, typename O>
@@ -379,16 +267,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                    u64 no_parent, i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
                    V* __restrict__ near_list, V* __restrict__ kept_pile, i32 near_slot,
                    i32 far_slot, OperatorsControl<V>* ctl) {
-    split_pile_phase<V>(count, pile, words, bits, no_parent, stamp, generation, in_far, near_list,
-                        kept_pile, near_slot, far_slot, ctl);
+    split_pile_phase<V>(count, pile, words, sssp::ops::make_packing(bits, no_parent), stamp,
+                        generation, in_far, near_list, kept_pile, near_slot, far_slot, ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
-// One push iteration (§5.9 (c)): every near vertex offers (its distance + w, itself) to each
-// out-neighbour except the source, dropping offers above the bound. A thread that lowers a
-// neighbour's distance queues it: near list 1 - near_slot (claimed with this iteration's
-// generation) below the threshold, else the far pile far_slot on its in_far 0 -> 1 transition.
-// The near count comes by value, so thread 0 zeroes near[near_slot] for the iteration after next.
+// One push iteration (§5.9 (c)) of near list `near_slot` at ctl->threshold: into near list
+// 1 - near_slot and far pile far_slot. The near count comes by value, so thread 0 zeroes
+// near[near_slot] for the iteration after next.
 template <typename V, typename O>
 __device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_list,
                                            const CsrView<V, O>& out, u64* __restrict__ words,
@@ -398,12 +284,9 @@ __device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_l
                                            V* __restrict__ far_list, i32 near_slot, i32 far_slot,
                                            OperatorsControl<V>* ctl) {
     const u64 threshold = load_cg(&ctl->threshold);
-    const GridStride g;
-    if (g.first == 0) ctl->near[near_slot] = 0;
-    for (i64 i = g.first; i < count; i += g.stride) {
-        push_vertex<V, O>(out, k, near_list[i], source, bound, threshold, generation, words, stamp,
-                          in_far, next_list, &ctl->near[1 - near_slot], far_list, &ctl->far[far_slot]);
-    }
+    if (GridStride().first == 0) ctl->near[near_slot] = 0;
+    push_list<V, O>(count, near_list, out, k, source, bound, threshold, generation, words, stamp,
+                    in_far, next_list, &ctl->near[1 - near_slot], far_list, &ctl->far[far_slot]);
 }
 
 template <typename V, typename O>
@@ -498,25 +381,48 @@ __device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
     } else if (far > 0) {
         ctl->epochs += 1;
         begin_phase(ctl, LOOP_MIN, far);
-    } else {
-        begin_phase(ctl, LOOP_DONE, V(0));
+    } else {  // the near-far loop is over: the unpack or recovery, over every vertex
+        begin_phase(ctl, ctl->loop_finish, ctl->loop_n);
     }
 }
 
-// Start of the loop, one thread: state and constants, then the first phase: an update's pull
-// over the candidates (LOOP_PULL), or compute()'s minimum over the one-entry frontier.
+// Start of the loop, one thread: state, constants and how it ends, then the first phase:
+// compute()'s minimum over the one-entry frontier, or an update's pull over the candidates. An
+// update first takes the input checks of §8.3 (what the host loop reads at sync #1): an input
+// distance out of range (reported first when both hold), then a vertex still jumping in the last
+// of `jump_rounds` pointer-jumping rounds with a non-empty changed list. A failed check runs
+// nothing more; the host raises. Without candidates only the finishing phases run.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_loop_init(i32 start, i32 generation, u64 delta, u64 bound, u32 bits, u64 no_parent,
-                  V source, V n, OperatorsControl<V>* ctl) {
+    ops_loop_init(i32 start, i32 finish, i32 count_affected, i32 generation, u64 delta, u64 bound,
+                  u32 bits, u64 no_parent, V source, V n, i32 jump_rounds,
+                  const V* __restrict__ changed_count, i64* distances, V* parents,
+                  OperatorsControl<V>* ctl) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     start_loop(ctl, generation, delta, bound, bits, no_parent, source, n);
-    if (start == LOOP_PULL) {
-        ctl->generation += 1;  // the pull claims frontier entries
-        begin_phase(ctl, LOOP_PULL, load_cg(&ctl->candidates));
-    } else {
+    ctl->loop_finish = finish;
+    ctl->loop_count_affected = count_affected;
+    ctl->loop_distances = distances;
+    ctl->loop_parents = parents;
+    if (start != LOOP_PULL) {
         begin_phase(ctl, LOOP_FIRST_MIN, load_cg(&ctl->frontier));
+        return;
     }
+    if (load_cg(&ctl->overflow) != 0) {
+        ctl->loop_input_error = INPUT_INVALID;
+        return;  // phase LOOP_DONE
+    }
+    if (jump_rounds > 0 && *changed_count > 0 && load_cg(&ctl->active[jump_rounds - 1]) != 0) {
+        ctl->loop_input_error = INPUT_CYCLE;
+        return;
+    }
+    const V candidates = load_cg(&ctl->candidates);
+    if (candidates == 0) {
+        begin_phase(ctl, finish, n);
+        return;
+    }
+    ctl->generation += 1;  // the pull claims frontier entries
+    begin_phase(ctl, LOOP_PULL, candidates);
 }
 
 // Restart the generations at 1 after the host zeroed the stamps (a run that would pass
@@ -536,6 +442,21 @@ template <typename V>
 __device__ __forceinline__ void finish_phase(OperatorsControl<V>* ctl) {
     const i32 phase = ctl->phase;
     switch (phase) {
+        case LOOP_UNPACK_CHANGED:
+        case LOOP_UNPACK_ALL:
+        case LOOP_RECOVER_COUNT:
+            begin_phase(ctl, LOOP_DONE, V(0));
+            return;
+        case LOOP_RECOVER_DISTANCES:
+            ctl->phase = LOOP_RECOVER_PARENTS;
+            return;
+        case LOOP_RECOVER_PARENTS:
+            if (ctl->loop_count_affected != 0) {
+                ctl->phase = LOOP_RECOVER_COUNT;
+            } else {
+                begin_phase(ctl, LOOP_DONE, V(0));
+            }
+            return;
         case LOOP_PULL:  // the frontier is complete
             begin_phase(ctl, LOOP_FIRST_MIN, load_cg(&ctl->frontier));
             return;
@@ -561,16 +482,47 @@ __device__ __forceinline__ void finish_phase(OperatorsControl<V>* ctl) {
     decide_next(ctl);
 }
 
+// A finishing phase over every vertex (count = n): the unpack, or a step of the distance-only
+// recovery, writing the result's arrays named in the control block. The recovery's scratch is
+// the host loop's: the ancestors hold the saved parents, the candidates list the changed marks
+// (neither is read after the pull).
+template <typename V, typename O>
+__device__ __forceinline__ void finish_step(i32 phase, V count, const O* __restrict__ out_ptr,
+                                            const V* __restrict__ out_dst,
+                                            const i32* __restrict__ out_weight,
+                                            const u64* __restrict__ words,
+                                            V* __restrict__ candidates,
+                                            V* __restrict__ ancestor, OperatorsControl<V>* ctl) {
+    const Packing k = sssp::ops::make_packing(ctl->loop_bits, ctl->loop_no_parent);
+    i64* distances = ctl->loop_distances;
+    V* parents = ctl->loop_parents;
+    V* distance_changed = candidates;
+    if (phase == LOOP_UNPACK_CHANGED) {
+        unpack_changed<V>(count, words, k, distances, parents, &ctl->affected);
+    } else if (phase == LOOP_UNPACK_ALL) {
+        unpack_all<V>(count, words, k, distances, parents);
+    } else if (phase == LOOP_RECOVER_DISTANCES) {
+        recover_distances<V>(count, words, ctl->loop_source, distances, parents,
+                             ctl->loop_count_affected != 0, ancestor, distance_changed);
+    } else if (phase == LOOP_RECOVER_PARENTS) {
+        const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+        recover_tight_parents<V, O>(count, out, ctl->loop_source, words, parents);
+    } else {  // LOOP_RECOVER_COUNT
+        count_recovered_affected<V>(count, parents, ancestor, distance_changed, &ctl->affected);
+    }
+}
+
 // One phase of the loop, the one ctl->phase names (uniform: written before this launch). The
 // near lists and far piles come as both buffers of each pair; the slots pick them.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
     ops_loop(V* __restrict__ near_a, V* __restrict__ near_b, V* __restrict__ far_a,
              V* __restrict__ far_b, const O* __restrict__ out_ptr, const V* __restrict__ out_dst,
-             const i32* __restrict__ out_weight, const V* __restrict__ candidates,
+             const i32* __restrict__ out_weight, V* __restrict__ candidates,
              const O* __restrict__ in_ptr, const V* __restrict__ in_src,
              const i32* __restrict__ in_weight, V* __restrict__ frontier, u64* __restrict__ words,
-             i32* __restrict__ stamp, i32* __restrict__ in_far, OperatorsControl<V>* ctl) {
+             i32* __restrict__ stamp, i32* __restrict__ in_far, V* __restrict__ ancestor,
+             OperatorsControl<V>* ctl) {
     const i32 phase = ctl->phase;
     if (phase == LOOP_DONE) return;
     const i32 near_slot = ctl->near_slot;
@@ -585,122 +537,72 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
                          near_slot ? near_a : near_b, far_slot ? far_b : far_a, near_slot, far_slot,
                          ctl);
     } else if (phase == LOOP_MIN) {
-        min_phase<V>(count, far_slot ? far_b : far_a, words, bits, ctl);
+        list_min_into<V>(count, far_slot ? far_b : far_a, words, bits, &ctl->minimum);
     } else if (phase == LOOP_SPLIT) {
-        split_pile_phase<V>(count, far_slot ? far_b : far_a, words, bits, k.no_parent, stamp,
-                            ctl->generation, in_far, near_slot ? near_b : near_a,
-                            far_slot ? far_a : far_b, near_slot, far_slot, ctl);
+        split_pile_phase<V>(count, far_slot ? far_b : far_a, words, k, stamp, ctl->generation,
+                            in_far, near_slot ? near_b : near_a, far_slot ? far_a : far_b,
+                            near_slot, far_slot, ctl);
     } else if (phase == LOOP_PULL) {
         const CsrView<V, O> in{in_ptr, in_src, in_weight};
-        pull_phase<V, O>(count, candidates, in, words, ctl->loop_bound, k, stamp, ctl->generation,
-                         frontier, ctl);
+        pull_candidates<V, O>(count, candidates, in, k, ctl->loop_bound, words, stamp,
+                              ctl->generation, frontier, &ctl->frontier);
     } else if (phase == LOOP_FIRST_MIN) {
-        min_phase<V>(count, frontier, words, bits, ctl);
-    } else {  // LOOP_FIRST_SPLIT: into near list 0 and far pile 0 (the slots are 0)
+        list_min_into<V>(count, frontier, words, bits, &ctl->minimum);
+    } else if (phase == LOOP_FIRST_SPLIT) {  // into near list 0 and far pile 0 (the slots are 0)
         split_frontier_phase<V>(count, frontier, words, k, stamp, ctl->generation, in_far, near_a,
                                 far_a, ctl);
+    } else {
+        finish_step<V, O>(phase, count, out_ptr, out_dst, out_weight, words, candidates, ancestor,
+                          ctl);
     }
     if (last_block_done(ctl) && threadIdx.x == 0) finish_phase(ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Unpack of an update in packed mode (§5.10): only entries whose (distance, parent) differ from
-// the input are written; `affected` counts them, summed per warp.
+// Unpack (§5.10): an update writes and counts only changed entries (ctl->affected), compute()
+// writes every entry.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_unpack_update(V n, const u64* __restrict__ words, u32 bits, u64 no_parent,
                       i64* __restrict__ distances, V* __restrict__ parents,
                       OperatorsControl<V>* ctl) {
-    const Packing k = sssp::ops::make_packing(bits, no_parent);
-    const GridStride g;
-    u64 changed = 0;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        i64 d;
-        V p;
-        unpack(k, words[v], d, p);
-        if (d != distances[v] || p != parents[v]) {
-            distances[v] = d;
-            parents[v] = p;
-            ++changed;
-        }
-    }
-    warp_sum_into(changed, &ctl->affected);
+    unpack_changed<V>(n, words, sssp::ops::make_packing(bits, no_parent), distances, parents,
+                      &ctl->affected);
 }
 
-// Unpack of compute() in packed mode: every entry written, nothing counted.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_unpack_all(V n, const u64* __restrict__ words, u32 bits, u64 no_parent,
                    i64* __restrict__ distances, V* __restrict__ parents) {
-    const Packing k = sssp::ops::make_packing(bits, no_parent);
-    const GridStride g;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        i64 d;
-        V p;
-        unpack(k, words[v], d, p);
-        distances[v] = d;
-        parents[v] = p;
-    }
+    unpack_all<V>(n, words, sssp::ops::make_packing(bits, no_parent), distances, parents);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Distance-only parent recovery (§4.4), step 1: distances from the words; parent -1 for the
-// source and unreachable vertices, VMAX (no tight in-edge seen yet) for the others. For an update
-// (`count_affected`) the input parent is first saved in `saved_parents` and `distance_changed[v]`
-// marks a distance that differs from the input, for the affected count after step 2.
+// Distance-only parent recovery (§4.4) in three kernels: distances (saving the input parents
+// and marking changed distances for an update's count), the tight in-neighbours, the count.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_recover_init(V n, const u64* __restrict__ words, V source, i64* __restrict__ distances,
                      V* __restrict__ parents, i32 count_affected, V* __restrict__ saved_parents,
                      V* __restrict__ distance_changed) {
-    const GridStride g;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        const u64 x = words[v];
-        const i64 d = x == INF_WORD ? INF_DISTANCE : static_cast<i64>(x);
-        if (count_affected != 0) {
-            saved_parents[v] = parents[v];
-            distance_changed[v] = d != distances[v] ? V(1) : V(0);
-        }
-        distances[v] = d;
-        parents[v] = (x == INF_WORD || v == source) ? V(-1) : VertexMax<V>::value;
-    }
+    recover_distances<V>(n, words, source, distances, parents, count_affected != 0,
+                         saved_parents, distance_changed);
 }
 
-// Step 2: every reachable u offers itself to each out-neighbour x != s it reaches tightly; the
-// atomic minimum keeps the lowest-id tight in-neighbour, so the recovered tree is canonical.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_recover_parents(V n, const O* __restrict__ out_ptr, const V* __restrict__ out_dst,
                         const i32* __restrict__ out_weight, V source,
-                        const i64* __restrict__ distances, V* __restrict__ parents) {
+                        const u64* __restrict__ words, V* __restrict__ parents) {
     const CsrView<V, O> out{out_ptr, out_dst, out_weight};
-    const GridStride g;
-    for (i64 u = g.first; u < n; u += g.stride) {
-        const i64 du = distances[u];
-        if (du >= INF_HALF) continue;
-        const O end = out.end(u);
-        for (O e = out.begin(u); e < end; ++e) {
-            const V x = out.neighbour(e);
-            if (x == source) continue;
-            if (du + static_cast<i64>(out.weight_of(e)) == distances[x]) {
-                atomic_min(parents + x, static_cast<V>(u));
-            }
-        }
-    }
+    recover_tight_parents<V, O>(n, out, source, words, parents);
 }
 
-// Step 3 (update only): affected = vertices whose distance changed or whose recovered parent
-// differs from the saved input parent.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_recover_count(V n, const V* __restrict__ parents, const V* __restrict__ saved_parents,
                       const V* __restrict__ distance_changed, OperatorsControl<V>* ctl) {
-    const GridStride g;
-    u64 changed = 0;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        if (distance_changed[v] != 0 || parents[v] != saved_parents[v]) ++changed;
-    }
-    warp_sum_into(changed, &ctl->affected);
+    count_recovered_affected<V>(n, parents, saved_parents, distance_changed, &ctl->affected);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -711,12 +613,8 @@ template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_compute_init(V n, V source, u64* __restrict__ words, u32 bits, u64 no_parent,
                      V* __restrict__ frontier, OperatorsControl<V>* ctl) {
-    const Packing k = sssp::ops::make_packing(bits, no_parent);
-    const GridStride g;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        words[v] = v == source ? pack(k, 0ull, -1ll) : INF_WORD;
-    }
-    if (g.first == 0) {
+    seed_source_words(n, static_cast<i64>(source), words, sssp::ops::make_packing(bits, no_parent));
+    if (GridStride().first == 0) {
         reset_control(ctl, V(1));
         frontier[0] = source;
     }
@@ -756,5 +654,10 @@ __global__ void ops_control_layout(const OperatorsControl<V>* ctl, i64* out) {
     out[24] = reinterpret_cast<const char*>(&ctl->loop_bits) - base;
     out[25] = reinterpret_cast<const char*>(&ctl->loop_source) - base;
     out[26] = reinterpret_cast<const char*>(&ctl->loop_n) - base;
+    out[27] = reinterpret_cast<const char*>(&ctl->loop_finish) - base;
+    out[28] = reinterpret_cast<const char*>(&ctl->loop_count_affected) - base;
+    out[29] = reinterpret_cast<const char*>(&ctl->loop_input_error) - base;
+    out[30] = reinterpret_cast<const char*>(&ctl->loop_distances) - base;
+    out[31] = reinterpret_cast<const char*>(&ctl->loop_parents) - base;
 }
 

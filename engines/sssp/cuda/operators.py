@@ -17,16 +17,19 @@ stream: no other synchronizing call, no device-to-host copy, and no device alloc
 workspace and the device graph are reserved (compute() allocates only its result arrays).
 
 That host loop is the ``"host"`` loop mode (``Options.operators_loop``), the ADR's literal
-structure and the measured baseline. In the ``"device"`` mode (the default) the loop state and the
-run's constants live in the control block, and one launch of ``ops_loop`` (always the same
-arguments: buffer addresses) runs one phase of what follows sync #1 (the pull, the frontier's
-minimum and first threshold, its split, a push iteration, an epoch's minimum and threshold raise,
-or its re-split), whose last block to finish decides the next phase. The host replays captured
-CUDA graphs of S such launches (replay_steps; launches after the end return at once), keeps the
-next replay in flight while it reads the previous one's control block (READ_AHEAD), and stops at
-the first readback that shows the loop done. Same phases in the same order, so the same bytes;
-host_syncs is 1 + replays for compute() and 2 + replays for an update with candidates, within the
-same budget. The pointer-jumping rounds are one captured graph in both modes.
+structure and the measured baseline. In the ``"device"`` mode (the default) the loop state, the
+run's constants and the result's arrays live in the control block, and one launch of ``ops_loop``
+(always the same arguments: buffer addresses) runs one phase of what follows the heads (the pull,
+the frontier's minimum and first threshold, its split, a push iteration, an epoch's minimum and
+threshold raise, its re-split, then the unpack or a step of the distance-only recovery), whose
+last block to finish decides the next phase. The input checks and the candidate count of sync #1
+are taken on the device by ``ops_loop_init``, so an update has no sync #1: the host enqueues
+everything up to the first replays without waiting. The host replays captured CUDA graphs of S
+such launches (replay_steps; launches after the end return at once), keeps the next replay in
+flight while it reads the previous one's control block (READ_AHEAD), stops at the first readback
+that shows the loop done and waits for the replay still in flight. Same phases in the same order,
+so the same bytes; host_syncs is the number of replays (bench/golden_replay.operators_syncs),
+within the same budget. The pointer-jumping rounds are one captured graph in both modes.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import threading
 import numpy as np
 
 from ... import errors
-from ..plan import EngineReport, Plan
+from ..plan import EngineReport, Plan, pointer_jumping_rounds
 from ..result import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
 from . import runtime
 from . import workspace as workspace_module
@@ -52,10 +55,17 @@ SOURCE_FILE = "operators.cu"
 FIRST_STEPS = 16
 STEPS_DOUBLE_EVERY = 8
 MAX_STEPS = 128
-#: OperatorsControl::phase (kernels.cuh LoopPhase): the end, and the two starts.
+#: OperatorsControl::phase (operators.cu LoopPhase): the end, the two starts and the finishing
+#: phases after the near-far loop.
 PHASE_DONE = 0
 PHASE_PULL = 4
 PHASE_FIRST_MIN = 5
+PHASE_UNPACK_CHANGED = 7
+PHASE_UNPACK_ALL = 8
+PHASE_RECOVER_DISTANCES = 9
+#: OperatorsControl::loop_input_error (operators.cu LoopInputError): the update's input checks.
+INPUT_INVALID = 1
+INPUT_CYCLE = 2
 #: Blocks of every ops_loop launch, per SM: the list lengths are on the device, so the grid is
 #: fixed; two per SM is the fused engine's usual co-resident grid (264 on an H200).
 #: ``ENGINES_OPERATORS_LOOP_BLOCKS`` overrides the total, for experiments (results never depend on
@@ -67,10 +77,6 @@ LOOP_BLOCKS_ENV = "ENGINES_OPERATORS_LOOP_BLOCKS"
 MAX_CAPTURED = 32
 #: The device loop enqueues the next replay before waiting for the previous one's readback.
 READ_AHEAD = True
-#: Upper clamp of delta on the device (as the fused engine's): thresholds stay below
-#: bound + 2^62 < 2^64, so the u64 threshold never wraps; a threshold above the bound behaves the
-#: same whatever its value, so results do not change.
-DELTA_CLAMP = 1 << 62
 #: Every kernel of operators.cu (each instantiated at every (vertex, offset) pair of runtime.py).
 KERNELS = (
     "ops_control_init",
@@ -101,11 +107,6 @@ KERNELS = (
 def load_module(device: int) -> runtime.CompiledModule:
     """The compiled operators module of ``device`` (compiled at first use, then cached)."""
     return runtime.get_module(ENGINE, int(device), SOURCE_FILE, KERNELS, cooperative=False)
-
-
-def pointer_jumping_rounds(n: int) -> int:
-    """max_rounds = R + 1 with R = ceil(log2 n), the smallest r with 2^r >= n (§5.5)."""
-    return max(int(n) - 1, 0).bit_length() + 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,7 +193,7 @@ class _Run:
         self.bound = np.uint64(packing.bound)
         self.bits = np.uint32(packing.bits)
         self.no_parent = np.uint64(packing.no_parent)
-        self.delta = np.uint64(min(int(plan.delta), DELTA_CLAMP))
+        self.delta = np.uint64(plan.device_delta)
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0
@@ -215,12 +216,9 @@ class _Run:
 
     # -- near-far propagation (§5.9), shared by update() and compute() ---------------------------
     def propagate(self, candidates: int | None) -> None:
-        """Everything after sync #1 up to the unpack: an update's pull over ``candidates``
-        (None: compute(), whose frontier is the source), then near-far propagation; as host
-        launches with a readback per step, or as the device loop."""
-        if self.loop == "device":
-            self.device_loop(PHASE_FIRST_MIN if candidates is None else PHASE_PULL)
-            return
+        """The host loop after sync #1 up to the unpack: an update's pull over ``candidates``
+        (None: compute(), whose frontier is the source), then near-far propagation, with a
+        readback per step."""
         if candidates is not None:
             ws, launch = self.ws, self.launch
             launch.over("ops_pull", candidates, launch.v(candidates), ws.candidates, self.g.in_ptr,
@@ -273,20 +271,33 @@ class _Run:
             far_count = self._check_length("far pile", record["far"][far_slot])
 
     # -- the device-driven loop ----------------------------------------------------------------
-    def device_loop(self, start: int) -> None:
-        """Replays of captured ops_loop launches from phase ``start``, a readback after each,
-        until the device is done.
+    def device_loop(self, start: int, distances, parents, *, jump_rounds: int = 0,
+                    changed_count=None):
+        """The device loop from phase ``start`` to its end, the unpack (or the distance-only
+        recovery) of ``distances, parents`` included: replays of captured ops_loop launches, a
+        readback after each; returns the record of the end (an update's input check in
+        ``loop_input_error``, then ``invalidated``, ``affected``).
 
         With READ_AHEAD, the next replay and its readback are enqueued before the host waits for
-        the previous readback, so the device is never idle while the host reads; once the loop
-        is over, the replay still queued finds it done and each of its launches returns at once.
+        the previous readback, so the device is never idle while the host reads; the replay
+        still queued when the loop is over finds it done (each of its launches returns at once)
+        and is waited for too, so the stream is idle on return, as after the fused engine.
         Replay sizes: replay_steps().
         """
         ws, launch, ctl = self.ws, self.launch, self.ctl
+        is_update = start == PHASE_PULL
+        if self.plan.packed:
+            finish = PHASE_UNPACK_CHANGED if is_update else PHASE_UNPACK_ALL
+        else:
+            finish = PHASE_RECOVER_DISTANCES
         generation = ws.next_generation(self.stream)
-        launch.single("ops_loop_init", np.int32(start), np.int32(generation), self.delta,
+        launch.single("ops_loop_init", np.int32(start), np.int32(finish),
+                      np.int32(1 if is_update else 0), np.int32(generation), self.delta,
                       self.bound, self.bits, self.no_parent, launch.v(self.source),
-                      launch.v(self.n), ctl)
+                      launch.v(self.n), np.int32(jump_rounds),
+                      # compute() has no changed list: any buffer, never read (jump_rounds 0)
+                      changed_count if changed_count is not None else ws.flag, distances, parents,
+                      ctl)
         self._generations_used = generation + 1  # ops_loop_init may take one (the pull's)
         self._next_slot = 0
         # The launches' arguments are fixed for the run: the graph key is built once.
@@ -308,10 +319,13 @@ class _Run:
                 )
             if int(record["phase"]) == PHASE_DONE:
                 break
+        for slot in queued:  # the read-ahead replay: launches that return at once
+            runtime.wait_readback(self.control, slot, self.syncs)
         self.iterations = int(record["iterations"])
         self.epochs = int(record["epochs"])
         self.pushes = int(record["pushes"])
         ws.advance_generation(int(record["generation"]))
+        return record
 
     def _replay(self, steps: int) -> int:
         """Enqueue one replay of ``steps`` launches and a readback after it; its readback slot."""
@@ -337,7 +351,7 @@ class _Run:
         ws, g = self.ws, self.g
         return (ws.near_a, ws.near_b, ws.far_a, ws.far_b, g.out_ptr, g.out_index, g.out_weight,
                 ws.candidates, g.in_ptr, g.in_index, g.in_weight, ws.frontier, ws.word, ws.stamp,
-                ws.in_far, self.ctl)
+                ws.in_far, ws.ancestor, self.ctl)
 
     def _enqueue_loop(self, stream, steps: int) -> None:
         for _ in range(steps):
@@ -366,7 +380,7 @@ class _Run:
         launch.over("ops_recover_init", n, launch.v(n), ws.word, launch.v(self.source), distances,
                     parents, np.int32(1 if count_affected else 0), ws.ancestor, ws.candidates)
         launch.over("ops_recover_parents", n, launch.v(n), self.g.out_ptr, self.g.out_index,
-                    self.g.out_weight, launch.v(self.source), distances, parents)
+                    self.g.out_weight, launch.v(self.source), ws.word, parents)
         if count_affected:
             launch.over("ops_recover_count", n, launch.v(n), parents, ws.ancestor, ws.candidates,
                         self.ctl)
@@ -473,6 +487,18 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
         launch.over("ops_heads", num_heads, launch.v(num_heads), heads, launch.v(run.source),
                     ws.stamp, g_inv, ws.candidates, ctl)
 
+    if run.loop == "device":
+        # No sync #1: the loop takes the input checks and reads the candidate count on the
+        # device, and ends with the unpack; its last readback says what sync #1 would have.
+        record = run.device_loop(PHASE_PULL, distances, parents, jump_rounds=max_rounds,
+                                 changed_count=changed_count)
+        error = int(record["loop_input_error"])
+        if error == INPUT_INVALID:
+            raise errors.invalid_input_error()
+        if error == INPUT_CYCLE:
+            raise errors.parent_cycle_error()
+        return run.report(int(record["invalidated"]), int(record["affected"]), budget_base=3)
+
     record = run.sync()  # #1: the input checks, invalidated and the candidate count
     if int(record["overflow"]) != 0:
         raise errors.invalid_input_error()
@@ -511,6 +537,9 @@ def compute(graph, plan: Plan, device: int, loop: str):
             launch = run.launch
             launch.over("ops_compute_init", n, launch.v(n), launch.v(run.source), ws.word, run.bits,
                         run.no_parent, ws.frontier, run.ctl)
+            if loop == "device":
+                run.device_loop(PHASE_FIRST_MIN, distances, parents)
+                return distances, parents, run.report(0, 0, budget_base=2)
             run.propagate(None)
             if plan.packed:
                 launch.over("ops_unpack_all", n, launch.v(n), ws.word, run.bits, run.no_parent,
@@ -524,5 +553,5 @@ def compute(graph, plan: Plan, device: int, loop: str):
     return distances, parents, run.report(0, 0, budget_base=2)
 
 
-__all__ = ["ENGINE", "KERNELS", "LOOP_MODES", "SOURCE_FILE", "compute", "load_module", "pointer_jumping_rounds",
+__all__ = ["ENGINE", "KERNELS", "LOOP_MODES", "SOURCE_FILE", "compute", "load_module",
            "update"]

@@ -93,6 +93,11 @@ def operators_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("loop_bits", np.uint32),
             ("loop_source", v),
             ("loop_n", v),
+            ("loop_finish", np.int32),
+            ("loop_count_affected", np.int32),
+            ("loop_input_error", np.int32),
+            ("loop_distances", np.uint64),  # device pointers
+            ("loop_parents", np.uint64),
         ],
         align=True,
     )
