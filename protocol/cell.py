@@ -231,7 +231,8 @@ class CellRun:
                      "invalidated", "affected", "packed_parents"):
             row[name] = getattr(stats, name)
         row["engine"] = stats.engine_used
-        failure = self._check(state, stats, row["cupti_syncs"])
+        described = getattr(counter, "described", None)
+        failure = self._check(state, stats, row["cupti_syncs"], described() if described else "")
         if failure:
             row["accepted"] = False
             row["reject_reason"] = f"check failed: {failure}"
@@ -241,7 +242,7 @@ class CellRun:
         row["reject_reason"] = None if untimed else reason
         return row
 
-    def _check(self, state: _SideState, stats, cupti) -> str | None:
+    def _check(self, state: _SideState, stats, cupti, calls: str = "") -> str | None:
         g = self.guard
         if stats.invalidated != g["invalidated"] or stats.affected != g["affected"]:
             return (
@@ -251,7 +252,8 @@ class CellRun:
         if stats.host_syncs > stats.sync_budget:
             return f"host_syncs {stats.host_syncs} over the budget {stats.sync_budget}"
         if cupti is not None and cupti != stats.host_syncs:
-            return f"CUPTI counted {cupti} synchronizations, the engine {stats.host_syncs}"
+            return (f"CUPTI counted {cupti} synchronizations, the engine {stats.host_syncs}"
+                    + (f" (counted: {calls})" if calls else ""))
         digest = result_digest(state.result.distances, state.result.parents)
         if digest != g["digest"]:
             return f"result digest {digest:#018x} differs from the guard's {g['digest']:#018x}"

@@ -150,3 +150,19 @@ def test_memcpy_counts_only_device_to_host():
 def test_event_synchronize_does_not_absorb_a_later_notification():
     events = _call(_Domain.RUNTIME_API, 137) + [_NOTE]
     assert _replay(events).count == 2
+
+
+def _two_synchronizations_from_here():
+    return _replay(_call(_Domain.RUNTIME_API, 131, [_NOTE]) * 2)
+
+
+def test_each_counted_call_names_the_python_line_that_made_it():
+    counter = _two_synchronizations_from_here()
+    assert len(counter.origins) == counter.count == 2
+    # the fake delivers callbacks from _replay's loop: the innermost frame outside syncs.py
+    assert all(o.startswith("tests/engines/test_syncs_cpu.py:") and " _replay < " in o
+               for o in counter.origins)
+    assert " _two_synchronizations_from_here" in counter.origins[0]
+    text = counter.described(limit=1)
+    assert text.startswith("cudaStreamSynchronize_v3020 from tests/engines/test_syncs_cpu.py:")
+    assert text.endswith("... 1 more")

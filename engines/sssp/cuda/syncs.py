@@ -23,7 +23,9 @@ Importing this module needs neither CuPy nor CUPTI; :func:`count_synchronization
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from ...errors import NotSupportedError
@@ -109,12 +111,14 @@ class SynchronizationCounter:
     """Counts synchronizing CUDA calls between ``__enter__`` and ``__exit__``.
 
     ``count`` is the number of logical synchronizations; ``calls`` lists what was counted, in
-    order (API names, or ``"SYNCHRONIZE:<kind>"`` for notifications counted on their own), for
-    diagnostics when a count disagrees with an engine's ``host_syncs``.
+    order (API names, or ``"SYNCHRONIZE:<kind>"`` for notifications counted on their own), and
+    ``origins`` the Python line that made each (``path:line in function``, the innermost frame
+    outside this module), for diagnostics when a count disagrees with an engine's ``host_syncs``.
     """
 
     count: int = 0
     calls: list = field(default_factory=list)
+    origins: list = field(default_factory=list)
     notifications: int = 0
     _cupti: object = None
     _subscriber: object = None
@@ -172,9 +176,18 @@ class SynchronizationCounter:
         return frames
 
     def _count(self, what: str) -> None:
+        origin = _python_origin()
         with self._lock:
             self.count += 1
             self.calls.append(what)
+            self.origins.append(origin)
+
+    def described(self, limit: int = 12) -> str:
+        """The counted calls with their origins, one per line (the first ``limit``)."""
+        lines = [f"{call} from {origin}" for call, origin in zip(self.calls, self.origins)]
+        if len(lines) > limit:
+            lines = lines[:limit] + [f"... {len(lines) - limit} more"]
+        return "; ".join(lines)
 
     def _on_callback(self, userdata, domain, cbid, cbdata) -> None:
         try:
@@ -213,6 +226,29 @@ class SynchronizationCounter:
         self._count(name)
         # A notification that belongs to this call but arrives after it returned is absorbed.
         self._local.absorb_next = not frame.saw_notification and name.startswith(_NOTIFYING)
+
+
+_REPOSITORY = str(Path(__file__).resolve().parents[3]) + "/"  # paths are shown relative to it
+
+
+def _python_origin(depth: int = 3) -> str:
+    """Where the Python code that made the current CUDA call is: the callback runs on the calling
+    thread, so the frames outside this module are the caller's (innermost first, ``depth`` of
+    them; a frame walk, no traceback formatting: this runs inside CUDA calls)."""
+    frame = sys._getframe(1)
+    here = frame.f_code.co_filename  # this module's own frames (_count, _dispatch, _on_callback)
+    while frame is not None and frame.f_code.co_filename == here:
+        frame = frame.f_back
+    where = []
+    while frame is not None and len(where) < depth:
+        path = frame.f_code.co_filename
+        if path.startswith(_REPOSITORY):
+            path = path[len(_REPOSITORY):]
+        elif "site-packages/" in path:
+            path = path.rsplit("site-packages/", 1)[1]
+        where.append(f"{path}:{frame.f_lineno} {frame.f_code.co_name}")
+        frame = frame.f_back
+    return " < ".join(where) if where else "no Python frame"
 
 
 def _resolve(enum_class, names) -> dict:
