@@ -174,3 +174,47 @@ def test_cupti_count_of_compute(cupti_counter):
         with cupti_counter() as c:
             r = _compute(graph, engine)
         assert c.count == r.stats.host_syncs, (engine, c.count, r.stats, c.calls)
+
+
+@pytest.mark.parametrize("kind", ["mixed", "tree_delete", "insert"])
+def test_no_wait_for_the_commit_before_the_engine_synchronizes(monkeypatch, kind):
+    """The commit's counters (edge count, maxima) reach the host with the engine's first
+    synchronization: reading them earlier waits for the device apply, a host synchronization the
+    engine does not count (found by CUPTI on the H200: Graph.offset_dtype read the edge count).
+    Deterministic, whatever the timing: every first read of a pending record is checked to come
+    after an engine synchronization of the same update."""
+    from engines.sssp.cuda import device_apply, runtime
+
+    engine_syncs = [0]
+    early_reads = []
+    real_sync, real_wait = runtime.synchronize, runtime.wait_readback
+    real_resolve = device_apply.PendingCommit.resolve
+
+    def counting_sync(*args, **kwargs):
+        engine_syncs[0] += 1
+        return real_sync(*args, **kwargs)
+
+    def counting_wait(*args, **kwargs):
+        engine_syncs[0] += 1
+        return real_wait(*args, **kwargs)
+
+    def watched_resolve(self):
+        if self._values is None and engine_syncs[0] == 0:
+            import traceback
+
+            early_reads.append("".join(traceback.format_stack(limit=6)))
+        return real_resolve(self)
+
+    graph, rng = _graph(6, n=500)
+    for engine in _engines():
+        r = _compute(graph, engine)
+        _, parents = r.to_numpy()
+        batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
+        with monkeypatch.context() as m:
+            m.setattr(runtime, "synchronize", counting_sync)
+            m.setattr(runtime, "wait_readback", counting_wait)
+            m.setattr(device_apply.PendingCommit, "resolve", watched_resolve)
+            engine_syncs[0] = 0
+            st = sssp.update(graph, batch, r)
+        assert engine_syncs[0] == st.host_syncs, (engine, engine_syncs[0], st)
+        assert not early_reads, (engine, early_reads[0])

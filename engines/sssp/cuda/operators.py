@@ -185,7 +185,10 @@ class _Run:
         self.stream = stream
         self.n = int(plan.num_vertices)
         self.source = int(plan.source)
-        self.launch = _Launcher(device, graph.vertex_dtype, graph.offset_dtype, stream)
+        # The offset type of the device buffers, as the fused engine takes it: Graph.offset_dtype
+        # would read the commit's edge count, a hidden wait for the device apply before sync #1
+        # (and the host rule can differ from the buffers' type, which the commit chose).
+        self.launch = _Launcher(device, graph.vertex_dtype, dgraph.offset_dtype, stream)
         self.control = ws.control("operators")
         self.ctl = self.control.device
         self.syncs = runtime.SyncCounter()
