@@ -152,7 +152,10 @@ def test_sync_section_and_round_trip_cost(rendered):
         cost = (reg["B"]["median"] - reg["A"]["median"]) / (3 + iters + epochs - 1)
         row = rows[key]
         assert row[3] == str(3 + iters + epochs)  # 3 + iterations + epochs
-        assert row[5] == f"1 / {3 + iters + epochs}"  # CUPTI
+        verified = (c["syncs"]["verified_rounds_A"], c["syncs"]["verified_rounds_B"])
+        assert verified[0] >= 1 and verified[1] >= 1
+        # CUPTI, with the number of verification rounds behind each median
+        assert row[5] == f"1 / {3 + iters + epochs} ({verified[0]} / {verified[1]})"
         assert row[6] == f"{cost:.3f}"
 
 
