@@ -231,8 +231,7 @@ class CellRun:
                      "invalidated", "affected", "packed_parents"):
             row[name] = getattr(stats, name)
         row["engine"] = stats.engine_used
-        described = getattr(counter, "described", None)
-        failure = self._check(state, stats, row["cupti_syncs"], described() if described else "")
+        failure = self._check(state, stats, row["cupti_syncs"], counter)
         if failure:
             row["accepted"] = False
             row["reject_reason"] = f"check failed: {failure}"
@@ -242,7 +241,7 @@ class CellRun:
         row["reject_reason"] = None if untimed else reason
         return row
 
-    def _check(self, state: _SideState, stats, cupti, calls: str = "") -> str | None:
+    def _check(self, state: _SideState, stats, cupti, counter=None) -> str | None:
         g = self.guard
         if stats.invalidated != g["invalidated"] or stats.affected != g["affected"]:
             return (
@@ -252,8 +251,10 @@ class CellRun:
         if stats.host_syncs > stats.sync_budget:
             return f"host_syncs {stats.host_syncs} over the budget {stats.sync_budget}"
         if cupti is not None and cupti != stats.host_syncs:
+            # the CUPTI counter names the Python line behind each counted call (only formatted here)
+            described = getattr(counter, "described", None)
             return (f"CUPTI counted {cupti} synchronizations, the engine {stats.host_syncs}"
-                    + (f" (counted: {calls})" if calls else ""))
+                    + (f" (counted: {described()})" if described else ""))
         digest = result_digest(state.result.distances, state.result.parents)
         if digest != g["digest"]:
             return f"result digest {digest:#018x} differs from the guard's {g['digest']:#018x}"

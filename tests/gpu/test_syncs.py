@@ -9,6 +9,8 @@ equal the engine's own ``host_syncs``.
 
 from __future__ import annotations
 
+import traceback
+
 import numpy as np
 import pytest
 
@@ -200,8 +202,6 @@ def test_no_wait_for_the_commit_before_the_engine_synchronizes(monkeypatch, kind
 
     def watched_resolve(self):
         if self._values is None and engine_syncs[0] == 0:
-            import traceback
-
             early_reads.append("".join(traceback.format_stack(limit=6)))
         return real_resolve(self)
 

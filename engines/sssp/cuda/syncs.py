@@ -25,8 +25,8 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ...errors import NotSupportedError
 
@@ -112,8 +112,8 @@ class SynchronizationCounter:
 
     ``count`` is the number of logical synchronizations; ``calls`` lists what was counted, in
     order (API names, or ``"SYNCHRONIZE:<kind>"`` for notifications counted on their own), and
-    ``origins`` the Python line that made each (``path:line in function``, the innermost frame
-    outside this module), for diagnostics when a count disagrees with an engine's ``host_syncs``.
+    ``origins`` the Python lines that made each (``path:line function``, innermost first, up to
+    three frames outside this module, joined by ``" < "``), for diagnostics when a count disagrees with an engine's ``host_syncs``.
     """
 
     count: int = 0
@@ -183,7 +183,7 @@ class SynchronizationCounter:
             self.origins.append(origin)
 
     def described(self, limit: int = 12) -> str:
-        """The counted calls with their origins, one per line (the first ``limit``)."""
+        """The counted calls with their origins, ``"; "``-separated (the first ``limit``)."""
         lines = [f"{call} from {origin}" for call, origin in zip(self.calls, self.origins)]
         if len(lines) > limit:
             lines = lines[:limit] + [f"... {len(lines) - limit} more"]
