@@ -33,6 +33,9 @@ class RecordingCounter:
         self.log.append("exit")
         return False
 
+    def described(self):
+        return "cudaEventSynchronize_v3020 from where/it/was.py:7 caller"
+
 
 def _run(tmp_path, sides=None, count=0, log=None, verify_rounds=1):
     log = [] if log is None else log
@@ -82,6 +85,8 @@ def test_a_verified_count_that_disagrees_is_a_correctness_failure(tmp_path):
     cell = store.read_campaign()["cells"]["toy/mixed/0"]
     assert cell["status"] == "check_failed"
     assert "CUPTI counted 1 synchronizations, the engine 0" in cell["detail"]
+    # the counter's own account of each counted call, where it came from, is in the failure
+    assert "(counted: cudaEventSynchronize_v3020 from where/it/was.py:7 caller)" in cell["detail"]
 
 
 def test_without_a_counter_there_are_no_verification_rounds(tmp_path):
