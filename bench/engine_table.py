@@ -8,7 +8,9 @@ after ``--warmup``), the **whole update, user path** per CUDA engine (the wall t
 engine, as a user pays it; the call returns after the engine's final synchronization), the host
 reference's update time (wall clock, ``--host-repeats`` runs, skipped above
 ``--host-max-vertices``), ``compute()`` per engine, with iterations, epochs and host syncs, and the
-derived cost of one host round trip ((operators - fused) / (syncs_ops - syncs_fused)).
+derived cost of one host round trip ((operators - fused) / (syncs_ops - syncs_fused)), and the
+fused engine's grid syncs per run beside the latency floor they imply (floor_ms: PHASE_FLOOR_US
+per phase), so a row says how far each engine is from that floor.
 
 Every run starts from the same state: the graph (device-resident, as a CUDA result makes it,
 algorithm.md §3.6) restored from its device snapshot and the result re-copied, outside every timer
@@ -44,6 +46,7 @@ import numpy as np
 
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
+from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 from protocol.cell import RegionProbe
 
 CUDA_ENGINES = ("fused", "operators")
@@ -53,6 +56,25 @@ RANDOM_BATCH_NAME = "random1pct"
 NUM_WEIGHTS = 3
 WEIGHT_LOW, WEIGHT_HIGH = 1, 100
 SOURCE = 0
+#: The latency floor of one phase (issue 13's model, from the H200's measured barrier and load
+#: latencies): one grid barrier (about 1.8 us) plus one dependent chain of loads and an atomic
+#: (about 2.7 us). A run of P phases (the fused engine's grid syncs) cannot take less than about
+#: P x this unless phases merge; throughput-bound phases (millions of pushes) take more.
+PHASE_FLOOR_US = 4.5
+
+
+def floor_ms(grid_syncs: int | None) -> float | None:
+    """The latency floor of a run of ``grid_syncs`` phases (PHASE_FLOOR_US each), in ms."""
+    return None if grid_syncs is None else grid_syncs * PHASE_FLOOR_US / 1e3
+
+
+def fused_grid_syncs(graph, *, update: bool, packed: bool) -> int:
+    """The grid syncs of the last fused run on the current device (its control block)."""
+    from engines.sssp import cuda
+    from engines.sssp.cuda import fused
+
+    record = fused.last_record(cuda.current_device(), graph.vertex_dtype)
+    return fused.grid_syncs(record, update=update, packed=packed)
 
 
 # -- inputs -------------------------------------------------------------------------------------
@@ -166,15 +188,27 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
-def _compute_ms(graph, source, objective, backend, engine, repeats: int):
+def cuda_options(engine: str, push_expansion: str | None) -> dict:
+    """The options that select ``engine`` with the table's push expansion (None: the default)."""
+    options = {"cuda_engine": engine}
+    if push_expansion is not None:
+        options["push_expansion"] = push_expansion
+    return options
+
+
+def _compute_ms(graph, source, objective, backend, engine, repeats: int, push_expansion=None):
+    """compute()'s median wall time, its last Stats and, on the fused engine, its grid syncs."""
     times, stats = [], None  # compute() returns after its final synchronization: no extra sync
     for _ in range(repeats):
         t0 = time.perf_counter()
         r = sssp.compute(graph, source, backend=backend, objective=objective,
-                         **({"cuda_engine": engine} if backend == "cuda" else {}))
+                         **(cuda_options(engine, push_expansion) if backend == "cuda" else {}))
         times.append((time.perf_counter() - t0) * 1e3)
         stats = r.stats
-    return _median(times), stats
+    syncs = None
+    if engine == "fused":
+        syncs = fused_grid_syncs(graph, update=False, packed=stats.packed_parents)
+    return _median(times), stats, syncs
 
 
 def whole_columns(device_ms, whole_ms) -> dict:
@@ -214,22 +248,28 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
     rows = []
     compute_rows = {}
     for engine in CUDA_ENGINES:
-        _compute_ms(graph, source, k, "cuda", engine, 1)  # compile and reserve
-        compute_rows[engine] = _compute_ms(graph, source, k, "cuda", engine, args.repeats)
+        _compute_ms(graph, source, k, "cuda", engine, 1, args.push_expansion)  # compile, reserve
+        compute_rows[engine] = _compute_ms(graph, source, k, "cuda", engine, args.repeats,
+                                           args.push_expansion)
     if host_ok:
         compute_rows["host"] = _compute_ms(host_graph, source, k, "host", None, 1)
     for batch_name, batch in batches.items():
         row = {"graph": name, "origin": origin_kind, "n": graph.num_vertices,
-               "m": graph.num_edges, "batch": batch_name, "batch_size": len(batch), "objective": k}
+               "m": graph.num_edges, "batch": batch_name, "batch_size": len(batch), "objective": k,
+               "push_expansion": args.push_expansion or DEFAULT_PUSH_EXPANSION}
         trees = {}
         whole_ok = True
         for engine in CUDA_ENGINES:
             graph.restore(graph_snapshot)
             base = sssp.Result.from_arrays(graph, source, d0, p0, backend="cuda", objective=k,
-                                           cuda_engine=engine, validate=False, canonicalize=False)
+                                           validate=False, canonicalize=False,
+                                           **cuda_options(engine, args.push_expansion))
             snapshot = base.clone()
             times, st, whole_counters = _time_updates(graph, batch, base, snapshot, graph_snapshot,
                                                       args.repeats, args.warmup, on_device=True, whole=True)
+            # the last run was the fused engine's own (plain) update of this batch
+            grid = (fused_grid_syncs(graph, update=True, packed=st.packed_parents)
+                    if engine == "fused" else None)
             trees[engine] = base.to_numpy()
             whole_ok &= whole_counters == {(st.invalidated, st.affected)}
             device_ms = _median(times["device"])
@@ -241,7 +281,8 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
                            "affected": st.affected, "engine_used": st.engine_used,
                            "compute_ms": compute_rows[engine][0],
                            "compute_iterations": compute_rows[engine][1].iterations,
-                           "compute_epochs": compute_rows[engine][1].epochs}
+                           "compute_epochs": compute_rows[engine][1].epochs,
+                           "grid_syncs": grid, "compute_grid_syncs": compute_rows[engine][2]}
         if host_ok:
             host_graph.restore(host_snapshot)
             base = sssp.Result.from_arrays(host_graph, source, d0, p0, objective=k, validate=False,
@@ -260,6 +301,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         row["identical_counters"] = whole_ok and len(
             {(row[e]["invalidated"], row[e]["affected"]) for e in names}) == 1
         f, o = row["fused"], row["operators"]
+        row.update(floor_columns(f, o))
         extra_syncs = o["host_syncs"] - f["host_syncs"]
         if extra_syncs > 0 and f["device_ms"] is not None and o["device_ms"] is not None:
             row["round_trip_us"] = (o["host_ms"] - f["host_ms"]) / extra_syncs * 1e3
@@ -267,6 +309,21 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         print(json.dumps(row), flush=True)
     graph.restore(graph_snapshot)
     return rows
+
+
+def floor_columns(fused_row: dict, operators_row: dict) -> dict:
+    """The latency floor of the cell (the fused engine's phases: the operators engine runs the
+    same phases, one kernel each) and each engine's engine region over it; compute() likewise."""
+    floor = floor_ms(fused_row.get("grid_syncs"))
+    compute_floor = floor_ms(fused_row.get("compute_grid_syncs"))
+
+    def over(ms, base):
+        return ms / base if ms is not None and base else None
+
+    return {"floor_ms": floor, "compute_floor_ms": compute_floor,
+            "fused_over_floor": over(fused_row.get("device_ms"), floor),
+            "operators_over_floor": over(operators_row.get("device_ms"), floor),
+            "compute_over_floor": over(fused_row.get("compute_ms"), compute_floor)}
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -278,8 +335,9 @@ def markdown(rows: list[dict]) -> str:
     lines = [
         "| graph | batch | fused ms (dev / host) | operators ms (dev / host) | ops / fused | "
         "whole update ms (fused / ops) | host ref ms | "
-        "compute ms (fused / ops / host) | fused it+ep | ops it+ep | ops syncs / budget | round trip µs | identical |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "compute ms (fused / ops / host) | fused it+ep | ops it+ep | ops syncs / budget | round trip µs | "
+        "fused grid syncs | floor ms | fused / floor | ops / floor | compute floor ms (fused / floor) | identical |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         f, o, h = r["fused"], r["operators"], r.get("host")
@@ -292,6 +350,9 @@ def markdown(rows: list[dict]) -> str:
             f"{_fmt(f['compute_ms'])} / {_fmt(o['compute_ms'])} / {_fmt(h['compute_ms'], 0) if h else '–'} | "
             f"{f['iterations']}+{f['epochs']} | {o['iterations']}+{o['epochs']} | "
             f"{o['host_syncs']} / {o['sync_budget']} | {_fmt(r.get('round_trip_us'), 1)} | "
+            f"{f.get('grid_syncs', '–')} | {_fmt(r.get('floor_ms'), 3)} | {_fmt(r.get('fused_over_floor'), 1)} | "
+            f"{_fmt(r.get('operators_over_floor'), 1)} | "
+            f"{_fmt(r.get('compute_floor_ms'), 3)} ({_fmt(r.get('compute_over_floor'), 1)}) | "
             f"{'yes' if r['identical'] and r['identical_counters'] else 'NO'} |"
         )
     return "\n".join(lines) + "\n"
@@ -325,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also measure a symmetrized random graph of N vertices and about M arcs with a 1 %% "
                              "batch (e.g. 4039,176000); repeatable")
     parser.add_argument("--objective", type=int, default=0)
+    parser.add_argument("--push-expansion", choices=PUSH_EXPANSIONS, default=None,
+                        help="the CUDA engines' push expansion (Options.push_expansion; default: "
+                             f"the library's, {DEFAULT_PUSH_EXPANSION})")
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--host-repeats", type=int, default=1)

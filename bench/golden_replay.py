@@ -30,6 +30,7 @@ class Config:
     delta: int | None = None  # overrides the case's delta (delta never changes a result)
     description: str = ""
     operators_loop: str = "device"  # the operators engine's loop (Options.operators_loop)
+    push_expansion: str | None = None  # pinned push expansion (Options.push_expansion); None: default
 
     @property
     def needs_gpu(self) -> bool:
@@ -48,6 +49,18 @@ CONFIGS = {
         Config("cuda-operators-host", "cuda", "operators", "operators", operators_loop="host",
                description="CUDA operators engine, the ADR's host loop (a readback per step)"),
         Config("cuda-automatic", "cuda", "automatic", None, description="CUDA, automatic engine choice"),
+        # both push expansions (Options.push_expansion), whichever is the default
+        Config("cuda-fused-vertex", "cuda", "fused", "fused", push_expansion="vertex",
+               description="CUDA fused, one lane per near-list vertex"),
+        Config("cuda-fused-group", "cuda", "fused", "fused", push_expansion="group",
+               description="CUDA fused, a group of lanes per near-list vertex"),
+        Config("cuda-operators-vertex", "cuda", "operators", "operators", push_expansion="vertex",
+               description="CUDA operators (device loop), one lane per near-list vertex"),
+        Config("cuda-operators-group", "cuda", "operators", "operators", push_expansion="group",
+               description="CUDA operators (device loop), a group of lanes per near-list vertex"),
+        Config("cuda-operators-host-group", "cuda", "operators", "operators", operators_loop="host",
+               push_expansion="group",
+               description="CUDA operators (host loop), a group of lanes per near-list vertex"),
     )
 }
 
@@ -181,6 +194,8 @@ def _replay(arrays: dict, case: dict, config: Config, outcome: CaseOutcome) -> N
     delta = case["delta"] if config.delta is None else config.delta
     opts = dict(objective=case["objective"], delta=delta, cuda_engine=config.cuda_engine,
                 operators_loop=config.operators_loop)
+    if config.push_expansion is not None:
+        opts["push_expansion"] = config.push_expansion
     result = sssp.Result.from_arrays(graph, case["source"], arrays["d_in"], arrays["p_in"], canonicalize=False,
                                      backend=config.backend, **opts)
     stats = sssp.update(graph, batch, result)

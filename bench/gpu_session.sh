@@ -19,6 +19,8 @@ BUDGET=${1:-570}
 shift || true
 STEPS=${*:-tests compare table campaign}
 TEST_PATHS=${TEST_PATHS:-tests}
+# the golden replay's configurations (bench/golden_replay.py CONFIGS)
+COMPARE_CONFIGS=${COMPARE_CONFIGS:-host,cuda-fused,cuda-operators,cuda-fused-group,cuda-operators-group,cuda-operators-host-group}
 TABLE_GRAPHS=${TABLE_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0}
 CAMPAIGN_GRAPHS=${CAMPAIGN_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa}
 # the user-path table (engine region beside the whole update() call) and the small-graph target
@@ -68,8 +70,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 
 for s in $STEPS; do
   case $s in
-    tests) step gpu_tests 260 python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests} ;;
-    compare) [ -f bench/compare.py ] && step compare 90 python3 bench/compare.py --configs host,cuda-fused,cuda-operators ;;
+    tests) step gpu_tests ${TESTS_CAP:-260} python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests} ;;
+    compare) [ -f bench/compare.py ] && step compare 150 python3 bench/compare.py --configs "$COMPARE_CONFIGS" ;;
     table) step engine_table 240 python3 bench/engine_table.py --graphs $TABLE_GRAPHS $TABLE_ARGS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;

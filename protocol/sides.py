@@ -1,7 +1,9 @@
 """Side configurations of an A/B campaign: ``host``, ``cuda:fused``, ``cuda:operators`` ...
 
 ``cuda:operators-host`` and ``cuda:operators-device`` pin the operators engine's loop mode
-(``Options.operators_loop``); plain ``cuda:operators`` runs its default.
+(``Options.operators_loop``); plain ``cuda:operators`` runs its default. A CUDA side may pin the
+push expansion of both engines (``Options.push_expansion``) with a suffix: ``cuda:fused+group``,
+``cuda:operators-host+vertex``; without one it runs the library's default.
 
 A side says how to build a result (backend, CUDA engine option) and runs one update through the
 public API with the runner's probe. Test code may subclass ``Side`` to alter a side's behaviour
@@ -11,6 +13,8 @@ inside the timed region (for example a planted slowdown), never the engines them
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from engines.sssp.plan import PUSH_EXPANSIONS
 
 from .exitcodes import UsageError
 
@@ -28,6 +32,7 @@ class Side:
     backend: str  # "host" or "cuda"
     cuda_engine: str = "automatic"
     operators_loop: str | None = None
+    push_expansion: str | None = None  # pinned Options.push_expansion (None: the default)
 
     @property
     def engine_options(self) -> dict:
@@ -35,6 +40,8 @@ class Side:
         options = {"cuda_engine": self.cuda_engine}
         if self.operators_loop is not None:
             options["operators_loop"] = self.operators_loop
+        if self.push_expansion is not None:
+            options["push_expansion"] = self.push_expansion
         return options
 
     @property
@@ -47,7 +54,8 @@ class Side:
         ``operators-host`` ..."""
         if self.backend == "host":
             return "host"
-        return self.cuda_engine if self.operators_loop is None else f"{self.cuda_engine}-{self.operators_loop}"
+        name = self.cuda_engine if self.operators_loop is None else f"{self.cuda_engine}-{self.operators_loop}"
+        return name if self.push_expansion is None else f"{name}+{self.push_expansion}"
 
     def make_result(self, graph, source: int, objective: int, distances, parents):
         """A result of this side holding the given (prepared, canonical) tree."""
@@ -83,18 +91,24 @@ def parse_side(text: str) -> Side:
     lowered = label.lower()
     if lowered == "host":
         return Side(label, "host", "automatic")
-    if lowered == "cuda":
-        return Side(label, "cuda", "automatic")
-    if lowered.startswith("cuda:"):
-        engine = lowered.split(":", 1)[1]
+    if lowered.startswith("cuda"):
+        base, plus, expansion = lowered.partition("+")
+        pinned = expansion if plus else None
+        if plus and expansion not in PUSH_EXPANSIONS:
+            raise UsageError(f"unknown push expansion in side {text!r}: expected "
+                             f"+{' or +'.join(PUSH_EXPANSIONS)}")
+        if base == "cuda":
+            return Side(label, "cuda", "automatic", push_expansion=pinned)
+        engine = base.split(":", 1)[1] if base.startswith("cuda:") else None
         if engine in CUDA_ENGINE_OPTIONS:
-            return Side(label, "cuda", engine)
+            return Side(label, "cuda", engine, push_expansion=pinned)
         for mode in OPERATORS_LOOP_MODES:
             if engine == f"operators-{mode}":
-                return Side(label, "cuda", "operators", mode)
+                return Side(label, "cuda", "operators", mode, push_expansion=pinned)
     raise UsageError(
         f"unknown side {text!r}: expected host, cuda, cuda:fused, cuda:operators, "
-        "cuda:operators-host, cuda:operators-device or cuda:automatic"
+        "cuda:operators-host, cuda:operators-device or cuda:automatic, a CUDA side optionally "
+        f"with +{' or +'.join(PUSH_EXPANSIONS)} (the push expansion)"
     )
 
 

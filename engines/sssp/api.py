@@ -81,7 +81,7 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
     check_size(max_w, n)
     delta = opts.delta or default_delta(n, graph.num_edges, graph.weight_sum(k))
     plan = Plan(source=source, objective=k, num_vertices=n, max_weight=max_w, delta=delta,
-                packing=decide_packing(max_w, n))
+                packing=decide_packing(max_w, n), push_expansion=opts.push_expansion)
     if backend == "host":
         from . import host
 
@@ -188,7 +188,8 @@ def update(graph, batch, *results, probe=None):
         item.delta = item.opts.delta or default_delta(n_old, m_old, graph.weight_sum(k))
         item.plan = Plan(source=item.result.source, objective=k, num_vertices=n_after,
                          max_weight=item.max_weight, delta=item.delta,
-                         packing=decide_packing(item.max_weight, n_after))
+                         packing=decide_packing(item.max_weight, n_after),
+                         push_expansion=item.opts.push_expansion)
     device = _cuda_device(pending)
     if device is not None:
         try:

@@ -19,6 +19,11 @@ from .packing import Packing
 #: same whatever its value, so results do not change.
 DEVICE_DELTA_CLAMP = 1 << 62
 
+#: How the CUDA engines' push expands a near-list vertex (engines/sssp/cuda/push.py): "vertex",
+#: one lane walks its out-edges; "group", up to a warp of lanes share them. The host ignores it.
+PUSH_EXPANSIONS = ("vertex", "group")
+DEFAULT_PUSH_EXPANSION = "vertex"
+
 
 def ceil_log2(n: int) -> int:
     """``R``: the smallest r with ``2^r >= n`` (0 for n <= 1)."""
@@ -46,6 +51,7 @@ class Plan:
     max_weight: int  # W
     delta: int  # resolved, >= 1
     packing: Packing  # .packed, .bits, .bound
+    push_expansion: str = DEFAULT_PUSH_EXPANSION  # the CUDA engines' push (PUSH_EXPANSIONS)
 
     @property
     def bound(self) -> int:
@@ -93,4 +99,4 @@ class EngineReport:
     sync_budget: int = 0
 
 
-__all__ = ["DEVICE_DELTA_CLAMP", "Plan", "ChangeLists", "EngineReport", "ceil_log2", "pointer_jumping_rounds"]
+__all__ = ["DEFAULT_PUSH_EXPANSION", "DEVICE_DELTA_CLAMP", "PUSH_EXPANSIONS", "Plan", "ChangeLists", "EngineReport", "ceil_log2", "pointer_jumping_rounds"]

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..batch import ApplySummary
 from ..errors import InvalidArgumentError, StaleResultError
+from .plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 
 CUDA_ENGINES = ("automatic", "fused", "operators")
 #: How the operators engine drives its near-far loop (engines/sssp/cuda/operators.py LOOP_MODES).
@@ -32,6 +33,10 @@ class Options:
     #: taken on the device; a readback per replay) or "host" (the ADR's literal host loop: one
     #: readback per push iteration and epoch, kept as the measured baseline)
     operators_loop: str = "device"
+    #: how both CUDA engines' push expands a near-list vertex (engines/sssp/cuda/push.py):
+    #: "vertex" (one lane walks its out-edges) or "group" (up to a warp of lanes share them,
+    #: as wide as the list and the grid allow); results never depend on it (§5.12)
+    push_expansion: str = DEFAULT_PUSH_EXPANSION
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,10 @@ def check_options(opts: Options, num_weights: int) -> None:
     if opts.operators_loop not in OPERATORS_LOOPS:
         raise InvalidArgumentError(
             f"options.operators_loop must be one of {', '.join(OPERATORS_LOOPS)}, got {opts.operators_loop!r}"
+        )
+    if opts.push_expansion not in PUSH_EXPANSIONS:
+        raise InvalidArgumentError(
+            f"options.push_expansion must be one of {', '.join(PUSH_EXPANSIONS)}, got {opts.push_expansion!r}"
         )
     if not isinstance(opts.validate_inputs, (bool, np.bool_)):
         raise InvalidArgumentError(f"options.validate_inputs must be a bool, got {opts.validate_inputs!r}")

@@ -108,3 +108,42 @@ def test_command_line_refusals(capsys):
     assert args.graphs == [] and args.random_graph == [(4039, 176000)] and args.table
     if not backends.cuda_available():
         assert et.main(["--graphs", "--random-graph", "300,2000"]) == 3
+
+
+def test_grid_syncs_count_the_fused_kernels_barriers():
+    from engines.sssp.cuda import fused
+
+    record = {"iterations": 84, "epochs": 3, "rounds": 10}
+    # pack+roots, 10 rounds, invalidate, heads, pull, first minimum, first split; 84 + 2 x 3
+    assert fused.grid_syncs(record, update=True, packed=True) == 1 + 10 + 5 + 84 + 6
+    assert fused.grid_syncs(record, update=True, packed=False) == 1 + 10 + 5 + 84 + 6 + 2
+    # compute(): the seeding barrier, the loop, the recovery's one barrier without counting
+    assert fused.grid_syncs(record, update=False, packed=True) == 1 + 84 + 6
+    assert fused.grid_syncs(record, update=False, packed=False) == 1 + 84 + 6 + 1
+
+
+def test_floor_columns():
+    assert et.floor_ms(None) is None
+    assert et.floor_ms(200) == pytest.approx(200 * et.PHASE_FLOOR_US / 1e3)
+    cols = et.floor_columns({"grid_syncs": 100, "compute_grid_syncs": 50, "device_ms": 0.9,
+                             "compute_ms": 0.45}, {"device_ms": 1.8})
+    floor = 100 * et.PHASE_FLOOR_US / 1e3
+    assert cols["floor_ms"] == pytest.approx(floor)
+    assert cols["fused_over_floor"] == pytest.approx(0.9 / floor)
+    assert cols["operators_over_floor"] == pytest.approx(1.8 / floor)
+    assert cols["compute_over_floor"] == pytest.approx(0.45 / (50 * et.PHASE_FLOOR_US / 1e3))
+    none = et.floor_columns({"grid_syncs": None, "device_ms": 1.0}, {"device_ms": None})
+    assert none["floor_ms"] is None and none["fused_over_floor"] is None
+    assert none["operators_over_floor"] is None
+
+
+def test_push_expansion_option_selects_both_engines_expansion():
+    from bench import engine_table as T
+
+    args = T.build_parser().parse_args(["--push-expansion", "group"])
+    assert args.push_expansion == "group"
+    assert T.build_parser().parse_args([]).push_expansion is None
+    assert T.cuda_options("fused", "group") == {"cuda_engine": "fused", "push_expansion": "group"}
+    assert T.cuda_options("operators", None) == {"cuda_engine": "operators"}
+    with pytest.raises(SystemExit):
+        T.build_parser().parse_args(["--push-expansion", "warp"])

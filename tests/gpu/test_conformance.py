@@ -73,7 +73,8 @@ def test_c4_compute_then_three_batches(mix, size, canonical, offsets):
     source = int(rng.integers(0, graph.num_vertices))
     delta = DELTAS[(mix_index + len(size)) % len(DELTAS)]
 
-    results = S.compute_all(graph, source, delta=delta)
+    # every configuration: both operators loops, both push expansions (the schedule never matters)
+    results = S.compute_all(graph, source, engines=S.ALL_CUDA_CONFIGS, delta=delta)
     S.assert_conformant(results, what=f"compute ({mix}, {size})")
     if not canonical:
         results = S.perturb_all(rng, graph, results)
@@ -120,7 +121,7 @@ def test_c4_distance_only_mode(canonical):
     w[int(rng.integers(0, src.size))] = O.WEIGHT_MAX
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     assert not O.oracle_packed(n, O.WEIGHT_MAX)
-    results = S.compute_all(graph, 0)
+    results = S.compute_all(graph, 0, engines=S.ALL_CUDA_CONFIGS)
     S.assert_conformant(results, what="distance-only compute")
     assert all(r.stats.packed_parents is False for r in results.values())
     if not canonical:

@@ -130,6 +130,23 @@ def test_parse_side_pins_the_operators_loop():
         parse_side("cuda:operators-graph")
 
 
+def test_parse_side_pins_the_push_expansion():
+    group, host_loop, plain = (parse_side(t) for t in
+                               ("cuda:fused+group", "cuda:operators-host+VERTEX", "cuda:fused"))
+    assert group.engine_options == {"cuda_engine": "fused", "push_expansion": "group"}
+    assert group.short_name == "fused+group" and group.label == "cuda:fused+group"
+    assert host_loop.engine_options == {"cuda_engine": "operators", "operators_loop": "host",
+                                        "push_expansion": "vertex"}
+    assert host_loop.short_name == "operators-host+vertex"
+    assert "push_expansion" not in plain.engine_options
+    assert parse_side("cuda+group").engine_options == {"cuda_engine": "automatic", "push_expansion": "group"}
+    for bad in ("cuda:fused+warp", "cuda:fused+", "host+group", "cuda:fused+group+vertex"):
+        with pytest.raises(UsageError):
+            parse_side(bad)
+    a, b = parse_sides("cuda:fused,cuda:fused+group")
+    assert (a.short_name, b.short_name) == ("fused", "fused+group")
+
+
 def test_parse_sides_and_errors():
     a, b = parse_sides("cuda:fused,cuda:operators")
     assert (a.short_name, b.short_name) == ("fused", "operators")

@@ -30,32 +30,62 @@ namespace fused {
 
 namespace cg = cooperative_groups;
 
+// Control-block values every thread needs after a barrier (the loop's decisions, the lengths of
+// the lists a phase reads, the minima) are read once per block: thread 0 loads them through L2
+// into these slots and the block meets, instead of every warp paying an L2 round trip on the same
+// line (about 1 us a phase on the H200, issue 13). A slot is written again only after a grid
+// barrier, which every thread of the block passed after reading it, so one __syncthreads per
+// read is enough.
+template <typename V>
+struct BlockSlots {
+    V near;
+    V far;
+    V count;
+    i32 active;
+    u64 minimum;
+};
+
+// Thread 0 of the block loads *p into *slot; every thread returns it after the block met.
+template <typename T>
+__device__ __forceinline__ T block_read(const T* p, T* slot) {
+    if (threadIdx.x == 0) *slot = load_cg(p);
+    __syncthreads();
+    return *slot;
+}
+
 // The near-far loop (§5.9 (c)), entered after the first split: near list 0 holds near[0]
 // entries, far pile 0 holds far[0] entries. Returns through the counters by reference.
 template <typename V, typename O>
 __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridStride& gs,
                               const CsrView<V, O>& out, const Packing& k, V source, u64 bound,
-                              u64 delta, u64 threshold, u64* words, i32* stamp, i32* in_far,
-                              V* near_a, V* near_b, V* far_a, V* far_b, FusedControl<V>* ctl,
-                              i32& generation, i32& iterations, i32& epochs, i64& pushes) {
+                              u64 delta, u64 threshold, u32 push_shift, u64* words, i32* stamp,
+                              i32* in_far, V* near_a, V* near_b, V* far_a, V* far_b, FusedControl<V>* ctl,
+                              BlockSlots<V>& slots, i32& generation, i32& iterations,
+                              i32& epochs, i64& pushes) {
     u32 it = 0;  // push iterations so far: near list it & 1, near count slot it % 3
     u32 ep = 0;  // epochs so far: far pile ep & 1, far count slot ep % 3, minimum (ep + 1) % 3
     for (;;) {
-        const V near_count = load_cg(&ctl->near[it % 3]);
+        // Both counts at once (stable after the barrier): one block meeting per decision.
+        if (threadIdx.x == 0) {
+            slots.near = load_cg(&ctl->near[it % 3]);
+            slots.far = load_cg(&ctl->far[ep % 3]);
+        }
+        __syncthreads();
+        const V near_count = slots.near;
         if (near_count > 0) {  // one push iteration
             ++generation;
             ++iterations;
             pushes += static_cast<i64>(near_count);
             if (gs.first == 0) ctl->near[(it + 2) % 3] = V(0);
             push_list<V, O>(near_count, (it & 1u) ? near_b : near_a, out, k, source, bound,
-                            threshold, generation, words, stamp, in_far,
+                            threshold, generation, push_shift, words, stamp, in_far,
                             (it & 1u) ? near_a : near_b, &ctl->near[(it + 1) % 3],
                             (ep & 1u) ? far_b : far_a, &ctl->far[ep % 3]);
             grid.sync();
             ++it;
             continue;
         }
-        const V far_count = load_cg(&ctl->far[ep % 3]);
+        const V far_count = slots.far;
         if (far_count == 0) break;  // done: every in_far flag is back to zero
         ++epochs;  // raise the threshold past the far pile
         V* pile = (ep & 1u) ? far_b : far_a;
@@ -66,7 +96,7 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
         }
         list_min_into<V>(far_count, pile, words, k.bits, min_slot);
         grid.sync();
-        threshold = raised_threshold(threshold, load_cg(min_slot), delta);
+        threshold = raised_threshold(threshold, block_read(min_slot, &slots.minimum), delta);
         ++generation;
         // near[it % 3] is empty (every thread read it as zero above) and receives the re-split.
         split_pile<V>(far_count, pile, words, k, threshold, stamp, generation, in_far,
@@ -123,7 +153,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     const V* __restrict__ changed_from, const V* __restrict__ changed_to,
     const V* __restrict__ changed_count,
     const V* __restrict__ heads, V num_heads,
-    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta,
+    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_shift,
     sssp::i32 base_generation, sssp::i32 max_rounds, sssp::FusedControl<V>* ctl) {
     using namespace sssp;
     namespace cg = cooperative_groups;
@@ -133,6 +163,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     const CsrView<V, O> out{out_ptr, out_index, out_weight};
     const CsrView<V, O> in{in_ptr, in_index, in_weight};
     const i64 nn = static_cast<i64>(n);
+    __shared__ fused::BlockSlots<V> slots;
     // The changed count is built on the device by the apply (weight increases are known there
     // only); every thread reads the same value, so the branch below stays uniform.
     const V num_changed = *changed_count;
@@ -151,7 +182,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
             }
             pointer_jump_round<V>(nn, ancestor, flag, &ctl->active[r % 3]);
             grid.sync();
-            if (load_cg(&ctl->active[r % 3]) == 0) break;
+            if (fused::block_read(&ctl->active[r % 3], &slots.active) == 0) break;
         }
     }
 
@@ -165,16 +196,17 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
 
     // Pull (§5.8): every candidate takes its key-minimum over all in-neighbours.
     ++generation;  // g_pull
-    pull_candidates<V, O>(load_cg(&ctl->candidates), candidates, in, k, bound, words, stamp,
-                          generation, frontier, &ctl->frontier);
+    pull_candidates<V, O>(fused::block_read(&ctl->candidates, &slots.count), candidates, in, k,
+                          bound, words, stamp, generation, frontier, &ctl->frontier);
     grid.sync();
 
     // First threshold and split (§5.9 (a), (b)) into near list 0 and far pile 0.
     ++generation;  // g0
-    const V frontier_count = load_cg(&ctl->frontier);
+    const V frontier_count = fused::block_read(&ctl->frontier, &slots.count);
     list_min_into<V>(frontier_count, frontier, words, k.bits, &ctl->minimum[0]);
     grid.sync();
-    const u64 threshold = first_threshold(load_cg(&ctl->minimum[0]), delta);
+    const u64 threshold =
+        first_threshold(fused::block_read(&ctl->minimum[0], &slots.minimum), delta);
     split_frontier<V>(frontier_count, frontier, words, k, threshold, stamp, generation, in_far,
                       near_a, &ctl->near[0], far_a, &ctl->far[0]);
     grid.sync();
@@ -182,9 +214,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     // The near-far loop (§5.9 (c)).
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
-    fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, words, stamp,
-                               in_far, near_a, near_b, far_a, far_b, ctl, generation, iterations,
-                               epochs, pushes);
+    fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, push_shift,
+                               words, stamp, in_far, near_a, near_b, far_a, far_b, ctl, slots,
+                               generation, iterations, epochs, pushes);
 
     // Unpack (§5.10): only changed entries are written, and counted.
     if (k.bits != 0) {
@@ -208,7 +240,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     sssp::i64* distances, V* parents,
     sssp::u64* words, sssp::i32* stamp, sssp::i32* in_far,
     V* near_a, V* near_b, V* far_a, V* far_b,
-    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta,
+    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_shift,
     sssp::i32 base_generation, sssp::FusedControl<V>* ctl) {
     using namespace sssp;
     namespace cg = cooperative_groups;
@@ -217,6 +249,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     const Packing k{bits, no_parent};
     const CsrView<V, O> out{out_ptr, out_index, out_weight};
     const i64 nn = static_cast<i64>(n);
+    __shared__ fused::BlockSlots<V> slots;
 
     i32 generation = base_generation;  // g0
     seed_source_words(nn, static_cast<i64>(source), words, k);
@@ -228,9 +261,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
 
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
-    fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, /*threshold=*/delta, words,
-                               stamp, in_far, near_a, near_b, far_a, far_b, ctl, generation,
-                               iterations, epochs, pushes);
+    fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, /*threshold=*/delta,
+                               push_shift, words, stamp, in_far, near_a, near_b, far_a, far_b,
+                               ctl, slots, generation, iterations, epochs, pushes);
 
     if (k.bits != 0) {
         unpack_all<V>(nn, words, k, distances, parents);

@@ -19,7 +19,7 @@ import numpy as np
 
 from ... import errors
 from ..plan import EngineReport, pointer_jumping_rounds
-from . import runtime, workspace
+from . import push, runtime, workspace
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
@@ -71,6 +71,7 @@ def _scalars(plan, vertex_dtype):
         np.uint64(packing.no_parent),
         np.uint64(packing.bound),
         np.uint64(plan.device_delta),
+        np.uint32(push.max_shift(plan.push_expansion)),
         vt,
     )
 
@@ -89,7 +90,7 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
     module = load_module(device)
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, vt = _scalars(plan, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
     max_rounds = pointer_jumping_rounds(n)
 
     with ws.lock:
@@ -116,7 +117,7 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
                         ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
                         changed_from, changed_to, changed_count,
                         heads, vt(num_heads),
-                        bits, no_parent, bound, delta,
+                        bits, no_parent, bound, delta, push_shift,
                         np.int32(base), np.int32(max_rounds), control.device,
                     ),
                 )
@@ -159,7 +160,7 @@ def compute(graph, plan, device: int):
     module = load_module(device)
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, _vt = _scalars(plan, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, _vt = _scalars(plan, vertex_dtype)
 
     with ws.lock:
         try:
@@ -183,7 +184,7 @@ def compute(graph, plan, device: int):
                         distances, parents,
                         ws.word, ws.stamp, ws.in_far,
                         ws.near_a, ws.near_b, ws.far_a, ws.far_b,
-                        bits, no_parent, bound, delta,
+                        bits, no_parent, bound, delta, push_shift,
                         np.int32(base), control.device,
                     ),
                 )
@@ -197,6 +198,24 @@ def compute(graph, plan, device: int):
     return distances, parents, report
 
 
+def grid_syncs(record, *, update: bool, packed: bool) -> int:
+    """The grid.sync() calls of the fused run whose control block is ``record`` (fused.cu): an
+    update's pack and roots, its pointer-jumping rounds, invalidation, heads, pull, first minimum
+    and split (6 + rounds), compute()'s seeding (1); then one per push iteration and two per epoch
+    (minimum, re-split); distance-only words add the parent recovery's barriers (2 for an update,
+    1 for compute()). The phases of a run: what bench/engine_table.py's floor model counts."""
+    loop = int(record["iterations"]) + 2 * int(record["epochs"])
+    if update:
+        return 6 + int(record["rounds"]) + loop + (0 if packed else 2)
+    return 1 + loop + (0 if packed else 1)
+
+
+def last_record(device: int, vertex_dtype):
+    """A copy of the control block the last fused run on ``device`` read back (its host mirror;
+    for diagnostics after a run, never while one is in flight)."""
+    return workspace.get(device, vertex_dtype).control("fused").host_read[0].copy()
+
+
 def _reset_quietly(ws, s) -> None:
     """Re-zero the workspace after a failed run; discard it if even that fails (§5.1)."""
     try:
@@ -205,4 +224,5 @@ def _reset_quietly(ws, s) -> None:
         workspace.discard(ws.device, ws.vertex_dtype)
 
 
-__all__ = ["ENGINE", "KERNELS", "compute", "grid_blocks", "load_module", "max_blocks", "update"]
+__all__ = ["ENGINE", "KERNELS", "compute", "grid_blocks", "grid_syncs", "last_record", "load_module",
+           "max_blocks", "update"]

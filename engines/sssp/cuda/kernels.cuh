@@ -24,6 +24,13 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // Every kernel of both engines runs blocks of this size (§5.1, §10.2).
 #define SSSP_BLOCK 256
 #define SSSP_FULL_MASK 0xffffffffu
+// Items each thread of an O(n) pass (pack, pointer jumping, invalidation, unpack) loads before it
+// uses any of them: the loads of one trip are independent, so a thread waits for one memory
+// latency per SSSP_PASS_ILP items instead of one per item (issue 13).
+#define SSSP_PASS_ILP 4
+// The widest push group (a warp, 2^5 lanes): the cap of push_group_shift under the "group"
+// expansion (engines/sssp/cuda/push.py MAX_GROUP_SHIFT).
+#define SSSP_PUSH_GROUP_SHIFT 5
 
 // The INF word: all 64 bits set. An unreachable vertex holds exactly this word (§4.1).
 static constexpr u64 INF_WORD = ~0ull;
@@ -240,6 +247,8 @@ struct OperatorsControl {
     i32 loop_input_error;  // LoopInputError
     i64* loop_distances;
     V* loop_parents;
+    // The push expansion's widest group, as a shift (push_group_shift's cap; ops_loop_init).
+    u32 loop_push_shift;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -257,24 +266,36 @@ __device__ __forceinline__ u64 min_u64(u64 a, u64 b) { return a < b ? a : b; }
 // input distance below INF/2 that is negative or above the bound is invalid_input: it sets
 // *overflow (the host raises after the run) and its word becomes INF; nothing stops early.
 template <typename V>
-__device__ __forceinline__ void pack_tree(i64 n, const i64* distances, const V* parents,
-                                          u64* words, V* ancestor, const Packing& k, u64 bound,
+__device__ __forceinline__ void pack_tree(i64 n, const i64* __restrict__ distances,
+                                          const V* __restrict__ parents, u64* __restrict__ words,
+                                          V* __restrict__ ancestor, const Packing& k, u64 bound,
                                           i32* overflow) {
     const GridStride g;
     bool invalid = false;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        const i64 d = distances[v];
-        const V p = parents[v];
-        u64 word = INF_WORD;
-        if (d < INF_HALF) {
-            if (d < 0 || static_cast<u64>(d) > bound) {
-                invalid = true;
-            } else {
-                word = pack(k, static_cast<u64>(d), static_cast<i64>(p));
-            }
+    for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+        i64 d[SSSP_PASS_ILP];
+        V p[SSSP_PASS_ILP];
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            d[j] = v < n ? distances[v] : 0;
+            p[j] = v < n ? parents[v] : V(-1);
         }
-        words[v] = word;
-        ancestor[v] = p;
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            if (v >= n) break;
+            u64 word = INF_WORD;
+            if (d[j] < INF_HALF) {
+                if (d[j] < 0 || static_cast<u64>(d[j]) > bound) {
+                    invalid = true;
+                } else {
+                    word = pack(k, static_cast<u64>(d[j]), static_cast<i64>(p[j]));
+                }
+            }
+            words[v] = word;
+            ancestor[v] = p[j];
+        }
     }
     if (invalid) *overflow = 1;
 }
@@ -298,16 +319,35 @@ template <typename V>
 __device__ __forceinline__ void pointer_jump_round(i64 n, V* ancestor, i32* flag, i32* active) {
     const GridStride g;
     bool jumping = false;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        const V a = load_cg(ancestor + v);
-        if (a < 0 || load_cg(flag + v) != 0) continue;
-        if (load_cg(flag + a) != 0) {
-            flag[v] = 1;
-            continue;
+    for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+        V a[SSSP_PASS_ILP];
+        bool open[SSSP_PASS_ILP];  // in range, with an ancestor, not flagged yet
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            a[j] = v < n ? load_cg(ancestor + v) : V(-1);
+            open[j] = v < n && load_cg(flag + v) == 0;
         }
-        const V next = load_cg(ancestor + a);
-        ancestor[v] = next;
-        jumping = jumping || next >= 0;
+        // The ancestor's flag and ancestor, loaded together for every open item.
+        i32 up_flag[SSSP_PASS_ILP];
+        V up[SSSP_PASS_ILP];
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            open[j] = open[j] && a[j] >= 0;
+            up_flag[j] = open[j] ? load_cg(flag + a[j]) : 0;
+            up[j] = open[j] ? load_cg(ancestor + a[j]) : V(-1);
+        }
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            if (!open[j]) continue;
+            const i64 v = base + j * g.stride;
+            if (up_flag[j] != 0) {
+                flag[v] = 1;
+            } else {
+                ancestor[v] = up[j];
+                jumping = jumping || up[j] >= 0;
+            }
+        }
     }
     if (__any_sync(SSSP_FULL_MASK, jumping) && lane_id() == 0) *active = 1;
 }
@@ -321,8 +361,17 @@ __device__ __forceinline__ void invalidate_flagged(i64 n, i32* flag, u64* words,
                                                    V* candidate_count, V* invalidated) {
     const GridStride g;
     V local = 0;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        if (load_cg(flag + v) != 0) {
+    for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+        bool flagged[SSSP_PASS_ILP];
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            flagged[j] = v < n && load_cg(flag + v) != 0;
+        }
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            if (!flagged[j]) continue;
+            const i64 v = base + j * g.stride;
             flag[v] = 0;
             words[v] = INF_WORD;
             stamp[v] = generation;
@@ -444,47 +493,76 @@ __device__ __forceinline__ void split_pile(V count, const V* pile, const u64* wo
     }
 }
 
-// One vertex expansion of a push iteration (§5.9 (c)): relax every out-edge of u except into the
-// source, drop offers above the bound, and queue a neighbour whose distance this thread lowered:
+// Lanes per near-list vertex in a push iteration (§5.9 (c), issue 26), as a shift: the widest
+// power of two up to 2^max_shift with count x width <= threads, at least one. max_shift is the
+// run's push expansion (0: "vertex", one lane walks a vertex's out-edges; SSSP_PUSH_GROUP_SHIFT:
+// "group", up to a warp). A short list (the usual case: a few hundred vertices against a grid of
+// ~10^5 threads) spreads each vertex's out-edges over a warp, so an iteration waits for about one
+// dependent edge chain instead of the largest out-degree's; a list that fills the grid keeps one
+// lane per vertex. Uniform: every thread computes it from the same count, grid and cap. The
+// result does not depend on it (§5.12). engines/sssp/cuda/push.py group_shift is the same rule
+// (the operators host loop sizes its launch with it).
+__host__ __device__ __forceinline__ u32 push_group_shift(i64 count, i64 threads, u32 max_shift) {
+    u32 shift = max_shift;
+    while (shift > 0 && (count << shift) > threads) --shift;
+    return shift;
+}
+
+// One out-edge e of u (distance du) in a push iteration: relax it unless it leads into the source
+// or the offer exceeds the bound, and queue the neighbour if this thread lowered its distance:
 // the next near list below the threshold (claimed with the iteration's generation), else the far
-// pile on its in_far 0 -> 1 transition.
+// pile on its in_far 0 -> 1 transition. With `filter`, a racy load of the neighbour's word skips
+// the atomic for an offer that cannot win: worth it when many vertices push at once (atomics
+// contend, measured 29.3 -> 26.1 ms on road_usa safe50k), a dependent load too many when few do
+// (13.7 -> 14.2 ms on road_usa local10k; H200, issue 13).
 template <typename V, typename O>
-__device__ __forceinline__ void push_vertex(const CsrView<V, O>& out, const Packing& k, V u,
-                                            V source, u64 bound, u64 threshold, i32 generation,
-                                            u64* words, i32* stamp, i32* in_far, V* next_list,
-                                            V* next_count, V* pile, V* pile_count) {
-    const u64 x = load_cg(words + u);
-    if (x == INF_WORD) return;
-    const u64 du = x >> k.bits;
-    const O end = out.end(u);
-    for (O e = out.begin(u); e < end; ++e) {
-        const V w = out.neighbour(e);
-        if (w == source) continue;  // the source is never relaxed
-        const u64 nd = du + out.weight_of(e);
-        if (nd > bound) continue;  // never packed (§4.2)
-        const u64 cand = pack(k, nd, static_cast<i64>(u));
-        if (cand >= load_cg(words + w)) continue;  // racy pre-check, only a filter
-        const u64 old = atomicMin(words + w, cand);
-        if (nd < word_distance(k, old)) {  // this thread lowered w's distance
-            if (nd < threshold) {
-                if (claim(stamp, w, generation)) next_list[append(next_count)] = w;
-            } else if (atomicExch(in_far + w, 1) == 0) {
-                pile[append(pile_count)] = w;
-            }
+__device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packing& k, V u, u64 du,
+                                          O e, V source, u64 bound, u64 threshold, bool filter,
+                                          i32 generation, u64* words, i32* stamp, i32* in_far,
+                                          V* next_list, V* next_count, V* pile, V* pile_count) {
+    const V w = out.neighbour(e);
+    if (w == source) return;  // the source is never relaxed
+    const u64 nd = du + out.weight_of(e);
+    if (nd > bound) return;  // never packed (§4.2)
+    const u64 cand = pack(k, nd, static_cast<i64>(u));
+    if (filter && cand >= load_cg(words + w)) return;
+    const u64 old = atomicMin(words + w, cand);
+    if (nd < word_distance(k, old)) {  // this thread lowered w's distance
+        if (nd < threshold) {
+            if (claim(stamp, w, generation)) next_list[append(next_count)] = w;
+        } else if (atomicExch(in_far + w, 1) == 0) {
+            pile[append(pile_count)] = w;
         }
     }
 }
 
-// One push iteration (§5.9 (c)): every vertex of the near list expands.
+// One push iteration (§5.9 (c)): every vertex of the near list expands, its out-edges spread over
+// a group of 2^shift lanes of one warp (push_group_shift), lane j taking edges j, j + width, ...
+// The word and the edge range of u are loaded together (independent loads).
 template <typename V, typename O>
 __device__ __forceinline__ void push_list(V count, const V* near_list, const CsrView<V, O>& out,
                                           const Packing& k, V source, u64 bound, u64 threshold,
-                                          i32 generation, u64* words, i32* stamp, i32* in_far,
-                                          V* next_list, V* next_count, V* pile, V* pile_count) {
+                                          i32 generation, u32 max_shift, u64* words, i32* stamp,
+                                          i32* in_far, V* next_list, V* next_count, V* pile,
+                                          V* pile_count) {
     const GridStride g;
-    for (i64 i = g.first; i < static_cast<i64>(count); i += g.stride) {
-        push_vertex<V, O>(out, k, load_cg(near_list + i), source, bound, threshold, generation,
-                          words, stamp, in_far, next_list, next_count, pile, pile_count);
+    const u32 shift = push_group_shift(static_cast<i64>(count), g.stride, max_shift);
+    const O width = static_cast<O>(1u << shift);
+    const O lane = static_cast<O>(lane_id() & ((1u << shift) - 1u));
+    const bool filter = shift < SSSP_PUSH_GROUP_SHIFT;
+    // Groups never straddle a warp (the width divides 32) and the grid's threads are a multiple
+    // of 32, so group i is threads [i * width, (i + 1) * width).
+    for (i64 i = g.first >> shift; i < static_cast<i64>(count); i += g.stride >> shift) {
+        const V u = load_cg(near_list + i);
+        const u64 x = load_cg(words + u);
+        const O begin = out.begin(u);
+        const O end = out.end(u);
+        if (x == INF_WORD) continue;
+        const u64 du = x >> k.bits;
+        for (O e = begin + lane; e < end; e += width) {
+            push_edge<V, O>(out, k, u, du, e, source, bound, threshold, filter, generation,
+                            words, stamp, in_far, next_list, next_count, pile, pile_count);
+        }
     }
 }
 
@@ -502,18 +580,34 @@ __device__ __forceinline__ void seed_source_words(i64 n, i64 source, u64* words,
 // Unpack of an update in packed mode (§5.10): only entries whose (distance, parent) differ from
 // the input are written; *affected counts them, summed per warp.
 template <typename V>
-__device__ __forceinline__ void unpack_changed(i64 n, const u64* words, const Packing& k,
-                                               i64* distances, V* parents, u64* affected) {
+__device__ __forceinline__ void unpack_changed(i64 n, const u64* __restrict__ words,
+                                               const Packing& k, i64* __restrict__ distances,
+                                               V* __restrict__ parents, u64* affected) {
     const GridStride g;
     u64 changed = 0;
-    for (i64 v = g.first; v < n; v += g.stride) {
-        i64 d;
-        V p;
-        unpack(k, load_cg(words + v), d, p);
-        if (d != distances[v] || p != parents[v]) {
-            distances[v] = d;
-            parents[v] = p;
-            ++changed;
+    for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+        u64 x[SSSP_PASS_ILP];
+        i64 d_in[SSSP_PASS_ILP];
+        V p_in[SSSP_PASS_ILP];
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            x[j] = v < n ? load_cg(words + v) : INF_WORD;
+            d_in[j] = v < n ? distances[v] : 0;
+            p_in[j] = v < n ? parents[v] : V(0);
+        }
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            if (v >= n) break;
+            i64 d;
+            V p;
+            unpack(k, x[j], d, p);
+            if (d != d_in[j] || p != p_in[j]) {
+                distances[v] = d;
+                parents[v] = p;
+                ++changed;
+            }
         }
     }
     warp_sum_into(changed, affected);

@@ -282,11 +282,12 @@ __device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_l
                                            i32* __restrict__ stamp, i32 generation,
                                            i32* __restrict__ in_far, V* __restrict__ next_list,
                                            V* __restrict__ far_list, i32 near_slot, i32 far_slot,
-                                           OperatorsControl<V>* ctl) {
+                                           u32 push_shift, OperatorsControl<V>* ctl) {
     const u64 threshold = load_cg(&ctl->threshold);
     if (GridStride().first == 0) ctl->near[near_slot] = 0;
-    push_list<V, O>(count, near_list, out, k, source, bound, threshold, generation, words, stamp,
-                    in_far, next_list, &ctl->near[1 - near_slot], far_list, &ctl->far[far_slot]);
+    push_list<V, O>(count, near_list, out, k, source, bound, threshold, generation, push_shift,
+                    words, stamp, in_far, next_list, &ctl->near[1 - near_slot], far_list,
+                    &ctl->far[far_slot]);
 }
 
 template <typename V, typename O>
@@ -296,10 +297,11 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
              u64* __restrict__ words, V source, u64 bound, u32 bits, u64 no_parent,
              i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
              V* __restrict__ next_list, V* __restrict__ far_list, i32 near_slot, i32 far_slot,
-             OperatorsControl<V>* ctl) {
+             u32 push_shift, OperatorsControl<V>* ctl) {
     const CsrView<V, O> out{out_ptr, out_dst, out_weight};
     push_phase<V, O>(count, near_list, out, words, source, bound, sssp::ops::make_packing(bits, no_parent),
-                     stamp, generation, in_far, next_list, far_list, near_slot, far_slot, ctl);
+                     stamp, generation, in_far, next_list, far_list, near_slot, far_slot,
+                     push_shift, ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,7 +318,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // The loop at its start, after the first split, with the run's constants.
 template <typename V>
 __device__ __forceinline__ void start_loop(OperatorsControl<V>* ctl, i32 generation, u64 delta,
-                                           u64 bound, u32 bits, u64 no_parent, V source, V n) {
+                                           u64 bound, u32 bits, u64 no_parent, V source, V n,
+                                           u32 push_shift) {
     reset_loop(ctl, generation);
     ctl->loop_delta = delta;
     ctl->loop_bound = bound;
@@ -324,6 +327,7 @@ __device__ __forceinline__ void start_loop(OperatorsControl<V>* ctl, i32 generat
     ctl->loop_bits = bits;
     ctl->loop_source = source;
     ctl->loop_n = n;
+    ctl->loop_push_shift = push_shift;
 }
 
 
@@ -395,11 +399,11 @@ __device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_loop_init(i32 start, i32 finish, i32 count_affected, i32 generation, u64 delta, u64 bound,
-                  u32 bits, u64 no_parent, V source, V n, i32 jump_rounds,
+                  u32 bits, u64 no_parent, V source, V n, u32 push_shift, i32 jump_rounds,
                   const V* __restrict__ changed_count, i64* distances, V* parents,
                   OperatorsControl<V>* ctl) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    start_loop(ctl, generation, delta, bound, bits, no_parent, source, n);
+    start_loop(ctl, generation, delta, bound, bits, no_parent, source, n, push_shift);
     ctl->loop_finish = finish;
     ctl->loop_count_affected = count_affected;
     ctl->loop_distances = distances;
@@ -535,7 +539,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
         push_phase<V, O>(count, near_slot ? near_b : near_a, out, words, ctl->loop_source,
                          ctl->loop_bound, k, stamp, ctl->generation, in_far,
                          near_slot ? near_a : near_b, far_slot ? far_b : far_a, near_slot, far_slot,
-                         ctl);
+                         ctl->loop_push_shift, ctl);
     } else if (phase == LOOP_MIN) {
         list_min_into<V>(count, far_slot ? far_b : far_a, words, bits, &ctl->minimum);
     } else if (phase == LOOP_SPLIT) {
@@ -659,5 +663,6 @@ __global__ void ops_control_layout(const OperatorsControl<V>* ctl, i64* out) {
     out[29] = reinterpret_cast<const char*>(&ctl->loop_input_error) - base;
     out[30] = reinterpret_cast<const char*>(&ctl->loop_distances) - base;
     out[31] = reinterpret_cast<const char*>(&ctl->loop_parents) - base;
+    out[32] = reinterpret_cast<const char*>(&ctl->loop_push_shift) - base;
 }
 

@@ -98,6 +98,7 @@ def operators_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("loop_input_error", np.int32),
             ("loop_distances", np.uint64),  # device pointers
             ("loop_parents", np.uint64),
+            ("loop_push_shift", np.uint32),
         ],
         align=True,
     )
