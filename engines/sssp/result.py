@@ -34,8 +34,8 @@ class Options:
     #: readback per push iteration and epoch, kept as the measured baseline)
     operators_loop: str = "device"
     #: how both CUDA engines' push expands a near-list vertex (engines/sssp/cuda/push.py):
-    #: "vertex" (one lane walks its out-edges) or "group" (up to a warp of lanes share them,
-    #: as wide as the list and the grid allow); results never depend on it (§5.12)
+    #: "group" (up to a warp of lanes share its out-edges, as wide as the list and the grid
+    #: allow) or "vertex" (one lane walks them); results never depend on it (§5.12)
     push_expansion: str = DEFAULT_PUSH_EXPANSION
 
 
