@@ -99,10 +99,28 @@ def _cell_file_name(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "__", key) + ".parquet"
 
 
+def _umask() -> int:
+    """The process's umask. Linux states it in /proc (read without changing it); elsewhere it can
+    only be read by setting it, briefly, and putting it back."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write_bytes(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # mkstemp creates 0600 (private to its owner); a record gets the mode a plain open() gives
+        # the report beside it (0666 less the umask), so records and reports share one file mode
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
