@@ -37,6 +37,7 @@ import numpy as np
 
 from .batch import ApplySummary, BatchEvents
 from .errors import InvalidArgumentError
+from .jit import njit
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,7 +125,7 @@ def _finish(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
 
 # -- canonical in-order --------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _transpose_kernel(row_ptr, col_ind, weights, in_ptr, in_src, in_w):
     # A stable counting sort by destination: visiting edges in out-index order and filling each
     # in-row from its cursor gives exactly np.argsort(col_ind, kind="stable") without an
@@ -192,7 +193,7 @@ def scalars_of(weights_km) -> WeightScalars:
 
 # -- one side ------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _settle_ties(comp, order):
     """Turn an unstable argsort of ``comp`` into the stable one: each run of equal keys (one
     (row, key) pair) gets its event indices in ascending order. Runs are the copies of one pair
@@ -210,7 +211,7 @@ def _settle_ties(comp, order):
         p = q
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _plan_kernel(ptr, keys, w, n_old, n_after, ev_row, ev_key, order, num_del, ev_w, max_w, extras,
                  new_ptr):
     """Resolve one side's events and fill ``new_ptr``; the entries are moved by :func:`_copy_kernel`.
@@ -403,7 +404,7 @@ def _plan_kernel(ptr, keys, w, n_old, n_after, ev_row, ev_key, order, num_del, e
             counts, increased, sum_delta, new_max, rescan)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _copy_kernel(ptr, keys, w, n_old, n_after, new_ptr, t_row, t_app, t_scr, state, app_key,
                  app_from, ev_w, new_keys, new_w):
     """Move the entries: the untouched rows between two touched rows share one shift, so each

@@ -13,15 +13,15 @@ Importing this module needs Numba; :mod:`.host` falls back to NumPy when it is m
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..errors import InternalError
+from ..jit import njit
 from .host_schedule import ScheduleCounts
 from .packing import INF_WORD, Packing
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _sift_up(keys, verts, i):
     key = keys[i]
     vert = verts[i]
@@ -36,7 +36,7 @@ def _sift_up(keys, verts, i):
     verts[i] = vert
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _sift_down(keys, verts, i, size):
     key = keys[i]
     vert = verts[i]
@@ -55,7 +55,7 @@ def _sift_down(keys, verts, i, size):
     verts[i] = vert
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, packed, bound):
     """Returns (expansions, ok); ``ok`` is False if the safety cap (n expansions) was exceeded."""
     n = words.shape[0]
