@@ -23,6 +23,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engines import interrupt  # noqa: E402  (standard library only: before the heavy imports)
+
+interrupt.guard(__name__, "compare.py")
+
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -156,4 +160,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.run(main)

@@ -42,6 +42,10 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engines import interrupt  # noqa: E402  (standard library only: before the heavy imports)
+
+interrupt.guard(__name__, "engine_table.py")
+
 import numpy as np
 
 from bench.prepare import prepare_gate
@@ -437,4 +441,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.run(main)

@@ -26,6 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from engines import interrupt  # standard library only: before the heavy imports
+
+interrupt.guard(__name__, "golden.py")
+
 import numpy as np
 
 from engines import Batch, Graph
@@ -580,4 +584,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.run(main)

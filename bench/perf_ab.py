@@ -15,6 +15,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engines import interrupt  # noqa: E402  (standard library only: before the heavy imports)
+
+interrupt.guard(__name__, "perf_ab.py")
+
 SUBCOMMANDS = {
     "prepare": ("bench.prepare_cmd", "build and cache gate graphs, weights, initial trees and batches"),
     "engines": ("bench.engines_cmd", "run an A/B campaign between two engine configurations"),
@@ -48,4 +52,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.run(main)

@@ -28,6 +28,10 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engines import interrupt  # noqa: E402  (standard library only: before the heavy imports)
+
+interrupt.guard(__name__, "phase_breakdown.py")
+
 METRIC = "gpu__time_duration.sum"
 CHILD_ENV = "SSSPAB_PHASE_BREAKDOWN_CHILD"
 
@@ -132,4 +136,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.run(main)

@@ -1,7 +1,9 @@
 """``python -m engines update|compute ...``: the same command line as ``python -m engines.cli``."""
 
-import sys
+from . import interrupt  # standard library only: before the heavy imports
 
-from .cli import main
+interrupt.guard(__name__, "engines")
 
-sys.exit(main())
+from .cli import main  # noqa: E402
+
+interrupt.run(main)

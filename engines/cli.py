@@ -39,7 +39,11 @@ import time
 import zipfile
 from pathlib import Path
 
-import numpy as np
+from . import interrupt  # standard library only: before the heavy imports
+
+interrupt.guard(__name__, "engines.cli")
+
+import numpy as np  # noqa: E402
 
 from . import Batch, Graph, errors, sssp
 from .io import mosp
@@ -322,4 +326,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    interrupt.run(main)
