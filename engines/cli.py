@@ -47,6 +47,7 @@ import numpy as np  # noqa: E402
 
 from . import Batch, Graph, errors, sssp
 from .io import mosp
+from .io._text import regular_file_problem
 from .io.outputs import output_problem
 from .sssp.result import CUDA_ENGINES
 
@@ -67,8 +68,9 @@ class GraphInput:
 def _load_npz(path: Path, expected: str) -> dict[str, np.ndarray]:
     """The arrays of an ``.npz``; ``expected`` says what else the argument may be, for the message
     when the path is neither (a text file where a folder or an archive belongs)."""
-    if not path.is_file():
-        raise errors.FileFormatError(f"{path}: no such file")
+    problem = regular_file_problem(path)
+    if problem is not None:
+        raise errors.FileFormatError(f"{path}: {problem}")
     if not zipfile.is_zipfile(path):
         raise errors.FileFormatError(f"{path}: not a readable .npz file: it is neither {expected} nor an "
                                      ".npz archive (a zip of NumPy arrays)")
@@ -144,7 +146,12 @@ def read_batch(path: Path, num_weights: int) -> Batch:
     get = {k: _int_array(data, k, path) if k in data else np.zeros(0, np.int64) for k in known}
     weights = get["insert_weights"]
     if "insert_weights" not in data:
-        weights = np.zeros((get["insert_src"].size, num_weights), np.int64)
+        inserted = max(get["insert_src"].size, get["insert_dst"].size)
+        if inserted:  # zeros filled in here would be refused as weights the file never held
+            raise errors.FileFormatError(
+                f"{path}: lacks the key insert_weights: its {inserted} insertion(s) (insert_src, insert_dst) "
+                f"need K = {num_weights} weights each")
+        weights = np.zeros((0, num_weights), np.int64)
     return Batch(get["insert_src"], get["insert_dst"], weights, get["delete_src"], get["delete_dst"])
 
 
@@ -213,9 +220,46 @@ def check_output(out: Path) -> None:
         raise errors.InvalidArgumentError(f"--out: {problem}")
 
 
+def _same_path(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` name one file or folder (links and ``..`` resolved; a path that does not
+    exist yet is compared by its resolved name)."""
+    try:
+        return a.exists() and b.exists() and a.samefile(b) or a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _inputs(args) -> list[tuple[str, Path]]:
+    return [(f"--{name}", Path(getattr(args, name))) for name in ("graph", "batch", "distances", "parents")
+            if getattr(args, name, None) is not None]
+
+
+def _written_paths(out: Path, write_graph: bool) -> list[Path]:
+    """What ``write_output`` writes for ``out`` (a state ``.npz``, or the files of a folder)."""
+    if out.suffix == ".npz":
+        return [out]
+    names = [DISTANCES_FILE, TREE_FILE] + ([mosp.ROW_PTR_FILE, mosp.COL_IND_FILE, mosp.VALUES_FILE]
+                                          if write_graph else [])
+    return [out] + [out / name for name in names]
+
+
+def check_not_an_input(args) -> None:
+    """Refuse an ``--out`` that is (or would overwrite) one of the command's inputs: the output
+    would replace the graph, batch or tree it was computed from, without a word (issue 28)."""
+    out = Path(args.out)
+    for written in _written_paths(out, getattr(args, "write_graph", False)):
+        for flag, given in _inputs(args):
+            if _same_path(written, given):
+                what = "is the same as" if written == out else f"would overwrite ({written.name})"
+                raise errors.InvalidArgumentError(
+                    f"--out {out} {what} {flag} {given}: the output would replace the command's own "
+                    "input; choose another --out")
+
+
 def run(args) -> dict:
     """Do the work of one command; returns the report printed at the end."""
     check_output(Path(args.out))
+    check_not_an_input(args)
     found = read_graph(args.graph)
     graph = found.graph
     source, objective = _resolve(args, found)
