@@ -72,13 +72,16 @@ def floor_ms(grid_syncs: int | None) -> float | None:
     return None if grid_syncs is None else grid_syncs * PHASE_FLOOR_US / 1e3
 
 
-def fused_grid_syncs(graph, *, update: bool, packed: bool) -> int:
-    """The grid syncs of the last fused run on the current device (its control block)."""
+def push_columns(result, device_ms: float | None) -> dict:
+    """The push of the CUDA ``result``'s last run: the median near-list length of its push
+    iterations (engines.sssp.cuda.push_profile: a short list waits on latency, a long one on
+    throughput) and the engine region's time per iteration."""
     from engines.sssp import cuda
-    from engines.sssp.cuda import fused
 
-    record = fused.last_record(cuda.current_device(), graph.vertex_dtype)
-    return fused.grid_syncs(record, update=update, packed=packed)
+    profile = cuda.push_profile(result)
+    per_iteration = (device_ms * 1e3 / profile.iterations
+                     if device_ms is not None and profile.iterations else None)
+    return {"near_median": profile.median, "us_per_iteration": per_iteration}
 
 
 # -- inputs -------------------------------------------------------------------------------------
@@ -209,10 +212,7 @@ def _compute_ms(graph, source, objective, backend, engine, repeats: int, push_ex
                          **(cuda_options(engine, push_expansion) if backend == "cuda" else {}))
         times.append((time.perf_counter() - t0) * 1e3)
         stats = r.stats
-    syncs = None
-    if engine == "fused":
-        syncs = fused_grid_syncs(graph, update=False, packed=stats.packed_parents)
-    return _median(times), stats, syncs
+    return _median(times), stats, stats.grid_syncs
 
 
 def whole_columns(device_ms, whole_ms) -> dict:
@@ -271,9 +271,6 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
             snapshot = base.clone()
             times, st, whole_counters = _time_updates(graph, batch, base, snapshot, graph_snapshot,
                                                       args.repeats, args.warmup, on_device=True, whole=True)
-            # the last run was the fused engine's own (plain) update of this batch
-            grid = (fused_grid_syncs(graph, update=True, packed=st.packed_parents)
-                    if engine == "fused" else None)
             trees[engine] = base.to_numpy()
             whole_ok &= whole_counters == {(st.invalidated, st.affected)}
             device_ms = _median(times["device"])
@@ -286,7 +283,9 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
                            "compute_ms": compute_rows[engine][0],
                            "compute_iterations": compute_rows[engine][1].iterations,
                            "compute_epochs": compute_rows[engine][1].epochs,
-                           "grid_syncs": grid, "compute_grid_syncs": compute_rows[engine][2]}
+                           "grid_syncs": st.grid_syncs, "compute_grid_syncs": compute_rows[engine][2],
+                           # the last run is this engine's plain update of the batch
+                           **push_columns(base, device_ms)}
         if host_ok:
             host_graph.restore(host_snapshot)
             base = sssp.Result.from_arrays(host_graph, source, d0, p0, objective=k, validate=False,
@@ -339,9 +338,10 @@ def markdown(rows: list[dict]) -> str:
     lines = [
         "| graph | batch | fused ms (dev / host) | operators ms (dev / host) | ops / fused | "
         "whole update ms (fused / ops) | host ref ms | "
-        "compute ms (fused / ops / host) | fused it+ep | ops it+ep | ops syncs / budget | round trip µs | "
+        "compute ms (fused / ops / host) | fused it+ep | ops it+ep | near median | µs / push it (fused / ops) | "
+        "ops syncs / budget | round trip µs | "
         "fused grid syncs | floor ms | fused / floor | ops / floor | compute floor ms (fused / floor) | identical |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         f, o, h = r["fused"], r["operators"], r.get("host")
@@ -353,6 +353,8 @@ def markdown(rows: list[dict]) -> str:
             f"{_fmt(h['host_ms'], 0) if h else 'not run'} | "
             f"{_fmt(f['compute_ms'])} / {_fmt(o['compute_ms'])} / {_fmt(h['compute_ms'], 0) if h else '–'} | "
             f"{f['iterations']}+{f['epochs']} | {o['iterations']}+{o['epochs']} | "
+            f"{_fmt(f.get('near_median'), 0)} | {_fmt(f.get('us_per_iteration'), 1)} / "
+            f"{_fmt(o.get('us_per_iteration'), 1)} | "
             f"{o['host_syncs']} / {o['sync_budget']} | {_fmt(r.get('round_trip_us'), 1)} | "
             f"{f.get('grid_syncs', '–')} | {_fmt(r.get('floor_ms'), 3)} | {_fmt(r.get('fused_over_floor'), 1)} | "
             f"{_fmt(r.get('operators_over_floor'), 1)} | "

@@ -35,6 +35,7 @@ def _stats(report: EngineReport, packed: bool, batch_summary) -> Stats:
         host_syncs=int(report.host_syncs),
         sync_budget=int(report.sync_budget),
         batch=batch_summary,
+        grid_syncs=None if report.grid_syncs is None else int(report.grid_syncs),
     )
 
 

@@ -99,6 +99,7 @@ class EngineReport:
     pushes: int = 0
     host_syncs: int = 0
     sync_budget: int = 0
+    grid_syncs: int | None = None  # the fused kernel's grid barriers (its phases); None elsewhere
 
 
 __all__ = ["DEFAULT_PUSH_EXPANSION", "DEVICE_DELTA_CLAMP", "PUSH_EXPANSIONS", "Plan", "ChangeLists", "EngineReport", "ceil_log2", "pointer_jumping_rounds"]

@@ -53,6 +53,9 @@ class Stats:
     host_syncs: int
     sync_budget: int
     batch: ApplySummary | None = None
+    #: the fused engine's grid-wide barriers in this run (its phases: one per push iteration, two
+    #: per epoch, the fixed phases of §5); None on the other engines
+    grid_syncs: int | None = None
 
 
 _OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(Options))

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engines import errors, sssp
@@ -117,3 +118,30 @@ def test_the_option_reaches_the_plan_of_an_update(monkeypatch):
 
     sssp.update(g, engines.Batch.empty(), r)
     assert seen == ["group"]
+
+
+def test_profile_from_log_median_and_an_incomplete_log():
+    log = np.array([5, 1, 9, 3, 0, 0], dtype=np.int32)  # a longer buffer than the run's log
+    p = push.profile_from_log(4, log)
+    assert p.iterations == 4 and p.complete and p.near_lengths.tolist() == [5, 1, 9, 3]
+    assert p.median == 4.0
+    assert push.profile_from_log(0, log).median is None  # no push iteration, no median
+    full = np.ones(push.NEAR_LOG_CAPACITY, dtype=np.int32)
+    over = push.profile_from_log(push.NEAR_LOG_CAPACITY + 5, full)
+    assert not over.complete and over.median is None  # an exact median needs every length
+    assert len(over.near_lengths) == push.NEAR_LOG_CAPACITY
+
+
+def test_log_capacity_is_the_headers():
+    header = (CUDA_DIR / "kernels.cuh").read_text()
+    assert f"#define SSSP_NEAR_LOG_CAPACITY {push.NEAR_LOG_CAPACITY}\n" in header
+    assert f"#define SSSP_PUSH_GROUP_SHIFT {push.MAX_GROUP_SHIFT}\n" in header
+
+
+def test_host_results_have_no_grid_syncs_and_no_push_profile():
+    from engines.sssp import cuda
+
+    r = sssp.compute(small_graph(), 0)
+    assert r.stats.grid_syncs is None
+    with pytest.raises(errors.InvalidArgumentError, match="CUDA result"):
+        cuda.push_profile(r)

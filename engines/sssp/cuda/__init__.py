@@ -122,8 +122,17 @@ def compute(graph, plan, engine: str, device: int, *, operators_loop: str):
     return _engine_module(engine).compute(graph, plan, device)
 
 
+def push_profile(result):
+    """The push iterations of the CUDA ``result``'s last run: their near-list lengths and median
+    (``push.PushProfile``); a diagnostic read of the device's log, right after the run."""
+    from .push import push_profile as profile
+
+    return profile(result)
+
+
 __all__ = [
     "ENGINES",
+    "push_profile",
     "compute",
     "current_device",
     "fused_unavailable_reason",

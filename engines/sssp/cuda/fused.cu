@@ -59,7 +59,8 @@ template <typename V, typename O>
 __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridStride& gs,
                               const CsrView<V, O>& out, const Packing& k, V source, u64 bound,
                               u64 delta, u64 threshold, u32 push_shift, u64* words, i32* stamp,
-                              i32* in_far, V* near_a, V* near_b, V* far_a, V* far_b, FusedControl<V>* ctl,
+                              i32* in_far, V* near_a, V* near_b, V* far_a, V* far_b,
+                              V* near_log, FusedControl<V>* ctl,
                               BlockSlots<V>& slots, i32& generation, i32& iterations,
                               i32& epochs, i64& pushes) {
     u32 it = 0;  // push iterations so far: near list it & 1, near count slot it % 3
@@ -76,7 +77,10 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
             ++generation;
             ++iterations;
             pushes += static_cast<i64>(near_count);
-            if (gs.first == 0) ctl->near[(it + 2) % 3] = V(0);
+            if (gs.first == 0) {
+                ctl->near[(it + 2) % 3] = V(0);
+                log_near_count(near_log, it, near_count);
+            }
             push_list<V, O>(near_count, (it & 1u) ? near_b : near_a, out, k, source, bound,
                             threshold, generation, push_shift, words, stamp, in_far,
                             (it & 1u) ? near_a : near_b, &ctl->near[(it + 1) % 3],
@@ -149,7 +153,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     const sssp::i32* __restrict__ in_weight,
     sssp::i64* distances, V* parents,
     sssp::u64* words, sssp::i32* stamp, sssp::i32* in_far, sssp::i32* flag, V* ancestor,
-    V* candidates, V* frontier, V* near_a, V* near_b, V* far_a, V* far_b,
+    V* candidates, V* frontier, V* near_a, V* near_b, V* far_a, V* far_b, V* near_log,
     const V* __restrict__ changed_from, const V* __restrict__ changed_to,
     const V* __restrict__ changed_count,
     const V* __restrict__ heads, V num_heads,
@@ -215,8 +219,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
     fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, push_shift,
-                               words, stamp, in_far, near_a, near_b, far_a, far_b, ctl, slots,
-                               generation, iterations, epochs, pushes);
+                               words, stamp, in_far, near_a, near_b, far_a, far_b, near_log, ctl,
+                               slots, generation, iterations, epochs, pushes);
 
     // Unpack (§5.10): only changed entries are written, and counted.
     if (k.bits != 0) {
@@ -239,7 +243,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     const sssp::i32* __restrict__ out_weight,
     sssp::i64* distances, V* parents,
     sssp::u64* words, sssp::i32* stamp, sssp::i32* in_far,
-    V* near_a, V* near_b, V* far_a, V* far_b,
+    V* near_a, V* near_b, V* far_a, V* far_b, V* near_log,
     sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_shift,
     sssp::i32 base_generation, sssp::FusedControl<V>* ctl) {
     using namespace sssp;
@@ -263,7 +267,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     i64 pushes = 0;
     fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, /*threshold=*/delta,
                                push_shift, words, stamp, in_far, near_a, near_b, far_a, far_b,
-                               ctl, slots, generation, iterations, epochs, pushes);
+                               near_log, ctl, slots, generation, iterations, epochs, pushes);
 
     if (k.bits != 0) {
         unpack_all<V>(nn, words, k, distances, parents);

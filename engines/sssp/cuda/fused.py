@@ -115,6 +115,7 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
                         distances, parents,
                         ws.word, ws.stamp, ws.in_far, ws.flag, ws.ancestor,
                         ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
+                        ws.near_log,
                         changed_from, changed_to, changed_count,
                         heads, vt(num_heads),
                         bits, no_parent, bound, delta, push_shift,
@@ -125,7 +126,9 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
         except Exception:
             _reset_quietly(ws, s)
             raise
-        return _epilogue(ws, s, record, syncs, changes.num_changed(), max_rounds)
+        report = _epilogue(ws, s, record, syncs, changes.num_changed(), max_rounds)
+    report.grid_syncs = grid_syncs(record, update=True, packed=plan.packed)
+    return report
 
 
 def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> EngineReport:
@@ -183,7 +186,7 @@ def compute(graph, plan, device: int):
                         dg.out_ptr, dg.out_index, dg.out_weight,
                         distances, parents,
                         ws.word, ws.stamp, ws.in_far,
-                        ws.near_a, ws.near_b, ws.far_a, ws.far_b,
+                        ws.near_a, ws.near_b, ws.far_a, ws.far_b, ws.near_log,
                         bits, no_parent, bound, delta, push_shift,
                         np.int32(base), control.device,
                     ),
@@ -195,6 +198,7 @@ def compute(graph, plan, device: int):
         report = _epilogue(ws, s, record, syncs, 0, 0)
     report.invalidated = 0
     report.affected = 0
+    report.grid_syncs = grid_syncs(record, update=False, packed=plan.packed)
     return distances, parents, report
 
 
@@ -210,12 +214,6 @@ def grid_syncs(record, *, update: bool, packed: bool) -> int:
     return 1 + loop + (0 if packed else 1)
 
 
-def last_record(device: int, vertex_dtype):
-    """A copy of the control block the last fused run on ``device`` read back (its host mirror;
-    for diagnostics after a run, never while one is in flight)."""
-    return workspace.get(device, vertex_dtype).control("fused").host_read[0].copy()
-
-
 def _reset_quietly(ws, s) -> None:
     """Re-zero the workspace after a failed run; discard it if even that fails (§5.1)."""
     try:
@@ -224,5 +222,5 @@ def _reset_quietly(ws, s) -> None:
         workspace.discard(ws.device, ws.vertex_dtype)
 
 
-__all__ = ["ENGINE", "KERNELS", "compute", "grid_blocks", "grid_syncs", "last_record", "load_module",
+__all__ = ["ENGINE", "KERNELS", "compute", "grid_blocks", "grid_syncs", "load_module",
            "max_blocks", "update"]

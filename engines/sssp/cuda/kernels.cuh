@@ -31,6 +31,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // The widest push group (a warp, 2^5 lanes): the cap of push_group_shift under the "group"
 // expansion (engines/sssp/cuda/push.py MAX_GROUP_SHIFT).
 #define SSSP_PUSH_GROUP_SHIFT 5
+// Entries of the near-list length log (engines/sssp/cuda/push.py NEAR_LOG_CAPACITY): push
+// iteration i of a run writes its near count at i while i is below it (push_profile).
+#define SSSP_NEAR_LOG_CAPACITY 65536
 
 // The INF word: all 64 bits set. An unreachable vertex holds exactly this word (§4.1).
 static constexpr u64 INF_WORD = ~0ull;
@@ -491,6 +494,14 @@ __device__ __forceinline__ void split_pile(V count, const V* pile, const u64* wo
             kept[append(kept_count)] = v;
         }
     }
+}
+
+// The near-list length of push iteration `iteration` into the run's log (one thread per
+// iteration writes it; iterations past the capacity are counted but not logged). A diagnostic
+// for push_profile: one store per iteration, never read by a run.
+template <typename V>
+__device__ __forceinline__ void log_near_count(V* near_log, i64 iteration, V count) {
+    if (iteration < SSSP_NEAR_LOG_CAPACITY) near_log[iteration] = count;
 }
 
 // Lanes per near-list vertex in a push iteration (§5.9 (c), issue 26), as a shift: the widest

@@ -282,9 +282,13 @@ __device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_l
                                            i32* __restrict__ stamp, i32 generation,
                                            i32* __restrict__ in_far, V* __restrict__ next_list,
                                            V* __restrict__ far_list, i32 near_slot, i32 far_slot,
-                                           u32 push_shift, OperatorsControl<V>* ctl) {
+                                           u32 push_shift, V* __restrict__ near_log,
+                                           i32 iteration, OperatorsControl<V>* ctl) {
     const u64 threshold = load_cg(&ctl->threshold);
-    if (GridStride().first == 0) ctl->near[near_slot] = 0;
+    if (GridStride().first == 0) {
+        ctl->near[near_slot] = 0;
+        log_near_count(near_log, iteration, count);
+    }
     push_list<V, O>(count, near_list, out, k, source, bound, threshold, generation, push_shift,
                     words, stamp, in_far, next_list, &ctl->near[1 - near_slot], far_list,
                     &ctl->far[far_slot]);
@@ -297,11 +301,11 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
              u64* __restrict__ words, V source, u64 bound, u32 bits, u64 no_parent,
              i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
              V* __restrict__ next_list, V* __restrict__ far_list, i32 near_slot, i32 far_slot,
-             u32 push_shift, OperatorsControl<V>* ctl) {
+             u32 push_shift, V* __restrict__ near_log, i32 iteration, OperatorsControl<V>* ctl) {
     const CsrView<V, O> out{out_ptr, out_dst, out_weight};
     push_phase<V, O>(count, near_list, out, words, source, bound, sssp::ops::make_packing(bits, no_parent),
                      stamp, generation, in_far, next_list, far_list, near_slot, far_slot,
-                     push_shift, ctl);
+                     push_shift, near_log, iteration, ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,7 +530,16 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
              const O* __restrict__ in_ptr, const V* __restrict__ in_src,
              const i32* __restrict__ in_weight, V* __restrict__ frontier, u64* __restrict__ words,
              i32* __restrict__ stamp, i32* __restrict__ in_far, V* __restrict__ ancestor,
-             OperatorsControl<V>* ctl) {
+             V* __restrict__ near_log, OperatorsControl<V>* ctl) {
+    // Under a programmatic dependent launch (operators.py, ENGINES_OPERATORS_PDL) this grid may
+    // start while the previous phase's grid still runs: wait for it to complete and its writes to
+    // be visible before reading anything, then let the next phase's grid be scheduled, so its
+    // launch overlaps this phase instead of following it. Launched plainly, the previous grid is
+    // complete already and the wait returns at once.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     const i32 phase = ctl->phase;
     if (phase == LOOP_DONE) return;
     const i32 near_slot = ctl->near_slot;
@@ -539,7 +552,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
         push_phase<V, O>(count, near_slot ? near_b : near_a, out, words, ctl->loop_source,
                          ctl->loop_bound, k, stamp, ctl->generation, in_far,
                          near_slot ? near_a : near_b, far_slot ? far_b : far_a, near_slot, far_slot,
-                         ctl->loop_push_shift, ctl);
+                         ctl->loop_push_shift, near_log, ctl->iterations - 1, ctl);
     } else if (phase == LOOP_MIN) {
         list_min_into<V>(count, far_slot ? far_b : far_a, words, bits, &ctl->minimum);
     } else if (phase == LOOP_SPLIT) {

@@ -42,7 +42,7 @@ import numpy as np
 from ... import errors
 from ..plan import EngineReport, Plan, pointer_jumping_rounds
 from ..result import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
-from . import push, runtime
+from . import programmatic, push, runtime
 from . import workspace as workspace_module
 
 ENGINE = "operators"
@@ -145,6 +145,8 @@ class _Launcher:
         self.offset = np.dtype(offset_dtype)
         self.stream = stream
         self.grid_cap = runtime.operators_grid_cap(self.device)
+        # the device loop's launches chained programmatically (programmatic.py), where enabled
+        self.programmatic = programmatic.usable(runtime.device_info(self.device).compute_major)
         self._functions = {
             name: self.module.function(name, self.vertex, self.offset) for name in KERNELS
         }
@@ -163,8 +165,13 @@ class _Launcher:
         self._functions[kernel]((1,), (1,), args, stream=stream or self.stream)
 
     def fixed(self, kernel: str, stream, *args) -> None:
-        """A launch of the device loop on ``stream``: loop_blocks() blocks of 256 threads."""
-        self._functions[kernel]((self.loop_blocks,), (runtime.BLOCK_SIZE,), args, stream=stream)
+        """A launch of the device loop on ``stream``: loop_blocks() blocks of 256 threads (every
+        argument a buffer), programmatic where enabled."""
+        if self.programmatic:
+            programmatic.launch(self._functions[kernel], self.loop_blocks, runtime.BLOCK_SIZE,
+                                args, stream)
+        else:
+            self._functions[kernel]((self.loop_blocks,), (runtime.BLOCK_SIZE,), args, stream=stream)
 
     def v(self, value: int):
         """A scalar of the vertex type (counts, ids), as the kernel's C type requires (§12.3)."""
@@ -256,7 +263,7 @@ class _Run:
                             launch.v(self.source), self.bound, self.bits, self.no_parent, ws.stamp,
                             self.generation(), ws.in_far, near_lists[1 - near_slot],
                             far_lists[far_slot], np.int32(near_slot), np.int32(far_slot),
-                            self.push_shift, ctl)
+                            self.push_shift, ws.near_log, np.int32(self.iterations - 1), ctl)
                 record = self.sync()
                 near_slot = 1 - near_slot
                 near_count = self._check_length("near list", record["near"][near_slot])
@@ -311,7 +318,7 @@ class _Run:
         # The launches' arguments are fixed for the run: the graph key is built once.
         self._loop_args = self._loop_arguments()
         self._loop_base_key = ("loop", self.device, launch.vertex, launch.offset, launch.loop_blocks,
-                               tuple(_address(a) for a in self._loop_args))
+                               launch.programmatic, tuple(_address(a) for a in self._loop_args))
         in_flight = 2 if READ_AHEAD else 1
         queued: list[int] = []  # readback slots in flight, oldest first
         replays = 0
@@ -359,7 +366,7 @@ class _Run:
         ws, g = self.ws, self.g
         return (ws.near_a, ws.near_b, ws.far_a, ws.far_b, g.out_ptr, g.out_index, g.out_weight,
                 ws.candidates, g.in_ptr, g.in_index, g.in_weight, ws.frontier, ws.word, ws.stamp,
-                ws.in_far, ws.ancestor, self.ctl)
+                ws.in_far, ws.ancestor, ws.near_log, self.ctl)
 
     def _enqueue_loop(self, stream, steps: int) -> None:
         for _ in range(steps):

@@ -13,10 +13,18 @@ push launch with ``launch_threads`` so that the kernel finds the width this modu
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
 from ..plan import PUSH_EXPANSIONS
 
 #: The widest group: a warp, 2^5 lanes (kernels.cuh SSSP_PUSH_GROUP_SHIFT).
 MAX_GROUP_SHIFT = 5
+#: Push iterations whose near-list length a run logs on the device (kernels.cuh
+#: SSSP_NEAR_LOG_CAPACITY; the workspace's ``near_log``): far above the gates' 2,416 at most.
+NEAR_LOG_CAPACITY = 1 << 16
 _MAX_SHIFT = {"vertex": 0, "group": MAX_GROUP_SHIFT}
 assert set(_MAX_SHIFT) == set(PUSH_EXPANSIONS)
 
@@ -48,4 +56,50 @@ def launch_threads(count: int, max_threads: int, cap: int) -> int:
     return int(count) << group_shift(count, max_threads, cap)
 
 
-__all__ = ["MAX_GROUP_SHIFT", "group_shift", "launch_threads", "max_shift"]
+@dataclass(frozen=True)
+class PushProfile:
+    """The push iterations of one CUDA run: how many, the near-list length of each (as logged on
+    the device, at most NEAR_LOG_CAPACITY), and their median (None without iterations, or when
+    the log is incomplete: an exact median needs every length)."""
+
+    iterations: int
+    near_lengths: np.ndarray
+    complete: bool
+
+    @property
+    def median(self) -> float | None:
+        if not self.complete or self.iterations == 0:
+            return None
+        return float(statistics.median(self.near_lengths.tolist()))
+
+
+def profile_from_log(iterations: int, log: np.ndarray) -> PushProfile:
+    """The profile of a run of ``iterations`` push iterations whose device log is ``log``."""
+    iterations = int(iterations)
+    kept = min(iterations, NEAR_LOG_CAPACITY)
+    lengths = np.asarray(log[:kept]).astype(np.int64, copy=True)
+    return PushProfile(iterations, lengths, complete=kept == iterations)
+
+
+def push_profile(result) -> PushProfile:
+    """The push profile of the last run of the CUDA ``result`` (its update() or compute()).
+
+    A diagnostic: it reads the log of the result's device workspace, which the next CUDA run on
+    that device overwrites, so call it right after the run; the read waits for the device (its
+    own synchronization, outside the run's). The lengths do not depend on the engine (§5.12)."""
+    from ...errors import InvalidArgumentError
+    from . import runtime, workspace
+
+    stats = result.stats
+    if result.backend != "cuda" or stats is None:
+        raise InvalidArgumentError("push_profile needs a CUDA result that ran compute() or update()")
+    ws = workspace.get(result.device, np.dtype(result._p.dtype))  # the graph's vertex type
+    if ws.near_log is None:
+        raise InvalidArgumentError("no CUDA run on this device has logged its push iterations")
+    with runtime.cuda_errors("reading the push log"):
+        log = ws.near_log[: min(int(stats.iterations), NEAR_LOG_CAPACITY)].get()
+    return profile_from_log(stats.iterations, log)
+
+
+__all__ = ["MAX_GROUP_SHIFT", "NEAR_LOG_CAPACITY", "PushProfile", "group_shift", "launch_threads",
+           "max_shift", "profile_from_log", "push_profile"]

@@ -158,6 +158,7 @@ class DeviceInfo:
     multiprocessors: int
     max_threads_per_multiprocessor: int
     cooperative_launch: bool  # the hardware attribute, before the test hook
+    compute_major: int = 0  # the compute capability's major (9 on Hopper)
 
 
 @functools.lru_cache(maxsize=None)
@@ -175,6 +176,7 @@ def device_info(device: int) -> DeviceInfo:
         multiprocessors=int(props["multiProcessorCount"]),
         max_threads_per_multiprocessor=int(props["maxThreadsPerMultiProcessor"]),
         cooperative_launch=bool(props.get("cooperativeLaunch", 0)),
+        compute_major=int(props.get("major", 0)),
     )
 
 

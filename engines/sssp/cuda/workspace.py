@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from ...errors import InternalError
+from .push import NEAR_LOG_CAPACITY
 from .runtime import cuda_errors, cupy_module
 
 #: Generations above this reset every stamp (INT32_MAX / 2, §5.1).
@@ -182,6 +183,7 @@ class Workspace:
         self.near_a = self.near_b = self.far_a = self.far_b = None
         self.changes_device = None
         self.change_count = None
+        self.near_log = None  # push.NEAR_LOG_CAPACITY near-list lengths of the last run
         self._controls: dict[str, ControlBlock] = {}
 
     # -- reservation --------------------------------------------------------------------------
@@ -204,6 +206,8 @@ class Workspace:
                 self.change_capacity = cap
             if self.change_count is None:
                 self.change_count = cupy.zeros(1, dtype=self.vertex_dtype)
+            if self.near_log is None:
+                self.near_log = cupy.zeros(NEAR_LOG_CAPACITY, dtype=self.vertex_dtype)
             for layout in CONTROL_LAYOUTS:
                 if layout not in self._controls:
                     self._controls[layout] = ControlBlock(layout, self.vertex_dtype, self.device)
