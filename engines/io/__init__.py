@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import mosp
-from ._text import READ_ERRORS, format_error, read_failure
+from ._text import READ_ERRORS, format_error, read_failure, exists_as_anything, require_regular_file
 from ..errors import InvalidArgumentError
 from .cache import cached_parse, default_cache_dir, file_sha256, files_sha256
 from .dimacs import read_dimacs
@@ -30,8 +30,9 @@ from .snap import read_snap
 
 # Bump when a reader's output for the same bytes changes: cached parses of older versions are
 # then never read. 2: empty edge lists and DIMACS files beyond 32 bits are refused (version 1
-# read them as n = 0 and as wrapped ids).
-READER_VERSION = 2
+# read them as n = 0 and as wrapped ids). 3: every numeric field is parsed exactly (version 2 read
+# "1e3" as 1 in integer Matrix Market files and "a 2 3 12c34" as weight 12 in DIMACS files).
+READER_VERSION = 3
 
 # format name -> reader; every reader takes the path first.
 FORMATS = {
@@ -78,18 +79,19 @@ def check_present(path: str | Path, format: str) -> None:
     CSR files it lacks (a folder is read as a MOSP folder even when its name ends in ``.mtx``)."""
     path = Path(path)
     if format != "mosp":
-        if not path.is_file():
-            raise format_error(path, None, "no such file" if not path.is_dir() else "is a folder, not a file")
+        require_regular_file(path)
         return
     if not path.is_dir():
         raise format_error(path, None, "no such folder" if not path.exists() else
                            "is a file, not a MOSP folder (a folder holding " + ", ".join(MOSP_GRAPH_FILES) + ")")
-    missing = [f for f in MOSP_GRAPH_FILES if not (path / f).is_file()]
+    missing = [f for f in MOSP_GRAPH_FILES if not exists_as_anything(path / f)]
     if missing:
         named = _format_by_name(path)
         hint = (f"; its name ends like a {named} file, but it is a folder, and a folder is read as a "
                 "MOSP CSR folder") if named else ""
         raise format_error(path, None, f"not a MOSP graph folder: it lacks {', '.join(missing)}{hint}")
+    for name in MOSP_GRAPH_FILES:  # before hashing: a FIFO there would block the digest forever
+        require_regular_file(path / name)
 
 
 def reader_for(path: str | Path, format: str | None = None):

@@ -9,7 +9,11 @@ that are not gzip, a truncated or damaged compressed stream, no permission) is a
 
 from __future__ import annotations
 
+import errno
 import gzip
+import os
+import re
+import stat
 import warnings
 import zlib
 from contextlib import contextmanager
@@ -46,6 +50,44 @@ def read_failure(exc: BaseException) -> str:
     return f"cannot read the file: {exc}"
 
 
+_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def regular_file_problem(path: Path | str) -> str | None:
+    """Why ``path`` is not a regular file to read (None when it is one). Checked with ``os.stat``
+    before anything opens it: opening a FIFO would wait for a writer forever, and ``/dev/zero``
+    would be read without end; a symbolic link loop is not "no such file"."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"a broken symbolic link (to {os.readlink(path)!r}, which does not exist)"
+        return "no such file"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop (too many levels of symbolic links), not a regular file"
+        return f"cannot read the file: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+    return f"not a regular file ({kind})"
+
+
+def require_regular_file(path: Path | str) -> None:
+    problem = regular_file_problem(path)
+    if problem is not None:
+        raise format_error(path, None, problem)
+
+
+def exists_as_anything(path: Path | str) -> bool:
+    """A name is there, whatever it is (a broken link too): an optional input that is present but
+    not a regular file must be reported, never taken as absent."""
+    return os.path.lexists(path)
+
+
 def out_of_memory(path: Path | str, what: str = "the file") -> OutOfMemoryError:
     return OutOfMemoryError(f"{path}: not enough host memory to read {what}")
 
@@ -57,6 +99,13 @@ def quiet_parse():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
+
+
+def open_binary(path: Path):
+    """Open a possibly gzip-compressed file for reading bytes."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rb")
+    return open(path, "rb")
 
 
 def open_text(path: Path):
@@ -80,12 +129,85 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise format_error(path, number + 1, read_failure(exc)) from None
 
 
+# The exact spelling of a number in a text file. Python's int() and float() also take "1_000",
+# and pandas' int64 columns take "1e3" and "7." (parsed as floats, then cast): neither is allowed.
+INTEGER = rb"[+-]?[0-9]+"
+REAL = rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))"
+_INTEGER_TEXT = re.compile(INTEGER.decode())
+_REAL_TEXT = re.compile(REAL.decode())
+_SCAN_CHUNK = 1 << 24  # bytes read at a time by first_bad_line
+
+
+def is_integer_text(token: str) -> bool:
+    return _INTEGER_TEXT.fullmatch(token) is not None
+
+
+def is_real_text(token: str) -> bool:
+    return _REAL_TEXT.fullmatch(token) is not None
+
+
 def _is_int(token: str) -> bool:
+    return is_integer_text(token)
+
+
+def _bad_line_pattern(body: bytes) -> re.Pattern:
+    # A line that is neither blank nor ``body`` (surrounding blanks and a CR allowed).
+    return re.compile(rb"^(?![ \t]*(?:" + body + rb")?[ \t]*\r?$).*$", re.M)
+
+
+def first_bad_line(handle, body: bytes, *, first_line: int = 1,
+                   suspicious: bytes | None = None) -> tuple[int, str] | None:
+    """``(line number, text)`` of the first line of a binary stream that is neither blank nor a
+    full match of the regular expression ``body``, or None.
+
+    The stream is read in chunks cut at line ends and matched by ``re`` (C speed, no Python loop
+    per line). ``suspicious``: bytes without which a chunk is known to be fine (the caller's fast
+    parser is exact there), so such chunks are not matched at all.
+    """
+    pattern = _bad_line_pattern(body)
+    carry, line = b"", first_line
+    while True:
+        block = handle.read(_SCAN_CHUNK)
+        data = carry + block
+        end = data.rfind(b"\n") if block else len(data)
+        if end < 0:  # no line end yet: read on
+            carry = data
+            continue
+        if suspicious is None or any(data.find(bytes([b]), 0, end) >= 0 for b in suspicious):
+            match = pattern.search(data, 0, end)
+            if match is not None:
+                number = line + data.count(b"\n", 0, match.start())
+                return number, match.group().decode("utf-8", errors="replace").strip()
+        if not block:
+            return None
+        line += data.count(b"\n", 0, end + 1)
+        carry = data[end + 1:]
+
+
+def _skip_lines(handle, count: int) -> None:
+    for _ in range(count):
+        if not handle.readline():
+            return
+
+
+def first_inexact_line(path: Path, body: bytes, *, skip_lines: int = 0,
+                       suspicious: bytes | None = None) -> tuple[int, str] | None:
+    """:func:`first_bad_line` over a (possibly gzip-compressed) file after its first
+    ``skip_lines`` lines; a read failure is a FileFormatError naming the file."""
     try:
-        int(token)
-    except ValueError:
-        return False
-    return True
+        with open_binary(path) as handle:
+            _skip_lines(handle, skip_lines)
+            return first_bad_line(handle, body, first_line=skip_lines + 1, suspicious=suspicious)
+    except READ_ERRORS as exc:
+        raise format_error(path, None, read_failure(exc)) from None
+
+
+def integer_row(comment: str | None) -> bytes:
+    """A table line: whitespace-separated integers, then an optional ``comment``-led tail."""
+    row = rb"(?:" + INTEGER + rb"(?:[ \t]+" + INTEGER + rb")*)?"
+    if comment is None:
+        return row
+    return row + rb"[ \t]*(?:" + re.escape(comment.encode()) + rb".*)?"
 
 
 def read_int_table(
@@ -105,6 +227,7 @@ def read_int_table(
     vectorized checks fail; see :func:`locate_bad_line`.
     """
     max_columns = min_columns if max_columns is None else max_columns
+    require_regular_file(path)
     try:
         with quiet_parse():
             frame = pd.read_csv(
@@ -136,6 +259,13 @@ def read_int_table(
             path, min_columns=min_columns, max_columns=max_columns, comment=comment,
             skip_lines=skip_lines, line_check=line_check,
             fallback=f"expected {min_columns}..{max_columns} columns, found {table.shape[1]}",
+        )
+    # pandas takes "1e3" and "7." in an int64 column (as floats, then cast): only a line holding
+    # '.', 'e' or 'E' can be such a field, so only chunks holding them are matched.
+    if first_inexact_line(path, integer_row(comment), skip_lines=skip_lines, suspicious=b".eE") is not None:
+        raise locate_bad_line(
+            path, min_columns=min_columns, max_columns=max_columns, comment=comment,
+            skip_lines=skip_lines, line_check=line_check, fallback="a field that is not an integer",
         )
     return table
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..arguments import VERTEX_MAX
 from ..graph import check_num_vertices
-from ._text import format_error, read_int_table, locate_bad_line
+from ._text import format_error, read_int_table, locate_bad_line, require_regular_file
 from .parsed import ParsedGraph, canonical_edges
 
 
@@ -35,8 +35,7 @@ def read_edge_list(
     """
     path = Path(path)
     base = 1 if one_based else 0
-    if not path.is_file():
-        raise format_error(path, None, "no such file" if not path.is_dir() else "is a folder, not a file")
+    require_regular_file(path)
     num_vertices = None if num_vertices is None else check_num_vertices(num_vertices, f"reading {path}")
 
     def line_check(tokens: list[str]) -> str | None:

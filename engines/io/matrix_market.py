@@ -8,6 +8,10 @@ are removed (the first entry's value is kept); ``pattern`` files carry no weight
 (float64, int64 or complex128, as stored). Parsing uses fast_matrix_market (multi-threaded C++),
 falling back to SciPy's reader where fast_matrix_market is not installed.
 
+Every entry of an ``integer``, ``real`` or ``complex`` file is checked to be exactly
+``ROW COLUMN VALUE`` (two values for complex) before it is parsed: ``1e3``, ``7.9`` or ``12abc``
+in an integer file, a missing value or a field after it is refused naming the line and the text.
+
 Before any entry is read the header is checked: the banner, a square size line whose order fits
 32-bit vertex ids, and an entry count the file can actually hold (a file claiming 10^11 entries
 in four lines is refused, not allocated for). A file without a banner that looks like a plain
@@ -27,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arguments import VERTEX_MAX
+from ..arguments import VERTEX_MAX, article
 from ..errors import FileFormatError
-from ._text import READ_ERRORS, format_error, out_of_memory, read_failure
+from ._text import (INTEGER, READ_ERRORS, REAL, first_bad_line, format_error, is_integer_text, is_real_text,
+                    out_of_memory, read_failure, require_regular_file)
 from .parsed import ParsedGraph, canonical_edges
 
 try:  # the fast reader is an optional dependency ("io" extra)
@@ -56,6 +61,9 @@ class Header:
     cols: int
     entries: int
     size_line: int  # 1-based line number of the size line
+    # A value field's size line states more entries than the file holds at 6 bytes each: raised
+    # after the entries are checked, since entries without their values explain it better.
+    room_problem: FileFormatError | None = None
 
 
 @dataclass(frozen=True)
@@ -143,7 +151,7 @@ def _read_header(path: Path, stream: _Stream) -> Header:
         if number > _HEADER_LINE_LIMIT:
             raise format_error(path, number, f"no size line in the first {_HEADER_LINE_LIMIT:,} lines")
     parts = text.split()
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts):
         raise format_error(path, number, f"bad size line {text[:80]!r} (want 'ROWS COLUMNS ENTRIES', "
                                          "non-negative integers)")
     rows, cols, entries = (int(p) for p in parts)
@@ -158,9 +166,56 @@ def _read_header(path: Path, stream: _Stream) -> Header:
         most = (room + 1) // per_entry
         holds = (f"holds {room:,} bytes after the header" if stream.exact else
                  f"is {path.stat().st_size:,} bytes compressed, so at most {room:,} bytes of text")
-        raise format_error(path, number, f"the size line states {entries:,} entries, but the file {holds}: "
-                                         f"room for at most {most:,}; it is truncated or its size line is wrong")
+        problem = format_error(path, number, f"the size line states {entries:,} entries, but the file {holds}: "
+                                             f"room for at most {most:,}; it is truncated or its size line is wrong")
+        if field == "pattern" or entries * _MIN_ENTRY_BYTES["pattern"] > room + 1:
+            raise problem
+        return Header(field, symmetry, rows, cols, entries, number, problem)
     return Header(field, symmetry, rows, cols, entries, number)
+
+
+# The fields of one entry after ROW COLUMN, per field; fast_matrix_market reads a value by its
+# longest valid prefix ("7.9" as 7 in an integer matrix, "12abc" as 12) and ignores what follows
+# it, so every entry line is matched against its exact form first.
+_VALUE_FIELDS = {"integer": (INTEGER,), "real": (REAL,), "double": (REAL,), "complex": (REAL, REAL)}
+_VALUE_NAMES = {"integer": ("VALUE",), "real": ("VALUE",), "double": ("VALUE",), "complex": ("REAL", "IMAGINARY")}
+
+
+def _entry_body(field: str) -> bytes:
+    return rb"[ \t]+".join((INTEGER, INTEGER, *_VALUE_FIELDS[field]))
+
+
+def _entry_problem(field: str, text: str) -> str:
+    """What is wrong with one entry line that does not have its exact form, in words."""
+    names = ("ROW", "COLUMN", *_VALUE_NAMES[field])
+    form = f"{article(field)} {field} entry is '{' '.join(names)}'"
+    tokens = text.split()
+    if text.startswith("%"):
+        return f"a comment among the entries ({text[:80]!r}); comments belong before the size line"
+    for name, token in zip(("row", "column"), tokens):
+        if not is_integer_text(token):
+            return f"the {name} index {token!r} is not an integer in {text[:80]!r}"
+    if len(tokens) < len(names):
+        missing = "no value" if len(tokens) <= 2 else f"no {names[len(tokens)].lower()} part"
+        return f"the entry {text[:80]!r} has {missing} ({form})"
+    exact, kind = (is_integer_text, "an integer") if field == "integer" else (is_real_text, "a real number")
+    for token in tokens[2:len(names)]:
+        if not exact(token):
+            return (f"the value {token!r} is not {kind} (the header declares {article(field)} {field} matrix), "
+                    f"in {text[:80]!r}")
+    if len(tokens) > len(names):
+        return f"{text[:80]!r} has {len(tokens)} fields, but {form}: nothing may follow the value"
+    return f"bad entry {text[:80]!r} ({form})"
+
+
+def _check_entries(path: Path, handle, header: Header) -> None:
+    """Every entry line of a value field in its exact form (the stream is after the size line)."""
+    if header.field not in _VALUE_FIELDS:
+        return
+    bad = first_bad_line(handle, _entry_body(header.field), first_line=header.size_line + 1)
+    if bad is not None:
+        number, text = bad
+        raise format_error(path, number, _entry_problem(header.field, text))
 
 
 def _fmm_read(handle):
@@ -217,6 +272,9 @@ def _read_coo(path: Path):
     failure = None
     with _open_binary(path) as stream:
         header = _read_header(path, stream)
+        _check_entries(path, stream.handle, header)
+        if header.room_problem is not None:
+            raise header.room_problem
         stream.handle.seek(0)
         result, failure = (_fmm_read if _fmm is not None else _scipy_read)(stream.handle)
     if failure is not None:
@@ -227,8 +285,7 @@ def _read_coo(path: Path):
 
 def read_matrix_market(path: str | Path) -> ParsedGraph:
     path = Path(path)
-    if not path.is_file():
-        raise format_error(path, None, "no such file" if not path.is_dir() else "is a folder, not a file")
+    require_regular_file(path)
     try:
         header, data, rows, cols, shape = _read_coo(path)
     except FileFormatError:

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..arguments import VERTEX_MAX, WEIGHT_MAX
-from ._text import format_error, iter_lines, read_int_table
+from ._text import exists_as_anything, format_error, iter_lines, read_int_table, require_regular_file
 from .parsed import ParsedGraph
 
 ROW_PTR_FILE = "graphCsrRowPtr.txt"
@@ -41,8 +41,7 @@ DELETE_FILE = "delete.txt"
 
 
 def _read_column(path: Path) -> np.ndarray:
-    if not path.is_file():
-        raise format_error(path, None, "no such file")
+    require_regular_file(path)
     table = read_int_table(path, min_columns=1, max_columns=1, comment=None)
     return table[:, 0]
 
@@ -145,13 +144,13 @@ def read_batch(directory: str | Path, *, num_weights: int | None = None):
     from ``insert.txt`` and ``delete.txt`` (a missing file means no changes of that kind)."""
     directory = Path(directory)
     ins_path, del_path = directory / INSERT_FILE, directory / DELETE_FILE
-    if ins_path.is_file():
+    if exists_as_anything(ins_path):  # present but not a regular file: an error, never "no insertions"
         ins = read_int_table(ins_path, min_columns=3, max_columns=66, comment=None)
     else:
         ins = np.zeros((0, 2 + (num_weights or 1)), dtype=np.int64)
     if num_weights is not None and ins.shape[0] and ins.shape[1] != 2 + num_weights:
         raise format_error(ins_path, 1, f"expected {num_weights} weights a line, found {ins.shape[1] - 2}")
-    if del_path.is_file():
+    if exists_as_anything(del_path):
         dele = read_int_table(del_path, min_columns=2, max_columns=2, comment=None)
     else:
         dele = np.zeros((0, 2), dtype=np.int64)
