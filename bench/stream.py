@@ -1,0 +1,590 @@
+#!/usr/bin/env python3
+"""A streaming benchmark: N consecutive small batches on one graph, each engine timed per batch.
+
+Users who stream updates (traffic, routing, monitoring) send many small batches, so the fixed cost
+of one ``update()`` call is what they pay (issue 27). This command replays one stream of batches on
+a gate or a graph file through each engine and times the whole ``sssp.update()`` call of every
+batch (``time.perf_counter`` around it; the call returns after the engine's final
+synchronization), then checks every CUDA result byte for byte against the host reference.
+
+The stream: each batch of B arcs deletes B/4 undirected edges that exist at that point of the
+stream (both arcs each) and inserts B/4 random undirected pairs (both arcs each; a pair that
+exists is a re-weight), every inserted arc drawing its own K weights in [1, 100]; fixed seed. The
+whole sequence depends only on the graph and the seed (never on an engine's answer), so it is drawn
+once and every engine replays the same batches, each on its own copy of the graph with one result
+(each engine's time is its own, and the engines run one after another, as a streaming user runs
+one engine, not interleaved). The first ``--warmup`` batches are applied but left out of the
+statistics (compilation, first allocations).
+
+    python bench/stream.py --graph luxembourg_osm --batches 10000 --batch-size 100 --out results/stream
+    python bench/stream.py --graph-file graph.edges --batches 200 --engines host --no-progress
+
+Exit codes (protocol/exitcodes.py): 0 every result equal to the reference; 1 a result differs;
+2 bad arguments or input; 3 a CUDA engine asked for where none can run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engines import interrupt  # noqa: E402  (standard library only: before the heavy imports)
+
+interrupt.guard(__name__, "stream.py")
+
+import numpy as np  # noqa: E402
+
+from protocol.exitcodes import EnvironmentProblem, ExitCode, ProtocolError, UsageError  # noqa: E402
+
+PROG = "stream.py"
+CUDA_ENGINES = ("fused", "operators")
+ENGINES = CUDA_ENGINES + ("host",)
+DEFAULT_BATCHES = 10_000
+DEFAULT_BATCH_SIZE = 100
+DEFAULT_WARMUP = 10
+DEFAULT_SEED = 27  # the issue that asked for the stream
+P99 = 99.0
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- the stream of batches -----------------------------------------------------------------------
+class StreamState:
+    """The graph's arcs as the stream sees them, advanced batch by batch.
+
+    ``arcs`` counts the copies of each arc (``u * n + v``): a deletion removes one copy, so a pair
+    with parallel arcs stays. ``pool`` lists the undirected pairs (``lo * n + hi``) whose two arcs
+    both exist, the deletable ones, in a list with an index so that a uniform draw and a removal
+    are O(1) (a batch of 100 changes must not cost a pass over the graph).
+    """
+
+    def __init__(self, num_vertices: int, src: np.ndarray, dst: np.ndarray):
+        self.n = int(num_vertices)
+        keys, counts = np.unique(np.asarray(src, np.int64) * self.n + np.asarray(dst, np.int64),
+                                 return_counts=True)
+        self.arcs = dict(zip(keys.tolist(), counts.tolist()))
+        self.pool: list[int] = []
+        self.where: dict[int, int] = {}
+        for key in keys.tolist():  # sorted keys: the pool's order, hence the stream, is reproducible
+            u, v = divmod(key, self.n)
+            if u < v and v * self.n + u in self.arcs:
+                self._pool_add(key)
+
+    def _pool_add(self, pair: int) -> None:
+        if pair not in self.where:
+            self.where[pair] = len(self.pool)
+            self.pool.append(pair)
+
+    def _pool_remove(self, pair: int) -> None:
+        i = self.where.pop(pair, None)
+        if i is None:
+            return
+        last = self.pool.pop()
+        if i < len(self.pool):  # move the last pair into the hole
+            self.pool[i] = last
+            self.where[last] = i
+
+    def _refresh(self, u: int, v: int) -> None:
+        """Put the pair {u, v} in the pool exactly when both of its arcs exist."""
+        lo, hi = min(u, v), max(u, v)
+        if lo * self.n + hi in self.arcs and hi * self.n + lo in self.arcs:
+            self._pool_add(lo * self.n + hi)
+        else:
+            self._pool_remove(lo * self.n + hi)
+
+    def delete(self, u: int, v: int) -> None:
+        for key in (u * self.n + v, v * self.n + u):
+            left = self.arcs[key] - 1
+            if left:
+                self.arcs[key] = left
+            else:
+                del self.arcs[key]
+        self._refresh(u, v)
+
+    def insert(self, u: int, v: int) -> int:
+        """Insert both arcs of {u, v}; the number of them that are new (the others are re-weights:
+        an insertion of an existing pair overwrites its first copy)."""
+        new = 0
+        for key in (u * self.n + v, v * self.n + u):
+            if key not in self.arcs:
+                self.arcs[key] = 1
+                new += 1
+        self._refresh(u, v)
+        return new
+
+
+@dataclass
+class StreamBatch:
+    """One batch of the stream and what it does: ``new_arcs`` inserted, ``reweights`` upserted."""
+
+    batch: object  # engines.Batch
+    new_arcs: int
+    reweights: int
+
+
+def draw_distinct(rng, count: int, draw_one) -> list:
+    """``count`` distinct values of ``draw_one(rng)``, in the order first drawn."""
+    seen: dict = {}
+    while len(seen) < count:
+        seen.setdefault(draw_one(rng), None)
+    return list(seen)
+
+
+def next_batch(state: StreamState, rng, quarter: int, num_weights: int) -> StreamBatch:
+    """One batch of ``4 * quarter`` arcs drawn on ``state``, which it then advances.
+
+    Deletions come first in the engines' semantics (§3.2), so the state applies them first too:
+    an inserted pair that this batch deleted is a new arc again."""
+    from engines import Batch
+
+    from bench.weights import WEIGHT_HIGH, WEIGHT_LOW
+
+    n = state.n
+    deleted = [divmod(state.pool[i], n)
+               for i in draw_distinct(rng, quarter, lambda r: int(r.integers(len(state.pool))))]
+    inserted = draw_distinct(rng, quarter, lambda r: _random_pair(r, n))
+    for u, v in deleted:
+        state.delete(u, v)
+    new_arcs = sum(state.insert(u, v) for u, v in inserted)
+    weights = rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, size=(2 * quarter, num_weights))
+    batch = Batch([x for u, v in inserted for x in (u, v)], [x for u, v in inserted for x in (v, u)], weights,
+                  [x for u, v in deleted for x in (u, v)], [x for u, v in deleted for x in (v, u)])
+    return StreamBatch(batch, new_arcs, 2 * quarter - new_arcs)
+
+
+def _random_pair(rng, n: int) -> tuple[int, int]:
+    """A uniform ordered pair of distinct vertices, as the key of an undirected pair (lo, hi), so
+    that one batch never inserts {u, v} twice under two spellings."""
+    u = int(rng.integers(n))
+    v = (u + int(rng.integers(1, n))) % n  # never a self-loop
+    return min(u, v), max(u, v)
+
+
+def stream_batches(num_vertices: int, src, dst, num_weights: int, *, count: int, size: int,
+                   seed: int) -> list[StreamBatch]:
+    """The whole stream: ``count`` batches of ``size`` arcs (a multiple of 4), each drawn on the
+    graph as the previous ones left it. Raises UsageError when the graph cannot carry a batch."""
+    if num_vertices < 2:
+        raise UsageError(f"the graph has {num_vertices} vertex; a stream inserts pairs of distinct vertices")
+    state = StreamState(num_vertices, src, dst)
+    rng = np.random.default_rng(seed)
+    quarter = size // 4
+    out = []
+    for i in range(count):
+        if len(state.pool) < quarter:
+            raise UsageError(f"batch {i}: the graph has {len(state.pool)} undirected edges with both arcs, "
+                             f"fewer than the {quarter} a batch of {size} deletes")
+        out.append(next_batch(state, rng, quarter, num_weights))
+    return out
+
+
+# -- statistics ----------------------------------------------------------------------------------
+def summarize(times_ms) -> dict:
+    """Median, p99 (NumPy's linear interpolation between order statistics), mean, min and max of
+    the timed batches, in ms."""
+    values = np.asarray(times_ms, dtype=np.float64)
+    if values.size == 0:
+        return {"count": 0, "median_ms": None, "p99_ms": None, "mean_ms": None, "min_ms": None, "max_ms": None}
+    return {"count": int(values.size), "median_ms": float(np.median(values)),
+            "p99_ms": float(np.percentile(values, P99)), "mean_ms": float(values.mean()),
+            "min_ms": float(values.min()), "max_ms": float(values.max())}
+
+
+# -- inputs --------------------------------------------------------------------------------------
+@dataclass
+class StreamInput:
+    """The graph the stream starts from: its CSR (``weights`` is ``(m, K)``), source and tree."""
+
+    name: str
+    origin: dict
+    row_ptr: np.ndarray
+    col_ind: np.ndarray
+    weights: np.ndarray
+    source: int
+    tree: tuple  # (distances, parents) of the objective measured
+
+    @property
+    def num_vertices(self) -> int:
+        return int(self.row_ptr.size - 1)
+
+    def arc_sources(self) -> np.ndarray:
+        return np.repeat(np.arange(self.num_vertices, dtype=np.int64), np.diff(self.row_ptr.astype(np.int64)))
+
+
+def _prepared(name: str, prepare, cache_dir):
+    """``prepare()`` with its input and environment problems as one-line errors (the mapping of
+    ``perf_ab.py``, bench/prepare_failures.py); a bug keeps its traceback."""
+    from engines.io import default_cache_dir
+
+    from bench.prepare_failures import prepare_failure
+
+    try:
+        return prepare()
+    except Exception as exc:
+        failure = prepare_failure(name, exc, written=(default_cache_dir(cache_dir),))
+        if failure is None:
+            raise
+        raise failure from None
+
+
+def load_input(*, graph=None, spec=None, objective=0, data_dir=None, cache_dir=None,
+               progress=True) -> StreamInput:
+    """The gate ``graph`` or the graph file of ``spec`` (bench.graph_file), prepared and cached as
+    ``perf_ab.py`` prepares them (K = 3 drawn weights, the initial trees), without its batches."""
+    from bench.graph_file import prepare_graph_file
+    from bench.prepare import prepare_gate
+
+    if spec is not None:
+        prepared = _prepared(spec.name, lambda: prepare_graph_file(spec, cache_dir=cache_dir, progress=progress,
+                                                                   with_batches=False), cache_dir)
+    else:
+        prepared = _prepared(graph, lambda: prepare_gate(graph, data_dir=data_dir, cache_dir=cache_dir,
+                                                         progress=progress, with_batches=False), cache_dir)
+    g = prepared.graph
+    if not 0 <= objective < g.num_weights:
+        raise UsageError(f"--objective {objective}: the graph has {g.num_weights} weight columns (0 .. "
+                         f"{g.num_weights - 1})")
+    # host copies of the CSR: every engine builds its own graph from them
+    weights = np.asarray(g.weights).reshape(g.num_weights, -1).T.copy()
+    return StreamInput(prepared.name, dict(prepared.origin), np.asarray(g.row_ptr).copy(),
+                       np.asarray(g.col_ind).copy(), weights, int(prepared.source), prepared.trees[objective])
+
+
+# -- engines -------------------------------------------------------------------------------------
+def cuda_available() -> bool:
+    from engines.sssp.backends import cuda_available as available
+
+    return available()
+
+
+def fused_problem() -> str | None:
+    """Why the fused engine cannot run here (no cooperative launch), None when it can."""
+    from engines.sssp import cuda
+
+    return cuda.fused_unavailable_reason(cuda.current_device())
+
+
+def open_engine(engine: str, data: StreamInput, objective: int):
+    """``(graph, result)``: a fresh graph of the input's CSR and the initial tree imported on it,
+    on the device for a CUDA engine (as a CUDA result makes it, algorithm.md §3.6) and on the host
+    for the host reference (whose time then holds no device apply or download)."""
+    from engines import Graph, sssp
+
+    graph = Graph.from_csr(data.row_ptr, data.col_ind, data.weights)
+    distances, parents = data.tree
+    where = {} if engine == "host" else {"backend": "cuda", "cuda_engine": engine}
+    if where:
+        graph.to_device()
+    result = sssp.Result.from_arrays(graph, data.source, distances, parents, canonicalize=False,
+                                     objective=objective, **where)
+    return graph, result
+
+
+def final_tree(result) -> tuple[np.ndarray, np.ndarray]:
+    """The result's (distances, parents) on the host."""
+    return result.to_numpy()
+
+
+def timed_stream(graph, result, batches, bar) -> list[float]:
+    """Apply every batch with ``update()``; the wall time of each whole call, in ms (the progress
+    bar advances outside the timer)."""
+    from engines import sssp
+
+    times = []
+    for item in bar(batches):
+        start = time.perf_counter()
+        sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def progress_bar(engine: str, enabled: bool):
+    from tqdm import tqdm
+
+    return lambda items: tqdm(items, desc=f"{PROG} {engine}", unit="batch", file=sys.stderr,
+                              disable=not enabled, mininterval=0.5)
+
+
+@dataclass
+class EngineRun:
+    times_ms: list
+    tree: tuple
+    seconds: float
+
+
+def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool) -> EngineRun:
+    start = time.perf_counter()
+    graph, result = open_engine(engine, data, objective)
+    times = timed_stream(graph, result, batches, progress_bar(engine, progress))
+    return EngineRun(times, final_tree(result), time.perf_counter() - start)
+
+
+# -- the check -----------------------------------------------------------------------------------
+def tree_difference(tree, reference) -> str | None:
+    """None when ``tree`` equals ``reference`` byte for byte (dtype and values); else what differs."""
+    problems = []
+    for what, mine, theirs in (("distances", tree[0], reference[0]), ("parents", tree[1], reference[1])):
+        mine, theirs = np.asarray(mine), np.asarray(theirs)
+        if mine.dtype != theirs.dtype or mine.shape != theirs.shape:
+            problems.append(f"{what} are {mine.dtype}{list(mine.shape)}, the reference's {theirs.dtype}"
+                            f"{list(theirs.shape)}")
+        elif mine.tobytes() != theirs.tobytes():
+            bad = np.flatnonzero(mine != theirs)
+            v = int(bad[0])
+            problems.append(f"{what} differ at {bad.size:,} vertices (first: vertex {v}, {mine[v]} against "
+                            f"{theirs[v]})")
+    return "; ".join(problems) or None
+
+
+def check_results(runs: dict) -> dict:
+    """Every engine's final tree against the host reference's (against the first engine's where
+    the host reference did not run): ``{"reference": name, "differences": {engine: text}}``."""
+    reference = "host" if "host" in runs else next(iter(runs))
+    differences = {}
+    for engine, run in runs.items():
+        if engine != reference:
+            diff = tree_difference(run.tree, runs[reference].tree)
+            if diff:
+                differences[engine] = diff
+    return {"reference": reference, "equal": not differences, "differences": differences}
+
+
+# -- records -------------------------------------------------------------------------------------
+def commit_of_checkout() -> dict:
+    """``git rev-parse HEAD`` and whether the tree has changes; Nones where git cannot say."""
+    def git(*args):
+        try:
+            done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
+
+
+def machine_facts(with_cuda: bool) -> dict:
+    facts = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+             "python": platform.python_version(), "numpy": np.__version__}
+    if with_cuda:
+        try:
+            import cupy
+
+            props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
+            name = props["name"]
+            facts.update(gpu=name.decode() if isinstance(name, bytes) else str(name), cupy=cupy.__version__,
+                         cuda_driver=cupy.cuda.runtime.driverGetVersion(),
+                         cuda_runtime=cupy.cuda.runtime.runtimeGetVersion())
+        except Exception as exc:  # facts are a courtesy: never fail a finished measurement on them
+            facts["gpu"] = f"unknown ({exc})"
+    return facts
+
+
+def _fmt(value, digits=3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(record: dict) -> str:
+    g, s, check = record["graph"], record["stream"], record["check"]
+    lines = [f"# Streaming benchmark: {g['name']}", "",
+             f"{s['batches']:,} consecutive batches of {s['batch_size']} arcs ({s['batch_size'] // 4} undirected "
+             f"deletions and {s['batch_size'] // 4} undirected insertions, both arcs each), seed {s['seed']}, "
+             f"on {g['vertices']:,} vertices and {g['arcs']:,} arcs; the whole update() call per batch, first "
+             f"{s['warmup']} batches left out.", "",
+             "| engine | batches timed | median ms | p99 ms | mean ms | max ms | equal to " + check["reference"] + " |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for engine, run in record["engines"].items():
+        t = run["summary"]
+        equal = "reference" if engine == check["reference"] else (
+            "NO" if engine in check["differences"] else "yes")
+        lines.append(f"| {engine} | {t['count']:,} | {_fmt(t['median_ms'])} | {_fmt(t['p99_ms'])} | "
+                     f"{_fmt(t['mean_ms'])} | {_fmt(t['max_ms'])} | {equal} |")
+    lines += ["", f"Command: `{record['command']}`", f"Commit: {record['commit']['commit']}"
+              + (" (with local changes)" if record["commit"]["dirty"] else ""),
+              f"Machine: {record['machine'].get('gpu', 'no GPU')}, {record['machine']['processor']}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(out: Path, record: dict) -> None:
+    (out / "stream.json").write_text(json.dumps(record, indent=1))
+    (out / "stream.md").write_text(markdown(record))
+
+
+# -- the command ---------------------------------------------------------------------------------
+def check_sizes(batches: int, batch_size: int, warmup: int) -> None:
+    if batches < 1:
+        raise UsageError(f"--batches {batches}: at least 1")
+    if batch_size < 4 or batch_size % 4:
+        raise UsageError(f"--batch-size {batch_size}: a positive multiple of 4 (a quarter deletes undirected edges, "
+                         "a quarter inserts pairs, both arcs each)")
+    if not 0 <= warmup < batches:
+        raise UsageError(f"--warmup {warmup}: between 0 and --batches - 1 ({batches - 1}), so some batches are timed")
+
+
+def check_graph(graph, spec) -> None:
+    from bench.gates import ALL_GATES
+
+    if (graph is None) == (spec is None):
+        raise UsageError("name one graph: --graph NAME or --graph-file PATH")
+    if graph is not None and graph not in ALL_GATES:
+        raise UsageError(f"--graph {graph}: unknown gate (known: {', '.join(ALL_GATES)}); "
+                         "a file of your own is --graph-file PATH")
+
+
+def choose_engines(engines) -> list[str]:
+    """The engines to run: those asked for (exit 3 where CUDA is missing), else all three where a
+    GPU can run them and the host reference alone where none can."""
+    if engines is None:
+        if not cuda_available():
+            print(f"{PROG}: no usable CUDA GPU here (CuPy and a CUDA device): measuring the host reference only",
+                  file=sys.stderr)
+            return ["host"]
+        engines = list(ENGINES)
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown or len(set(engines)) != len(engines):
+        raise UsageError(f"--engines {' '.join(engines)}: each of {', '.join(ENGINES)} at most once")
+    if any(e in CUDA_ENGINES for e in engines):
+        if not cuda_available():
+            raise EnvironmentProblem("--engines names a CUDA engine, but no CUDA GPU is usable here "
+                                     "(CuPy and a CUDA device needed); --engines host runs the host reference")
+        if "fused" in engines:
+            reason = fused_problem()
+            if reason:
+                raise EnvironmentProblem(f"the fused engine cannot run here: {reason}")
+    return list(engines)
+
+
+def prepare_out(out) -> Path | None:
+    """Create ``--out`` before any work, so a folder that cannot be written costs nothing."""
+    if out is None:
+        return None
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".stream-write-check"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--out {path}: cannot write there ({exc.strerror or exc})") from None
+    return path
+
+
+def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BATCH_SIZE, engines=None,
+        warmup=DEFAULT_WARMUP, seed=DEFAULT_SEED, objective=0, out=None, data_dir=None, cache_dir=None,
+        progress=True, command=None) -> int:
+    """The benchmark with plain arguments (``spec``: a bench.graph_file.GraphFileSpec); the exit
+    status. ProtocolError (usage, environment) is raised for the caller to report."""
+    check_sizes(batches, batch_size, warmup)
+    check_graph(graph, spec)
+    engines = choose_engines(engines)
+    out_dir = prepare_out(out)
+    data = load_input(graph=graph, spec=spec, objective=objective, data_dir=data_dir, cache_dir=cache_dir,
+                      progress=progress)
+    stream = stream_batches(data.num_vertices, data.arc_sources(), data.col_ind, data.weights.shape[1],
+                            count=batches, size=batch_size, seed=seed)
+    runs = {engine: run_engine(engine, data, stream, objective, progress) for engine in engines}
+    check = check_results(runs)
+    record = build_record(data, stream, runs, check, batches=batches, batch_size=batch_size, warmup=warmup,
+                          seed=seed, objective=objective, command=command,
+                          with_cuda=any(e in CUDA_ENGINES for e in engines))
+    print(markdown(record))
+    if out_dir is not None:
+        write_outputs(out_dir, record)
+        print(f"{PROG}: wrote {out_dir / 'stream.json'} and {out_dir / 'stream.md'}", file=sys.stderr)
+    if not check["equal"]:
+        for engine, diff in check["differences"].items():
+            print(f"{PROG}: MISMATCH: {engine} differs from {check['reference']} after {batches:,} batches: {diff}",
+                  file=sys.stderr)
+        return int(ExitCode.CORRECTNESS)
+    return int(ExitCode.OK)
+
+
+def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size, warmup, seed, objective,
+                 command, with_cuda) -> dict:
+    return {
+        "command": command or "",
+        "commit": commit_of_checkout(),
+        "machine": machine_facts(with_cuda),
+        "graph": {"name": data.name, "origin": data.origin, "vertices": data.num_vertices,
+                  "arcs": int(data.col_ind.size), "source": data.source, "objective": objective},
+        "stream": {"batches": batches, "batch_size": batch_size, "warmup": warmup, "seed": seed,
+                   "new_arcs": sum(b.new_arcs for b in stream), "reweights": sum(b.reweights for b in stream),
+                   "deleted_arcs": batches * batch_size // 2},
+        "timer": "time.perf_counter around the whole sssp.update() call, in ms",
+        "engines": {engine: {"summary": summarize(r.times_ms[warmup:]), "seconds": round(r.seconds, 3),
+                             "per_batch_ms": r.times_ms} for engine, r in runs.items()},
+        "check": check,
+    }
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (UsageError), not a usage block."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bench import graph_file
+
+    parser = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("--graph", metavar="NAME", default=None, help="a gate (e.g. luxembourg_osm, roadNet-PA)")
+    parser.add_argument("--batches", type=int, default=DEFAULT_BATCHES, metavar="N",
+                        help=f"consecutive batches (default {DEFAULT_BATCHES})")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
+                        help=f"arcs per batch, a multiple of 4 (default {DEFAULT_BATCH_SIZE})")
+    parser.add_argument("--engines", nargs="+", default=None, metavar="ENGINE",
+                        help=f"of {' '.join(ENGINES)} (default: all three; the host reference alone without CUDA)")
+    parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, metavar="W",
+                        help=f"first batches applied but not counted (default {DEFAULT_WARMUP})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the stream's seed (default {DEFAULT_SEED})")
+    parser.add_argument("--objective", type=int, default=0, help="the weight column measured (default 0)")
+    parser.add_argument("--out", default=None, metavar="DIR", help="folder for stream.json and stream.md")
+    parser.add_argument("--data-dir", default=None, help="where the gates' real files are looked up")
+    parser.add_argument("--cache-dir", default=None, help="the prepared-input cache (default .cache/)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    graph_file.add_arguments(parser)
+    return parser
+
+
+def _graph_file_spec(args):
+    from bench import graph_file
+
+    try:
+        return graph_file.spec_from_args(args)
+    except graph_file.GraphFileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_from_args(args, command: str) -> int:
+    if args.graph is not None and args.graph_file is not None:  # before the file is looked at
+        check_graph(args.graph, args.graph_file)
+    return run(graph=args.graph, spec=_graph_file_spec(args), batches=args.batches, batch_size=args.batch_size,
+               engines=args.engines, warmup=args.warmup, seed=args.seed, objective=args.objective, out=args.out,
+               data_dir=args.data_dir, cache_dir=args.cache_dir, progress=not args.no_progress, command=command)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = shlex.join(["python", "bench/stream.py", *argv])
+    try:
+        args = build_parser().parse_args(argv)
+        return run_from_args(args, command)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except ProtocolError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+
+
+if __name__ == "__main__":
+    interrupt.run(main)

@@ -1,0 +1,232 @@
+"""bench/stream.py on the CPU: the stream of batches, the statistics, the host-only run end to end,
+the mismatch check and the refusals. No assertion reads the real clock (structure, not speed)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bench import stream
+from engines import Graph
+
+SMALL_N = 300
+
+
+def _random_edges(n=SMALL_N, pairs=900, seed=5):
+    """Distinct undirected pairs (u < v) of a random graph."""
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, n, size=4 * pairs)
+    v = rng.integers(0, n, size=4 * pairs)
+    keys = np.unique(np.minimum(u, v)[u != v] * n + np.maximum(u, v)[u != v])[:pairs]
+    return keys // n, keys % n
+
+
+def _symmetric_graph(n=SMALL_N):
+    u, v = _random_edges(n)
+    src, dst = np.concatenate([u, v]), np.concatenate([v, u])
+    weights = np.random.default_rng(1).integers(1, 101, size=(src.size, 3))
+    return Graph.from_edges(src, dst, weights, num_vertices=n)
+
+
+def _arcs(graph):
+    src = np.repeat(np.arange(graph.num_vertices), np.diff(np.asarray(graph.row_ptr, dtype=np.int64)))
+    return src, np.asarray(graph.col_ind, dtype=np.int64)
+
+
+def _stream(graph, count=40, size=16, seed=3):
+    src, dst = _arcs(graph)
+    return stream.stream_batches(graph.num_vertices, src, dst, graph.num_weights, count=count, size=size, seed=seed)
+
+
+def _pairs(a, b):
+    return list(zip(np.asarray(a).tolist(), np.asarray(b).tolist()))
+
+
+@pytest.fixture
+def edge_file(tmp_path):
+    """A 300-vertex random graph as an edge list (1-based, each undirected edge once)."""
+    u, v = _random_edges()
+    path = tmp_path / "small.edges"
+    path.write_text("".join(f"{a + 1} {b + 1}\n" for a, b in zip(u.tolist(), v.tolist())))
+    return path
+
+
+# -- the stream ----------------------------------------------------------------------------------
+def test_every_batch_deletes_existing_edges_and_inserts_pairs_in_both_directions():
+    graph = _symmetric_graph()
+    batches = _stream(graph, count=40, size=16)
+    assert len(batches) == 40
+    for item in batches:
+        b = item.batch
+        assert len(b) == 16 and b.num_deletions == 8 and b.num_insertions == 8
+        deleted = _pairs(b.delete_src, b.delete_dst)
+        inserted = _pairs(b.insert_src, b.insert_dst)
+        # each undirected change is its two arcs, one after the other
+        assert deleted[0::2] == [(v, u) for u, v in deleted[1::2]]
+        assert inserted[0::2] == [(v, u) for u, v in inserted[1::2]]
+        assert len({frozenset(p) for p in deleted}) == 4 and len({frozenset(p) for p in inserted}) == 4
+        assert all(u != v for u, v in inserted)
+        w = np.asarray(b.insert_weights)
+        assert w.shape == (8, 3) and w.min() >= 1 and w.max() <= 100
+        # deletions only of arcs that exist at this point of the stream
+        src, dst = _arcs(graph)
+        existing = set(_pairs(src, dst))
+        assert set(deleted) <= existing
+        assert item.new_arcs == sum(p not in existing for p in inserted)
+        summary, _ = graph.apply(b)
+        assert summary.deleted_edges == 8 and summary.ignored_deletions == 0
+        assert summary.inserted_edges == item.new_arcs and summary.updated_edges == item.reweights
+
+
+def test_the_stream_is_fixed_by_its_seed():
+    graph = _symmetric_graph()
+    first, again, other = _stream(graph), _stream(graph), _stream(graph, seed=4)
+    fields = ("insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst")
+    for a, b in zip(first, again):
+        assert all(np.array_equal(getattr(a.batch, f), getattr(b.batch, f)) for f in fields)
+    assert any(not np.array_equal(a.batch.delete_src, b.batch.delete_src) for a, b in zip(first, other))
+
+
+def test_a_reinserted_pair_becomes_deletable_and_parallel_arcs_keep_a_pair():
+    # arcs: 0<->1 twice (parallel), 1<->2 once, 2->3 only one way (not deletable)
+    state = stream.StreamState(4, np.array([0, 0, 1, 1, 1, 2, 2]), np.array([1, 1, 0, 0, 2, 1, 3]))
+    assert sorted(state.pool) == [0 * 4 + 1, 1 * 4 + 2]
+    state.delete(0, 1)
+    assert 0 * 4 + 1 in state.where  # one copy of each arc is left
+    state.delete(0, 1)
+    assert 0 * 4 + 1 not in state.where
+    assert state.insert(0, 1) == 2 and 0 * 4 + 1 in state.where
+    assert state.insert(0, 1) == 0  # a re-weight
+    assert state.insert(3, 2) == 1 and 2 * 4 + 3 in state.where
+
+
+def test_a_graph_too_small_for_the_batch_is_refused():
+    graph = Graph.from_edges([0, 1], [1, 0], np.ones((2, 3), dtype=np.int64), num_vertices=3)
+    with pytest.raises(stream.UsageError, match="fewer than the 2"):
+        _stream(graph, count=1, size=8)
+
+
+# -- statistics ----------------------------------------------------------------------------------
+def test_summary_of_a_known_list():
+    values = list(range(100, 0, -1))  # 1 .. 100, unsorted
+    s = stream.summarize(values)
+    assert s["count"] == 100 and s["median_ms"] == 50.5 and s["mean_ms"] == 50.5
+    assert s["p99_ms"] == pytest.approx(99.01) and s["min_ms"] == 1 and s["max_ms"] == 100
+    assert stream.summarize([7.0])["p99_ms"] == 7.0
+    assert stream.summarize([])["median_ms"] is None
+
+
+def test_tree_difference_names_what_differs():
+    d, p = np.arange(5, dtype=np.int64), np.arange(5, dtype=np.int32)
+    assert stream.tree_difference((d, p), (d.copy(), p.copy())) is None
+    bad = d.copy()
+    bad[3] += 1
+    assert "distances differ at 1 vertices (first: vertex 3" in stream.tree_difference((bad, p), (d, p))
+    assert "parents are int64" in stream.tree_difference((d, p.astype(np.int64)), (d, p))
+
+
+# -- the command, host only ----------------------------------------------------------------------
+@pytest.fixture
+def no_cuda(monkeypatch):
+    monkeypatch.setattr(stream, "cuda_available", lambda: False)
+
+
+def _run_file(edge_file, tmp_path, *extra):
+    out = tmp_path / "out"
+    argv = ["--graph-file", str(edge_file), "--batches", "30", "--batch-size", "8", "--warmup", "5",
+            "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-progress", *extra]
+    return stream.main(argv), out
+
+
+def test_host_run_end_to_end_on_a_graph_file(no_cuda, edge_file, tmp_path, capsys):
+    code, out = _run_file(edge_file, tmp_path)
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "measuring the host reference only" in err and "Traceback" not in err
+    record = json.loads((out / "stream.json").read_text())
+    assert list(record["engines"]) == ["host"]
+    host = record["engines"]["host"]
+    assert len(host["per_batch_ms"]) == 30 and host["summary"]["count"] == 25
+    assert all(t >= 0 for t in host["per_batch_ms"])
+    assert host["summary"]["median_ms"] <= host["summary"]["p99_ms"] <= host["summary"]["max_ms"]
+    assert record["stream"] == {"batches": 30, "batch_size": 8, "warmup": 5, "seed": stream.DEFAULT_SEED,
+                                "new_arcs": record["stream"]["new_arcs"],
+                                "reweights": record["stream"]["reweights"], "deleted_arcs": 120}
+    assert record["stream"]["new_arcs"] + record["stream"]["reweights"] == 120
+    assert record["graph"]["name"] == "small" and record["graph"]["vertices"] == SMALL_N
+    assert record["check"] == {"reference": "host", "equal": True, "differences": {}}
+    assert record["command"].startswith("python bench/stream.py --graph-file ")
+    assert "commit" in record["commit"] and "platform" in record["machine"]
+    table = (out / "stream.md").read_text()
+    assert "| host | 25 |" in table and "reference" in table
+
+
+def test_host_run_on_the_shared_power_grid(no_cuda, shared_graphs_dir, tmp_path):
+    out = tmp_path / "out"
+    code = stream.run(graph="uspowergrid", batches=12, batch_size=100, warmup=2, engines=["host"], out=out,
+                      data_dir=shared_graphs_dir, cache_dir=tmp_path / "cache", progress=False)
+    assert code == 0
+    record = json.loads((out / "stream.json").read_text())
+    assert record["graph"]["vertices"] == 4_941 and record["engines"]["host"]["summary"]["count"] == 10
+
+
+def test_a_result_that_differs_from_the_host_reference_is_exit_1(monkeypatch, edge_file, tmp_path, capsys):
+    """A CUDA engine stands in for itself on the host (its run is the host reference's, its final
+    tree then spoiled at one vertex): the check must catch it."""
+    monkeypatch.setattr(stream, "cuda_available", lambda: True)
+    monkeypatch.setattr(stream, "fused_problem", lambda: None)
+    real_run_engine = stream.run_engine
+
+    def spoiled(engine, data, batches, objective, progress):
+        run = real_run_engine("host", data, batches, objective, progress)
+        if engine == "fused":
+            run.tree[1][7] = (run.tree[1][7] + 1) % SMALL_N
+        return run
+
+    monkeypatch.setattr(stream, "run_engine", spoiled)
+    code, out = _run_file(edge_file, tmp_path, "--engines", "fused", "operators", "host")
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "MISMATCH: fused differs from host after 30 batches: parents differ at 1 vertices (first: vertex 7" in err
+    assert "operators" not in err.split("MISMATCH")[-1]
+    record = json.loads((out / "stream.json").read_text())
+    assert record["check"]["equal"] is False and list(record["check"]["differences"]) == ["fused"]
+    assert "| fused | 25 |" in (out / "stream.md").read_text()
+
+
+# -- refusals ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, words", [
+    (["--graph", "nowhere"], "unknown gate"),
+    ([], "name one graph"),
+    (["--graph", "uspowergrid", "--graph-file", "x.edges"], "name one graph"),
+    (["--graph-file", "/no/such/file.edges"], "no such file"),
+    (["--graph", "uspowergrid", "--batch-size", "6"], "multiple of 4"),
+    (["--graph", "uspowergrid", "--batch-size", "0"], "multiple of 4"),
+    (["--graph", "uspowergrid", "--batches", "0"], "at least 1"),
+    (["--graph", "uspowergrid", "--batches", "5", "--warmup", "5"], "--warmup 5"),
+    (["--graph", "uspowergrid", "--batches", "many"], "invalid int value"),
+    (["--graph", "uspowergrid", "--engines", "host", "gpu"], "--engines host gpu"),
+    (["--graph", "uspowergrid", "--engines", "host", "host"], "at most once"),
+])
+def test_usage_errors_are_one_line_and_exit_2(no_cuda, argv, words, capsys):
+    assert stream.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("stream.py: ") and words in err
+
+
+def test_an_unreadable_graph_file_is_exit_2(no_cuda, tmp_path, capsys):
+    bad = tmp_path / "bad.edges"
+    bad.write_text("1 2\nthree four\n")
+    assert stream.main(["--graph-file", str(bad), "--cache-dir", str(tmp_path / "c"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "bad.edges" in line]
+    assert len(lines) == 1 and lines[0].startswith("stream.py: ") and "line 2" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_a_cuda_engine_without_cuda_is_exit_3(no_cuda, capsys):
+    assert stream.main(["--graph", "uspowergrid", "--engines", "fused", "host"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no CUDA GPU is usable here" in err
