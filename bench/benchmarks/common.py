@@ -38,6 +38,8 @@ from engines.sssp import backends
 from protocol import planted_delay
 from protocol.cell import RegionProbe
 
+from .synthetic import region_probe
+
 GENERATOR_VERSION = 1
 SCALES = {
     "full": dict(side=1400, uniform=50_000, local=10_000, radius=60),
@@ -304,10 +306,11 @@ class EngineTiming:
     probe: RegionProbe
 
 
-def calibrate_engine_timing(state: UpdateState) -> EngineTiming:
+def calibrate_engine_timing(state: UpdateState, label: str = "") -> EngineTiming:
     """Measure :data:`CALIBRATION_UPDATES` restored updates (untimed for asv) and pick the sample
-    size and the planted delay from their median engine region."""
-    probe = RegionProbe()
+    size and the planted delay from their median engine region. ``label`` names the state for
+    the synthetic clock (``bench/benchmarks/synthetic.py``), unused without it."""
+    probe = region_probe(label)
     times = []
     for _ in range(CALIBRATION_UPDATES):
         state.restore()

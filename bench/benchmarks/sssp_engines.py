@@ -147,7 +147,7 @@ class EngineRegion:
         self.state = _state(engine, batch)
         key = (common.scale()["name"], engine, batch, common.planted_percent())
         if key not in _TIMINGS:
-            _TIMINGS[key] = common.calibrate_engine_timing(self.state)
+            _TIMINGS[key] = common.calibrate_engine_timing(self.state, f"{engine}/{batch}")
         self.timing = _TIMINGS[key]
 
     def time_engine(self, engine, batch):

@@ -187,3 +187,59 @@ def test_the_host_engine_advances_the_clock_by_its_engine_alone(monkeypatch, tmp
     monkeypatch.setenv(common.PLANT_ENV, "10")
     bench.setup("host", "local")  # a planted process calibrates its own delay
     assert bench.timing.delay_ns > 0
+
+
+# -- the controlled clock of make asv-semantics (bench/benchmarks/synthetic.py) -----------------------
+def _synthetic_engine_seconds(monkeypatch, tmp_path, seed, plant):
+    """One tiny host state's calibration and samples on the synthetic clock, in a fresh module state."""
+    from bench.benchmarks import synthetic
+    from protocol import cell
+
+    monkeypatch.setenv("SSSPAB_ASV_SCALE", "tiny")
+    monkeypatch.setenv("SSSPAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(synthetic.ENV, seed)
+    monkeypatch.setenv(common.PLANT_ENV, str(plant))
+    monkeypatch.setattr(synthetic, "_clock", None)
+    monkeypatch.setattr(cell, "time", cell.time)                       # restored after the test
+    monkeypatch.setattr(planted_delay, "host_wait", planted_delay.host_wait)
+    sssp_engines._STATES.clear()
+    state = sssp_engines._state("host", "local")
+    timing = common.calibrate_engine_timing(state, "host/local")
+    clock = common.EngineClock()
+    samples = []
+    for _ in range(6):
+        before = clock()
+        common.timed_engine_updates(state, timing, clock)
+        samples.append(clock() - before)
+    return timing, samples
+
+
+def test_the_synthetic_clock_is_a_function_of_the_seed(monkeypatch, tmp_path):
+    from bench.benchmarks import synthetic
+
+    timing, first = _synthetic_engine_seconds(monkeypatch, tmp_path, "7/base/0", 0)
+    assert isinstance(timing.probe, synthetic.SyntheticProbe) and timing.delay_ns == 0
+    _, again = _synthetic_engine_seconds(monkeypatch, tmp_path, "7/base/0", 0)
+    _, other = _synthetic_engine_seconds(monkeypatch, tmp_path, "7/again/0", 0)
+    assert first == again  # the engines ran, but the regions are the seed's draws
+    assert first != other
+    for value in first + other:
+        assert value == pytest.approx(synthetic.BASE_NS / 1e9, rel=0.1)
+
+
+def test_the_planted_delay_is_calibrated_and_added_on_the_synthetic_clock(monkeypatch, tmp_path):
+    _, base = _synthetic_engine_seconds(monkeypatch, tmp_path, "7/base/0", 0)
+    timing, planted = _synthetic_engine_seconds(monkeypatch, tmp_path, "7/base/0", 10)
+    assert timing.delay_ns > 0
+    # the same draws, each region longer by 10 % of the calibration median: added, not waited for
+    ratio = statistics.median(planted) / statistics.median(base)
+    assert 1.07 < ratio < 1.13
+    assert min(planted) > max(base)  # every sample: a 10 % shift against a spread of a few per cent
+
+
+def test_without_the_hook_the_probe_is_the_protocols(monkeypatch):
+    from bench.benchmarks import synthetic
+    from protocol.cell import RegionProbe
+
+    monkeypatch.delenv(synthetic.ENV, raising=False)
+    assert type(synthetic.region_probe("host/local")) is RegionProbe
