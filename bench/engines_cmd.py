@@ -191,6 +191,53 @@ def _gate_names(args, spec) -> list[str]:
     return gates
 
 
+def _objectives(args) -> list[int] | None:
+    """``--objectives`` as integers (None: every objective)."""
+    objectives = _split_list(args.objectives)
+    try:
+        return None if objectives is None else [int(k) for k in objectives]
+    except ValueError as exc:
+        raise UsageError(f"--objectives: {exc}") from None
+
+
+def _check_selection(args, spec) -> None:
+    """``--batches`` and ``--objectives`` against what every graph of a campaign has, before
+    campaign.json exists: refused later, they would leave an unfinished campaign behind that only
+    ``--force`` gets past (issue 28). Every graph gets the same three batches; the gates and a
+    graph file with drawn weights have K = 3 objectives (a file's own weights are counted when it
+    is read, and the runner checks them then)."""
+    from bench.batches import BATCH_SPECS
+    from bench.weights import NUM_OBJECTIVES
+
+    known = [s.name for s in BATCH_SPECS]
+    unknown = [b for b in _split_list(args.batches) or [] if b not in known]
+    if unknown:
+        raise UsageError(f"--batches: no batch named {', '.join(unknown)} (every graph has {', '.join(known)})")
+    count = None if spec is not None and spec.weights == "file" else NUM_OBJECTIVES
+    for k in _objectives(args) or []:
+        if k < 0:
+            raise UsageError(f"--objectives: objective {k} is negative (objectives are numbered from 0)")
+        if count is not None and k >= count:
+            raise UsageError(f"--objectives: objective {k} is outside [0, {count}): the graphs have {count} "
+                             "weight columns, numbered from 0")
+
+
+def _lock_out(out: str):
+    """The exclusive lock of ``--out`` (protocol/outlock.py), taken before anything in it is read
+    or written; an ``--out`` that cannot hold it is refused first, by what is wrong with it."""
+    from engines.io.outputs import output_problem
+    from protocol.outlock import OutLock
+
+    problem = output_problem(out, folder=True)
+    if problem:
+        raise UsageError(f"--out: the records folder cannot be written: {problem}")
+    lock = OutLock(out).acquire()
+    if lock.stale_holder:
+        print(f"perf_ab.py engines: note: took over the stale lock of --out {out} ({lock.stale_holder}; that "
+              "process ended without letting go of it)", file=sys.stderr)
+    return lock
+
+
 def _check_outputs(args, out: str) -> None:
     """Exit 2 before any work when the records or the cache cannot be written, when ``--out``
     holds a campaign (or round files) and neither ``--resume`` nor ``--force`` says what to do
@@ -251,11 +298,7 @@ def build_config(args, spec=None):
     sides = parse_sides(args.sides)
     plant = planted_delay.parse(args.plant_delay, sides) if args.plant_delay else None
     sides = planted_delay.plant(sides, plant)
-    objectives = _split_list(args.objectives)
-    try:
-        objectives = None if objectives is None else [int(k) for k in objectives]
-    except ValueError as exc:
-        raise UsageError(f"--objectives: {exc}") from exc
+    objectives = _objectives(args)
     return CampaignConfig(
         sides=sides,
         graphs=_gate_names(args, spec) + ([spec.name] if spec is not None else []),
@@ -347,9 +390,12 @@ def main(args) -> int:
     from .worker_inputs import CachedInputs
 
     out = args.out or str(REPO_ROOT / "results")
+    lock = None
     try:
         spec = _graph_file_spec(args)
         lock_request = LockRequest.parse(args.lock_clocks) if args.lock_clocks else None
+        _check_selection(args, spec)
+        lock = _lock_out(out)
         _check_outputs(args, out)
         if spec is not None:  # its SHA-256, for the parameters and the preparation (hashed once)
             spec = _prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
@@ -407,6 +453,9 @@ def main(args) -> int:
         print_internal_error("perf_ab.py engines: ", exc, then=f". The rounds finished before it are recorded "
                                                            f"in {out}; once fixed, continue with --resume")
         return int(ExitCode.CORRECTNESS)
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 __all__ = ["add_arguments", "main", "build_config", "DEFAULT_SIDES"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -261,31 +262,70 @@ def prepare_plan(plan: InputPlan, *, cache_root: Path, shown: Progress, with_tre
     return prepared
 
 
+def trees_sha256(trees) -> str:
+    """SHA-256 of initial trees (``[(distances, parents)]`` per objective), by value: distances as
+    int64, parents as int32, each array's length included."""
+    digest = hashlib.sha256()
+    for distances, parents in trees:
+        for array, dtype in ((distances, np.int64), (parents, np.int32)):
+            values = np.ascontiguousarray(array, dtype=dtype)
+            digest.update(f"{values.size}:".encode())
+            digest.update(values.tobytes())
+    return digest.hexdigest()
+
+
+def _cached_trees(path: Path, k: int, n: int) -> list | None:
+    """The cached trees when they are whole and still those computed (their SHA-256 is recorded
+    beside them when they are saved); None: compute them again. A tree edited in the cache would
+    otherwise be the reference every side is checked against (issue 28)."""
+    arrays = load_arrays(path)
+    if arrays is None or not all(f"distances_{i}" in arrays and f"parents_{i}" in arrays
+                                 and arrays[f"distances_{i}"].shape == (n,) for i in range(k)):
+        return None
+    trees = [(arrays[f"distances_{i}"], arrays[f"parents_{i}"]) for i in range(k)]
+    try:
+        recorded = _digest_path(path).read_text().strip()
+    except OSError:
+        return None  # cached before the digest was recorded: computed again once
+    if recorded != trees_sha256(trees):
+        print(f"prepare: {path}: the cached initial trees differ from their recorded SHA-256 (edited or "
+              "damaged); computing them again", file=sys.stderr)
+        return None
+    return trees
+
+
+def _digest_path(trees_path: Path) -> Path:
+    return trees_path.with_suffix(".sha256")
+
+
 def _trees(prepared: PreparedGate, folder: Path, shown: Progress) -> list:
     graph = prepared.graph
     path = folder / f"trees-v{TREES_VERSION}-s{prepared.source}.npz"
-    arrays = load_arrays(path)
     k = graph.num_weights
-    n = graph.num_vertices
-    if arrays is not None and all(f"distances_{i}" in arrays and arrays[f"distances_{i}"].shape == (n,)
-                                  for i in range(k)):
-        return [(arrays[f"distances_{i}"], arrays[f"parents_{i}"]) for i in range(k)]
+    trees = _cached_trees(path, k, graph.num_vertices)
+    if trees is not None:
+        return trees
     with shown.step(prepared.name, f"initial trees (compute(), {k} objectives)"):
         trees = initial_trees(graph, source=prepared.source)
     save_arrays(path, **{f"{kind}_{i}": arr for i, tree in enumerate(trees)
                          for kind, arr in zip(("distances", "parents"), tree)})
+    _digest_path(path).write_text(trees_sha256(trees) + "\n")
     return trees
 
 
 def _checked_trees(plan: InputPlan, prepared: PreparedGate, folder: Path, shown: Progress) -> dict:
-    """The initial-tree check's facts; run once per cached set of trees (its record is kept)."""
+    """The initial-tree check's facts; run once per set of trees (its record is kept, and names
+    the SHA-256 of the trees it checked: a record of other trees is not believed)."""
     record = folder / f"trees-v{TREES_VERSION}-s{prepared.source}.check.json"
+    digest = trees_sha256(prepared.trees)
     try:
-        return json.loads(record.read_text())
+        facts = json.loads(record.read_text())
+        if isinstance(facts, dict) and facts.get("trees_sha256") == digest:
+            return facts
     except (OSError, ValueError):
         pass
     with shown.step(prepared.name, "initial trees against the references"):
-        facts = plan.tree_check(prepared.graph, prepared.trees, prepared.source)
+        facts = {**plan.tree_check(prepared.graph, prepared.trees, prepared.source), "trees_sha256": digest}
     record.write_text(json.dumps(facts, indent=1, sort_keys=True))
     return facts
 

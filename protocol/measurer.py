@@ -22,6 +22,10 @@ from .units import Unit
 
 # compute() on the device is checked against the prepared (host) tree below this many vertices.
 INITIAL_TREE_CHECK_LIMIT = 5_000_000
+#: Up to this many vertices a host side's compute() is cheap (well under a second), so a host side
+#: re-checks the prepared tree too: a tree edited in the cache must not be trusted by host-only
+#: campaigns, whose guard compares the sides with each other, never with a fresh tree (issue 28).
+HOST_TREE_CHECK_LIMIT = 250_000
 
 
 class Measurer:
@@ -60,9 +64,11 @@ class Measurer:
             self._record_cell(key, **values)
 
     def check_initial_tree(self, gi, side: Side, objective: int) -> None:
-        """compute() of a device side must give the prepared tree (once per graph, side, objective
-        and process: every worker process has its own module loads and allocations)."""
-        if not side.needs_cuda or gi.graph.num_vertices > INITIAL_TREE_CHECK_LIMIT:
+        """compute() of the side must give the prepared tree (once per graph, side, objective and
+        process: every worker process has its own module loads and allocations); a device side up
+        to INITIAL_TREE_CHECK_LIMIT vertices, a host side up to HOST_TREE_CHECK_LIMIT."""
+        limit = INITIAL_TREE_CHECK_LIMIT if side.needs_cuda else HOST_TREE_CHECK_LIMIT
+        if gi.graph.num_vertices > limit:
             return
         key = (gi.name, side.label, objective)
         if key in self._checked_trees:

@@ -51,7 +51,9 @@ def ratio_against_syncs(summary: dict, path: Path) -> Path:
         if cell["ratio"] is None or syncs is None:
             continue
         lo, hi = cell["ratio_lo"], cell["ratio_hi"]
-        ax.errorbar([syncs], [cell["ratio"]], yerr=[[cell["ratio"] - lo], [hi - cell["ratio"]]],
+        # a percentile interval need not hold the paired median; matplotlib refuses a negative bar
+        below, above = max(cell["ratio"] - lo, 0.0), max(hi - cell["ratio"], 0.0)
+        ax.errorbar([syncs], [cell["ratio"]], yerr=[[below], [above]],
                     fmt="o", capsize=3, markersize=4)
         ax.annotate(cell["cell"], (syncs, cell["ratio"]), fontsize=6, xytext=(3, 3),
                     textcoords="offset points")

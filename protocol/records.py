@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 
 from . import SCHEMA_VERSION
 from .exitcodes import UsageError
-from .record_checks import campaign_problem, summary_problem
+from .record_checks import (campaign_problem, missing_rounds_problem, pair_count_problem, round_rows_problem,
+                            summary_problem)
 
 _DAMAGED_ADVICE = "restore the file (from a backup or git), or start a new campaign in another --out folder"
 
@@ -142,6 +143,12 @@ def _json_default(value):
     if hasattr(value, "item"):
         return value.item()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def as_recorded(data: dict) -> dict:
+    """``data`` as a JSON record holds it (NumPy scalars as Python numbers, tuples as lists), so
+    that what was derived compares equal with what was read back."""
+    return json.loads(json.dumps(data, default=_json_default))
 
 
 def read_json(path: Path) -> dict:
@@ -252,10 +259,33 @@ class RecordStore:
     def check_readable(self) -> None:
         """Read campaign.json and every round file; ``UsageError`` for the first damaged one
         (before a resume writes anything)."""
-        self.read_campaign()
-        if self.rounds_dir.is_dir():
-            for path in sorted(self.rounds_dir.glob("*.parquet")):
-                read_round_table(path)
+        self.checked_round_tables(self.read_campaign())
+
+    def _round_files(self) -> list[Path]:
+        return sorted(self.rounds_dir.glob("*.parquet")) if self.rounds_dir.is_dir() else []
+
+    def checked_round_tables(self, campaign: dict) -> list[pa.Table]:
+        """Every round file of the folder, each proved to belong to ``campaign`` and to the cell
+        its name says, and every cell that must have rounds proved to have them; ``UsageError``
+        (exit 2) naming the first file that is wrong, or missing (issue 28: records that prove
+        themselves, never a silent wrong number)."""
+        by_file = {_cell_file_name(key): key for key in campaign["cells"]}
+        tables = []
+        for path in self._round_files():
+            table = read_round_table(path)
+            problem = round_rows_problem(_distinct(table, "cell"), _distinct(table, "campaign_id"),
+                                         by_file.get(path.name), campaign)
+            key = by_file.get(path.name)
+            problem = problem or pair_count_problem(key, campaign["cells"][key], _accepted_pairs(table))
+            if problem:
+                raise damaged(path, problem)
+            tables.append(table)
+        for key, cell in campaign["cells"].items():
+            path = self.rounds_dir / _cell_file_name(key)
+            problem = None if path.is_file() else missing_rounds_problem(key, cell)
+            if problem:
+                raise damaged(path, problem)
+        return tables
 
     def write_campaign(self, campaign: dict) -> None:
         write_json(self.campaign_path, campaign)
@@ -314,13 +344,28 @@ class RecordStore:
             for f in self.rounds_dir.glob("*.parquet"):
                 f.unlink()
 
-    def read_rounds(self) -> pd.DataFrame:
-        """Every round of the campaign as one frame (empty, with the columns, when none)."""
-        files = sorted(self.rounds_dir.glob("*.parquet")) if self.rounds_dir.is_dir() else []
-        if not files:
+    def read_rounds(self, campaign: dict | None = None) -> pd.DataFrame:
+        """Every round of the campaign (``campaign``, else campaign.json) as one frame (empty, with
+        the columns, when none), checked against it (:meth:`checked_round_tables`)."""
+        tables = self.checked_round_tables(self.read_campaign() if campaign is None else campaign)
+        if not tables:
             return ROUND_SCHEMA.empty_table().to_pandas()
-        tables = [read_round_table(f) for f in files]
         return pa.concat_tables(tables).to_pandas()
+
+
+def _distinct(table: pa.Table, column: str) -> list:
+    return table.column(column).unique().to_pylist()
+
+
+def _accepted_pairs(table: pa.Table) -> int:
+    """Complete accepted pairs among a cell's rounds (as protocol.units.pair_counts counts them:
+    per worker and pair index, a half pair counting as none)."""
+    rows = table.select(["process", "pair_index", "warmup", "accepted"]).to_pandas()
+    rows = rows[~rows["warmup"].astype(bool)]
+    if rows.empty:
+        return 0
+    pairs = rows.groupby([rows["process"].fillna(0), "pair_index"])["accepted"].agg(["size", "all"])
+    return int(((pairs["size"] >= 2) & pairs["all"].astype(bool)).sum())
 
 
 __all__ = [

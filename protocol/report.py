@@ -18,7 +18,9 @@ from .analysis import build_summary, control_trust
 from .environment import REPO_ROOT
 from .nvml import reason_names
 from .plots import DISTRIBUTIONS, RATIO_VS_SYNCS, engine_time_distributions, ratio_against_syncs
-from .records import RecordStore
+from .exitcodes import UsageError
+from .record_checks import summary_difference
+from .records import RecordStore, as_recorded
 from .reproduce import prepare_command, reproduce_lines
 
 TEMPLATE_DIR = REPO_ROOT / "templates"
@@ -329,14 +331,31 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+def checked_summary(store: RecordStore, campaign: dict, rounds) -> dict:
+    """The summary derived from the records, checked against summary.json. A summary.json stamped
+    with these records' fingerprint that says anything else was changed after it was derived (by
+    hand, or by another tool): exit 2 naming it, never a rendering of its numbers (issue 28: the
+    fingerprint covers the records, not the summary's own content). A stale or damaged summary.json
+    is only a cache: it is written again."""
+    derived = as_recorded(build_summary(rounds, campaign))
+    stored = store.read_summary()
+    if stored is None:
+        store.write_summary(derived)
+        return derived
+    difference = summary_difference({k: v for k, v in stored.items() if k != "records_sha256"}, derived)
+    if difference:
+        raise UsageError(
+            f"{store.summary_path}: the summary does not match the records it claims to come from ({difference}): "
+            f"it was changed after it was derived. Delete it and run `perf_ab.py report --out {store.root}` to "
+            "derive it again from the records")
+    return derived
+
+
 def render_report(store: RecordStore) -> Path:
     """Render ``<out>/M7.md`` and its plots from the records in ``store``; returns the report path."""
     campaign = store.read_campaign()
-    rounds = store.read_rounds()
-    summary = store.read_summary()
-    if summary is None:
-        summary = build_summary(rounds, campaign)
-        store.write_summary(summary)
+    rounds = store.read_rounds(campaign)
+    summary = checked_summary(store, campaign, rounds)
     plots_dir = store.root / PLOTS_DIR
     plots = {}
     if summary["cells"]:

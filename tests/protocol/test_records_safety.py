@@ -14,6 +14,7 @@ import pytest
 from bench import perf_ab
 from protocol import SCHEMA_VERSION
 from protocol.config import CampaignConfig
+from protocol.outlock import LOCK_NAME
 from protocol.records import ROUND_COLUMNS, RecordStore, cell_key
 from protocol.sides import parse_sides
 from protocol.reproduce import engines_command, prepare_command, recorded_option, report_command, repo_relative
@@ -39,7 +40,7 @@ def _campaign(campaign_id="c0ffee000001", *, finished=True, status="done", repro
 
 def _round(**values):
     row = dict.fromkeys(ROUND_COLUMNS)
-    row.update({"cell": KEY, "graph": "toy", "batch": "mixed", "objective": 0, "role": "A", "side": "host",
+    row.update({"campaign_id": "c0ffee000001", "cell": KEY, "graph": "toy", "batch": "mixed", "objective": 0, "role": "A", "side": "host",
                 "warmup": False, "accepted": True, "pair_index": 0, "engine_host_ms": 1.0, **values})
     return row
 
@@ -52,7 +53,9 @@ def _records(folder, **campaign):
 
 
 def _snapshot(folder: Path) -> dict:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """The records in ``folder`` (the lock a campaign takes on it is no record)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != LOCK_NAME}
 
 
 def engines(*argv):
