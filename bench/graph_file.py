@@ -35,10 +35,13 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engines.arguments import article, weight_matrix
+import numpy as np
+
+from engines.arguments import WEIGHT_MAX, article, weight_matrix
 from engines.errors import FileFormatError, InvalidArgumentError
 from engines.io import (FORMATS, READER_VERSION, check_present, default_cache_dir, format_of, input_sha256,
                         read_graph_cached, symmetrized)
+from engines.io.locate import edge_source, first_data_line
 
 from .prepare import PREPARE_VERSION, InputError, InputPlan, Progress, cache_key, csr_from_edges, prepare_plan
 from .weights import NUM_OBJECTIVES, WEIGHT_PARAMS, describe_weights
@@ -214,15 +217,69 @@ def identified(spec: GraphFileSpec) -> GraphFileSpec:
 
 
 # -- reading and planning -------------------------------------------------------------------------
+# What a list format's columns are, for the message when --weights file meets a list with more
+# than two: neither format has a weight column, so a third column is never read as weights.
+_LIST_COLUMNS = {
+    "snap": "a SNAP list is 'FromNodeId ToNodeId' a line; a further column (a timestamp, a sign) is not a weight",
+    "edge_list": "an edge list is 'u v' a line; further columns are not read",
+}
+_COMMENT = {"snap": "#", "edge_list": "#"}
+
+
+def _no_weights(spec: GraphFileSpec, retry: str) -> InputError:
+    """--weights file on a file without a weight column, saying what its extra columns are not."""
+    if spec.format in _LIST_COLUMNS:
+        first = first_data_line(spec.path, _COMMENT[spec.format])
+        if first is not None and len(first[1].split()) > 2:
+            number, text = first
+            return InputError(
+                f"{spec.path}, line {number}: --weights file, but {text!r} has {len(text.split())} columns and "
+                f"{_LIST_COLUMNS[spec.format]}; to measure weights of your own, write the file as DIMACS "
+                f"('a u v w') or an integer Matrix Market file{retry}")
+    what = "a pattern matrix" if spec.format == "matrix_market" else f"{article(spec.format)} {spec.format} file"
+    return InputError(f"{spec.path}: --weights file, but it carries no weights ({what}){retry}")
+
+
+def _first_bad_weight(weights: np.ndarray) -> int | None:
+    """Edge index of the first weight that is not an integer in [1, WEIGHT_MAX] (None: all are)."""
+    values = weights.reshape(weights.shape[0], -1)
+    bad = ~np.isfinite(values) | (values != np.trunc(values)) | (values < 1) | (values > WEIGHT_MAX)
+    rows = np.flatnonzero(bad.any(axis=1))
+    return int(rows[0]) if rows.size else None
+
+
+def _bad_weight(spec: GraphFileSpec, parsed, edge: int, retry: str) -> InputError:
+    """A refused weight named by the file line it comes from, the entry as written."""
+    u, v = int(parsed.src[edge]), int(parsed.dst[edge])
+    value = parsed.weights[edge]
+    shown = value.item() if hasattr(value, "item") else value
+    rule = f"a weight must be an integer in [1, {WEIGHT_MAX}]"
+    source = edge_source(spec.path, spec.format, u, v)
+    if source is None:
+        return InputError(f"{spec.path}: --weights file: the edge {u + 1} -> {v + 1} (ids as in the file) has "
+                          f"the weight {shown}; {rule}{retry}")
+    where = f"{spec.path}, line {source.line}"
+    if not source.reverse:
+        return InputError(f"{where}: --weights file: the entry {source.text!r} gives the edge {u + 1} -> {v + 1} "
+                          f"the weight {shown}; {rule}{retry}")
+    why = ("the file is skew-symmetric, so the reverse holds the negated value"
+           if source.symmetry == "skew-symmetric" else "the reverse of every edge is stored")
+    return InputError(f"{where}: --weights file: the entry {source.text!r} also gives the reverse edge "
+                      f"{u + 1} -> {v + 1} ({why}) the weight {shown}; {rule}{retry}")
+
+
 def _file_weights(spec: GraphFileSpec, parsed):
     """The file's own weights for ``--weights file``, ``(m, K)`` int64, checked as the engines
-    check them (:func:`engines.arguments.weight_matrix`)."""
+    check them (:func:`engines.arguments.weight_matrix`); a refused weight is named by its line."""
     retry = f"; use --weights random to draw K = {NUM_OBJECTIVES} weights instead"
     if parsed.weights is None:
-        what = "a pattern matrix" if spec.format == "matrix_market" else f"{article(spec.format)} {spec.format} file"
-        raise InputError(f"{spec.path}: --weights file, but it carries no weights ({what}){retry}")
+        raise _no_weights(spec, retry)
     if parsed.weights.dtype.kind == "c":
         raise InputError(f"{spec.path}: --weights file, but its values are complex{retry}")
+    if parsed.weights.dtype.kind in "iuf" and parsed.weights.shape[0] == parsed.num_edges:
+        edge = _first_bad_weight(parsed.weights)
+        if edge is not None:
+            raise _bad_weight(spec, parsed, edge, retry)
     try:
         return weight_matrix(parsed.weights, "weights", parsed.num_edges, f"there are {parsed.num_edges} edges")
     except InvalidArgumentError as exc:

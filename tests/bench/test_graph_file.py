@@ -143,7 +143,8 @@ def test_weights_file_refused_with_a_reason(tmp_path, capsys):
     real.write_text("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 1.0\n2 3 2.5\n")
     assert prepare("--graph-file", real, "--weights", "file", "--cache-dir", tmp_path / "c") == 2
     err = capsys.readouterr().err
-    assert f"{real}: --weights file: weights[1] = 2.5 is not an integer" in err and "Traceback" not in err
+    assert (f"{real}, line 4: --weights file: the entry '2 3 2.5' gives the edge 2 -> 3 the weight 2.5; a weight "
+            "must be an integer") in err and "Traceback" not in err
 
 
 # ---- a file named after a gate must be that gate (gate facts) ---------------------------------

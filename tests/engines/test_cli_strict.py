@@ -1,0 +1,42 @@
+"""The update command's ``.npz`` batch and input paths (issue 28, item 1): a missing key is named
+with its file, and a path that is not a regular file is said to be one."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from engines import cli
+from engines.errors import FileFormatError
+
+from tests.engines.test_cli import _random_case, _run, _write_mosp
+
+
+def test_an_npz_batch_without_insert_weights_names_the_file_and_key(tmp_path, capsys):
+    graph, batch = _random_case(5, K=2)
+    gdir, _ = _write_mosp(tmp_path, graph, batch)
+    npz = tmp_path / "batch.npz"
+    np.savez(npz, insert_src=batch["insert_src"], insert_dst=batch["insert_dst"])
+    code, _, err = _run(capsys, "update", "--graph", gdir, "--batch", npz, "--source", 0, "--out", tmp_path / "o")
+    assert code == 2
+    assert (f"{npz}: lacks the key insert_weights: its 12 insertion(s) (insert_src, insert_dst) need K = 2 "
+            "weights each") in err
+    assert "outside the weight range" not in err
+
+
+def test_an_npz_batch_of_deletions_only_needs_no_weights(tmp_path, capsys):
+    graph, batch = _random_case(6, K=2)
+    gdir, _ = _write_mosp(tmp_path, graph, batch)
+    npz = tmp_path / "batch.npz"
+    np.savez(npz, delete_src=batch["delete_src"], delete_dst=batch["delete_dst"])
+    code, _, err = _run(capsys, "update", "--graph", gdir, "--batch", npz, "--source", 0, "--out", tmp_path / "o")
+    assert code == 0, err
+
+
+def test_a_symbolic_link_loop_as_the_graph_is_named_as_one(tmp_path):
+    loop = tmp_path / "loop.npz"
+    os.symlink(loop.name, loop)
+    with pytest.raises(FileFormatError, match="loop.npz: a symbolic link loop"):
+        cli.read_graph(loop)
