@@ -165,6 +165,7 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
                 r["A"]["median"], r["B"]["median"], syncs["host_syncs_A"], syncs["host_syncs_B"]
             )
     syncs["round_trip_ms"] = cost
+    push = push_summary(rows, by_role, regions.get(primary))
     reasons_seen = 0
     for v in t["event_reasons"].dropna():
         reasons_seen |= int(v)
@@ -200,9 +201,33 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
             "within_spread": main["processes"]["within"] if main else None,
             "between_spread": main["processes"]["between"] if main else None,
             "syncs": syncs,
+            "push": push,
             "clocks": clocks,
         }
     )
+
+
+def push_summary(rows: pd.DataFrame, accepted_by_role: dict, primary: dict | None) -> dict:
+    """Per side: the push iterations of an update (median over accepted rounds), the median
+    near-list length of its push iterations (recorded in the untimed rounds, where reading the
+    device's log costs no timed round anything), the fused kernel's grid syncs, and the primary
+    region's median time per push iteration in µs (issue 26: a short near list waits on latency,
+    a long one on throughput)."""
+    out = {}
+    for role, part in accepted_by_role.items():
+        iterations = _median(part["iterations"])
+        mine = rows[rows["role"] == role]
+        near = mine["near_median"] if "near_median" in mine else pd.Series(dtype=float)
+        grid = part["grid_syncs"] if "grid_syncs" in part else pd.Series(dtype=float)
+        median_ms = primary[role]["median"] if primary else None
+        out[role] = {
+            "iterations": iterations,
+            "near_median": _median(near),
+            "grid_syncs": _median(grid),
+            "us_per_iteration": (median_ms * 1e3 / iterations
+                                 if median_ms is not None and iterations else None),
+        }
+    return out
 
 
 def _extreme(series: pd.Series, pick):

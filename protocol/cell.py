@@ -228,9 +228,12 @@ class CellRun:
             raise CheckFailure(f"side {state.role} raised {type(error).__name__}: {error}")
         row["engine_device_ms"] = self.probe.device_ms()
         for name in ("host_syncs", "sync_budget", "iterations", "epochs", "pushes",
-                     "invalidated", "affected", "packed_parents"):
+                     "invalidated", "affected", "packed_parents", "grid_syncs"):
             row[name] = getattr(stats, name)
         row["engine"] = stats.engine_used
+        # the push's near-list lengths: read from the device after an untimed round only (the
+        # read waits for the device; a timed round pays nothing for it)
+        row["near_median"] = self._near_median(state) if untimed else None
         failure = self._check(state, stats, row["cupti_syncs"], counter)
         if failure:
             row["accepted"] = False
@@ -240,6 +243,15 @@ class CellRun:
         row["accepted"] = not untimed and reason is None
         row["reject_reason"] = None if untimed else reason
         return row
+
+    @staticmethod
+    def _near_median(state: _SideState) -> float | None:
+        """The median near-list length of the side's last run (CUDA results; None on the host)."""
+        if getattr(state.result, "backend", None) != "cuda":
+            return None
+        from engines.sssp import cuda
+
+        return cuda.push_profile(state.result).median
 
     def _check(self, state: _SideState, stats, cupti, counter=None) -> str | None:
         g = self.guard

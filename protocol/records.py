@@ -71,6 +71,11 @@ ROUND_SCHEMA = pa.schema(
         ("invalidated", pa.int64()),
         ("affected", pa.int64()),
         ("packed_parents", pa.bool_()),
+        # the fused kernel's grid barriers of the update (Stats.grid_syncs); null on other engines
+        ("grid_syncs", pa.int64()),
+        # the median near-list length of the update's push iterations, read from the device's
+        # log after untimed rounds only (engines.sssp.cuda.push_profile); null in timed rounds
+        ("near_median", pa.float64()),
         ("sm_clock_min_mhz", pa.int32()),
         ("sm_clock_median_mhz", pa.float64()),
         ("mem_clock_mhz", pa.int32()),
@@ -89,7 +94,8 @@ ROUND_SCHEMA = pa.schema(
 )
 ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
 #: Columns added after the first campaigns were recorded, and the value they had then.
-LATER_COLUMNS = {"verification": False, "process": 0, "planted_delay_ns": None}
+LATER_COLUMNS = {"verification": False, "process": 0, "planted_delay_ns": None,
+                 "grid_syncs": None, "near_median": None}
 
 
 def cell_key(graph: str, batch: str, objective: int) -> str:

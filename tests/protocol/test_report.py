@@ -275,3 +275,18 @@ def test_host_sides_whole_update_region_names_the_host_apply(tmp_path):
     text = _environment().get_template(TEMPLATE).render(**build_context(campaign, summary, {}))
     para = _region_paragraph(text)
     assert "the host apply" in para and "device" not in para
+
+
+def test_push_section_lists_every_cell(rendered):
+    """Section 4b: one row per cell; the synthetic rounds carry no near-list median or grid
+    syncs (as campaigns recorded before those columns), so those read '–', the iterations not."""
+    store, text = rendered
+    rows = {r[0]: r for r in _table_rows(text, "## 4b. The push")}
+    summary = {c["cell"]: c for c in store.read_summary()["cells"]}
+    for (graph, batch, k), (_, _, iters, _epochs) in CELLS.items():
+        key = cell_key(graph, batch, k)
+        row = rows[key]
+        assert row[1] == f"{int(summary[key]['push']['A']['iterations'])} / {iters}"
+        assert row[2] == "– / –" and row[3] == "– / –"
+        per_iteration = summary[key]["regions"]["engine_device"]["B"]["median"] * 1e3 / iters
+        assert float(row[4].split(" / ")[1]) == pytest.approx(per_iteration, abs=0.05)
