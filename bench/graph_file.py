@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -123,7 +124,7 @@ def make_spec(path, *, name=None, format=None, symmetrize=None, one_based=None, 
               source=0, local_radius=None) -> GraphFileSpec:
     """Check the ``--graph-file`` options together; GraphFileError names the one that is wrong."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):  # not exists(): a symlink loop is there, and check_present names it
         raise GraphFileError(f"--graph-file {path}: no such file or folder")
     try:
         fmt = format_of(path, format)

@@ -4,6 +4,8 @@ column is said not to be a weight column."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from .test_graph_file import prepare
@@ -49,3 +51,12 @@ def test_inexact_integer_weights_are_refused_before_measuring(tmp_path, capsys):
     err = refused(tmp_path, capsys, "g.mtx",
                   "%%MatrixMarket matrix coordinate integer general\n3 3 2\n1 2 5\n2 3 7.9\n")
     assert "g.mtx, line 4: the value '7.9' is not an integer (the header declares an integer matrix)" in err
+
+
+def test_a_symbolic_link_loop_as_the_graph_file_is_named_as_one(tmp_path, capsys):
+    loop = tmp_path / "loop.mtx"
+    os.symlink(loop.name, loop)
+    assert prepare("--graph-file", loop, "--cache-dir", tmp_path / "c") == 2
+    err = capsys.readouterr().err
+    assert f"{loop}: a symbolic link loop (too many levels of symbolic links), not a regular file" in err
+    assert "no such file" not in err
