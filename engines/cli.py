@@ -225,8 +225,8 @@ def _same_path(a: Path, b: Path) -> bool:
     exist yet is compared by its resolved name)."""
     try:
         return a.exists() and b.exists() and a.samefile(b) or a.resolve() == b.resolve()
-    except OSError:
-        return False
+    except (OSError, RuntimeError):  # Python 3.11 resolve() raises RuntimeError on a link loop
+        return False  # not one file: the reader then names the loop
 
 
 def _inputs(args) -> list[tuple[str, Path]]:

@@ -71,3 +71,16 @@ def test_another_out_still_works(tmp_path):
     _, gdir, bdir = _inputs(tmp_path)
     assert cli.main(["update", "--graph", str(gdir), "--batch", str(bdir), "--source", "0",
                      "--out", str(tmp_path / "next"), "--write-graph"]) == 0
+
+
+def test_a_symbolic_link_loop_as_the_graph_is_a_clean_error(tmp_path, capsys):
+    """The same-file check must not crash on a link loop (Python 3.11's resolve() raises
+    RuntimeError there): the reader names the loop, exit 2, no traceback."""
+    _, _, bdir = _inputs(tmp_path)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    code = cli.main(["update", "--graph", str(loop), "--batch", str(bdir), "--source", "0",
+                     "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "symbolic link loop" in err and "Traceback" not in err and "internal error" not in err
