@@ -1,6 +1,8 @@
 # ssspab: `make bench` (the A/B campaign on a CUDA GPU) and `make test` (the test suite).
 # Both install what is missing first (pip, with registry access) and install nothing on a
-# machine that already has every dependency (the offline GPU machine).
+# machine that already has every dependency (the offline GPU machine). What is installed:
+# `pip install -e .` the engines and their readers (REQUIRED), the `bench` extra the A/B service
+# (BENCH_REQUIRED), the `test` extra the test tools and the service (TEST_REQUIRED).
 
 PYTHON ?= python3
 PYTEST_ARGS ?=
@@ -11,7 +13,8 @@ BATCHES ?= safe50k unsafe50k local10k
 # extra options of `perf_ab.py engines` for make bench, e.g. --resume (continue a cut campaign) or
 # --force (replace the campaign recorded in OUT: without one of them a folder that holds one is refused)
 BENCH_ARGS ?=
-REQUIRED = numpy scipy numba pandas pyarrow jinja2 matplotlib psutil rich tqdm
+REQUIRED = numpy scipy numba pandas
+BENCH_REQUIRED = pyarrow jinja2 matplotlib psutil rich tqdm
 TEST_REQUIRED = pytest hypothesis
 # make reports every failing recipe as status 2; `make test` leaves pytest's own status here
 # (0 passed, 1 failures, 2 interrupted, 3 internal error, 4 usage, 5 no tests) for .ci/run
@@ -20,7 +23,7 @@ PYTEST_STATUS ?= .cache/pytest-status
 # 3 without a GPU, 2 when --out holds a campaign (BENCH_ARGS=--force replaces it, --resume continues it)
 BENCH_STATUS ?= .cache/bench-status
 
-.PHONY: compare help deps test-deps test test-fast test-gpu cuda-check prepare bench bench-host report
+.PHONY: compare help deps bench-deps test-deps test test-fast test-gpu cuda-check prepare bench bench-host report
 
 help:
 	@echo "make bench       A/B campaign fused vs operators on the four gates (CUDA GPU), renders $(OUT)/M7.md"
@@ -32,14 +35,19 @@ help:
 	@echo "make sanitize    compute-sanitizer memcheck/racecheck/synccheck/initcheck on both CUDA engines"
 	@echo "make asv-semantics  check that asv flags a planted 10 % slowdown and not an unchanged engine"
 
-# Install only when an import fails, so an offline machine with everything installed is untouched.
-deps:
-	@$(PYTHON) -c "import importlib, sys; [importlib.import_module(m) for m in sys.argv[1:]]" $(REQUIRED) 2>/dev/null \
-	  || $(PYTHON) -m pip install -e .
+# Install only when an import fails, so an offline machine with everything installed is untouched:
+# $(call install_missing,MODULES,PIP TARGET) is one shell command whose status is pip's when it ran.
+install_missing = $(PYTHON) -c "import importlib, sys; [importlib.import_module(m) for m in sys.argv[1:]]" $(1) \
+	  2>/dev/null || $(PYTHON) -m pip install -e "$(2)"
 
-test-deps: deps
-	@$(PYTHON) -c "import importlib, sys; [importlib.import_module(m) for m in sys.argv[1:]]" $(TEST_REQUIRED) 2>/dev/null \
-	  || $(PYTHON) -m pip install -e ".[test]"
+deps:
+	@$(call install_missing,$(REQUIRED),.)
+
+bench-deps:
+	@$(call install_missing,$(REQUIRED) $(BENCH_REQUIRED),.[bench])
+
+test-deps:
+	@$(call install_missing,$(REQUIRED) $(BENCH_REQUIRED) $(TEST_REQUIRED),.[test])
 
 test: test-deps
 	@mkdir -p $(dir $(PYTEST_STATUS)); rm -f $(PYTEST_STATUS)
@@ -54,11 +62,19 @@ test-gpu: test-deps
 cuda-check: deps
 	$(PYTHON) -m engines.sssp.cuda.compile_check
 
-prepare: deps
+prepare: bench-deps
 	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR)
 
-bench: deps
+# The GPU is checked first, by the driver alone (bench/has_gpu.py imports only the standard
+# library): without one nothing is installed or prepared. CuPy is checked after the install.
+bench:
 	@mkdir -p $(dir $(BENCH_STATUS)); rm -f $(BENCH_STATUS)
+	@$(PYTHON) bench/has_gpu.py || { \
+	  echo "make bench needs a CUDA GPU (and pip install -e '.[cuda]'): status 3"; \
+	  echo "(make itself exits 2 for any failed step; the step's own status is in $(BENCH_STATUS))."; \
+	  echo "Without one, 'make bench-host' runs a small host-vs-host campaign to show the machinery."; \
+	  echo 3 > $(BENCH_STATUS); exit 3; }
+	@$(call install_missing,$(REQUIRED) $(BENCH_REQUIRED),.[bench]) || { status=$$?; echo $$status > $(BENCH_STATUS); exit $$status; }
 	@$(PYTHON) -c "import sys, engines.sssp.cuda as c; sys.exit(0 if c.is_available() else 3)" || { \
 	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine): status 3"; \
 	  echo "(make itself exits 2 for any failed step; the step's own status is in $(BENCH_STATUS))."; \
@@ -72,11 +88,11 @@ bench: deps
 	  $(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) $$verify $(BENCH_ARGS); \
 	  status=$$?; echo $$status > $(BENCH_STATUS); exit $$status
 
-bench-host: deps
+bench-host: bench-deps
 	$(PYTHON) bench/perf_ab.py engines --sides host,host --graphs uspowergrid --batches safe50k local10k \
 	  --rounds 21 --max-foreign-cpu 2 --allow-dirty --data-dir $(DATA_DIR) --out .cache/bench-host --force
 
-report: deps
+report: bench-deps
 	$(PYTHON) bench/perf_ab.py report --out $(OUT)
 
 # -- asv (protocol.md §11) --------------------------------------------------------------------------
@@ -101,8 +117,8 @@ ASV_RUN = $(PYTHON) -m asv run --environment existing:$(PYTHON) --machine $(ASV_
 
 .PHONY: asv-deps asv asv-compare asv-compare-offline asv-semantics
 
-asv-deps: deps
-	@$(PYTHON) -c "import asv" 2>/dev/null || $(PYTHON) -m pip install -e ".[bench]"
+asv-deps:
+	@$(call install_missing,$(REQUIRED) $(BENCH_REQUIRED) asv,.[asv])
 	$(PYTHON) -m asv machine --yes --machine $(ASV_MACHINE) >/dev/null
 
 asv: asv-deps
@@ -142,7 +158,7 @@ SANITIZE_RACECHECK_BLOCKS ?= 8
 SANITIZE_RACECHECK_CASES ?= fixtures.*
 
 .PHONY: sanitize
-sanitize: deps
+sanitize: bench-deps
 	@for tool in $(SANITIZE_TOOLS); do echo "== compute-sanitizer --tool $$tool"; \
 	  grid=; cases="$(foreach c,$(SANITIZE_CASES),--cases '$(c)')"; \
 	  if [ $$tool = racecheck ]; then grid="ENGINES_FUSED_MAX_BLOCKS=$(SANITIZE_RACECHECK_BLOCKS) ENGINES_OPERATORS_LOOP_BLOCKS=$(SANITIZE_RACECHECK_BLOCKS)"; \
@@ -152,5 +168,5 @@ sanitize: deps
 	done
 
 # The golden corpus replayed on every configuration this machine can run (CUDA ones need a GPU).
-compare: deps
+compare: bench-deps
 	$(PYTHON) bench/compare.py --configs $(or $(CONFIGS),host)

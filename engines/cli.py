@@ -297,17 +297,29 @@ def print_report(report: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report, sort_keys=True))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"engines {report['command']}", show_header=False)
-    table.add_column("field")
-    table.add_column("value", justify="right")
     rows = {k: v for k, v in report.items() if k not in ("statistics", "written")}
     stats = dict(report["statistics"])
     batch = stats.pop("batch", None) or {}
-    for key, value in list(rows.items()) + list(stats.items()) + [(f"batch.{k}", v) for k, v in batch.items()]:
-        table.add_row(key, f"{value:.6f}" if isinstance(value, float) else str(value))
+    fields = [(key, f"{value:.6f}" if isinstance(value, float) else str(value))
+              for key, value in list(rows.items()) + list(stats.items()) + [(f"batch.{k}", v) for k, v in batch.items()]]
+    title = f"engines {report['command']}"
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        # rich comes with the A/B service's extra, not with the base install (`pip install -e .`
+        # is the engines and their readers): the same fields as plain aligned text
+        width = max(len(key) for key, _ in fields)
+        print(title)
+        for key, text in fields:
+            print(f"{key:<{width}}  {text}")
+        print("wrote " + ", ".join(report["written"]))
+        return
+    table = Table(title=title, show_header=False)
+    table.add_column("field")
+    table.add_column("value", justify="right")
+    for key, text in fields:
+        table.add_row(key, text)
     console = Console(highlight=False)
     console.print(table)
     console.print("wrote " + ", ".join(report["written"]))
