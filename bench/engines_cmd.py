@@ -13,7 +13,6 @@ does, and says so.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 
@@ -80,7 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="replace the campaign recorded in --out (without it, or --resume, a folder that holds "
                         "a campaign is refused)")
     o.add_argument("--allow-dirty", action="store_true", help="allow a dirty working tree (printed in the report)")
-    o.add_argument("--data-dir", default=None, help="folder of real graph files")
+    o.add_argument("--data-dir", default=None,
+                   help="folder of real graph files (default: $SSSPAB_DATA_DIR, then <repo>/../shared/data)")
     o.add_argument("--cache-dir", default=None, help="cache of prepared inputs (default $SSSPAB_CACHE_DIR or .cache)")
     o.add_argument("--no-progress", action="store_true", help="no live progress display")
     t = parser.add_argument_group("testing the statistics")
@@ -327,10 +327,12 @@ def build_config(args, spec=None):
 
 def data_dir_used(args) -> str | None:
     """The folder of real graph files this command searched first: ``--data-dir``, else the
-    environment's (``$SSSPAB_DATA_DIR``, ``$SSSPAB_SHARED_DATA``); None: the built-in default."""
+    environment's (``$SSSPAB_DATA_DIR``, bench.gates); None: the built-in default."""
+    from bench.gates import data_dir_from_environment
+
     if args.data_dir is not None:
         return args.data_dir
-    return next((os.environ[v] for v in ("SSSPAB_DATA_DIR", "SSSPAB_SHARED_DATA") if os.environ.get(v)), None)
+    return data_dir_from_environment()
 
 
 def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
@@ -338,8 +340,9 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
     and where its inputs and records are (the gates as measured, ``--out``, ``--data-dir``, the
     sides, rounds, limits, a planted delay). Left out: ``--resume`` / ``--force`` (what to do with
     records already in ``--out``), ``--allow-dirty``, ``--cache-dir`` and ``--no-progress`` (none
-    changes what is measured). Folders are named relative to the repository (protocol.md §9)."""
-    from protocol.reproduce import repo_relative
+    changes what is measured). Paths are named relative to the repository root when inside it,
+    else as typed (:func:`protocol.reproduce.line_path`), so the line runs from the root anywhere."""
+    from protocol.reproduce import line_path
 
     argv = ["--sides", args.sides, "--rounds", str(args.rounds), "--warmup", str(args.warmup),
             "--order", args.order, "--seed", str(args.seed)]
@@ -371,10 +374,10 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
 
         argv += planted_delay.parse(args.plant_delay, parse_sides(args.sides)).argv()
     if out is not None:
-        argv += ["--out", repo_relative(out)]
+        argv += ["--out", line_path(out)]
     data_dir = data_dir_used(args)
     if data_dir is not None:
-        argv += ["--data-dir", repo_relative(data_dir)]
+        argv += ["--data-dir", line_path(data_dir)]
     return argv + graph_file.argv_of(spec)
 
 

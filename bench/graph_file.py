@@ -204,10 +204,13 @@ def spec_from_args(args) -> GraphFileSpec | None:
 
 
 def argv_of(spec: GraphFileSpec | None) -> list[str]:
-    """``--graph-file PATH`` and its options, for the campaign's reproduce command."""
+    """``--graph-file PATH`` and its options, for the campaign's reproduce command (the path as
+    typed, or relative to the repository root when inside it: :func:`protocol.reproduce.line_path`)."""
+    from protocol.reproduce import line_path
+
     if spec is None:
         return []
-    return ["--graph-file", str(spec.path), *spec.options_argv()]
+    return ["--graph-file", line_path(spec.path), *spec.options_argv()]
 
 
 def identified(spec: GraphFileSpec) -> GraphFileSpec:

@@ -8,6 +8,13 @@ campaign recorded when it began (``campaign.reproduce``, which carries ``--out``
 ``--data-dir`` since they were added to it); a record from before that gets the folder the records
 are now read from. Run as printed into a folder that still holds these records, the engines line
 is refused (exit 2: ``--force`` replaces them), so that reproducing never deletes them silently.
+
+Every path in the lines is written by :func:`line_path`, so that a printed line runs as printed
+from the repository root on another machine: relative to the repository root when it lies inside
+the repository (wherever the command was typed from, however the path was spelled), else as the
+user typed it (``/tmp/toy.txt`` stays ``/tmp/toy.txt``; a relative path typed from another
+folder becomes the absolute path it named). Links inside the repository are kept as named (a
+``.devdata`` link to a disk of this machine stays ``.devdata``).
 """
 
 from __future__ import annotations
@@ -21,9 +28,44 @@ from .environment import REPO_ROOT
 PERF_AB = "python bench/perf_ab.py"
 
 
-def repo_relative(path) -> str:
-    """A folder as the records name it: relative to the repository (no host or user names)."""
-    return os.path.relpath(os.path.abspath(str(path)), REPO_ROOT)
+def _inside_repository(absolute: str) -> str | None:
+    """``absolute`` relative to the repository root when it lies inside it, else None. The root may
+    be reached through a link (a checkout opened as ``~/ssspab``); links below it are kept as named."""
+    root = os.path.realpath(REPO_ROOT)
+    head, names = absolute, []
+    while True:
+        if os.path.realpath(head) == root:
+            return os.path.join(*reversed(names)) if names else "."
+        parent, name = os.path.split(head)
+        if parent == head:
+            return None
+        names.append(name)
+        head = parent
+
+
+def line_path(path, *, cwd=None) -> str:
+    """A path for a reproduce line (one the command was given in ``cwd``, the current folder by
+    default): relative to the repository root when it lies inside the repository; else as typed
+    when it is absolute, or relative and typed at the repository root; else (relative, typed in
+    another folder) the absolute path it names. Never a ``../..`` climb out of the repository from
+    a path that was typed absolute, and never the target of a link."""
+    typed = os.fspath(path)
+    cwd = os.getcwd() if cwd is None else os.fspath(cwd)
+    absolute = os.path.normpath(os.path.join(cwd, typed))
+    inside = _inside_repository(absolute)
+    if inside is not None:
+        return inside
+    if os.path.isabs(typed) or os.path.realpath(cwd) == os.path.realpath(REPO_ROOT):
+        return typed
+    return absolute
+
+
+def _recorded_path(path: str) -> str:
+    """A file's path as an older record names it (relative to the repository): one that climbs out
+    of the repository (``../../tmp/toy.txt``) is the absolute path it named when it was recorded."""
+    if os.path.isabs(path) or not os.path.normpath(path).startswith(os.pardir):
+        return path
+    return os.path.normpath(os.path.join(REPO_ROOT, path))
 
 
 def recorded_option(command: str | None, option: str) -> str | None:
@@ -53,7 +95,11 @@ def prepare_command(campaign: dict) -> str:
             parts += ["--data-dir", data_dir]
     for entry in files:
         recorded = (entry.get("facts") or {}).get("graph_file") or {}
-        parts += ["--graph-file", str(entry["origin"].get("path")), *map(str, recorded.get("options") or [])]
+        # the path as the engines line names it (as typed, see line_path); the records' own
+        # (repository-relative, links resolved) only for a record whose line has none
+        path = recorded_option(campaign.get("reproduce"), "--graph-file")
+        path = path if path is not None else _recorded_path(str(entry["origin"].get("path")))
+        parts += ["--graph-file", path, *map(str, recorded.get("options") or [])]
     return " ".join([f"{PERF_AB} prepare", *map(shlex.quote, parts)])
 
 
@@ -61,12 +107,12 @@ def engines_command(campaign: dict, records_dir: Path) -> str:
     """The recorded engines line; ``--out`` added where the record predates it."""
     command = campaign.get("reproduce") or f"{PERF_AB} engines"
     if recorded_option(command, "--out") is None:
-        command += " --out " + shlex.quote(repo_relative(records_dir))
+        command += " --out " + shlex.quote(line_path(records_dir))
     return command
 
 
 def report_command(campaign: dict, records_dir: Path) -> str:
-    out = recorded_option(campaign.get("reproduce"), "--out") or repo_relative(records_dir)
+    out = recorded_option(campaign.get("reproduce"), "--out") or line_path(records_dir)
     return f"{PERF_AB} report --out {shlex.quote(out)}"
 
 
@@ -75,4 +121,4 @@ def reproduce_lines(campaign: dict, records_dir: Path) -> list[str]:
 
 
 __all__ = ["prepare_command", "engines_command", "report_command", "reproduce_lines", "recorded_option",
-           "repo_relative"]
+           "line_path"]

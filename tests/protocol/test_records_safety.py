@@ -17,7 +17,7 @@ from protocol.config import CampaignConfig
 from protocol.outlock import LOCK_NAME
 from protocol.records import ROUND_COLUMNS, RecordStore, cell_key
 from protocol.sides import parse_sides
-from protocol.reproduce import engines_command, prepare_command, recorded_option, report_command, repo_relative
+from protocol.reproduce import engines_command, line_path, prepare_command, recorded_option, report_command
 from tests.conftest import shared_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,14 +170,14 @@ def test_the_recorded_line_spells_out_what_was_measured(tmp_path, monkeypatch):
     args = perf_ab.build_parser().parse_args(["engines", "--sides", "host,host"])
     argv = _rebuild_argv(args, gates=["roadNet-PA", "road_usa"], out=tmp_path / "r")
     assert argv[argv.index("--graphs") + 1:argv.index("--graphs") + 3] == ["roadNet-PA", "road_usa"]
-    assert argv[argv.index("--out") + 1] == repo_relative(tmp_path / "r")
+    assert argv[argv.index("--out") + 1] == str(tmp_path / "r")  # outside the repository: as given
     assert "--data-dir" not in argv and "--resume" not in argv and "--force" not in argv
     assert argv[argv.index("--rounds") + 1] == "21" and argv[argv.index("--sides") + 1] == "host,host"
     if hasattr(args, "processes"):  # the worker processes, where this version has them
         assert argv[argv.index("--processes") + 1] == str(args.processes)
     monkeypatch.setenv("SSSPAB_DATA_DIR", str(tmp_path / "data"))
     argv = _rebuild_argv(args, out=tmp_path / "r")
-    assert argv[argv.index("--data-dir") + 1] == repo_relative(tmp_path / "data")
+    assert argv[argv.index("--data-dir") + 1] == str(tmp_path / "data")
     args = perf_ab.build_parser().parse_args(["engines", "--data-dir", str(REPO / "x")])
     assert _rebuild_argv(args, out=REPO / "results")[-4:] == ["--out", "results", "--data-dir", "x"]
 
@@ -193,9 +193,9 @@ def test_the_printed_lines_run_and_never_delete_the_records(tmp_path, capsys, mo
     lines = [line for line in section.splitlines() if line.startswith("python bench/perf_ab.py")]
     assert [shlex.split(line)[2] for line in lines] == ["prepare", "engines", "report"]
     prepare, engines_line, report = (shlex.split(line)[2:] for line in lines)
-    assert prepare[prepare.index("--data-dir") + 1] == repo_relative(shared_data_dir())
-    assert engines_line[engines_line.index("--out") + 1] == repo_relative(out)
-    assert report == ["report", "--out", repo_relative(out)]
+    assert prepare[prepare.index("--data-dir") + 1] == line_path(shared_data_dir())
+    assert engines_line[engines_line.index("--out") + 1] == str(out)  # outside the repository: as given
+    assert report == ["report", "--out", str(out)]
     before = _snapshot(out)
     assert perf_ab.main([*engines_line, "--no-progress", "--allow-dirty"]) == 2  # refused, as printed
     assert "--force" in capsys.readouterr().err
