@@ -37,6 +37,11 @@ from .plan import ChangeLists, EngineReport, Plan
 
 #: Which propagation the engine runs: "auto" (Numba if importable, else NumPy), "numba", "numpy".
 PROPAGATION = os.environ.get("SSSPAB_HOST_PROPAGATION", "auto")
+#: An update that invalidates at least this share of the vertices searches from scratch when what
+#: it keeps is compute()'s tree already (_recompute_instead); 2.0 turns that off. On roadNet-PA
+#: (2 cores) repairing a tenth of the graph took about a third of a compute(), repairing nine
+#: tenths four times one.
+RECOMPUTE_FRACTION = 0.5
 
 _ENGINE = "host"
 
@@ -57,6 +62,55 @@ def _numba_propagate():
             raise errors.NotSupportedError(f"the Numba host propagation is unavailable: {exc}") from exc
         return None
     return propagate_heap
+
+
+def _invalidate(parents: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, bool]:
+    """§7.1 steps 4-5: the flags of the roots' old subtrees and the parent_cycle condition; one
+    memoized walk under Numba (host_region), pointer jumping rounds in NumPy otherwise."""
+    if _numba_propagate() is not None:
+        from .host_region import invalidate_walk
+
+        return invalidate_walk(parents, roots)
+    return invalidate_subtrees(parents, roots)
+
+
+def _pull(words: np.ndarray, candidates: np.ndarray, graph, plan: Plan) -> np.ndarray:
+    """§7.1 step 6: under Numba one scan of the out-edges (host_region: no transposed graph to
+    rebuild after the batch), in NumPy over the in-edges."""
+    if _numba_propagate() is not None:
+        from .host_region import pull_scan
+
+        return pull_scan(words, candidates, graph.row_ptr, graph.col_ind,
+                         graph.weight_column(plan.objective), plan.packing)
+    in_edges = graph.in_edges(plan.objective)
+    return pull(words, candidates, in_edges.ptr, in_edges.src, in_edges.weight, plan.packing)
+
+
+def _recompute_instead(distances, parents, invalid: np.ndarray, heads: np.ndarray, graph, plan: Plan) -> bool:
+    """Whether this update may run compute()'s search from scratch (issue 35): the batch
+    invalidated at least RECOMPUTE_FRACTION of the vertices, where repairing costs more than
+    searching again, and what the update keeps is compute()'s tree already
+    (host_region.survivors_are_canonical: then both give the same bytes). Under Numba only."""
+    n = plan.num_vertices
+    if _numba_propagate() is None or invalid.size < RECOMPUTE_FRACTION * n:
+        return False
+    from .host_region import survivors_are_canonical
+
+    invalid_mask = np.zeros(n, dtype=bool)
+    invalid_mask[invalid] = True
+    head_mask = np.zeros(n, dtype=bool)
+    head_mask[heads] = True
+    return survivors_are_canonical(distances, parents, invalid_mask, head_mask, graph.row_ptr,
+                                   graph.col_ind, graph.weight_column(plan.objective), plan.source,
+                                   INF_HALF, plan.bound)
+
+
+def _from_scratch(graph, plan: Plan) -> tuple[np.ndarray, ScheduleCounts]:
+    """compute()'s words: every vertex INF but the source, propagated from it (§6)."""
+    words = np.full(plan.num_vertices, WORD_INF, dtype=np.uint64)
+    words[plan.source] = np.uint64(plan.packing.no_parent)  # pack(0, -1); 0 in distance-only mode
+    counts = _propagate(words, np.array([plan.source], dtype=np.int64), graph, plan)
+    return words, counts
 
 
 def _propagate(words: np.ndarray, frontier: np.ndarray, graph, plan: Plan) -> ScheduleCounts:
@@ -118,29 +172,30 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
     if changed_to.size:
         roots = np.zeros(n, dtype=bool)
         roots[changed_to[parents[changed_to] == changed_from]] = True
-        flagged, cycle = invalidate_subtrees(parents, roots)
+        flagged, cycle = _invalidate(parents, roots)
         if cycle:
             raise errors.parent_cycle_error()
         invalid = np.flatnonzero(flagged)
     else:
         invalid = np.empty(0, dtype=np.int64)
 
-    words = words_from_tree(distances, parents, plan.packing)
-    words[invalid] = WORD_INF
-
     heads = np.asarray(changes.heads, dtype=np.int64)
     heads = heads[heads != source]
-    if heads.size:
-        # A mark array deduplicates in O(n) (np.union1d sorts, far slower at millions of vertices).
-        is_candidate = np.zeros(n, dtype=bool)
-        is_candidate[invalid] = True
-        is_candidate[heads] = True
-        candidates = np.flatnonzero(is_candidate)
+    if _recompute_instead(distances, parents, invalid, heads, graph, plan):
+        words, counts = _from_scratch(graph, plan)
     else:
-        candidates = invalid
-    in_edges = graph.in_edges(plan.objective)
-    frontier = pull(words, candidates, in_edges.ptr, in_edges.src, in_edges.weight, plan.packing)
-    counts = _propagate(words, frontier, graph, plan)
+        words = words_from_tree(distances, parents, plan.packing)
+        words[invalid] = WORD_INF
+        if heads.size:
+            # A mark array deduplicates in O(n) (np.union1d sorts, far slower at millions of vertices).
+            is_candidate = np.zeros(n, dtype=bool)
+            is_candidate[invalid] = True
+            is_candidate[heads] = True
+            candidates = np.flatnonzero(is_candidate)
+        else:
+            candidates = invalid
+        frontier = _pull(words, candidates, graph, plan)
+        counts = _propagate(words, frontier, graph, plan)
 
     new_d, new_p = _final_arrays(words, graph, plan, parents.dtype)
     changed = np.flatnonzero((new_d != distances) | (new_p != parents))
@@ -163,11 +218,7 @@ def compute(graph, plan: Plan) -> tuple[np.ndarray, np.ndarray, EngineReport]:
     n = plan.num_vertices
     if graph.num_vertices != n:
         raise errors.InternalError(f"host engine: graph has {graph.num_vertices} vertices, plan {n}")
-    source = plan.source
-    words = np.full(n, WORD_INF, dtype=np.uint64)
-    words[source] = np.uint64(plan.packing.no_parent)  # pack(0, -1); 0 in distance-only mode
-    frontier = np.array([source], dtype=np.int64)
-    counts = _propagate(words, frontier, graph, plan)
+    words, counts = _from_scratch(graph, plan)
     distances, parents = _final_arrays(words, graph, plan, graph.vertex_dtype)
     report = EngineReport(
         engine_used=_ENGINE,
@@ -182,4 +233,4 @@ def compute(graph, plan: Plan) -> tuple[np.ndarray, np.ndarray, EngineReport]:
     return distances, parents, report
 
 
-__all__ = ["PROPAGATION", "update", "compute"]
+__all__ = ["PROPAGATION", "RECOMPUTE_FRACTION", "update", "compute"]

@@ -1,0 +1,182 @@
+"""Numba kernels of the host reference that replace whole-graph NumPy passes (issue 35): the
+subtree invalidation as one memoized walk up the parent pointers instead of ceil(log2 n) + 1
+rounds of pointer jumping over every vertex, and the seed pull as one scan of the out-edges into
+the candidates instead of a transposed graph rebuilt after every batch.
+
+Both give exactly what their NumPy references in :mod:`.host_steps` give (``invalidate_subtrees``,
+``pull``): the flags and the ``parent_cycle`` condition of §5.5, the words and the frontier of
+§5.8 (all pulls read the words as they were after the invalidation). The tests compare them on
+random parent arrays with and without cycles and on the golden corpus.
+
+Importing this module needs Numba; :mod:`.host` uses the NumPy steps when it is missing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit
+from .packing import INF_WORD, Packing
+
+# Walk states of invalidate_walk: unknown, on the walk in progress, reaches a root (flagged),
+# reaches -1 without a root, reaches a cycle without a root (still jumping in the last round).
+_UNKNOWN, _ON_PATH, _FLAGGED, _CLEAR, _CYCLIC = 0, 1, 2, 3, 4
+
+
+@njit(nogil=True)
+def _walk(parents, roots, state, path):
+    """Classify every vertex by where its parent chain ends; returns whether a chain ends in a
+    cycle without a root. Each vertex is walked once: a walk stops at the first vertex already
+    classified (or at a root, -1, or a vertex of its own path: a cycle), then classifies its
+    whole path alike, so the pass is O(n) whatever the depth of the tree."""
+    n = parents.shape[0]
+    cycle = False
+    for v in range(n):
+        if state[v] != _UNKNOWN:
+            continue
+        length = 0
+        u = v
+        while True:
+            if roots[u]:
+                end = _FLAGGED
+                break
+            s = state[u]
+            if s == _ON_PATH:
+                end = _CYCLIC  # back on this walk's own path before any root
+                break
+            if s != _UNKNOWN:
+                end = s
+                break
+            state[u] = _ON_PATH
+            path[length] = u
+            length += 1
+            p = parents[u]
+            if p < 0:
+                end = _CLEAR
+                break
+            u = p
+        for i in range(length):
+            state[path[i]] = end
+        if roots[u]:
+            state[u] = _FLAGGED
+        if end == _CYCLIC:
+            cycle = True
+    return cycle
+
+
+def invalidate_walk(parents_in: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``(flag, cycle)`` exactly as :func:`.host_steps.invalidate_subtrees`: ``flag[v]`` iff v's
+    parent chain (v included) reaches a root before -1; ``cycle`` iff some chain ends in a cycle
+    without a root (a vertex still jumping in the last round of the device's pointer jumping)."""
+    n = parents_in.shape[0]
+    state = np.zeros(n, dtype=np.int8)
+    path = np.empty(n, dtype=np.int64)
+    cycle = _walk(parents_in.astype(np.int64, copy=False), roots.astype(np.bool_, copy=False),
+                  state, path)
+    return state == _FLAGGED, bool(cycle)
+
+
+@njit(nogil=True)
+def _pull_scan(words, is_candidate, best, row_ptr, col_ind, weight, bits, packed, bound):
+    """Every out-edge u -> v into a candidate v offers pack(D[u] + w, u) to ``best[v]`` (the
+    key-minimum); ``words`` is only read, so every offer sees the words after the invalidation."""
+    n = row_ptr.shape[0] - 1
+    inf = np.uint64(INF_WORD)
+    for u in range(n):
+        x = words[u]
+        if x == inf:
+            continue
+        du = x >> bits
+        for e in range(row_ptr[u], row_ptr[u + 1]):
+            v = col_ind[e]
+            if not is_candidate[v]:
+                continue
+            nd = du + np.uint64(weight[e])
+            if nd > bound:
+                continue
+            offer = (nd << bits) | np.uint64(u) if packed else nd
+            if offer < best[v]:
+                best[v] = offer
+
+
+def pull_scan(words: np.ndarray, candidates: np.ndarray, row_ptr: np.ndarray, col_ind: np.ndarray,
+              weight: np.ndarray, packing: Packing) -> np.ndarray:
+    """The seed pull of §5.8 over the out-edges (no transposed graph); the same words and the
+    same returned frontier as :func:`.host_steps.pull`."""
+    if candidates.size == 0:
+        return np.empty(0, dtype=np.int64)
+    n = words.shape[0]
+    is_candidate = np.zeros(n, dtype=np.bool_)
+    is_candidate[candidates] = True
+    best = words.copy()
+    bits = np.uint64(packing.bits)
+    _pull_scan(words, is_candidate, best, row_ptr, col_ind, weight, bits, bool(packing.packed),
+               np.uint64(packing.bound))
+    current = words[candidates]
+    offered = best[candidates]
+    adopt = offered < current
+    words[candidates[adopt]] = offered[adopt]
+    decreased = (offered >> bits) < (current >> bits)
+    return candidates[decreased]
+
+
+
+
+
+
+@njit(nogil=True)
+def _survivors_consistent(distances, parents, invalid, head, row_ptr, col_ind, weight, source,
+                          inf_half, bound, lowest):
+    """The scan behind :func:`survivors_are_canonical`; ``lowest`` is scratch (n)."""
+    n = distances.shape[0]
+    if invalid[source] or distances[source] != 0 or parents[source] != -1:
+        return False
+    for v in range(n):
+        lowest[v] = -1
+    for u in range(n):
+        du = distances[u]
+        if invalid[u] or du >= inf_half:
+            continue
+        for e in range(row_ptr[u], row_ptr[u + 1]):
+            v = col_ind[e]
+            if invalid[v] or head[v] or v == source:
+                continue  # a head is pulled: its final word is the key-minimum of every offer
+            offer = du + weight[e]
+            if offer > bound:
+                continue  # never packed: no constraint
+            dv = distances[v]
+            if dv >= inf_half or offer < dv:
+                return False  # a survivor the old tree does not reach at its shortest
+            if offer == dv and lowest[v] < 0:
+                lowest[v] = u  # rows in increasing u: the first tight survivor is the lowest
+    for v in range(n):
+        if invalid[v] or head[v] or v == source:
+            continue
+        if distances[v] >= inf_half:
+            if parents[v] != -1:
+                return False
+        elif parents[v] != lowest[v]:
+            return False
+    return True
+
+
+def survivors_are_canonical(distances: np.ndarray, parents: np.ndarray, invalid: np.ndarray,
+                            head: np.ndarray, row_ptr: np.ndarray, col_ind: np.ndarray,
+                            weight: np.ndarray, source: int, inf_half: int, bound: int) -> bool:
+    """Whether the vertices an update keeps as they are (neither ``invalid`` nor a ``head`` of an
+    insertion, which the pull recomputes) already hold compute()'s tree on the new graph, as far as
+    the survivors can tell: the source at (0, -1); no edge from a survivor offers such a vertex
+    less than its distance (its edges in are all old ones: the kept distances are shortest, and
+    what the repaired region offers, the update's propagation finds as compute() does); every
+    reachable one's parent its lowest-id tight survivor in-neighbour (an invalidated in-neighbour
+    that turns out tight is offered in the repair, as in compute()); an unreachable one without
+    parent. Then update() and compute() give the same bytes (§6, §5.12), so a batch that
+    invalidates most of the graph may be recomputed from scratch. One O(n + m) scan."""
+    lowest = np.empty(distances.shape[0], dtype=np.int64)
+    return bool(_survivors_consistent(distances, parents.astype(np.int64, copy=False),
+                                      invalid.astype(np.bool_, copy=False),
+                                      head.astype(np.bool_, copy=False), row_ptr, col_ind, weight,
+                                      int(source), int(inf_half), int(bound), lowest))
+
+
+__all__ = ["invalidate_walk", "pull_scan", "survivors_are_canonical"]

@@ -1,0 +1,50 @@
+"""bench/host_bench.py (issue 35) without timing anything on the real clock's behalf: the update
+measurement restores the graph for every run and checks the result against compute(), and the
+table says what it measured."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import engines
+from bench import host_bench as hb
+from engines import sssp
+
+from .. import harness as H
+
+
+def _small():
+    rng = np.random.default_rng(3535)
+    n, src, dst, w = H.random_graph(rng, "sparse", 500, 1, "mid")
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    tree = sssp.compute(graph, 0).to_numpy()
+    _, parents = tree
+    batch = H.make_batch(H.random_batch(rng, "tree_delete", H.ref_of(graph), parents, 0, "mid"))
+    return graph, batch, tree
+
+
+def test_update_runs_from_the_same_state_and_equals_compute():
+    graph, batch, tree = _small()
+    version = graph.version
+    out = hb.host_update(graph, batch, tree, 0, 0, repeats=3, warmup=1)
+    assert out["equals_compute"] and out["ms"] > 0
+    assert out["compute_after_ms"] > 0 and out["scipy_after_ms"] > 0
+    assert out["invalidated"] >= 1
+    assert graph.version == version  # the prepared graph is back for the next batch
+    again = hb.host_update(graph, batch, tree, 0, 0, repeats=1, warmup=0)
+    assert (again["invalidated"], again["affected"]) == (out["invalidated"], out["affected"])
+
+
+def test_table_rows_and_ratios():
+    rows = [{"graph": "g", "n": 10, "m": 20, "objective": 0, "scipy_ms": 200.0, "compute_ms": 100.0,
+             "updates": {"local10k": {"ms": 50.0, "invalidated": 1234, "affected": 5678,
+                                      "equals_compute": True, "compute_after_ms": 125.0,
+                                      "scipy_after_ms": 250.0}}}]
+    table = hb.markdown(rows)
+    assert ("| g | local10k | 1,234 | 5,678 | 50.0 | 125.0 / 250.0 | 0.40 / 0.20 | 100.0 / 200.0 | yes |"
+            in table)
+
+
+def test_usage_errors_exit_2(capsys):
+    assert hb.main(["--repeats", "0"]) == 2
+    assert "--repeats" in capsys.readouterr().err
