@@ -7,6 +7,8 @@ them unchanged).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass, field
 
 from .exitcodes import UsageError
@@ -96,6 +98,11 @@ class CampaignConfig:
             raise UsageError(f"--precision {self.precision}: expected a fraction in (0, 1)")
         if not 0 < self.min_clock_fraction <= 1:
             raise UsageError(f"--min-clock-fraction {self.min_clock_fraction}: expected (0, 1]")
+        # a negative (or NaN) limit would reject every round as contaminated, only after the
+        # campaign has started: refuse it here, with the other arguments
+        if not self.max_foreign_cpu >= 0 or math.isinf(self.max_foreign_cpu):
+            raise UsageError(f"--max-foreign-cpu {self.max_foreign_cpu}: expected a number of CPU cores >= 0 "
+                             "(the other processes' load a round may see; default 1.0)")
 
     @property
     def rounds_per_process(self) -> int:
