@@ -6,7 +6,21 @@
 
 PYTHON ?= python3
 PYTEST_ARGS ?=
-DATA_DIR ?= $(abspath ../shared/data)
+# The folder of the real graph files: DATA_DIR=, else $SSSPAB_DATA_DIR (the one environment
+# variable the tools and tests read), else ../shared/data (also the tools' own default). A folder
+# that is given is exported to every recipe as SSSPAB_DATA_DIR, so `make test DATA_DIR=...` finds
+# the same graphs as `make bench`; the default is not, so records name no folder nobody chose.
+ifneq ($(SSSPAB_SHARED_DATA),)
+ifeq ($(SSSPAB_DATA_DIR),)
+$(info note: SSSPAB_SHARED_DATA is deprecated: set SSSPAB_DATA_DIR instead (read for now))
+SSSPAB_DATA_DIR := $(SSSPAB_SHARED_DATA)
+endif
+endif
+DATA_DIR ?= $(or $(SSSPAB_DATA_DIR),$(abspath ../shared/data))
+ifneq ($(origin DATA_DIR)$(SSSPAB_DATA_DIR),file)
+export SSSPAB_DATA_DIR := $(abspath $(DATA_DIR))
+endif
+unexport SSSPAB_SHARED_DATA
 OUT ?= results
 GATES ?= roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa
 BATCHES ?= safe50k unsafe50k local10k

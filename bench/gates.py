@@ -10,6 +10,7 @@ have no stand-in and must be present.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -161,14 +162,37 @@ def get_gate(name: str) -> Gate:
         raise KeyError(f"unknown gate {name!r}; known gates: {', '.join(ALL_GATES)}") from None
 
 
+# The folder of real graph files has one name per place: ``--data-dir`` on command lines,
+# ``$SSSPAB_DATA_DIR`` in the environment (tests included), ``DATA_DIR=`` for make, which passes it
+# on as SSSPAB_DATA_DIR. SSSPAB_SHARED_DATA, the tests' old name, is still read, with a note.
+DATA_DIR_VARIABLE = "SSSPAB_DATA_DIR"
+DEPRECATED_DATA_DIR_VARIABLE = "SSSPAB_SHARED_DATA"
+_deprecation_said = False
+
+
+def data_dir_from_environment() -> str | None:
+    """``$SSSPAB_DATA_DIR``, else the deprecated ``$SSSPAB_SHARED_DATA`` (saying so once per
+    process, on standard error), else None."""
+    global _deprecation_said
+    if os.environ.get(DATA_DIR_VARIABLE):
+        return os.environ[DATA_DIR_VARIABLE]
+    old = os.environ.get(DEPRECATED_DATA_DIR_VARIABLE)
+    if old and not _deprecation_said:
+        _deprecation_said = True
+        print(f"note: {DEPRECATED_DATA_DIR_VARIABLE} is deprecated and will be dropped: set {DATA_DIR_VARIABLE} "
+              "instead (read for now)", file=sys.stderr)
+    return old or None
+
+
 def data_dir_candidates(data_dir: str | Path | None = None) -> list[Path]:
-    """Folders searched for real files, in order: the explicit one, ``$SSSPAB_DATA_DIR``,
-    ``$SSSPAB_SHARED_DATA``, ``<repo>/../shared/data``, ``<repo>/.devdata``; each folder is also
-    searched in its ``graphs/`` subfolder."""
+    """Folders searched for real files, in order: the explicit one, ``$SSSPAB_DATA_DIR`` (or the
+    deprecated ``$SSSPAB_SHARED_DATA``), ``<repo>/../shared/data``, ``<repo>/.devdata``; each folder
+    is also searched in its ``graphs/`` subfolder."""
     if data_dir is not None:
         roots = [Path(data_dir)]
     else:
-        roots = [Path(os.environ[v]) for v in ("SSSPAB_DATA_DIR", "SSSPAB_SHARED_DATA") if os.environ.get(v)]
+        env = data_dir_from_environment()
+        roots = [Path(env)] if env else []
         roots += [REPO_ROOT / ".." / "shared" / "data", REPO_ROOT / ".devdata"]
     folders = []
     for root in roots:

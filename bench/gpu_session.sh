@@ -27,8 +27,11 @@ CAMPAIGN_GRAPHS=${CAMPAIGN_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa}
 TABLE_ARGS=${TABLE_ARGS:---table --random-graph 4039,176000}
 END=$((SECONDS + BUDGET))
 export PYTHONUNBUFFERED=1
-export SSSPAB_SHARED_DATA=${SSSPAB_SHARED_DATA:-$PWD/.devdata}
-export SSSPAB_DATA_DIR=${SSSPAB_DATA_DIR:-$PWD/.devdata}
+# the folder of the real graphs, for the tests and the tools alike (bench/gates.py); the old name
+# is read once here and then unset, so the tools do not repeat the note
+[ -n "${SSSPAB_SHARED_DATA:-}" ] && echo "note: SSSPAB_SHARED_DATA is deprecated: set SSSPAB_DATA_DIR instead (read for now)" >&2
+export SSSPAB_DATA_DIR=${SSSPAB_DATA_DIR:-${SSSPAB_SHARED_DATA:-$PWD/.devdata}}
+unset SSSPAB_SHARED_DATA
 LOG="$OUT/session.log"
 
 left() { local l=$((END - SECONDS)); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }

@@ -29,8 +29,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def shared_data_dir() -> Path | None:
-    """``$SSSPAB_SHARED_DATA`` or ``<repo>/../shared/data``; None when absent."""
-    env = os.environ.get("SSSPAB_SHARED_DATA")
+    """``$SSSPAB_DATA_DIR`` (the deprecated ``$SSSPAB_SHARED_DATA`` read too) or
+    ``<repo>/../shared/data``, the one holding ``graphs/``; None when absent."""
+    from bench.gates import data_dir_from_environment
+
+    env = data_dir_from_environment()
     candidates = [Path(env)] if env else []
     candidates.append(REPO_ROOT / ".." / "shared" / "data")
     for c in candidates:
@@ -43,7 +46,7 @@ def shared_data_dir() -> Path | None:
 def shared_graphs_dir() -> Path:
     d = shared_data_dir()
     if d is None:
-        pytest.skip("shared real graphs not found (set SSSPAB_SHARED_DATA or place them at "
+        pytest.skip("shared real graphs not found (set SSSPAB_DATA_DIR or place them at "
                     "<repo>/../shared/data/graphs)")
     return d / "graphs"
 

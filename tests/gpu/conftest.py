@@ -1,6 +1,6 @@
 """GPU test configuration: every test under tests/gpu carries the ``gpu`` marker and is skipped
 cleanly (with a reason) where CuPy or a CUDA device is missing, so the CPU suite collects this
-folder without importing CuPy. Real graphs come from ``$SSSPAB_SHARED_DATA`` (on the GPU machine
+folder without importing CuPy. Real graphs come from ``$SSSPAB_DATA_DIR`` (on the GPU machine
 ``<repo>/.devdata``) or ``<repo>/../shared/data``, through the root conftest's ``shared_graphs_dir``.
 """
 
@@ -57,5 +57,5 @@ def fused_engine(cuda_device) -> str:
 
 @pytest.fixture(scope="session")
 def real_graphs_dir(shared_graphs_dir) -> Path:
-    """The folder of the small real graphs (``$SSSPAB_SHARED_DATA/graphs``), or a skip."""
+    """The folder of the small real graphs (``$SSSPAB_DATA_DIR/graphs``), or a skip."""
     return shared_graphs_dir
