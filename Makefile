@@ -21,7 +21,12 @@ ifneq ($(origin DATA_DIR)$(SSSPAB_DATA_DIR),file)
 export SSSPAB_DATA_DIR := $(abspath $(DATA_DIR))
 endif
 unexport SSSPAB_SHARED_DATA
-OUT ?= results
+# make bench writes a new campaign into a fresh folder under runs/ (git-ignored), never into the
+# committed one: `make bench-commit` is the one target that replaces results/ (the campaign the
+# engine issues cite). Simply expanded, so the time stamp is taken once per make.
+ifeq ($(origin OUT),undefined)
+OUT := runs/$(shell date +%Y%m%d-%H%M%S)
+endif
 GATES ?= roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa
 BATCHES ?= safe50k unsafe50k local10k
 # extra options of `perf_ab.py engines` for make bench, e.g. --resume (continue a cut campaign) or
@@ -37,17 +42,29 @@ PYTEST_STATUS ?= .cache/pytest-status
 # 3 without a GPU, 2 when --out holds a campaign (BENCH_ARGS=--force replaces it, --resume continues it)
 BENCH_STATUS ?= .cache/bench-status
 
-.PHONY: compare help deps bench-deps test-deps test test-fast test-gpu cuda-check prepare bench bench-host report
+.PHONY: compare help deps bench-deps test-deps test test-fast test-gpu cuda-check prepare bench bench-commit \
+	bench-host report
 
+# every target a user runs (tests/test_makefile.py checks that none is missing)
 help:
-	@echo "make bench       A/B campaign fused vs operators on the four gates (CUDA GPU), renders $(OUT)/M7.md"
-	@echo "                 (an OUT that holds a campaign needs BENCH_ARGS=--force to replace it, or --resume)"
-	@echo "make test        the test suite (GPU tests skip without a GPU)"
-	@echo "make test-gpu    only the GPU tests"
-	@echo "make bench-host  a small host-vs-host campaign that runs anywhere"
-	@echo "make cuda-check  compile every CUDA source with nvcc -arch=sm_90 (register/spill report)"
-	@echo "make sanitize    compute-sanitizer memcheck/racecheck/synccheck/initcheck on both CUDA engines"
+	@echo "make bench          A/B campaign fused vs operators on the four gates (CUDA GPU) into a new"
+	@echo "                    runs/<date-time>/ (OUT=DIR elsewhere; BENCH_ARGS=--resume continues one)"
+	@echo "make bench-commit   the same into results/, replacing the committed campaign (--force)"
+	@echo "make bench-host     a small host-vs-host campaign that runs anywhere (report: .cache/bench-host/M7.md)"
+	@echo "make prepare        build and cache the gate graphs, weights, trees and batches (DATA_DIR=real files)"
+	@echo "make report OUT=DIR re-render DIR/M7.md and its plots from the records in DIR"
+	@echo "make test           the test suite (GPU tests skip without a GPU)"
+	@echo "make test-fast      the tests not marked slow or gpu (under 2 minutes on 2 cores)"
+	@echo "make test-gpu       only the GPU tests"
+	@echo "make compare        replay the golden corpus on CONFIGS (default host; e.g. host,cuda-fused,cuda-operators)"
+	@echo "make cuda-check     compile every CUDA source with nvcc -arch=sm_90 (register/spill report)"
+	@echo "make sanitize       compute-sanitizer memcheck/racecheck/synccheck/initcheck on both CUDA engines"
+	@echo "make asv            asv benchmarks of HEAD in this Python (results under .asv/results)"
+	@echo "make asv-compare BASE=REV          asv continuous BASE against HEAD (builds virtualenvs)"
+	@echo "make asv-compare-offline BASE=REV  the same comparison in this Python, without virtualenvs"
 	@echo "make asv-semantics  check that asv flags a planted 10 % slowdown and not an unchanged engine"
+	@echo "make deps / bench-deps / test-deps / asv-deps   install what the others need, only if missing"
+	@echo "make help           this list (the default target)"
 
 # Install only when an import fails, so an offline machine with everything installed is untouched:
 # $(call install_missing,MODULES,PIP TARGET) is one shell command whose status is pip's when it ran.
@@ -67,8 +84,10 @@ test: test-deps
 	@mkdir -p $(dir $(PYTEST_STATUS)); rm -f $(PYTEST_STATUS)
 	$(PYTHON) -m pytest $(PYTEST_ARGS); status=$$?; echo $$status > $(PYTEST_STATUS); exit $$status
 
+# the CPU tests that take seconds: the slow ones (campaigns, stand-in graphs, subprocess sweeps,
+# marked `slow`) and the GPU ones (skipped without a GPU anyway) are left to `make test`
 test-fast: test-deps
-	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m "not slow and not gpu" $(PYTEST_ARGS)
 
 test-gpu: test-deps
 	$(PYTHON) -m pytest -m gpu tests/gpu $(PYTEST_ARGS)
@@ -84,7 +103,7 @@ prepare: bench-deps
 bench:
 	@mkdir -p $(dir $(BENCH_STATUS)); rm -f $(BENCH_STATUS)
 	@$(PYTHON) bench/has_gpu.py || { \
-	  echo "make bench needs a CUDA GPU (and pip install -e '.[cuda]'): status 3"; \
+	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine): status 3"; \
 	  echo "(make itself exits 2 for any failed step; the step's own status is in $(BENCH_STATUS))."; \
 	  echo "Without one, 'make bench-host' runs a small host-vs-host campaign to show the machinery."; \
 	  echo 3 > $(BENCH_STATUS); exit 3; }
@@ -94,20 +113,33 @@ bench:
 	  echo "(make itself exits 2 for any failed step; the step's own status is in $(BENCH_STATUS))."; \
 	  echo "Without one, 'make bench-host' runs a small host-vs-host campaign to show the machinery."; \
 	  echo 3 > $(BENCH_STATUS); exit 3; }
+	@echo "make bench: the campaign goes into $(OUT)/"
 	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR) \
 	  || { status=$$?; echo $$status > $(BENCH_STATUS); exit $$status; }
 	@verify=$$($(PYTHON) -c "import engines.sssp.cuda.syncs as s; print('--verify-syncs' if s.is_available() else '')"); \
 	  [ -n "$$verify" ] || echo "make bench: CUPTI (cupti-python) is not importable: the sync counts stay unverified"; \
 	  echo "$(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) $$verify $(BENCH_ARGS)"; \
 	  $(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) $$verify $(BENCH_ARGS); \
-	  status=$$?; echo $$status > $(BENCH_STATUS); exit $$status
+	  status=$$?; echo $$status > $(BENCH_STATUS); \
+	  if [ -f $(OUT)/campaign.json ]; then echo "make bench: the campaign's records are in $(OUT)/, its report $(OUT)/M7.md"; \
+	    [ $$status -eq 0 ] || echo "(make bench OUT=$(OUT) BENCH_ARGS=--resume continues it)"; fi; \
+	  exit $$status
+
+# The committed campaign (results/), replaced: the one target that writes there. BENCH_ARGS=--resume
+# continues a cut one instead of starting over.
+bench-commit:
+	@$(MAKE) --no-print-directory bench OUT=results \
+	  BENCH_ARGS="$(if $(filter --resume,$(BENCH_ARGS)),$(BENCH_ARGS),--force $(BENCH_ARGS))"
 
 bench-host: bench-deps
 	$(PYTHON) bench/perf_ab.py engines --sides host,host --graphs uspowergrid --batches safe50k local10k \
 	  --rounds 21 --max-foreign-cpu 2 --allow-dirty --data-dir $(DATA_DIR) --out .cache/bench-host --force
 
+# OUT must be named: the default is a new, empty runs/ folder
 report: bench-deps
-	$(PYTHON) bench/perf_ab.py report --out $(OUT)
+	@[ "$(origin OUT)" = "command line" ] || [ "$(origin OUT)" = "environment" ] \
+	  || { echo "usage: make report OUT=<records folder> (re-renders its M7.md and plots there)"; exit 2; }
+	$(PYTHON) bench/perf_ab.py report --out $(OUT) --write
 
 # -- asv (protocol.md §11) --------------------------------------------------------------------------
 # `make asv`: HEAD in the current Python ("existing" environment: installs nothing, works offline),

@@ -5,8 +5,8 @@
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
 # steps: tests compare table campaign bench planted sanitize asv (default: tests compare table campaign).
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
-#   bench     `make bench` into results/, replacing the campaign there (--force), unless
-#             BENCH_ARGS=--resume continues a cut campaign
+#   bench     `make bench-commit`: the campaign into results/, replacing the committed one
+#             (--force), unless BENCH_ARGS=--resume continues a cut campaign
 #   planted   the planted-slowdown proof (protocol.md §7): fused against fused twice into $OUT,
 #             with --plant-delay $PLANT (default B:3) and without; PLANT_ARGS sets the campaign
 # A copy of the tree without .git (an offline machine that received the files only) gets its
@@ -78,10 +78,9 @@ for s in $STEPS; do
     table) step engine_table 240 python3 bench/engine_table.py --graphs $TABLE_GRAPHS $TABLE_ARGS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
-    bench)  # the session's purpose is to replace results/: --force, unless continuing it
-      case " ${BENCH_ARGS:-} " in *" --resume "*) FORCE_ARG= ;; *) FORCE_ARG=--force ;; esac
-      step bench 600 make bench OUT=results DATA_DIR="$SSSPAB_DATA_DIR" \
-             BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG $FORCE_ARG" ;;
+    bench)  # the session's purpose is to replace results/ (bench-commit adds --force unless --resume)
+      step bench 600 make bench-commit DATA_DIR="$SSSPAB_DATA_DIR" \
+             BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG" ;;
     planted)
       for run in planted unplanted; do
         step "$run" 300 python3 bench/perf_ab.py engines ${PLANT_ARGS:---graphs roadNet-PA --batches safe50k local10k \

@@ -22,7 +22,7 @@ interrupt.guard(__name__, "perf_ab.py")
 SUBCOMMANDS = {
     "prepare": ("bench.prepare_cmd", "build and cache gate graphs, weights, initial trees and batches"),
     "engines": ("bench.engines_cmd", "run an A/B campaign between two engine configurations"),
-    "report": ("bench.report_cmd", "re-render results/M7.md from the records alone"),
+    "report": ("bench.report_cmd", "render a campaign's report from its records (stdout; --write, --to PATH)"),
 }
 
 EXIT_USAGE = 2

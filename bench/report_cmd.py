@@ -1,14 +1,22 @@
-"""``perf_ab.py report``: re-render results/M7.md (and its plots) from the records alone.
+"""``perf_ab.py report``: render a campaign's report from its records alone.
 
-Exit status: 0 rendered; 2 missing or damaged records, or a records folder the report cannot be
-written into (the message names the file and what is wrong); 3 a write failing mid-way; 1 an
-internal error (a bug), the only case with a traceback.
+By default the report goes to standard output and nothing is written: re-rendering a committed
+campaign (results/) must not change it behind anyone's back, and the text is byte for byte what
+``--write`` would write, so ``report --out results | diff - results/M7.md`` shows what a newer
+template or analysis changes. ``--to PATH`` writes it to PATH alone (its plot links point at the
+records' plots); ``--write`` replaces ``<out>/M7.md``, its plots and summary.json beside the records.
+A campaign renders its own report at its end (bench/engines_cmd.py), not through this command.
+
+Exit status: 0 rendered; 2 missing or damaged records, or a report path that cannot be written
+(the message names the file and what is wrong); 3 a write failing mid-way; 1 an internal error (a
+bug), the only case with a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from engines.errors import os_error_text, print_internal_error
 from protocol.exitcodes import ExitCode, ProtocolError
@@ -16,22 +24,32 @@ from protocol.exitcodes import ExitCode, ProtocolError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="the campaign's records folder (default results/)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--write", action="store_true",
+                       help="replace the report, its plots and summary.json in the records folder "
+                            "(default: print the report, write nothing)")
+    where.add_argument("--to", metavar="PATH", default=None,
+                       help="write the report to PATH instead (nothing in the records folder changes)")
 
 
 def main(args) -> int:
     from engines.io.outputs import output_problem
     from protocol.environment import REPO_ROOT
     from protocol.records import RecordStore
-    from protocol.report import REPORT_NAME, render_report
+    from protocol.report import REPORT_NAME, render_report, report_text
 
     store = RecordStore(args.out or REPO_ROOT / "results")
+    target = Path(args.to) if args.to else store.root / REPORT_NAME if args.write else None
     try:
         store.read_campaign()  # missing or damaged records first: they say more than the folder
-        problem = output_problem(store.root / REPORT_NAME, folder=False)
+        problem = target is not None and output_problem(target, folder=False)
         if problem:
             print(f"perf_ab.py report: error: the report cannot be written: {problem}", file=sys.stderr)
             return int(ExitCode.USAGE)
-        path = render_report(store)
+        if target is None:
+            text = report_text(store)
+        else:
+            path = render_report(store, to=Path(args.to) if args.to else None)
     except ProtocolError as exc:
         print(f"perf_ab.py report: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
@@ -41,7 +59,10 @@ def main(args) -> int:
     except Exception as exc:  # a bug: the traceback helps whoever fixes it
         print_internal_error("perf_ab.py report: ", exc, blamed="the records")
         return int(ExitCode.CORRECTNESS)
-    print(f"report: {path}", file=sys.stderr)
+    if target is None:
+        sys.stdout.write(text)
+    else:
+        print(f"report: {path}", file=sys.stderr)
     return 0
 
 

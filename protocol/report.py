@@ -8,6 +8,7 @@ and phrase numbers of the summary.
 
 from __future__ import annotations
 
+import os
 import statistics
 from pathlib import Path
 
@@ -331,42 +332,60 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def checked_summary(store: RecordStore, campaign: dict, rounds) -> dict:
+def checked_summary(store: RecordStore, campaign: dict, rounds, *, keep: bool = True) -> dict:
     """The summary derived from the records, checked against summary.json. A summary.json stamped
     with these records' fingerprint that says anything else was changed after it was derived (by
     hand, or by another tool): exit 2 naming it, never a rendering of its numbers (issue 28: the
     fingerprint covers the records, not the summary's own content). A stale or damaged summary.json
-    is only a cache: it is written again."""
+    is only a cache: it is written again when ``keep`` (a rendering that writes beside the records)."""
     derived = as_recorded(build_summary(rounds, campaign))
     stored = store.read_summary()
     if stored is None:
-        store.write_summary(derived)
+        if keep:
+            store.write_summary(derived)
         return derived
     difference = summary_difference({k: v for k, v in stored.items() if k != "records_sha256"}, derived)
     if difference:
         raise UsageError(
             f"{store.summary_path}: the summary does not match the records it claims to come from ({difference}): "
-            f"it was changed after it was derived. Delete it and run `perf_ab.py report --out {store.root}` to "
-            "derive it again from the records")
+            f"it was changed after it was derived. Delete it and run `perf_ab.py report --out {store.root} --write` "
+            "to derive it again from the records")
     return derived
 
 
-def render_report(store: RecordStore) -> Path:
-    """Render ``<out>/M7.md`` and its plots from the records in ``store``; returns the report path."""
+def report_text(store: RecordStore, *, beside: Path | None = None, write: bool = False) -> str:
+    """The report of the records in ``store``, as text. ``write``: the plots and summary.json are
+    (re)written beside the records first, as a campaign's own last step does; otherwise nothing is
+    written and the plot links point at the plots already there. Links are relative to ``beside``,
+    the folder the text is meant to sit in (default: the records folder)."""
     campaign = store.read_campaign()
     rounds = store.read_rounds(campaign)
-    summary = checked_summary(store, campaign, rounds)
+    summary = checked_summary(store, campaign, rounds, keep=write)
     plots_dir = store.root / PLOTS_DIR
     plots = {}
     if summary["cells"]:
-        engine_time_distributions(rounds, summary, plots_dir / DISTRIBUTIONS)
-        ratio_against_syncs(summary, plots_dir / RATIO_VS_SYNCS)
-        plots = {"distributions": f"{PLOTS_DIR}/{DISTRIBUTIONS}", "ratio": f"{PLOTS_DIR}/{RATIO_VS_SYNCS}"}
-    text = _environment().get_template(TEMPLATE).render(**build_context(campaign, summary, plots, records_dir=store.root))
-    path = store.root / REPORT_NAME
+        if write:
+            engine_time_distributions(rounds, summary, plots_dir / DISTRIBUTIONS)
+            ratio_against_syncs(summary, plots_dir / RATIO_VS_SYNCS)
+        base = Path(beside if beside is not None else store.root).resolve()
+        plots = {key: Path(os.path.relpath((plots_dir / name).resolve(), base)).as_posix()
+                 for key, name in (("distributions", DISTRIBUTIONS), ("ratio", RATIO_VS_SYNCS))}
+    return _environment().get_template(TEMPLATE).render(**build_context(campaign, summary, plots, records_dir=store.root))
+
+
+def render_report(store: RecordStore, to: Path | None = None) -> Path:
+    """Write the report of the records in ``store``; returns its path. By default ``<out>/M7.md``
+    with its plots and summary.json beside the records (the campaign's own last step, and
+    ``perf_ab.py report --write``); with ``to``, that one file alone, nothing beside the records
+    touched, its plot links pointing at the records' plots."""
+    if to is None:
+        path, text = store.root / REPORT_NAME, report_text(store, write=True)
+    else:
+        path = Path(to)
+        text = report_text(store, beside=path.parent)
     path.write_text(text, encoding="utf-8")
     return path
 
 
-__all__ = ["render_report", "build_context", "code_sessions", "update_region", "findings", "fmt_ms", "fmt_ratio",
+__all__ = ["render_report", "report_text", "build_context", "code_sessions", "update_region", "findings", "fmt_ms", "fmt_ratio",
            "fmt_count", "describe_origin", "describe_facts", "describe_weights"]

@@ -154,6 +154,7 @@ def test_asv_config_points_at_the_suite():
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="asv needs git")
+@pytest.mark.slow
 def test_asv_check_discovers_the_suite(tmp_path):
     pytest.importorskip("asv")
     proc = subprocess.run([sys.executable, "-m", "asv", "check", "--python=same"], cwd=REPO, capture_output=True,

@@ -20,6 +20,7 @@ from .golden_helpers import corpus_copy, rewrite_consistently
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_full_corpus_replays_equal_on_host(capsys):
     """The CI check: every case of the stored corpus, host reference, exact comparison."""
     start = time.perf_counter()
@@ -30,6 +31,7 @@ def test_full_corpus_replays_equal_on_host(capsys):
     assert time.perf_counter() - start < 120
 
 
+@pytest.mark.slow
 def test_script_entry_point_runs(tmp_path):
     """``python bench/compare.py`` works as a script from any working directory."""
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "compare.py"), "--configs", "host-delta1",

@@ -166,6 +166,7 @@ def test_replay_of_every_packing_case_on_host(corpus):
 # -- generation: the oracles have teeth and the stored corpus is what the generator makes --------------
 
 
+@pytest.mark.slow
 def test_fixture_and_packing_shards_regenerate_identically(tmp_path):
     specs = [s for s in golden.catalogue() if s.shard in ("fixtures.npz", "packing.npz")]
     manifest = golden.generate(tmp_path, specs=specs, progress=False)

@@ -46,6 +46,7 @@ def run_script(*argv, timeout=300):
 # ---- every format, end to end ----------------------------------------------------------------
 
 @pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.slow
 def test_campaign_on_a_graph_file_in_each_format(tmp_path, capsys, name):
     path, options, fmt = write_format(name, tmp_path / "data")
     out, cache = tmp_path / "results", tmp_path / "cache"
@@ -106,6 +107,7 @@ def test_prepare_prints_the_file_and_its_facts(tmp_path, capsys):
     assert f"{N}" in out and "local10k" in out
 
 
+@pytest.mark.slow
 def test_resume_a_graph_file_campaign(tmp_path, capsys):
     path, _, _ = write_format("edge_list", tmp_path)
     args = ["--graph-file", path, "--out", tmp_path / "r", "--cache-dir", tmp_path / "c"]
@@ -208,6 +210,7 @@ def test_bad_and_truncated_gzip_graph_files(tmp_path, capsys, suffix):
     assert "not a gzip file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_truncated_gzip_gate_file_in_a_real_process(tmp_path):
     import gzip
 
@@ -224,6 +227,7 @@ def test_truncated_gzip_gate_file_in_a_real_process(tmp_path):
         assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_huge_matrix_market_header_through_prepare_in_a_real_process(tmp_path):
     huge = tmp_path / "huge.mtx"
     huge.write_text("%%MatrixMarket matrix coordinate real general\n10 10 100000000000\n1 2 1.0\n2 3 1.0\n")
@@ -346,6 +350,7 @@ def test_out_in_a_folder_the_user_cannot_write(tmp_path, capsys, monkeypatch):
     assert not (locked / "campaign.json").exists()
 
 
+@pytest.mark.slow
 def test_a_write_failing_mid_campaign_is_exit_3_naming_the_file(tmp_path, capsys, monkeypatch):
     from protocol import records
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bench import perf_ab
 from bench.graph_file import default_name, make_spec, prepare_graph_file
@@ -127,6 +128,7 @@ def mosp_folder_with_three_weights(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_weights_for_the_same_file(tmp_path, capsys):
     folder = mosp_folder_with_three_weights(tmp_path / "data" / "k3")
     args = ["--graph-file", folder, "--out", tmp_path / "r", "--cache-dir", tmp_path / "c"]
@@ -140,6 +142,7 @@ def test_resume_refuses_other_weights_for_the_same_file(tmp_path, capsys):
     assert engines(*args, "--resume") == 0  # the same options continue
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_changed_file(tmp_path, capsys):
     folder = mosp_folder_with_three_weights(tmp_path / "data" / "k3")
     args = ["--graph-file", folder, "--out", tmp_path / "r", "--cache-dir", tmp_path / "c"]
@@ -151,6 +154,7 @@ def test_resume_refuses_a_changed_file(tmp_path, capsys):
     assert "differ from the recorded campaign in graph_file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_parameters_hold_the_files_identity_and_not_its_path(tmp_path):
     path, options, _ = write_format("snap_undirected", tmp_path / "data")
     out = tmp_path / "r"
@@ -172,6 +176,7 @@ def test_gate_campaigns_record_no_graph_file_parameter():
 
 # ---- finding 5: the commands to reproduce are rendered from what the records hold ---------------
 
+@pytest.mark.slow
 def test_the_reproduce_commands_spell_out_the_options(tmp_path, capsys):
     folder, _, _ = write_format("mosp", tmp_path / "data")
     out = tmp_path / "r"

@@ -183,6 +183,7 @@ def batches(draw, lg: ListGraph, k: int):
 
 @settings(deadline=None, max_examples=150)
 @given(st.data())
+@pytest.mark.slow
 def test_chains_against_both_oracles(data):
     n, edges, k = data.draw(graphs())
     ptr_dtype = data.draw(st.sampled_from([np.int32, np.int64]))

@@ -213,6 +213,7 @@ def test_cuda_without_gpu_exits_3(tmp_path, capsys, engine):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_module_entry_points(tmp_path):
     graph, batch = _random_case(9)
     gdir, bdir = _write_mosp(tmp_path, graph, batch)

@@ -32,6 +32,7 @@ def _run(cmd, **kwargs):
 
 
 @needs_nvcc
+@pytest.mark.slow
 def test_compile_check_passes():
     proc = _run([sys.executable, "-m", "engines.sssp.cuda.compile_check"], cwd=REPO, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -30,6 +30,7 @@ def heavy_sparse_graph(rng, n, K=2):
 
 
 @pytest.mark.parametrize("propagation", ["auto", "numpy"])
+@pytest.mark.slow
 def test_distance_only_compute_and_update_chain(propagation):
     with H.host_propagation(propagation):
         _distance_only_chain()

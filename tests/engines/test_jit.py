@@ -57,6 +57,7 @@ def _run(env, cwd):
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_read_only_install_caches_in_a_private_temporary_folder(tmp_path):
     install, env = _read_only_install(tmp_path)
     for attempt in ("compiles", "loads from the cache"):
@@ -71,6 +72,7 @@ def test_read_only_install_caches_in_a_private_temporary_folder(tmp_path):
     assert list(folder.rglob("*.nbi")), "no Numba cache index was written to the fallback folder"
 
 
+@pytest.mark.slow
 def test_without_any_writable_folder_the_cache_is_disabled_with_one_line(tmp_path):
     _, env = _read_only_install(tmp_path)
     (tmp_path / "temp" / jit._folder_name()).write_text("")  # the fallback folder cannot be made

@@ -53,6 +53,7 @@ def test_compute_boundary_both_sides(n, w_last):
     assert b.stats.packed_parents is False
 
 
+@pytest.mark.slow
 def test_update_w_counts_every_insertion_and_is_not_recomputed(rng):
     """n = 131072: the column max stays at the last packing value, but
     (1) an insertion of 536875009 later overwritten in the same batch still makes the update

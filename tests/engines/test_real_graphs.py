@@ -34,6 +34,7 @@ def load_real_graph(folder, name):
 
 
 @pytest.mark.parametrize("name", ["uspowergrid", "luxembourg_osm"])
+@pytest.mark.slow
 def test_real_graph_compute(shared_graphs_dir, name):
     g, src, dst = load_real_graph(shared_graphs_dir, name)
     assert g.num_vertices == GRAPHS[name]
@@ -83,6 +84,7 @@ def big_tree_batch(rng, g, parents, count):
 
 
 @pytest.mark.parametrize("propagation", ["auto", "numpy"])
+@pytest.mark.slow
 def test_real_graph_chain_luxembourg(shared_graphs_dir, propagation):
     with H.host_propagation(propagation):
         _luxembourg_chain(shared_graphs_dir)

@@ -8,6 +8,7 @@ canonical tree. Several results ride in one ``update()``: every objective, a per
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,6 +76,7 @@ chain_args = dict(
 
 @settings(max_examples=H.examples(250))
 @given(kinds=st.lists(st.sampled_from(KIND_GROUPS["any"]), min_size=3, max_size=5), **chain_args)
+@pytest.mark.slow
 def test_random_chains_mixed(kinds, **kw):
     run_chain(kinds=kinds, **kw)
 

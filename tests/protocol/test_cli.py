@@ -56,6 +56,7 @@ def test_report_without_records_exit_2(tmp_path, capsys):
 
 
 @pytest.mark.skipif(shared_data_dir() is None, reason="shared real graphs not found (../shared/data)")
+@pytest.mark.slow
 def test_host_campaign_on_uspowergrid_then_report(tmp_path, monkeypatch, capsys):
     import protocol.runner
 
@@ -77,7 +78,7 @@ def test_host_campaign_on_uspowergrid_then_report(tmp_path, monkeypatch, capsys)
     assert "real files: uspowergrid" in report
     assert "--graphs uspowergrid" in report  # the reproduce section
     (out / "M7.md").unlink()
-    assert perf_ab.main(["report", "--out", str(out)]) == 0
+    assert perf_ab.main(["report", "--out", str(out), "--write"]) == 0
     assert (out / "M7.md").read_text() == report
 
 

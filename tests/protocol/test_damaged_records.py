@@ -120,7 +120,7 @@ def test_damaged_summary_is_rebuilt(copy, capsys):
     good = json.loads((out / "summary.json").read_text())
     for text in ("{not json", "[]", json.dumps({"cells": "none"})):
         (out / "summary.json").write_text(text)
-        assert perf_ab.main(["report", "--out", str(out)]) == 0
+        assert perf_ab.main(["report", "--out", str(out), "--write"]) == 0
         assert json.loads((out / "summary.json").read_text())["cells"] == good["cells"]
 
 
@@ -136,7 +136,7 @@ def test_report_into_a_folder_it_cannot_write(copy, capsys, monkeypatch):
     _, out, _ = copy
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(out) else real_access(p, mode))
-    assert perf_ab.main(["report", "--out", str(out)]) == 2
+    assert perf_ab.main(["report", "--out", str(out), "--write"]) == 2
     err = capsys.readouterr().err
     assert f"the report cannot be written: {out} is not writable" in err and "Traceback" not in err
 

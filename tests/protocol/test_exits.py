@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,7 @@ def test_an_untrustworthy_control_is_said_too():
 
 
 @pytest.mark.skipif(shared_data_dir() is None, reason="shared real graphs not found (../shared/data)")
+@pytest.mark.slow
 def test_a_busy_host_exit_4_names_the_reason_and_the_option(tmp_path, capsys):
     # any foreign CPU load is too much and no pair may be repeated: the cell is too noisy at once
     code = perf_ab.main(["engines", "--sides", "host,host", "--graphs", "uspowergrid", "--batches", "local10k",
@@ -89,11 +91,15 @@ def _cuda_usable() -> bool:
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 @pytest.mark.skipif(_cuda_usable(), reason="a CUDA GPU is usable here: make bench would run")
 def test_make_bench_without_a_gpu_leaves_status_3(tmp_path):
+    """Told at once: the GPU is asked for before anything is installed or prepared (issue 31)."""
     status = tmp_path / "bench-status"
+    start = time.monotonic()
     proc = subprocess.run(["make", "--no-print-directory", "bench", f"PYTHON={sys.executable}",
                            f"BENCH_STATUS={status}", f"OUT={tmp_path / 'out'}"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert time.monotonic() - start < 10
     assert proc.returncode == 2  # GNU make's own status for any failed recipe
     assert status.read_text().strip() == "3"  # the step's status, as protocol.md §8 says
     assert "needs CuPy and a CUDA GPU" in proc.stdout and str(status) in proc.stdout
+    assert "pip install -e \".[bench]\"" not in proc.stdout + proc.stderr and "prepare" not in proc.stdout
     assert not (tmp_path / "out").exists()

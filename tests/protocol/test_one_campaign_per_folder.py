@@ -80,6 +80,7 @@ def test_a_held_lock_refuses_in_the_same_process_too(tmp_path):
             OutLock(out).acquire()
 
 
+@pytest.mark.slow
 def test_two_campaigns_started_0_3_s_apart_never_both_run(graph, tmp_path):
     path, cache = graph
     out = tmp_path / "out"

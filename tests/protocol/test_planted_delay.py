@@ -250,6 +250,7 @@ def _virtual_campaign(toy, out, monkeypatch, *, seed, plant):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.slow
 def test_a_planted_three_percent_is_detected_and_its_absence_is_not(toy, tmp_path, monkeypatch, seed):
     planted = _virtual_campaign(toy, tmp_path / "planted", monkeypatch, seed=seed, plant=True)
     summary = planted.read_summary()
@@ -304,6 +305,7 @@ def test_a_bad_plant_is_exit_2_before_any_work(tmp_path, capsys):
     assert not (tmp_path / "campaign.json").exists()
 
 
+@pytest.mark.slow
 def test_a_planted_campaign_says_so_everywhere(tmp_path, capsys):
     from bench import perf_ab
     from tests.conftest import shared_data_dir

@@ -149,6 +149,7 @@ def _child(mode, tmp_path, nvml_log=None):
     return proc
 
 
+@pytest.mark.slow
 def test_sigkill_mid_campaign_keeps_rounds_and_resume_completes(toy, tmp_path):
     proc = _child("kill", tmp_path)
     proc.kill()  # SIGKILL: no handler, no flush, nothing runs
@@ -159,6 +160,7 @@ def test_sigkill_mid_campaign_keeps_rounds_and_resume_completes(toy, tmp_path):
     _resume_and_check(store, toy, kept)
 
 
+@pytest.mark.slow
 def test_sigterm_resets_locked_clocks(tmp_path):
     log = tmp_path / "nvml.log"
     proc = _child("sigterm", tmp_path, log)

@@ -43,8 +43,8 @@ def _round_file(out, batch):
     return path
 
 
-def _report(out, capsys):
-    code = perf_ab.main(["report", "--out", str(out)])
+def _report(out, capsys):  # --write: these tests are about what a rendering leaves beside the records
+    code = perf_ab.main(["report", "--out", str(out), "--write"])
     err = capsys.readouterr().err
     assert "Traceback" not in err
     return code, err

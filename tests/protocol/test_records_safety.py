@@ -183,6 +183,7 @@ def test_the_recorded_line_spells_out_what_was_measured(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(shared_data_dir() is None, reason="shared real graphs not found (../shared/data)")
+@pytest.mark.slow
 def test_the_printed_lines_run_and_never_delete_the_records(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(REPO)  # the lines are relative to the repository
     out = tmp_path / "results"

@@ -10,6 +10,8 @@ import os
 import shlex
 from pathlib import Path
 
+import pytest
+
 from bench import perf_ab
 from bench.engines_cmd import _rebuild_argv
 from bench.graph_file import GraphFileSpec
@@ -99,6 +101,7 @@ def test_the_prepare_line_names_the_graph_file_as_typed():
     assert prepare_command(inside) == "python bench/perf_ab.py prepare --graph-file graphs/toy.txt --name toy"
 
 
+@pytest.mark.slow
 def test_a_campaign_on_a_graph_file_in_tmp_prints_it_as_typed(tmp_path, capsys, monkeypatch):
     """The README's bring-your-own-graph example: --graph-file and --out under /tmp, typed absolute."""
     monkeypatch.chdir(REPO)

@@ -154,6 +154,7 @@ def test_adaptive_stops_at_the_target_once_precise(toy, tmp_path, monkeypatch, s
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.slow
 def test_adaptive_goes_on_until_precise(toy, tmp_path, monkeypatch, seed):
     # a 5 % spread: the 5-pair interval is wider than 3 %, so pairs are added until it is not
     # (or the maximum is reached), and the stop is at the first pair count that meets it

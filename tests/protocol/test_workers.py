@@ -50,6 +50,7 @@ def timed(rows):
 
 
 # -- spawned workers --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_each_worker_process_records_its_rounds_and_the_workers_are_spread(toy, tmp_path):
     code, store = run(worker_config(control=True), [toy], tmp_path)
     assert code in (ExitCode.OK, ExitCode.TOO_NOISY)  # TOO_NOISY only if the A/A control says so
@@ -81,6 +82,7 @@ def test_each_worker_process_records_its_rounds_and_the_workers_are_spread(toy, 
     assert toy.graph.state_id == toy.graph.snapshot().state_id
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_nothing_else_and_resume_reruns_only_it(toy, tmp_path):
     marker = tmp_path / "killed"
     # side B per unit: guard 1, warm-up 2, timed 3 (3 pairs each): call 10 of worker 0's process is
@@ -127,6 +129,7 @@ def test_a_killed_worker_loses_nothing_else_and_resume_reruns_only_it(toy, tmp_p
     assert [s["resumed"] for s in campaign["sessions"]] == [False, True]
 
 
+@pytest.mark.slow
 def test_the_command_runs_three_workers_by_default_reading_the_cache(tmp_path, capsys):
     rng = np.random.default_rng(5)
     edges = rng.integers(1, 201, size=(600, 2))
