@@ -69,17 +69,22 @@ def test_an_untrustworthy_control_is_said_too():
 
 @pytest.mark.skipif(shared_data_dir() is None, reason="shared real graphs not found (../shared/data)")
 @pytest.mark.slow
-def test_a_busy_host_exit_4_names_the_reason_and_the_option(tmp_path, capsys):
-    # any foreign CPU load is too much and no pair may be repeated: the cell is too noisy at once
+def test_a_busy_host_exit_4_names_the_reason_and_the_option(tmp_path, capsys, monkeypatch):
+    # every round sees 2.5 foreign cores (a controlled load, measured in this process: one worker)
+    # against a limit of 0.5, and no pair may be repeated: the cell is too noisy at once
+    from protocol.monitor import CpuLoadMonitor
+
+    monkeypatch.setattr(CpuLoadMonitor, "foreign_cores", lambda self, start, end: 2.5)
     code = perf_ab.main(["engines", "--sides", "host,host", "--graphs", "uspowergrid", "--batches", "local10k",
-                         "--objectives", "0", "--rounds", "5", "--max-foreign-cpu", "-1", "--max-rejects", "0",
+                         "--objectives", "0", "--rounds", "5", "--processes", "1", "--max-foreign-cpu", "0.5",
+                         "--max-rejects", "0",
                          "--no-control", "--out", str(tmp_path), "--allow-dirty", "--no-progress",
                          "--data-dir", str(shared_data_dir())])
     err = capsys.readouterr().err
     assert code == 4, err
     line = next(x for x in err.splitlines() if x.startswith("perf_ab.py engines: exit 4: cell uspowergrid/local10k/0"))
     assert "exceed --max-rejects 0" in line
-    assert "other processes used more CPU than --max-foreign-cpu -1 cores" in line and "raise --max-foreign-cpu" in line
+    assert "other processes used more CPU than --max-foreign-cpu 0.5 cores" in line and "raise --max-foreign-cpu" in line
 
 
 def _cuda_usable() -> bool:

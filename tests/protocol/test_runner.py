@@ -222,8 +222,12 @@ def test_foreign_gpu_process_makes_cells_too_noisy_but_all_cells_run(toy, tmp_pa
     assert all(c["rejected_pairs"] == 2 for c in cells)
 
 
-def test_foreign_cpu_load_rejects(toy, tmp_path):
-    config = host_config(rounds=5, max_foreign_cpu=-1.0, max_rejects=0)  # any load is too much
+def test_foreign_cpu_load_rejects(toy, tmp_path, monkeypatch):
+    # every round sees 2.5 foreign cores (a controlled load, not the machine's) against a limit of 1
+    from protocol.monitor import CpuLoadMonitor
+
+    monkeypatch.setattr(CpuLoadMonitor, "foreign_cores", lambda self, start, end: 2.5)
+    config = host_config(rounds=5, max_foreign_cpu=1.0, max_rejects=0)
     code, store = run(config, [toy], tmp_path)
     assert code == ExitCode.TOO_NOISY
     assert timed_rows(store)["reject_reason"].str.contains("foreign CPU load").any()
