@@ -38,9 +38,20 @@ def main(args) -> int:
     from protocol.records import RecordStore
     from protocol.report import REPORT_NAME, render_report, report_text
 
+    from protocol.outlock import OutLock, running_campaign
+
     store = RecordStore(args.out or REPO_ROOT / "results")
     target = Path(args.to) if args.to else store.root / REPORT_NAME if args.write else None
+    holder = running_campaign(store.root)
+    if holder is not None:  # its records are half written: a report now would mix rounds in flight
+        print(f"perf_ab.py report: error: a campaign is running in {store.root} ({holder}): render its "
+              "report when it has ended (it renders its own at its end)", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    # --write changes the folder: hold it, so that no campaign starts there meanwhile
+    lock = OutLock(store.root) if args.write and store.root.is_dir() else None
     try:
+        if lock is not None:
+            lock.acquire()
         store.read_campaign()  # missing or damaged records first: they say more than the folder
         problem = target is not None and output_problem(target, folder=False)
         if problem:
@@ -59,6 +70,9 @@ def main(args) -> int:
     except Exception as exc:  # a bug: the traceback helps whoever fixes it
         print_internal_error("perf_ab.py report: ", exc, blamed="the records")
         return int(ExitCode.CORRECTNESS)
+    finally:
+        if lock is not None:
+            lock.release()
     if target is None:
         sys.stdout.write(text)
     else:

@@ -75,10 +75,32 @@ class OutLock:
         self.release()
 
 
+def running_campaign(folder) -> str | None:
+    """Who holds ``folder``'s lock now ("pid 123, started ..."), or None when no campaign runs
+    there. Only reads: a shared lock tried on the existing file, never creating it, so a report
+    printed from a folder (perf_ab.py report) writes nothing into it."""
+    path = Path(folder) / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None  # no campaign ever locked this folder
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
+                raise
+            return _read_holder(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read_holder(fd: int, empty="a process that has not written its pid yet"):
     """The holder's line in the lock file ("pid 123, started ..."), or ``empty`` when it has none."""
     text = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
     return text or empty
 
 
-__all__ = ["OutLock", "LOCK_NAME"]
+__all__ = ["OutLock", "LOCK_NAME", "running_campaign"]

@@ -66,3 +66,23 @@ def test_the_committed_report_is_left_alone(capsys):
     assert capsys.readouterr().out.startswith("# M7: ")
     assert [p.read_bytes() for p in files] == before
     assert (RESULTS / "summary.json").exists() == had_summary
+
+
+@pytest.mark.slow
+def test_a_running_campaign_is_not_reported_and_its_folder_not_written(records, capsys):
+    """While a campaign holds --out (protocol/outlock.py), report refuses in every mode: its
+    records are half written. Printing never creates the lock file; --write takes the lock."""
+    from protocol.outlock import LOCK_NAME, OutLock
+
+    assert not (records / LOCK_NAME).exists()
+    assert perf_ab.main(["report", "--out", str(records)]) == 0
+    assert not (records / LOCK_NAME).exists()  # printing wrote nothing, not even a lock
+    capsys.readouterr()
+    with OutLock(records):
+        before = _snapshot(records)
+        for extra in ([], ["--write"]):
+            assert perf_ab.main(["report", "--out", str(records), *extra]) == 2
+            err = capsys.readouterr().err
+            assert "a campaign is running in" in err and "pid" in err and "Traceback" not in err
+        assert _snapshot(records) == before
+    assert perf_ab.main(["report", "--out", str(records), "--write"]) == 0  # once it has ended
