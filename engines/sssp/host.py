@@ -32,7 +32,7 @@ from .host_steps import (
     word_parents,
     words_from_tree,
 )
-from .packing import INF_HALF, Packing
+from .packing import INF_HALF, INFINITE_DISTANCE, Packing
 from .plan import ChangeLists, EngineReport, Plan
 
 #: Which propagation the engine runs: "auto" (Numba if importable, else NumPy), "numba", "numpy".
@@ -165,7 +165,16 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
     _check_shapes(graph, distances, parents, plan)
     n = plan.num_vertices
     source = plan.source
-    _check_inputs(distances, plan.bound)
+    compiled = _numba_propagate() is not None
+    if compiled:  # the check and the start words in one pass (host_region)
+        from .host_region import pack_start
+
+        start_words, bad = pack_start(distances, parents, plan.packing, plan.bound, INF_HALF)
+        if bad >= 0:
+            raise errors.invalid_input_error(
+                f"vertex {bad} has distance {int(distances[bad])}, bound {plan.bound}")
+    else:
+        _check_inputs(distances, plan.bound)
 
     changed_to = np.asarray(changes.changed_to, dtype=np.int64)
     changed_from = np.asarray(changes.changed_from, dtype=np.int64)
@@ -184,7 +193,7 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
     if _recompute_instead(distances, parents, invalid, heads, graph, plan):
         words, counts = _from_scratch(graph, plan)
     else:
-        words = words_from_tree(distances, parents, plan.packing)
+        words = start_words if compiled else words_from_tree(distances, parents, plan.packing)
         words[invalid] = WORD_INF
         if heads.size:
             # A mark array deduplicates in O(n) (np.union1d sorts, far slower at millions of vertices).
@@ -197,14 +206,20 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
         frontier = _pull(words, candidates, graph, plan)
         counts = _propagate(words, frontier, graph, plan)
 
-    new_d, new_p = _final_arrays(words, graph, plan, parents.dtype)
-    changed = np.flatnonzero((new_d != distances) | (new_p != parents))
-    distances[changed] = new_d[changed]
-    parents[changed] = new_p[changed]
+    if compiled and plan.packed:  # unpack, compare and write in one pass (host_region)
+        from .host_region import write_changed
+
+        affected = write_changed(words, distances, parents, plan.packing, INFINITE_DISTANCE)
+    else:
+        new_d, new_p = _final_arrays(words, graph, plan, parents.dtype)
+        changed = np.flatnonzero((new_d != distances) | (new_p != parents))
+        distances[changed] = new_d[changed]
+        parents[changed] = new_p[changed]
+        affected = int(changed.size)
     return EngineReport(
         engine_used=_ENGINE,
         invalidated=int(invalid.size),
-        affected=int(changed.size),
+        affected=affected,
         iterations=counts.iterations,
         epochs=counts.epochs,
         pushes=counts.pushes,

@@ -179,4 +179,68 @@ def survivors_are_canonical(distances: np.ndarray, parents: np.ndarray, invalid:
                                       int(source), int(inf_half), int(bound), lowest))
 
 
-__all__ = ["invalidate_walk", "pull_scan", "survivors_are_canonical"]
+@njit(nogil=True)
+def _pack_start(distances, parents, bits, no_parent, packed, bound, inf_half, words):
+    """The start words (words_from_tree) and the input check (host._check_inputs) in one pass;
+    returns the first vertex whose finite distance is negative or above the bound, or -1."""
+    n = distances.shape[0]
+    inf = np.uint64(INF_WORD)
+    for v in range(n):
+        d = distances[v]
+        if d >= inf_half:
+            words[v] = inf
+            continue
+        if d < 0 or d > bound:
+            return v
+        if packed:
+            p = parents[v]
+            field = np.uint64(no_parent) if p < 0 else np.uint64(p)
+            words[v] = (np.uint64(d) << bits) | field
+        else:
+            words[v] = np.uint64(d)
+    return -1
+
+
+def pack_start(distances: np.ndarray, parents: np.ndarray, packing: Packing, bound: int,
+               inf_half: int) -> tuple[np.ndarray, int]:
+    """``(words, bad)``: the words of §7.1 step 1 and the first vertex failing step 2's input
+    check (-1 when none; the words are then incomplete and must not be used)."""
+    words = np.empty(distances.shape[0], dtype=np.uint64)
+    bad = _pack_start(distances, parents, np.uint64(packing.bits), int(packing.no_parent),
+                      bool(packing.packed), int(bound), int(inf_half), words)
+    return words, int(bad)
+
+
+@njit(nogil=True)
+def _write_changed(words, distances, parents, bits, no_parent, inf_distance):
+    """Unpack every packed word and write the entries whose (distance, parent) differ; their
+    count. The INF word unpacks to (inf_distance, -1), a ``no_parent`` field to parent -1."""
+    n = words.shape[0]
+    inf = np.uint64(INF_WORD)
+    mask = np.uint64(no_parent)
+    changed = 0
+    for v in range(n):
+        x = words[v]
+        if x == inf:
+            d = inf_distance
+            p = -1
+        else:
+            d = np.int64(x >> bits)
+            field = x & mask
+            p = -1 if field == mask else np.int64(field)
+        if d != distances[v] or p != parents[v]:
+            distances[v] = d
+            parents[v] = p
+            changed += 1
+    return changed
+
+
+def write_changed(words: np.ndarray, distances: np.ndarray, parents: np.ndarray, packing: Packing,
+                  inf_distance: int) -> int:
+    """§7.1 step 8 for packed words, in place: what ``word_distances``/``word_parents`` and the
+    comparison with the input give, in one pass; returns ``affected``."""
+    return int(_write_changed(words, distances, parents, np.uint64(packing.bits), int(packing.no_parent),
+                              int(inf_distance)))
+
+
+__all__ = ["invalidate_walk", "pack_start", "pull_scan", "survivors_are_canonical", "write_changed"]

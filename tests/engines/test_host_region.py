@@ -172,3 +172,53 @@ def test_a_kept_distance_that_is_not_shortest_blocks_the_fallback():
     args = (np.zeros(5, dtype=bool), np.zeros(5, dtype=bool), graph.row_ptr, graph.col_ind,
             graph.weight_column(0), 0, INF_HALF, 1 << 40)
     assert survivors_are_canonical(d, np.array([-1, 0, 0, 1, 3], dtype=np.int32), *args) is False
+
+
+@pytest.mark.parametrize("bits", [20, 14])
+def test_pack_start_and_write_changed_equal_the_numpy_steps(bits):
+    """The fused start (words and input check) and end (unpack, compare, write) passes against
+    words_from_tree / word_distances / word_parents and the comparison they replace."""
+    from engines.sssp.host_region import pack_start, write_changed
+    from engines.sssp.host_steps import word_distances, word_parents
+    from engines.sssp.packing import INF_HALF, INFINITE_DISTANCE, Packing
+
+    rng = np.random.default_rng(bits + 1)
+    n = 5000
+    packing = Packing(packed=bits > 0, bits=bits, bound=(1 << 40))
+    d = rng.integers(0, 10**6, size=n).astype(np.int64)  # parents need bits >= 13 for n = 5000
+    d[rng.random(n) < 0.1] = INFINITE_DISTANCE
+    p = rng.integers(-1, n, size=n).astype(np.int32)
+    p[d >= INF_HALF] = -1
+    words, bad = pack_start(d, p, packing, packing.bound, INF_HALF)
+    assert bad == -1
+    np.testing.assert_array_equal(words, words_from_tree(d, p, packing))
+    # the end: new words against the inputs
+    new = words.copy()
+    touched = rng.choice(n, size=700, replace=False)
+    new[touched[:300]] = np.uint64((1 << 64) - 1)
+    new[touched[300:]] = (rng.integers(0, 10**5, size=400).astype(np.uint64) << np.uint64(packing.bits)) | \
+        rng.integers(0, n, size=400).astype(np.uint64)
+    exp_d, exp_p = word_distances(new, packing), word_parents(new, packing, np.int32)
+    exp_count = int(((exp_d != d) | (exp_p != p)).sum())
+    d2, p2 = d.copy(), p.copy()
+    assert write_changed(new, d2, p2, packing, INFINITE_DISTANCE) == exp_count
+    np.testing.assert_array_equal(d2, exp_d)
+    np.testing.assert_array_equal(p2, exp_p)
+    # the input check: the first distance out of range is named
+    bad_d = d.copy()
+    bad_d[[17, 4000]] = -3
+    assert pack_start(bad_d, p, packing, packing.bound, INF_HALF)[1] == 17
+    bad_d[[17, 4000]] = [5, packing.bound + 1]
+    assert pack_start(bad_d, p, packing, packing.bound, INF_HALF)[1] == 4000
+
+
+def test_pack_start_in_distance_only_mode():
+    from engines.sssp.host_region import pack_start
+    from engines.sssp.packing import INF_HALF, INFINITE_DISTANCE, Packing
+
+    packing = Packing(packed=False, bits=0, bound=(1 << 50))
+    d = np.array([0, 5, INFINITE_DISTANCE, 2**40], dtype=np.int64)
+    p = np.array([-1, 0, -1, 1], dtype=np.int32)
+    words, bad = pack_start(d, p, packing, packing.bound, INF_HALF)
+    assert bad == -1
+    np.testing.assert_array_equal(words, words_from_tree(d, p, packing))
