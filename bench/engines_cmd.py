@@ -204,8 +204,8 @@ def _check_selection(args, spec) -> None:
     """``--batches`` and ``--objectives`` against what every graph of a campaign has, before
     campaign.json exists: refused later, they would leave an unfinished campaign behind that only
     ``--force`` gets past (issue 28). Every graph gets the same three batches; the gates and a
-    graph file with drawn weights have K = 3 objectives (a file's own weights are counted when it
-    is read, and the runner checks them then)."""
+    graph file with drawn weights have K = 3 objectives (a file's own weights are counted once it
+    is identified: _check_file_objectives)."""
     from bench.batches import BATCH_SPECS
     from bench.weights import NUM_OBJECTIVES
 
@@ -220,6 +220,20 @@ def _check_selection(args, spec) -> None:
         if count is not None and k >= count:
             raise UsageError(f"--objectives: objective {k} is outside [0, {count}): the graphs have {count} "
                              "weight columns, numbered from 0")
+
+
+def _check_file_objectives(args, spec, out) -> None:
+    """``--objectives`` against a graph file's own weight columns (``--weights file``), before
+    campaign.json exists (issue 28): the count is known only once the file is read."""
+    wanted = _objectives(args) or []
+    if spec.weights != "file" or not wanted:
+        return
+    count = _prepared(spec.name, lambda: graph_file.weight_columns(spec, cache_dir=args.cache_dir),
+                      _written(args, out))
+    for k in wanted:
+        if k >= count:
+            raise UsageError(f"--objectives: objective {k} is outside [0, {count}): {spec.path} has {count} "
+                             "weight column(s), numbered from 0")
 
 
 def _lock_out(out: str):
@@ -402,6 +416,7 @@ def main(args) -> int:
         _check_outputs(args, out)
         if spec is not None:  # its SHA-256, for the parameters and the preparation (hashed once)
             spec = _prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
+            _check_file_objectives(args, spec, out)
         config = build_config(args, spec)
         device = _check_cuda(config.sides)
         sync_factory = _sync_counter_factory() if args.verify_syncs else None

@@ -290,6 +290,17 @@ def _file_weights(spec: GraphFileSpec, parsed):
         raise InputError(f"{spec.path}: --weights file: {exc}{retry}") from None
 
 
+def weight_columns(spec: GraphFileSpec, *, cache_dir=None) -> int:
+    """The objectives a graph file measures: K = NUM_OBJECTIVES drawn weights, or the number of
+    weight columns of the file itself (``--weights file``; read through the parse cache, so the
+    preparation that follows reads it again for free). Refused weights raise ``InputError``."""
+    if spec.weights != "file":
+        return NUM_OBJECTIVES
+    parsed, _ = read_graph_cached(spec.path, format=spec.format, options=spec.reader_options(),
+                                  cache_dir=default_cache_dir(cache_dir), sha256=spec.sha256)
+    return int(_file_weights(spec, parsed).shape[1])
+
+
 def _gate_check(spec: GraphFileSpec, num_vertices: int, num_edges: int) -> None:
     from .gates import GATES
 
