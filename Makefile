@@ -209,10 +209,10 @@ sanitize: bench-deps
 	  grid=; cases="$(foreach c,$(SANITIZE_CASES),--cases '$(c)')"; \
 	  if [ $$tool = racecheck ]; then grid="ENGINES_FUSED_MAX_BLOCKS=$(SANITIZE_RACECHECK_BLOCKS) ENGINES_OPERATORS_LOOP_BLOCKS=$(SANITIZE_RACECHECK_BLOCKS)"; \
 	    cases="$(foreach c,$(SANITIZE_RACECHECK_CASES),--cases '$(c)')"; fi; \
-	  eval env $$grid compute-sanitizer --tool $$tool --error-exitcode 9 --print-limit 20 $(PYTHON) bench/compare.py \
+	  eval env $$grid compute-sanitizer --tool $$tool --error-exitcode 9 --print-limit 20 $(PYTHON) -m conformance compare \
 	    --configs $(SANITIZE_CONFIGS) --quiet $$cases || exit $$?; \
 	done
 
 # The golden corpus replayed on every configuration this machine can run (CUDA ones need a GPU).
 compare: bench-deps
-	$(PYTHON) bench/compare.py --configs $(or $(CONFIGS),host)
+	$(PYTHON) -m conformance compare --configs $(or $(CONFIGS),host)

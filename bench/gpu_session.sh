@@ -19,7 +19,7 @@ BUDGET=${1:-570}
 shift || true
 STEPS=${*:-tests compare table campaign}
 TEST_PATHS=${TEST_PATHS:-tests}
-# the golden replay's configurations (bench/golden_replay.py CONFIGS)
+# the golden replay's configurations (conformance/replay.py CONFIGS)
 COMPARE_CONFIGS=${COMPARE_CONFIGS:-host,cuda-fused,cuda-operators,cuda-fused-group,cuda-operators-group,cuda-operators-host-group}
 TABLE_GRAPHS=${TABLE_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0}
 CAMPAIGN_GRAPHS=${CAMPAIGN_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa}
@@ -74,7 +74,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 for s in $STEPS; do
   case $s in
     tests) step gpu_tests ${TESTS_CAP:-260} python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests} ;;
-    compare) [ -f bench/compare.py ] && step compare 150 python3 bench/compare.py --configs "$COMPARE_CONFIGS" ;;
+    compare) [ -f conformance/compare.py ] && step compare 150 python3 -m conformance compare --configs "$COMPARE_CONFIGS" ;;
     table) step engine_table 240 python3 bench/engine_table.py --graphs $TABLE_GRAPHS $TABLE_ARGS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
                 --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;

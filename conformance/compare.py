@@ -1,6 +1,6 @@
 """Replay the golden corpus on engine configurations and compare every output exactly.
 
-    python bench/compare.py --configs host,cuda-fused,cuda-operators [--corpus DIR] [--cases PATTERN]
+    python -m conformance compare --configs host,cuda-fused,cuda-operators [--corpus DIR] [--cases PATTERN]
 
 Every configuration is compared with the stored expectations (the host reference's outputs,
 checked against independent oracles when the corpus was generated), hence with each other:
@@ -38,7 +38,7 @@ class UsageError(Exception):
 
 
 def parse_configs(text: str):
-    from bench.golden_replay import CONFIGS
+    from conformance.replay import CONFIGS
 
     names = [c.strip() for c in text.split(",") if c.strip()]
     if not names:
@@ -90,8 +90,8 @@ def summary_table(outcomes, configs) -> Table:
     return table
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/compare.py", description=__doc__.split("\n\n")[0],
+def main(argv=None, prog: str = "python -m conformance compare") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--configs", default="host",
                         help="comma-separated: host, host-delta1, cuda-fused, cuda-operators, "
@@ -113,9 +113,9 @@ def main(argv=None) -> int:
         err.print(f"usage error: {exc}")
         return EXIT_USAGE
 
-    from bench.golden import DEFAULT_CORPUS
-    from bench.golden_replay import replay
-    from bench.golden_store import CorpusCorruptError, CorpusMissingError, load_corpus
+    from conformance.golden import DEFAULT_CORPUS
+    from conformance.replay import replay
+    from conformance.store import CorpusCorruptError, CorpusMissingError, load_corpus
 
     corpus_dir = Path(args.corpus) if args.corpus else DEFAULT_CORPUS
     try:

@@ -1,15 +1,15 @@
 """The golden corpus: generation by the host reference, checked against independent oracles, and replay.
 
-``python -m bench.golden generate [--out tests/golden]`` builds every case of the catalogue below,
-checks it against the independent oracles of ``tests/oracles.py`` (SciPy's Dijkstra, the
+``python -m conformance generate [--out tests/golden]`` builds every case of the catalogue below,
+checks it against the independent oracles of ``conformance/oracles.py`` (SciPy's Dijkstra, the
 lowest-id tight in-neighbour, the closed form of §5.12, a list-based model of the batch semantics)
 and ``update()`` from a canonical tree against ``compute()``, and writes the shards and the
-manifest; it needs a checkout (tests/). ``verify`` checks the digests, ``check`` regenerates into a
+manifest. ``verify`` checks the digests, ``check`` regenerates into a
 temporary directory and compares digests (reproducibility), ``list`` prints the cases.
-``bench/compare.py`` replays the corpus on engine configurations.
+``python -m conformance compare`` replays the corpus on engine configurations.
 
 The catalogue: five graph presets (random tiny, small, medium; grid small, medium) x seeds x the
-ten batch mixes of ``golden_mixes.MIXES``; the same mixes from non-canonical input trees; the
+ten batch mixes of ``mixes.MIXES``; the same mixes from non-canonical input trees; the
 packing boundary and distance-only cases (n = 65537 / 65538, few and sparse); and hand-written
 fixtures (duplicates, parallel edges, self-loops, empty batch, delete-all, growth, K = 1..5 ...).
 """
@@ -35,19 +35,21 @@ import numpy as np
 from engines import Batch, Graph
 from engines import sssp
 
-from .golden_oracles import oracles
-from .golden_mixes import (MIXES, WEIGHT_MAX, GraphArrays, MixContext, csr_from_edges, grid_graph,
-                           random_graph)
-from .golden_replay import CONFIGS, CaseOutcome, Config, replay, replay_case
-from .golden_store import (Corpus, CorpusCorruptError, CorpusMissingError, encode_json, load_corpus,
-                           write_manifest, write_shard)
+from . import oracles
+from .mixes import (MIXES, WEIGHT_MAX, GraphArrays, MixContext, csr_from_edges, grid_graph,
+                    random_graph)
+from .replay import CONFIGS, CaseOutcome, Config, replay, replay_case
+from .store import (Corpus, CorpusCorruptError, CorpusMissingError, encode_json, load_corpus,
+                    write_manifest, write_shard)
 
-# The replay half of the library, re-exported: ``from bench.golden import load_corpus, replay, CONFIGS``.
+# The replay half of the library, re-exported: ``from conformance.golden import load_corpus, replay, CONFIGS``.
 __all__ = ["CaseSpec", "catalogue", "build_case", "generate", "load_corpus", "Corpus", "replay", "replay_case",
            "CONFIGS", "Config", "CaseOutcome", "CorpusMissingError", "CorpusCorruptError", "DEFAULT_CORPUS", "main"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO_ROOT / "tests" / "golden"
+# Recorded in the manifest as written by generator version 1: the text stays as it was (the
+# corpus is byte-identical), although the command is now ``python -m conformance generate``.
 GENERATOR = "python -m bench.golden generate (generator version 1)"
 
 BatchArrays = tuple  # (ins_src, ins_dst, ins_w (k, K), del_src, del_dst), int64
@@ -393,7 +395,7 @@ def graph_id(g: GraphArrays) -> str:
 
 def build_case(spec: CaseSpec) -> tuple[dict, dict[str, np.ndarray]]:
     """Run the host reference on one case, check it against every oracle, return (meta, arrays)."""
-    O = oracles()
+    O = oracles
     g = spec.graph
     n, k, s = g.n, spec.objective, spec.source
     rng = _seeded(*spec.seed, 7)
@@ -565,8 +567,8 @@ def _cmd_list(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.golden", description=__doc__.split("\n\n")[0])
+def main(argv=None, prog: str = "python -m conformance") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("generate", help="build, check and store the corpus")
     p.add_argument("--out", default=str(DEFAULT_CORPUS))

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
-from .golden_oracles import oracles
+from . import oracles
 
 WEIGHT_MAX = (1 << 31) - 1
 
@@ -45,7 +45,7 @@ class GraphArrays:
         """This graph as the oracles' ``RefGraph``, built once: one preset graph serves ten mixes, and
         a RefGraph is never modified."""
         weights_objective_major = np.ascontiguousarray(self.weights.T).reshape(-1)
-        return oracles().RefGraph.from_csr(self.row_ptr, self.col_ind, weights_objective_major, self.K)
+        return oracles.RefGraph.from_csr(self.row_ptr, self.col_ind, weights_objective_major, self.K)
 
 
 def csr_from_edges(n, src, dst, weights) -> GraphArrays:
@@ -127,7 +127,7 @@ class MixContext:
         return src[first], dst[first], idx[first]
 
     def reachable(self) -> np.ndarray:
-        return np.flatnonzero((self.d_in < oracles().INF) & (np.arange(self.graph.n) != self.source))
+        return np.flatnonzero((self.d_in < oracles.INF) & (np.arange(self.graph.n) != self.source))
 
 
 def _pairs(rng, pool, count):
@@ -180,7 +180,7 @@ def safe_filter(g: GraphArrays, source, isrc, idst, ins_w, dsrc, ddst):
     """Drop every deletion touching a vertex the batch would disconnect, until none is lost (inputs.md §3)."""
     before = _reach_mask(g.n, g.row_ptr, g.col_ind, source)
     while dsrc.size:
-        applied = oracles().ref_apply(g.ref, isrc, idst, ins_w, dsrc, ddst).graph
+        applied = oracles.ref_apply(g.ref, isrc, idst, ins_w, dsrc, ddst).graph
         row_ptr, col_ind, _ = applied.csr()
         after = _reach_mask(applied.num_vertices, row_ptr, col_ind, source)
         lost = np.zeros(after.shape[0], dtype=bool)
@@ -269,7 +269,7 @@ def subtree_sizes(d_in, p_in) -> np.ndarray:
     """Size of every vertex's subtree in the input tree (distances strictly grow along tree edges)."""
     n = p_in.shape[0]
     size = np.ones(n, dtype=np.int64)
-    reach = np.flatnonzero(d_in < oracles().INF)
+    reach = np.flatnonzero(d_in < oracles.INF)
     for v in reach[np.argsort(-d_in[reach], kind="stable")].tolist():
         p = p_in[v]
         if p >= 0:

@@ -1,5 +1,6 @@
 """Independent oracles (algorithm.md §13 item 1): the one copy used by the engine tests and by the
-golden corpus generator (``python -m bench.golden generate`` imports it as ``tests.oracles``).
+golden corpus generator (``python -m conformance generate``), imported as ``conformance.oracles``; it
+lived in ``tests/`` until issue 29 (production never imports ``tests``).
 
 Nothing here imports ``engines``: every rule is re-implemented from the spec text, as simply as
 possible (plain Python loops over per-row lists, SciPy's Dijkstra for distances), so that a wrong

@@ -118,7 +118,7 @@ def load_corpus(directory) -> Corpus:
     if not manifest_path.is_file():
         raise CorpusMissingError(
             f"no golden corpus at {directory} ({MANIFEST_NAME} not found); generate it with "
-            f"`python -m bench.golden generate --out {directory}`"
+            f"`python -m conformance generate --out {directory}`"
         )
     try:
         manifest = json.loads(manifest_path.read_text())

@@ -1,5 +1,5 @@
 """Test harness shared by the engine tests: random graphs and batches, and one function that runs
-an ``update()`` and checks everything observable against the oracles of ``tests/oracles.py``.
+an ``update()`` and checks everything observable against the oracles of ``conformance/oracles.py``.
 
 Only the checks call the engine; the expected values always come from the oracles.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import engines
 from engines import sssp
 
-from . import oracles as O
+from conformance import oracles as O
 
 WEIGHT_CLASSES = ("tiny", "mid", "huge")
 

@@ -44,6 +44,7 @@ COMMANDS = {
     "compare.py": (["bench/compare.py", "--help"], "rich", "compare.py"),
     "engine_table.py": (["bench/engine_table.py", "--help"], "numpy", "engine_table.py"),
     "golden": (["-m", "bench.golden", "--help"], "numpy", "golden.py"),
+    "conformance": (["-m", "conformance", "list", "--help"], "numpy", "conformance"),
     "stream.py": (["bench/stream.py", "--help"], "numpy", "stream.py"),
     "host_bench.py": (["bench/host_bench.py", "--help"], "numpy", "host_bench.py"),
 }

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.golden import DEFAULT_CORPUS
-from bench.golden_store import MANIFEST_NAME, decode_json, encode_json, write_manifest, write_shard
+from conformance.golden import DEFAULT_CORPUS
+from conformance.store import MANIFEST_NAME, decode_json, encode_json, write_manifest, write_shard
 
 
 def corpus_copy(tmp_path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""bench/compare.py: the full host replay (the CI check), its exit codes and its mismatch report."""
+"""python -m conformance compare (and its alias bench/compare.py): the full host replay (the CI check), its exit codes and its mismatch report."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import compare
-from bench.golden_store import decode_json
+from conformance import compare
+from conformance.store import decode_json
 from engines.sssp import backends
 
 from .golden_helpers import corpus_copy, rewrite_consistently
@@ -32,8 +32,19 @@ def test_full_corpus_replays_equal_on_host(capsys):
 
 
 @pytest.mark.slow
+def test_module_entry_point_runs():
+    """``python -m conformance compare`` from the repository root."""
+    proc = subprocess.run([sys.executable, "-m", "conformance", "compare", "--configs", "host",
+                           "--cases", "fixtures.empty*", "--quiet"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all equal" in proc.stdout
+
+
+@pytest.mark.slow
 def test_script_entry_point_runs(tmp_path):
-    """``python bench/compare.py`` works as a script from any working directory."""
+    """``python bench/compare.py`` (the alias kept for one release) works as a script from any
+    working directory."""
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "compare.py"), "--configs", "host-delta1",
                            "--cases", "fixtures.*", "--quiet"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)

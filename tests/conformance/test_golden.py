@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 import engines
-from bench import golden
-from bench.golden_mixes import MIXES
-from bench.golden_replay import CONFIGS, replay_case
-from bench.golden_store import CorpusCorruptError, CorpusMissingError, load_corpus, write_shard
+from conformance import golden
+from conformance.mixes import MIXES
+from conformance.replay import CONFIGS, replay_case
+from conformance.store import CorpusCorruptError, CorpusMissingError, load_corpus, write_shard
 from engines import sssp
 from engines.io.cache import file_sha256
 
-from .. import oracles as O
+from conformance import oracles as O
 from .golden_helpers import corpus_copy, edit_meta, rewrite_consistently
 
 
@@ -250,3 +250,20 @@ def test_golden_command_line(tmp_path, capsys):
     (copy / "grid-small.npz").write_bytes(b"")
     assert golden.main(["verify", "--corpus", str(copy)]) == 1
     assert "grid-small.npz" in capsys.readouterr().err
+
+
+def test_package_command_dispatches(capsys):
+    """``python -m conformance`` runs the corpus commands and ``compare``; ``python -m bench.golden``
+    stays an alias of the corpus commands for one release."""
+    from bench import golden as golden_alias
+    from conformance.__main__ import main
+
+    assert main(["verify"]) == 0
+    assert "every digest matches" in capsys.readouterr().out
+    assert main(["compare", "--configs", "host", "--cases", "fixtures.empty*", "--quiet"]) == 0
+    assert "all equal" in capsys.readouterr().out
+    assert main(["nope"]) == 2 and "unknown command" in capsys.readouterr().err
+    assert main([]) == 2
+    assert main(["--help"]) == 0 and "compare" in capsys.readouterr().out
+    assert golden_alias.main(["verify"]) == 0
+    assert golden_alias.DEFAULT_CORPUS == golden.DEFAULT_CORPUS and golden_alias.load_corpus is load_corpus

@@ -1,5 +1,5 @@
 """Graph.apply semantics (algorithm.md §3.3, §13 item 8): hand-made cases with explicit CSR arrays
-and counters, then randomized batches against the reference apply of tests/oracles.py."""
+and counters, then randomized batches against the reference apply of conformance/oracles.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import engines
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 
 E = np.zeros(0, np.int64)
 

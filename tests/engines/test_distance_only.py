@@ -11,7 +11,7 @@ import engines
 from engines import sssp
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 
 
 def heavy_sparse_graph(rng, n, K=2):

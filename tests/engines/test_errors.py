@@ -15,7 +15,7 @@ import engines
 from engines import errors, sssp
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 
 E = np.zeros(0, np.int64)
 

@@ -87,7 +87,7 @@ def _chain_outputs(seed, fraction, monkeypatch, perturb):
     from engines import sssp
     from engines.sssp import host
 
-    from .. import oracles as O
+    from conformance import oracles as O
 
     monkeypatch.setattr(host, "RECOMPUTE_FRACTION", fraction)
     rng = np.random.default_rng(seed)

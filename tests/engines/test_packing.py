@@ -10,7 +10,7 @@ import engines
 from engines import sssp
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 
 
 @pytest.mark.parametrize("n,w_last", sorted(O.PACKING_TABLE.items()))

@@ -15,7 +15,7 @@ import engines
 from engines import sssp
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 
 # --------------------------------------------------------------------------------------------
 # The oracles against brute force

@@ -15,7 +15,7 @@ from engines import sssp
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 
 
 def gpu_available() -> bool:
@@ -69,8 +69,8 @@ def engine_of(name: str) -> str:
 
 
 def device_loop_replays(launches: int) -> int:
-    """Replays of the operators device loop (bench/golden_replay.py owns the rule)."""
-    from bench.golden_replay import device_loop_replays as replays
+    """Replays of the operators device loop (conformance/replay.py owns the rule)."""
+    from conformance.replay import device_loop_replays as replays
 
     return replays(launches)
 
@@ -131,7 +131,7 @@ def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
         if (stats.host_syncs, stats.sync_budget) != (1, 1):
             problems.append(f"fused syncs {stats}")
     else:  # the operators engine in one of its loop modes
-        from bench.golden_replay import operators_syncs
+        from conformance.replay import operators_syncs
 
         # an update without candidates runs no loop: the host loop stops after #1 and the last
         # readback, the device loop runs only the unpack (or recovery): 2 syncs in both modes

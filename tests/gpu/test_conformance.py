@@ -18,7 +18,7 @@ import engines
 from engines import errors, sssp
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 from . import ops_support as S
 
 pytestmark = S.GPU

@@ -10,7 +10,7 @@ before the graph moved, receiving the same batches through the host applier. The
 themselves (``g._device.current``: both sides' offsets, keys, per-entry row ids and weights) are
 compared too, not only the downloaded host views.
 
-Independent oracles besides the twin: ``tests/oracles.py``'s list-based ``ref_apply`` (out-CSR,
+Independent oracles besides the twin: ``conformance/oracles.py``'s list-based ``ref_apply`` (out-CSR,
 summary, classification) and :class:`EdgeModel` below, which follows physical edges by identity
 and so spells out the in-CSR order rule (fresh graphs by out-edge index; survivors keep their
 order; new in-edges at the end of their in-row in batch order) without either applier's code.
@@ -38,7 +38,7 @@ from engines import errors, sssp
 from engines.batch import ApplyDelta, ApplySummary
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 from . import ops_support as S
 
 pytestmark = S.GPU
@@ -507,18 +507,18 @@ def _golden_shards() -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def _golden_corpus():
-    from bench.golden_store import load_corpus
+    from conformance.store import load_corpus
 
     return load_corpus(GOLDEN_DIR)
 
 
 @pytest.mark.parametrize("shard", _golden_shards())
 def test_golden_cases_device_apply_equals_host_apply(shard):
-    """Every golden case (loaded as the golden replay does, ``bench.golden_replay.build_inputs``):
+    """Every golden case (loaded as the golden replay does, ``conformance.replay.build_inputs``):
     its batch applied on a device graph and on a host twin, then once more on the new state;
     byte-equal arrays, device buffers, summary and classification, and the first summary, n and m
     equal to the case's stored expectations."""
-    from bench.golden_replay import build_inputs
+    from conformance.replay import build_inputs
 
     corpus = _golden_corpus()
     cases = [c for c in corpus.cases if c["file"] == shard]

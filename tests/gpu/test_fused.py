@@ -19,7 +19,7 @@ from engines import errors, sssp
 from engines.sssp.packing import decide_packing
 
 from .. import harness as H
-from .. import oracles as O
+from conformance import oracles as O
 
 pytestmark = pytest.mark.gpu
 

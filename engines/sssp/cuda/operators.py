@@ -28,7 +28,7 @@ everything up to the first replays without waiting. The host replays captured CU
 such launches (replay_steps; launches after the end return at once), keeps the next replay in
 flight while it reads the previous one's control block (READ_AHEAD), stops at the first readback
 that shows the loop done and waits for the replay still in flight. Same phases in the same order,
-so the same bytes; host_syncs is the number of replays (bench/golden_replay.operators_syncs),
+so the same bytes; host_syncs is the number of replays (conformance/replay.operators_syncs),
 within the same budget. The pointer-jumping rounds are one captured graph in both modes.
 """
 
