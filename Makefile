@@ -154,7 +154,7 @@ report: bench-deps
 # the two commits differ AND their medians differ by more than ASV_FACTOR; the engine region is a
 # time_ benchmark (EngineRegion) so that it has samples. --quick leaves one sample: factor only.
 # `make asv-semantics` checks that choice on this machine: an unchanged engine must come out "not
-# significantly changed", a planted 10 % slowdown flagged (bench/asv_semantics.py, no virtualenv).
+# significantly changed", a planted 10 % slowdown flagged (benchmarks/asv_semantics.py, no virtualenv).
 ASV_ARGS ?=
 ASV_FACTOR ?= 1.05
 ASV_MACHINE ?= $(shell hostname 2>/dev/null || echo local)
@@ -186,7 +186,7 @@ asv-compare-offline: asv-deps
 	$(PYTHON) -m asv compare --machine $(ASV_MACHINE) --split --factor $(ASV_FACTOR) $$(git rev-parse $(BASE)) $$(git rev-parse HEAD)
 
 asv-semantics: asv-deps
-	SSSPAB_ASV_SCALE=$${SSSPAB_ASV_SCALE:-tiny} $(PYTHON) bench/asv_semantics.py --factor $(ASV_FACTOR)
+	SSSPAB_ASV_SCALE=$${SSSPAB_ASV_SCALE:-tiny} $(PYTHON) benchmarks/asv_semantics.py --factor $(ASV_FACTOR)
 
 # compute-sanitizer (CUDA toolkit) over a small golden subset on both CUDA engines, one tool after
 # the other; exit 9 when a tool reports an error. Small cases keep each tool to minutes.

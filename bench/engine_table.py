@@ -51,7 +51,7 @@ import numpy as np
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
-from protocol.cell import RegionProbe
+from protocol.region import RegionProbe
 
 CUDA_ENGINES = ("fused", "operators")
 RANDOM_SEED = 4039

@@ -30,6 +30,7 @@ from . import planted_delay
 from .analysis import REGIONS, paired_values, primary_region
 from .digest import result_digest
 from .records import ROUND_COLUMNS
+from .region import RegionProbe  # re-exported: the engine-region timer lives in protocol/region.py
 from .sides import Side
 from .stats import paired_ratio
 from .units import Unit
@@ -42,48 +43,6 @@ ROLES = ("A", "B")
 
 class CheckFailure(Exception):
     """A correctness failure in a round (protocol.md §2.4): aborts the cell, exit 1 at the end."""
-
-
-class RegionProbe:
-    """The ``probe`` of engines.sssp.update: host times and CUDA events of the engine region."""
-
-    def __init__(self):
-        self._events = None
-        self.reset()
-
-    def reset(self):
-        self.start_ns = None
-        self.stop_ns = None
-        self._timed_on_device = False
-
-    def engine_start(self, stream):
-        if stream is not None:
-            if self._events is None:
-                import cupy
-
-                self._events = (cupy.cuda.Event(), cupy.cuda.Event())
-            self._events[0].record(stream)
-            self._timed_on_device = True
-        self.start_ns = time.perf_counter_ns()
-
-    def engine_stop(self, stream):
-        self.stop_ns = time.perf_counter_ns()
-        if stream is not None:
-            self._events[1].record(stream)
-
-    def host_ms(self) -> float | None:
-        if self.start_ns is None or self.stop_ns is None:
-            return None
-        return (self.stop_ns - self.start_ns) / 1e6
-
-    def device_ms(self) -> float | None:
-        """Elapsed time between the two events (waits for the stop event: call outside timers)."""
-        if not self._timed_on_device:
-            return None
-        import cupy
-
-        self._events[1].synchronize()
-        return float(cupy.cuda.get_elapsed_time(self._events[0], self._events[1]))
 
 
 def _device_synchronize() -> None:

@@ -25,12 +25,12 @@ REPO = Path(__file__).resolve().parents[2]
 def bench_modules(monkeypatch, tmp_path):
     monkeypatch.setenv("SSSPAB_ASV_SCALE", "tiny")
     monkeypatch.setenv("SSSPAB_CACHE_DIR", str(tmp_path))
-    common = importlib.import_module("bench.benchmarks.common")
-    module = importlib.import_module("bench.benchmarks.sssp_engines")
+    common = importlib.import_module("benchmarks.common")
+    module = importlib.import_module("benchmarks.sssp_engines")
     module._STATES.clear()
     module._GRAPHS.clear()
     module._TIMINGS.clear()
-    apply_module = importlib.import_module("bench.benchmarks.graph_apply")
+    apply_module = importlib.import_module("benchmarks.graph_apply")
     apply_module._APPLY.clear()
     module.graph_apply = apply_module  # the tests below reach both suites through one fixture
     return common, module

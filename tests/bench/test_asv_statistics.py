@@ -5,7 +5,7 @@ and ``asv compare`` call per benchmark, with the samples and statistics asv reco
 are seeded draws shaped like ``EngineRegion``'s (its rounds and minimum repeat, a between-process
 offset and a within-process spread), so the test is deterministic and fails if the benchmark's
 attributes or the Makefile's factor stop giving asv enough to judge by. The real-time check of
-the same decision on a machine is ``bench/asv_semantics.py`` (``make asv-semantics``).
+the same decision on a machine is ``benchmarks/asv_semantics.py`` (``make asv-semantics``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ pytest.importorskip("asv")
 from asv.commands.compare import _is_result_better  # noqa: E402
 from asv_runner.statistics import compute_stats  # noqa: E402
 
-from bench import asv_semantics  # noqa: E402
-from bench.benchmarks import common, sssp_engines  # noqa: E402
+from benchmarks import asv_semantics, common, sssp_engines  # noqa: E402
 from protocol import planted_delay  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -189,18 +188,18 @@ def test_the_host_engine_advances_the_clock_by_its_engine_alone(monkeypatch, tmp
     assert bench.timing.delay_ns > 0
 
 
-# -- the controlled clock of make asv-semantics (bench/benchmarks/synthetic.py) -----------------------
+# -- the controlled clock of make asv-semantics (benchmarks/synthetic.py) -------------------------------
 def _synthetic_engine_seconds(monkeypatch, tmp_path, seed, plant):
     """One tiny host state's calibration and samples on the synthetic clock, in a fresh module state."""
-    from bench.benchmarks import synthetic
-    from protocol import cell
+    from benchmarks import synthetic
+    from protocol import region
 
     monkeypatch.setenv("SSSPAB_ASV_SCALE", "tiny")
     monkeypatch.setenv("SSSPAB_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv(synthetic.ENV, seed)
     monkeypatch.setenv(common.PLANT_ENV, str(plant))
     monkeypatch.setattr(synthetic, "_clock", None)
-    monkeypatch.setattr(cell, "time", cell.time)                       # restored after the test
+    monkeypatch.setattr(region, "time", region.time)                   # restored after the test
     monkeypatch.setattr(planted_delay, "host_wait", planted_delay.host_wait)
     sssp_engines._STATES.clear()
     state = sssp_engines._state("host", "local")
@@ -215,7 +214,7 @@ def _synthetic_engine_seconds(monkeypatch, tmp_path, seed, plant):
 
 
 def test_the_synthetic_clock_is_a_function_of_the_seed(monkeypatch, tmp_path):
-    from bench.benchmarks import synthetic
+    from benchmarks import synthetic
 
     timing, first = _synthetic_engine_seconds(monkeypatch, tmp_path, "7/base/0", 0)
     assert isinstance(timing.probe, synthetic.SyntheticProbe) and timing.delay_ns == 0
@@ -238,8 +237,8 @@ def test_the_planted_delay_is_calibrated_and_added_on_the_synthetic_clock(monkey
 
 
 def test_without_the_hook_the_probe_is_the_protocols(monkeypatch):
-    from bench.benchmarks import synthetic
-    from protocol.cell import RegionProbe
+    from benchmarks import synthetic
+    from protocol.region import RegionProbe
 
     monkeypatch.delenv(synthetic.ENV, raising=False)
     assert type(synthetic.region_probe("host/local")) is RegionProbe

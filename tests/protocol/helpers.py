@@ -101,8 +101,9 @@ class HookedSide(Side):
 
 
 class VirtualClock:
-    """A stand-in for ``time`` in ``protocol.cell``: ``perf_counter_ns`` reads a counter that only
-    a ``VirtualSide`` advances, so the measured engine regions are exactly the durations it draws."""
+    """A stand-in for ``time`` in ``protocol.cell`` and ``protocol.region``: ``perf_counter_ns``
+    reads a counter that only a ``VirtualSide`` advances, so the measured engine regions are
+    exactly the durations it draws."""
 
     def __init__(self):
         self.now_ns = 0

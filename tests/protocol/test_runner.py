@@ -96,9 +96,11 @@ def _virtual_campaign(toy, out, monkeypatch, *, seed, slowdown=0.0, rounds=21, s
     import numpy as np
 
     import protocol.cell
+    import protocol.region
 
     clock = VirtualClock()
     monkeypatch.setattr(protocol.cell, "time", clock)
+    monkeypatch.setattr(protocol.region, "time", clock)  # the engine-region timer
     rng = np.random.default_rng(seed)
     sides = (VirtualSide("host", clock, rng, sigma=sigma),
              VirtualSide("host-b", clock, rng, sigma=sigma, slowdown=slowdown))

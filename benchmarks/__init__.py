@@ -1,4 +1,9 @@
-"""asv benchmarks (``asv.conf.json``: benchmark_dir ``bench/benchmarks``).
+"""asv benchmarks (``asv.conf.json``: benchmark_dir ``benchmarks``).
+
+The folder is the asv suite and its semantics check (``asv_semantics.py``: ``make asv-semantics``;
+asv imports it while discovering the suite and finds no benchmark in it), apart from the A/B
+service: not an installed package (asv loads it from ``benchmark_dir``; the project it measures is
+the installed wheel, or this checkout). The engine region is timed by ``protocol.region``.
 
 ``SSSPAB_ASV_SCALE`` = ``full`` (default) | ``small`` | ``tiny`` sets the input sizes (``common``).
 
@@ -13,4 +18,4 @@ from pathlib import Path
 try:
     import engines  # noqa: F401
 except ImportError:  # pragma: no cover - depends on how asv was started
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -1,5 +1,5 @@
 """A controlled clock for the engine region: ``SSSPAB_ASV_SYNTHETIC`` (a test hook, used only by
-``bench/asv_semantics.py``).
+``benchmarks/asv_semantics.py``).
 
 Unset, :func:`region_probe` is the protocol's ``RegionProbe`` and nothing changes. Set (to any seed
 text), the engines still run every update, but the engine region each update measures lasts a
@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from protocol import cell, planted_delay
-from protocol.cell import RegionProbe
+from protocol import planted_delay, region
+from protocol.region import RegionProbe
 
 ENV = "SSSPAB_ASV_SYNTHETIC"
 BASE_NS = 330_000   # a host engine region at the tiny scale
@@ -30,7 +30,7 @@ BETWEEN = 0.015     # the spread between processes (layout, caches, the machine'
 
 
 class _Clock:
-    """Stands in for ``time`` in ``protocol.cell``: ``perf_counter_ns`` reads a counter that only
+    """Stands in for ``time`` in ``protocol.region``: ``perf_counter_ns`` reads a counter that only
     the synthetic regions and the planted delay advance (every other name is the real module's)."""
 
     def __init__(self):
@@ -85,7 +85,7 @@ def region_probe(label: str):
         return RegionProbe()
     if _clock is None:
         _clock = _Clock()
-        cell.time = _clock                    # RegionProbe's readings
+        region.time = _clock                  # RegionProbe's readings
         planted_delay.host_wait = _clock.advance  # the planted delay, added rather than waited
     digest = hashlib.sha256(f"{seed}/{label}".encode()).digest()
     return SyntheticProbe(_clock, np.random.default_rng(int.from_bytes(digest[:8], "little")))

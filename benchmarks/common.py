@@ -18,7 +18,7 @@ samples, repeats, rounds and statistics) with :data:`ENGINE_CLOCK` as the benchm
 clock that advances only by the engine regions the protocol's probe measures (CUDA events on the
 device, ``perf_counter_ns`` on the host), so one asv sample is the engine alone, never the batch
 apply or the restore around it. ``SSSPAB_ASV_PLANT_PERCENT`` (a test hook, used only by
-``bench/asv_semantics.py``) delays every measured engine region by that percentage of its warm-up
+``benchmarks/asv_semantics.py``) delays every measured engine region by that percentage of its warm-up
 median, as ``perf_ab.py engines --plant-delay`` does (``protocol.planted_delay``).
 """
 
@@ -36,7 +36,7 @@ from engines import sssp
 from engines.io.cache import load_arrays, save_arrays
 from engines.sssp import backends
 from protocol import planted_delay
-from protocol.cell import RegionProbe
+from protocol.region import RegionProbe
 
 from .synthetic import region_probe
 
@@ -74,7 +74,7 @@ def scale() -> dict:
 
 def cache_dir() -> Path:
     base = os.environ.get("SSSPAB_CACHE_DIR")
-    root = Path(base) if base else Path(__file__).resolve().parents[2] / ".cache"
+    root = Path(base) if base else Path(__file__).resolve().parents[1] / ".cache"
     return root / "asv"
 
 
@@ -309,7 +309,7 @@ class EngineTiming:
 def calibrate_engine_timing(state: UpdateState, label: str = "") -> EngineTiming:
     """Measure :data:`CALIBRATION_UPDATES` restored updates (untimed for asv) and pick the sample
     size and the planted delay from their median engine region. ``label`` names the state for
-    the synthetic clock (``bench/benchmarks/synthetic.py``), unused without it."""
+    the synthetic clock (``benchmarks/synthetic.py``), unused without it."""
     probe = region_probe(label)
     times = []
     for _ in range(CALIBRATION_UPDATES):

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Does ``make asv-compare`` judge the engine region right? A check on this machine, with asv.
 
-    python bench/asv_semantics.py [--rounds 4] [--factor 1.05] [--plant 10] [--bench REGEX]
+    python benchmarks/asv_semantics.py [--rounds 4] [--factor 1.05] [--plant 10] [--bench REGEX]
                                   [--seed 0 | --real-clock]
     make asv-semantics            (the same, at SSSPAB_ASV_SCALE=tiny unless set)
 
 Three result sets of the same code, their asv rounds interleaved as ``asv continuous
 --interleave-rounds`` interleaves two commits' (so a drift of the machine hits all three): ``base``,
 ``again`` (unchanged) and ``planted`` (``SSSPAB_ASV_PLANT_PERCENT``: every engine region delayed by
-that percentage of its warm-up median, ``bench/benchmarks/common.py``). Each is an ``asv run
+that percentage of its warm-up median, ``benchmarks/common.py``). Each is an ``asv run
 --environment existing`` of the engine-region benchmark (``EngineRegion.time_engine``) into its own
 results folder, samples recorded; then asv's own comparison, the code ``asv continuous`` ends with
 (``Compare.print_table``, statistics on, ``--factor``), judges ``base`` against ``again`` and
@@ -18,7 +18,7 @@ virtualenv is built and nothing is installed (it runs where ``make asv`` does, t
 machine included).
 
 The engines run for real, but by default every engine region lasts a seeded draw on a controlled
-clock (``SSSPAB_ASV_SYNTHETIC``, ``bench/benchmarks/synthetic.py``; ``--seed``), the planted delay
+clock (``SSSPAB_ASV_SYNTHETIC``, ``benchmarks/synthetic.py``; ``--seed``), the planted delay
 included: asv's runs, recorded samples and verdicts are then a function of the code alone, so the
 check fails only when asv's pipeline, the benchmark's wiring (its clock, sample size, rounds and
 the planted delay's calibration and place in the region) or the factor is wrong. On the real clock
@@ -45,7 +45,7 @@ from engines import interrupt  # noqa: E402  (standard library only)
 interrupt.guard(__name__, "asv_semantics.py")
 
 REPO = Path(__file__).resolve().parents[1]
-# bench/benchmarks/synthetic.py's switch, named here too: this script must not import asv's
+# benchmarks/synthetic.py's switch, named here too: this script must not import asv's
 # benchmark modules (they load the engines), only set their environment
 SYNTHETIC_ENV = "SSSPAB_ASV_SYNTHETIC"
 BENCH = r"^sssp_engines\.EngineRegion\.time_engine"
