@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PRODUCTION = ("engines", "protocol", "bench", "conformance")
+PRODUCTION = ("engines", "protocol", "bench", "conformance", "benchmarks")
 
 
 def imported_modules(path: Path) -> list[str]:
