@@ -414,9 +414,17 @@ def markdown(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(out: Path, record: dict) -> None:
+#: Every batch's time per engine, beside the record: generated data (tens of thousands of numbers),
+#: git-ignored under results/; stream.json keeps the summary that the report and a review read.
+TIMES_NAME = "stream_times.npz"
+
+
+def write_outputs(out: Path, record: dict, times: dict) -> None:
+    """stream.json (the record), stream.md (its table) and TIMES_NAME (``times``: engine -> the
+    per-batch ms, warm-up included, as float64 arrays)."""
     (out / "stream.json").write_text(json.dumps(record, indent=1))
     (out / "stream.md").write_text(markdown(record))
+    np.savez_compressed(out / TIMES_NAME, **{e: np.asarray(t, dtype=np.float64) for e, t in times.items()})
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -498,7 +506,7 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
                           with_cuda=any(e in CUDA_ENGINES for e in engines))
     print(markdown(record))
     if out_dir is not None:
-        write_outputs(out_dir, record)
+        write_outputs(out_dir, record, {engine: r.times_ms for engine, r in runs.items()})
         print(f"{PROG}: wrote {out_dir / 'stream.json'} and {out_dir / 'stream.md'}", file=sys.stderr)
     if not check["equal"]:
         for engine, diff in check["differences"].items():
@@ -521,7 +529,7 @@ def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size,
                    "deleted_arcs": batches * batch_size // 2},
         "timer": "time.perf_counter around the whole sssp.update() call, in ms",
         "engines": {engine: {"summary": summarize(r.times_ms[warmup:]), "seconds": round(r.seconds, 3),
-                             "per_batch_ms": r.times_ms} for engine, r in runs.items()},
+                             "per_batch_file": TIMES_NAME} for engine, r in runs.items()},
         "check": check,
     }
 
