@@ -64,20 +64,20 @@ def _numba_propagate():
     return propagate_heap
 
 
-def _invalidate(parents: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, bool]:
+def _invalidate(parents: np.ndarray, roots: np.ndarray, compiled: bool) -> tuple[np.ndarray, bool]:
     """§7.1 steps 4-5: the flags of the roots' old subtrees and the parent_cycle condition; one
-    memoized walk under Numba (host_region), pointer jumping rounds in NumPy otherwise."""
-    if _numba_propagate() is not None:
+    memoized walk under Numba (``compiled``: host_region), pointer jumping rounds otherwise."""
+    if compiled:
         from .host_region import invalidate_walk
 
         return invalidate_walk(parents, roots)
     return invalidate_subtrees(parents, roots)
 
 
-def _pull(words: np.ndarray, candidates: np.ndarray, graph, plan: Plan) -> np.ndarray:
+def _pull(words: np.ndarray, candidates: np.ndarray, graph, plan: Plan, compiled: bool) -> np.ndarray:
     """§7.1 step 6: under Numba one scan of the out-edges (host_region: no transposed graph to
     rebuild after the batch), in NumPy over the in-edges."""
-    if _numba_propagate() is not None:
+    if compiled:
         from .host_region import pull_scan
 
         return pull_scan(words, candidates, graph.row_ptr, graph.col_ind,
@@ -86,21 +86,21 @@ def _pull(words: np.ndarray, candidates: np.ndarray, graph, plan: Plan) -> np.nd
     return pull(words, candidates, in_edges.ptr, in_edges.src, in_edges.weight, plan.packing)
 
 
-def _recompute_instead(distances, parents, invalid: np.ndarray, heads: np.ndarray, graph, plan: Plan) -> bool:
+def _recompute_instead(distances, parents, flagged, invalidated: int, heads: np.ndarray, graph,
+                       plan: Plan) -> bool:
     """Whether this update may run compute()'s search from scratch (issue 35): the batch
-    invalidated at least RECOMPUTE_FRACTION of the vertices, where repairing costs more than
-    searching again, and what the update keeps is compute()'s tree already
-    (host_region.survivors_are_canonical: then both give the same bytes). Under Numba only."""
+    invalidated (``flagged``, ``invalidated`` of them) at least RECOMPUTE_FRACTION of the vertices,
+    where repairing costs more than searching again, and what the update keeps is compute()'s
+    tree already (host_region.survivors_are_canonical: then both give the same bytes). The check
+    is a Numba scan: the caller asks under Numba only."""
     n = plan.num_vertices
-    if _numba_propagate() is None or invalid.size < RECOMPUTE_FRACTION * n:
+    if invalidated == 0 or invalidated < RECOMPUTE_FRACTION * n:
         return False
     from .host_region import survivors_are_canonical
 
-    invalid_mask = np.zeros(n, dtype=bool)
-    invalid_mask[invalid] = True
     head_mask = np.zeros(n, dtype=bool)
     head_mask[heads] = True
-    return survivors_are_canonical(distances, parents, invalid_mask, head_mask, graph.row_ptr,
+    return survivors_are_canonical(distances, parents, flagged, head_mask, graph.row_ptr,
                                    graph.col_ind, graph.weight_column(plan.objective), plan.source,
                                    INF_HALF, plan.bound)
 
@@ -140,8 +140,12 @@ def _check_inputs(distances: np.ndarray, bound: int) -> None:
     """§7.1 step 2: a finite input distance that is negative or above the bound -> invalid_input."""
     bad = (distances < 0) | ((distances > bound) & (distances < INF_HALF))
     if bad.any():
-        v = int(np.flatnonzero(bad)[0])
-        raise errors.invalid_input_error(f"vertex {v} has distance {int(distances[v])}, bound {bound}")
+        raise _invalid_input(distances, int(np.flatnonzero(bad)[0]), bound)
+
+
+def _invalid_input(distances: np.ndarray, v: int, bound: int):
+    """The invalid_input error naming the first vertex out of range (both checks)."""
+    return errors.invalid_input_error(f"vertex {v} has distance {int(distances[v])}, bound {bound}")
 
 
 def _check_shapes(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan) -> None:
@@ -171,8 +175,7 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
 
         start_words, bad = pack_start(distances, parents, plan.packing, plan.bound, INF_HALF)
         if bad >= 0:
-            raise errors.invalid_input_error(
-                f"vertex {bad} has distance {int(distances[bad])}, bound {plan.bound}")
+            raise _invalid_input(distances, bad, plan.bound)
     else:
         _check_inputs(distances, plan.bound)
 
@@ -181,16 +184,16 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
     if changed_to.size:
         roots = np.zeros(n, dtype=bool)
         roots[changed_to[parents[changed_to] == changed_from]] = True
-        flagged, cycle = _invalidate(parents, roots)
+        flagged, cycle = _invalidate(parents, roots, compiled)
         if cycle:
             raise errors.parent_cycle_error()
         invalid = np.flatnonzero(flagged)
     else:
-        invalid = np.empty(0, dtype=np.int64)
+        flagged, invalid = None, np.empty(0, dtype=np.int64)
 
     heads = np.asarray(changes.heads, dtype=np.int64)
     heads = heads[heads != source]
-    if _recompute_instead(distances, parents, invalid, heads, graph, plan):
+    if compiled and _recompute_instead(distances, parents, flagged, invalid.size, heads, graph, plan):
         words, counts = _from_scratch(graph, plan)
     else:
         words = start_words if compiled else words_from_tree(distances, parents, plan.packing)
@@ -203,7 +206,7 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
             candidates = np.flatnonzero(is_candidate)
         else:
             candidates = invalid
-        frontier = _pull(words, candidates, graph, plan)
+        frontier = _pull(words, candidates, graph, plan, compiled)
         counts = _propagate(words, frontier, graph, plan)
 
     if compiled and plan.packed:  # unpack, compare and write in one pass (host_region)
