@@ -204,7 +204,7 @@ def cuda_options(engine: str, push_expansion: str | None) -> dict:
 
 
 def _compute_ms(graph, source, objective, backend, engine, repeats: int, push_expansion=None):
-    """compute()'s median wall time, its last Stats and, on the fused engine, its grid syncs."""
+    """compute()'s median wall time and its last Stats."""
     times, stats = [], None  # compute() returns after its final synchronization: no extra sync
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -212,7 +212,7 @@ def _compute_ms(graph, source, objective, backend, engine, repeats: int, push_ex
                          **(cuda_options(engine, push_expansion) if backend == "cuda" else {}))
         times.append((time.perf_counter() - t0) * 1e3)
         stats = r.stats
-    return _median(times), stats, stats.grid_syncs
+    return _median(times), stats
 
 
 def whole_columns(device_ms, whole_ms) -> dict:
@@ -283,7 +283,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
                            "compute_ms": compute_rows[engine][0],
                            "compute_iterations": compute_rows[engine][1].iterations,
                            "compute_epochs": compute_rows[engine][1].epochs,
-                           "grid_syncs": st.grid_syncs, "compute_grid_syncs": compute_rows[engine][2],
+                           "grid_syncs": st.grid_syncs, "compute_grid_syncs": compute_rows[engine][1].grid_syncs,
                            # the last run is this engine's plain update of the batch
                            **push_columns(base, device_ms)}
         if host_ok:

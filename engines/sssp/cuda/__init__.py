@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ...errors import NotSupportedError
 from . import runtime
+from .push import push_profile  # the near-list lengths of a result's last run (NumPy only)
 from .runtime import current_device, is_available, without_cooperative_launch
 
 ENGINES = ("fused", "operators")
@@ -120,14 +121,6 @@ def compute(graph, plan, engine: str, device: int, *, operators_loop: str):
     if engine == "operators":
         return _engine_module(engine).compute(graph, plan, device, loop=operators_loop)
     return _engine_module(engine).compute(graph, plan, device)
-
-
-def push_profile(result):
-    """The push iterations of the CUDA ``result``'s last run: their near-list lengths and median
-    (``push.PushProfile``); a diagnostic read of the device's log, right after the run."""
-    from .push import push_profile as profile
-
-    return profile(result)
 
 
 __all__ = [

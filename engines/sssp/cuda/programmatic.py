@@ -63,13 +63,13 @@ def launch(kernel, blocks: int, threads: int, args, stream) -> None:
     config.attrs = [attribute]
     config.numAttrs = 1
     function = driver.CUfunction(int(getattr(kernel, "kernel", kernel).ptr))
+    # ``values`` must outlive the call (``addresses`` point into it); the driver copies them then
     values, addresses = argument_block(args)
     (result,) = driver.cuLaunchKernelEx(config, function, int(addresses.ctypes.data), 0)
-    del values  # the driver copied the parameters at the call
     if result != driver.CUresult.CUDA_SUCCESS:
         _, name = driver.cuGetErrorName(result)
         raise CudaError(f"CUDA error {name.decode() if isinstance(name, bytes) else name} "
-                           "in cuLaunchKernelEx (programmatic launch)")
+                        f"in cuLaunchKernelEx (programmatic launch of {len(values)} arguments)")
 
 
 __all__ = ["ENV", "argument_block", "launch", "requested", "usable"]

@@ -13,7 +13,6 @@ push launch with ``launch_threads`` so that the kernel finds the width this modu
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,7 +69,7 @@ class PushProfile:
     def median(self) -> float | None:
         if not self.complete or self.iterations == 0:
             return None
-        return float(statistics.median(self.near_lengths.tolist()))
+        return float(np.median(self.near_lengths))
 
 
 def profile_from_log(iterations: int, log: np.ndarray) -> PushProfile:
@@ -86,7 +85,7 @@ def push_profile(result) -> PushProfile:
 
     A diagnostic: it reads the log of the result's device workspace, which the next CUDA run on
     that device overwrites, so call it right after the run; the read waits for the device (its
-    own synchronization, outside the run's). The lengths do not depend on the engine (§5.12)."""
+    own synchronization, outside the run's)."""
     from ...errors import InvalidArgumentError
     from . import runtime, workspace
 
