@@ -15,6 +15,14 @@ from protocol.runner import BatchInput, CampaignConfig, GraphInput
 from protocol.sides import Side
 
 
+def write_small_edge_list(path, seed: int):
+    """A 200-vertex, 600-line edge list (random pairs, ids from 1) at ``path``: the graph file of
+    the tests that run a whole host campaign through perf_ab.py."""
+    rng = np.random.default_rng(seed)
+    path.write_text("".join(f"{u} {v}\n" for u, v in rng.integers(1, 201, size=(600, 2))))
+    return path
+
+
 def small_graph_input(*, n=2000, m=8000, seed=7, name="toy", insertions=150, deletions=150) -> GraphInput:
     rng = np.random.default_rng(seed)
     src = rng.integers(0, n, m)

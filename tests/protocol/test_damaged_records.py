@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
 import pytest
 
 from bench import perf_ab
 from protocol.exitcodes import UsageError
 from protocol.records import RecordStore
+
+from .helpers import write_small_edge_list
 
 CAMPAIGN_ARGS = ["--sides", "host,host", "--batches", "local10k", "--objectives", "0", "--rounds", "5",
                  "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress", "--no-control"]
@@ -22,10 +23,7 @@ CAMPAIGN_ARGS = ["--sides", "host,host", "--batches", "local10k", "--objectives"
 def recorded(tmp_path_factory):
     """A finished host campaign on a small graph file (the records every test damages a copy of)."""
     root = tmp_path_factory.mktemp("recorded")
-    rng = np.random.default_rng(5)
-    edges = rng.integers(1, 201, size=(600, 2))
-    graph = root / "small.edges"
-    graph.write_text("".join(f"{u} {v}\n" for u, v in edges))
+    graph = write_small_edge_list(root / "small.edges", 5)
     out = root / "records"
     code = perf_ab.main(["engines", *CAMPAIGN_ARGS, "--graph-file", str(graph), "--out", str(out),
                          "--cache-dir", str(root / "cache")])

@@ -10,13 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from bench import perf_ab
 from protocol.exitcodes import UsageError
 from protocol.outlock import LOCK_NAME, OutLock
+
+from .helpers import write_small_edge_list
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--sides", "host,host", "--objectives", "0", "--rounds", "5", "--processes", "1",
@@ -26,9 +27,7 @@ ARGS = ["--sides", "host,host", "--objectives", "0", "--rounds", "5", "--process
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
     root = tmp_path_factory.mktemp("one")
-    rng = np.random.default_rng(11)
-    path = root / "small.edges"
-    path.write_text("".join(f"{u} {v}\n" for u, v in rng.integers(1, 201, size=(600, 2))))
+    path = write_small_edge_list(root / "small.edges", 11)
     cache = root / "cache"
     # prepared once, so that each campaign below measures without preparing
     assert perf_ab.main(["prepare", "--graph-file", str(path), "--cache-dir", str(cache), "--no-progress"]) == 0

@@ -12,6 +12,8 @@ import pytest
 
 from bench import perf_ab
 
+from .helpers import write_small_edge_list
+
 ARGS = ["--sides", "host,host", "--batches", "local10k", "unsafe50k", "--objectives", "0", "--rounds", "5",
         "--processes", "1", "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress", "--no-control"]
 LOCAL, UNSAFE = "local10k", "unsafe50k"
@@ -21,9 +23,7 @@ LOCAL, UNSAFE = "local10k", "unsafe50k"
 def recorded(tmp_path_factory):
     """A finished two-cell host campaign on a small graph file."""
     root = tmp_path_factory.mktemp("proving")
-    rng = np.random.default_rng(8)
-    graph = root / "small.edges"
-    graph.write_text("".join(f"{u} {v}\n" for u, v in rng.integers(1, 201, size=(600, 2))))
+    graph = write_small_edge_list(root / "small.edges", 8)
     out = root / "records"
     assert perf_ab.main(["engines", *ARGS, "--graph-file", str(graph), "--out", str(out),
                          "--cache-dir", str(root / "cache")]) == 0
