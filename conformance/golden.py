@@ -2,8 +2,8 @@
 
 ``python -m conformance generate [--out tests/golden]`` builds every case of the catalogue below,
 checks it against the independent oracles of ``conformance/oracles.py`` (SciPy's Dijkstra, the
-lowest-id tight in-neighbour, the closed form of §5.12, a list-based model of the batch semantics)
-and ``update()`` from a canonical tree against ``compute()``, and writes the shards and the
+lowest-id tight in-neighbour, the closed form of docs/algorithm.md §5.12, a list-based model of the
+batch semantics) and ``update()`` from a canonical tree against ``compute()``, and writes the shards and the
 manifest. ``verify`` checks the digests, ``check`` regenerates into a
 temporary directory and compares digests (reproducibility), ``list`` prints the cases.
 ``python -m conformance compare`` replays the corpus on engine configurations.
@@ -138,7 +138,7 @@ def preset_cases() -> list[CaseSpec]:
 
 
 def noncanonical_cases() -> list[CaseSpec]:
-    """Tie-heavy graphs (weights 1..2 or 1..3), every tie parent randomized (§13 item 4)."""
+    """Tie-heavy graphs (weights 1..2 or 1..3), every tie parent randomized (docs/algorithm.md §13 item 4)."""
     specs = []
     gid = _group_id("noncanonical")
     for seed in range(12):
@@ -164,9 +164,9 @@ def noncanonical_cases() -> list[CaseSpec]:
     return specs
 
 
-# -- packing boundary and distance-only (§4.3, §13 item 5) ----------------------------------------
+# -- packing boundary and distance-only (docs/algorithm.md §4.3, §13 item 5) -----------------------
 
-PACK_LIMIT_65538 = 2147450880  # the largest W that still packs at n = 65538 (§4.3 table)
+PACK_LIMIT_65538 = 2147450880  # the largest W that still packs at n = 65538 (docs/algorithm.md §4.3 table)
 
 
 def _sparse_big_graph(rng, n, weights_pool, heavy_edge_weight=None) -> tuple[GraphArrays, int]:
@@ -253,7 +253,7 @@ def packing_cases() -> list[CaseSpec]:
     return specs
 
 
-# -- fixtures (§13 item 7, 8, 12) ------------------------------------------------------------------
+# -- fixtures (docs/algorithm.md §13 item 7, 8, 12) ------------------------------------------------
 
 
 def _g(n, edges, K=1) -> GraphArrays:

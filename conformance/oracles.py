@@ -1,4 +1,4 @@
-"""Independent oracles (algorithm.md §13 item 1): the one copy used by the engine tests and by the
+"""Independent oracles (docs/algorithm.md §13 item 1): the one copy used by the engine tests and by the
 golden corpus generator (``python -m conformance generate``), imported as ``conformance.oracles``; it
 lived in ``tests/`` until issue 29 (production never imports ``tests``).
 
@@ -7,7 +7,8 @@ possible (plain Python loops over per-row lists, SciPy's Dijkstra for distances)
 engine and a wrong oracle are unlikely to agree.
 
 Conventions: a graph state is a :class:`RefGraph` (per-row lists of ``(v, weights tuple)`` in row
-order, exactly the compact CSR of §3.1); distances are int64 with ``INF``; parents int64 with -1.
+order, exactly the compact CSR of docs/algorithm.md §3.1); distances are int64 with ``INF``; parents
+int64 with -1.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-INF = (1 << 61) - 1  # §2: 2^61 - 1
+INF = (1 << 61) - 1  # docs/algorithm.md §2: 2^61 - 1
 INF_HALF = INF // 2
 OUTPUT_MAX = INF_HALF - 1
 WEIGHT_MAX = (1 << 31) - 1
 
-# §4.3 table, hard-coded from the spec: n -> largest W that still packs.
+# docs/algorithm.md §4.3 table, hard-coded from the spec: n -> largest W that still packs.
 PACKING_TABLE = {
     65537: 2147483647,
     65538: 2147450880,
@@ -35,7 +36,7 @@ PACKING_TABLE = {
 
 
 # --------------------------------------------------------------------------------------------
-# Packing rule (§4.1-§4.3), written independently of engines.sssp.packing.
+# Packing rule (docs/algorithm.md §4.1-§4.3), written independently of engines.sssp.packing.
 # --------------------------------------------------------------------------------------------
 
 
@@ -54,7 +55,7 @@ def oracle_packed(n: int, w: int) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Graph state and the reference apply (§3.3)
+# Graph state and the reference apply (docs/algorithm.md §3.3)
 # --------------------------------------------------------------------------------------------
 
 
@@ -154,7 +155,7 @@ class RefApply:
 
 
 def ref_apply(g: RefGraph, ins_src, ins_dst, ins_w, del_src, del_dst) -> RefApply:
-    """§3.3 step by step with Python lists; the input batch is assumed valid."""
+    """docs/algorithm.md §3.3 step by step with Python lists; the input batch is assumed valid."""
     ins_src = [int(x) for x in np.asarray(ins_src).reshape(-1)]
     ins_dst = [int(x) for x in np.asarray(ins_dst).reshape(-1)]
     del_src = [int(x) for x in np.asarray(del_src).reshape(-1)]
@@ -238,7 +239,7 @@ def ref_apply(g: RefGraph, ins_src, ins_dst, ins_w, del_src, del_dst) -> RefAppl
 
 
 def update_max_weight(g_old: RefGraph, ins_w, k: int) -> int:
-    """§3.5 W: max(1, column max of G_t, every insertion's column-k weight)."""
+    """docs/algorithm.md §3.5 W: max(1, column max of G_t, every insertion's column-k weight)."""
     ins_w = np.asarray(ins_w, dtype=np.int64)
     w = max(1, g_old.max_weight(k))
     if ins_w.size:
@@ -247,7 +248,7 @@ def update_max_weight(g_old: RefGraph, ins_w, k: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Distances, tight parents and trees (§2, §13 items 1 and 4)
+# Distances, tight parents and trees (docs/algorithm.md §2, §13 items 1 and 4)
 # --------------------------------------------------------------------------------------------
 
 FLOAT_EXACT = 2**53  # SciPy's Dijkstra sums in float64: every integer below this is exact
@@ -325,7 +326,7 @@ def canonical_tree(n, source, src, dst, w):
 
 
 def is_valid_tree(n, source, dist, parents, src, dst, w) -> str | None:
-    """None if (dist, parents) is a valid shortest-path tree (§2), else the first problem found.
+    """None if (dist, parents) is a valid shortest-path tree (docs/algorithm.md §2), else the first problem found.
 
     Valid: Dijkstra's distances, no parent for the source and the unreachable vertices, and for
     every other vertex a parent u with a tight edge (u, v) (any of them, not only the lowest).
@@ -375,12 +376,12 @@ def perturbed_parents(rng, n, source, dist, src, dst, w):
 
 
 # --------------------------------------------------------------------------------------------
-# Change lists, invalidation and the closed form of §5.12
+# Change lists, invalidation and the closed form of docs/algorithm.md §5.12
 # --------------------------------------------------------------------------------------------
 
 
 def change_lists(app: RefApply, k: int):
-    """§3.4: (changed_from, changed_to, heads)."""
+    """docs/algorithm.md §3.4: (changed_from, changed_to, heads)."""
     inc = app.weight_increased[:, k] if app.weight_increased.size else np.zeros(0, dtype=bool)
     cf = np.concatenate([app.delete_src, app.insert_src[inc]]).astype(np.int64)
     ct = np.concatenate([app.delete_dst, app.insert_dst[inc]]).astype(np.int64)
@@ -392,7 +393,7 @@ class RootlessCycle(Exception):
 
 
 def invalidated_set(p_in, changed_from, changed_to):
-    """Union of the old-tree subtrees of the roots (§5.5 determinism), as a bool mask.
+    """Union of the old-tree subtrees of the roots (docs/algorithm.md §5.5 determinism), as a bool mask.
 
     Raises RootlessCycle when the changed list is non-empty and P_in has a cycle without a root.
     """
@@ -438,7 +439,8 @@ def grow(d_in, p_in, n):
 
 
 def candidates_mask(flagged, heads, source):
-    """C of §5.12: the invalidated vertices plus the non-source insertion heads (§5.7)."""
+    """C of docs/algorithm.md §5.12: the invalidated vertices plus the non-source insertion heads
+    (docs/algorithm.md §5.7)."""
     cand = flagged.copy()
     heads = np.asarray(heads, dtype=np.int64)
     cand[heads[heads != source]] = True
@@ -446,7 +448,7 @@ def candidates_mask(flagged, heads, source):
 
 
 def closed_form(n, source, src, dst, w, d_star, d_in, p_in, flagged, heads, packed):
-    """§5.12 closed form from D*, S0, C, I; returns (D, P) int64."""
+    """docs/algorithm.md §5.12 closed form from D*, S0, C, I; returns (D, P) int64."""
     d_in, p_in = grow(d_in, p_in, n)
     canon = lowest_tight_parent(n, d_star, src, dst, w)
     out_d = d_star.copy()
@@ -491,12 +493,12 @@ class ExpectedUpdate:
     invalidated: int  # |F|
     candidates: int  # |C|
     affected: int
-    packed: bool  # §4.3 with W of §3.5
+    packed: bool  # docs/algorithm.md §4.3 with W of docs/algorithm.md §3.5
 
 
 def expected_update(app: RefApply, k: int, source: int, d_in, p_in) -> ExpectedUpdate:
     """The update of (d_in, p_in) over the batch ``app`` on objective k: D* by Dijkstra on
-    G_{t+1}, F from the change lists, packing from W of G_t and the insertions, then §5.12."""
+    G_{t+1}, F from the change lists, packing from W of G_t and the insertions, then docs/algorithm.md §5.12."""
     n = app.num_vertices_after
     src, dst, w = app.graph.edges(k)
     d_star = dijkstra_distances(n, src, dst, w, source)

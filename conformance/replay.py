@@ -126,7 +126,7 @@ def device_loop_replays(launches: int) -> int:
 
 def operators_syncs(loop: str, iterations: int, epochs: int, *, is_update: bool, candidates: int,
                     packed: bool):
-    """(host_syncs, sync_budget) of an operators run, as §9 and operators.py's docstring say.
+    """(host_syncs, sync_budget) of an operators run, as docs/algorithm.md §9 and operators.py's docstring say.
 
     The budget is 3 + iterations + epochs for an update, 2 + ... for compute(). The host loop
     reads back once per push iteration and epoch, so it spends the whole budget (an update
@@ -148,7 +148,7 @@ def operators_syncs(loop: str, iterations: int, epochs: int, *, is_update: bool,
 
 
 def _check_syncs(stats, config: Config, *, is_update: bool, candidates: int, outcome: CaseOutcome, what: str) -> None:
-    """host_syncs and sync_budget exactly as §9 prescribes for the engine that ran."""
+    """host_syncs and sync_budget exactly as docs/algorithm.md §9 prescribes for the engine that ran."""
     engine = stats.engine_used
     if config.expected_engine is not None:
         _check_value(f"{what} engine_used", config.expected_engine, engine, outcome)

@@ -1,4 +1,4 @@
-"""From round records to the per-cell statistics of protocol.md §7 (the summary record).
+"""From round records to the per-cell statistics of docs/protocol.md §7 (the summary record).
 
 Used by the runner (adaptive stopping, the end-of-campaign summary) and by the report, so both
 read the same numbers from the same rows.
@@ -125,7 +125,7 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
             if a_vals.size and b_vals.size
             else None,
             "paired": _clean(pr.as_dict()),
-            # the pair ratios within each process and between the processes' medians (§7)
+            # the pair ratios within each process and between the processes' medians (docs/protocol.md §7)
             "processes": _clean(spread.as_dict()),
             "verdict": verdict(pr),
             "noisy": bool(sa.noisy or sb.noisy),
@@ -145,7 +145,7 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
     for role, part in by_role.items():
         syncs[f"host_syncs_{role}"] = _median(part["host_syncs"])
         syncs[f"sync_budget_{role}"] = _median(part["sync_budget"])
-        # the independent count comes from the untimed verification rounds (protocol.md §6)
+        # the independent count comes from the untimed verification rounds (docs/protocol.md §6)
         mine = verified[verified["role"] == role]
         syncs[f"cupti_syncs_{role}"] = _median(mine["cupti_syncs"])
         syncs[f"verified_rounds_{role}"] = int(mine["cupti_syncs"].notna().sum())

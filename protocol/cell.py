@@ -1,9 +1,9 @@
-"""One cell of a campaign in one worker (protocol.md §2, §3): guard, warm-up and counterbalanced
+"""One cell of a campaign in one worker (docs/protocol.md §2, §3): guard, warm-up and counterbalanced
 rounds.
 
 Per cell the prepared tree becomes one result per side and a snapshot of graph and results is
 taken; a guard update per side must agree byte for byte; warm-up rounds run untimed; with a sync
-counter (CUPTI), verification rounds run untimed with it (protocol.md §6: counting must not touch
+counter (CUPTI), verification rounds run untimed with it (docs/protocol.md §6: counting must not touch
 the timing, so no timed round ever carries it); then pairs of rounds in ABBA or seeded random
 order until the worker's target of accepted pairs (and with ``--adaptive`` the precision) is
 reached. Every round is restored outside the timers, checked against the guard, judged for clocks
@@ -42,7 +42,7 @@ ROLES = ("A", "B")
 
 
 class CheckFailure(Exception):
-    """A correctness failure in a round (protocol.md §2.4): aborts the cell, exit 1 at the end."""
+    """A correctness failure in a round (docs/protocol.md §2.4): aborts the cell, exit 1 at the end."""
 
 
 def _device_synchronize() -> None:

@@ -1,4 +1,4 @@
-"""GPU clock state (protocol.md §4): the observe sampler, the per-round judgement and the opt-in lock.
+"""GPU clock state (docs/protocol.md §4): the observe sampler, the per-round judgement and the opt-in lock.
 
 Observe mode (the default, and the only mode for machines that are not yours) samples NVML on a
 thread every few milliseconds; each round is judged on the samples of its window plus readings
@@ -94,7 +94,7 @@ def judge_round_clocks(
     min_clock_fraction: float,
     locked_sm_mhz: int | None = None,
 ) -> str | None:
-    """The reason a round's clocks reject it, or None (protocol.md §4). Unknown clocks never reject."""
+    """The reason a round's clocks reject it, or None (docs/protocol.md §4). Unknown clocks never reject."""
     if clocks.reasons is not None and clocks.reasons & ~BENIGN_REASONS:
         return f"clock event: {reason_names(clocks.reasons & ~BENIGN_REASONS)}"
     if clocks.sm_min_mhz is not None and max_sm_mhz:

@@ -1,4 +1,4 @@
-"""What a campaign measures and with which protocol parameters (protocol.md §3, §4, §5).
+"""What a campaign measures and with which protocol parameters (docs/protocol.md §3, §4, §5).
 
 ``GraphInput`` is the shape the runner reads inputs in (``bench.prepare.PreparedGate`` has it);
 ``CampaignConfig`` checks the parameters and is recorded in campaign.json (``--resume`` requires
@@ -64,9 +64,10 @@ class CampaignConfig:
     control: bool = True
     bootstrap_resamples: int = 2000
     allow_dirty: bool = False
-    #: worker processes per cell (protocol.md §2): each measures ceil(rounds / processes) accepted
-    #: pairs in a fresh process; the statistics resample processes, then pairs (§7). 1: the cell is
-    #: measured in the campaign's own process, as before workers existed. perf_ab.py's default is 3.
+    #: worker processes per cell (docs/protocol.md §2): each measures ceil(rounds / processes) accepted
+    #: pairs in a fresh process; the statistics resample processes, then pairs
+    #: (docs/protocol.md §7). 1: the cell is measured in the campaign's own process, as before
+    #: workers existed. perf_ab.py's default is 3.
     processes: int = 1
     #: a planted slowdown (a test hook, protocol/planted_delay.py): {"side", "label", "percent"};
     #: the side itself is wrapped in sides. Recorded only when set.

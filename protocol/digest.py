@@ -1,6 +1,6 @@
 """A 64-bit digest of a result's arrays, computed where the arrays live.
 
-The per-round check (protocol.md §2.4) compares each round's tree with the guard's without copying
+The per-round check (docs/protocol.md §2.4) compares each round's tree with the guard's without copying
 the arrays to the host: on CUDA an elementwise mix plus a sum reduction on the device (only the
 8-byte total crosses), on the host the same formula with NumPy. The formula is one definition,
 so a host digest equals a device digest of the same bytes. Each element is mixed with its index

@@ -1,4 +1,4 @@
-"""What the campaign record says about where it ran (protocol.md §9): code, host, GPU.
+"""What the campaign record says about where it ran (docs/protocol.md §9): code, host, GPU.
 
 No host name and no user name are recorded; paths are relative to the repository.
 """

@@ -1,4 +1,4 @@
-"""Exit status of ``perf_ab.py engines`` (protocol.md §8) and the errors that carry one."""
+"""Exit status of ``perf_ab.py engines`` (docs/protocol.md §8) and the errors that carry one."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def campaign_exit_code(cell_statuses, *, untrustworthy: bool = False) -> ExitCod
 
     A correctness failure outranks a noisy cell: a wrong answer matters more than a slow
     measurement, and the other cells still ran either way. An A/A control whose interval excludes
-    1 puts the measurement itself in doubt: too noisy (protocol.md §7, §8).
+    1 puts the measurement itself in doubt: too noisy (docs/protocol.md §7, §8).
 
     A cell whose worker process crashed (``worker_failed``: killed, a device fault, an error that
     ended the process) is not a wrong answer: its finished rounds are kept and ``--resume``

@@ -1,4 +1,4 @@
-"""What one process measures with (protocol.md §2, §3): the worker side of a campaign.
+"""What one process measures with (docs/protocol.md §2, §3): the worker side of a campaign.
 
 A ``Measurer`` holds the graph a worker is measuring (made device-resident for a CUDA side, and
 the snapshot every round restores), the once-per-graph check of compute() against the prepared
@@ -86,13 +86,13 @@ class Measurer:
         self.gi = gi
         self.device_graph = any(side.needs_cuda for side in self.config.sides)
         if self.device_graph:
-            # a CUDA result makes its graph device-resident (algorithm.md §3.6); do it before
+            # a CUDA result makes its graph device-resident (docs/algorithm.md §3.6); do it before
             # the snapshot, so that the snapshot is a device copy and every restore is a cheap
             # device-to-device copy rather than an upload of the host arrays
             gi.graph.to_device()
         # Every round restores this snapshot outside the timers and then times the real
         # update() call: the batch is applied anew each round (on the device for a device
-        # graph), as a user pays it, with no memo of an earlier apply (protocol.md §2).
+        # graph), as a user pays it, with no memo of an earlier apply (docs/protocol.md §2).
         self.graph_snapshot = gi.graph.snapshot()
 
     def close_graph(self) -> None:

@@ -1,4 +1,4 @@
-"""Contamination of a round (protocol.md §5): foreign GPU processes and foreign CPU load.
+"""Contamination of a round (docs/protocol.md §5): foreign GPU processes and foreign CPU load.
 
 Foreign CPU load is the system's busy CPU time minus this process tree's, divided by the wall
 time. The kernel counts CPU time in ticks (10 ms on most Linux systems), so a window shorter than

@@ -22,7 +22,7 @@ REASON_BITS = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
-# protocol.md §4: every reason but "GPU idle" and "applications clocks setting" rejects a round.
+# docs/protocol.md §4: every reason but "GPU idle" and "applications clocks setting" rejects a round.
 BENIGN_REASONS = 0x1 | 0x2
 
 

@@ -1,4 +1,4 @@
-"""The planted slowdown (protocol.md §7): a test hook that delays one side by a few percent.
+"""The planted slowdown (docs/protocol.md §7): a test hook that delays one side by a few percent.
 
 ``perf_ab.py engines --plant-delay SIDE:PERCENT`` makes side ``SIDE`` (``A``, ``B`` or a side's
 label) slower by ``PERCENT`` % of its own engine region, so that a campaign can show that the

@@ -1,4 +1,4 @@
-"""The report's figures (protocol.md §10 item 10), drawn with matplotlib beside the report."""
+"""The report's figures (docs/protocol.md §10 item 10), drawn with matplotlib beside the report."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Is a campaign record whole? The shape checks behind ``RecordStore``'s readers (protocol.md §9).
+"""Is a campaign record whole? The shape checks behind ``RecordStore``'s readers (docs/protocol.md §9).
 
 A damaged record (bad JSON, a list where the campaign belongs, a missing field, a field of the
 wrong type) must end a command with exit 2 and a message naming the file and what is wrong,

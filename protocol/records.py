@@ -1,11 +1,11 @@
-"""The records of a campaign (protocol.md §9): rounds (Parquet), campaign and summary (JSON).
+"""The records of a campaign (docs/protocol.md §9): rounds (Parquet), campaign and summary (JSON).
 
 Layout under the output folder (``results/`` by default)::
 
     campaign.json            schema version, environment, parameters, inputs, cell statuses
     rounds/<cell>.parquet    one row per round of one cell, warm-up and rejected rounds included
-    summary.json             the statistics of §7 per cell and region: derived from the rounds and
-                             campaign.json (deterministic bootstrap seed), a cache the report
+    summary.json             the statistics of docs/protocol.md §7 per cell and region: derived
+                             from the rounds and campaign.json (deterministic bootstrap seed), a cache the report
                              rebuilds when it is missing, so it is not committed; it carries the
                              fingerprint of the records it was derived from (``records_sha256``)
                              and counts as missing when they no longer match it
@@ -43,7 +43,7 @@ ROUND_SCHEMA = pa.schema(
     [
         ("campaign_id", pa.string()),
         ("session", pa.int32()),  # 0 for the first run, +1 per --resume
-        ("process", pa.int32()),  # the worker index, 0 .. processes-1 (protocol.md §2, runner.py)
+        ("process", pa.int32()),  # the worker index, 0 .. processes-1 (docs/protocol.md §2, runner.py)
         ("cell", pa.string()),
         ("graph", pa.string()),
         ("batch", pa.string()),
@@ -56,7 +56,7 @@ ROUND_SCHEMA = pa.schema(
         ("position", pa.int32()),  # 0 or 1 within the pair (0 = first)
         ("sequence", pa.int32()),  # order of the round within the cell's session
         ("warmup", pa.bool_()),  # untimed: a warm-up or a verification round
-        ("verification", pa.bool_()),  # an untimed round with the CUPTI counter (protocol.md §6)
+        ("verification", pa.bool_()),  # an untimed round with the CUPTI counter (docs/protocol.md §6)
         ("accepted", pa.bool_()),
         ("reject_reason", pa.string()),
         ("engine_host_ms", pa.float64()),

@@ -1,4 +1,4 @@
-"""Why a campaign ends with exit 4 (protocol.md §8), in words a user can act on.
+"""Why a campaign ends with exit 4 (docs/protocol.md §8), in words a user can act on.
 
 A round is rejected for its clocks or for contamination (``clocks.judge_round_clocks``,
 ``monitor.judge_contamination``); a cell whose rejected pairs exceed ``--max-rejects`` is too

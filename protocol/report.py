@@ -1,4 +1,4 @@
-"""results/M7.md from the records alone (protocol.md §10), rendered with jinja2.
+"""results/M7.md from the records alone (docs/protocol.md §10), rendered with jinja2.
 
 ``render_report(store)`` reads campaign.json, the rounds and summary.json (rebuilt from the rounds
 when missing), draws the plots beside the report and renders ``templates/M7.md.j2``. No number in

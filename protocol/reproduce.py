@@ -1,4 +1,4 @@
-"""The report's "Reproduce" lines (protocol.md §10), from the records alone.
+"""The report's "Reproduce" lines (docs/protocol.md §10), from the records alone.
 
 Three commands: ``perf_ab.py prepare`` for the campaign's inputs, the recorded ``perf_ab.py
 engines`` line, and ``perf_ab.py report``, each with every option that decides what is measured

@@ -1,6 +1,6 @@
-"""The campaign runner (protocol.md §2, §3, §9): units in order, the campaign record, resume.
+"""The campaign runner (docs/protocol.md §2, §3, §9): units in order, the campaign record, resume.
 
-A cell is measured by ``config.processes`` workers (protocol.md §2 "Worker processes"); worker
+A cell is measured by ``config.processes`` workers (docs/protocol.md §2 "Worker processes"); worker
 ``w`` of a cell is a *unit* (``units.Unit``) measuring ceil(rounds / processes) accepted pairs.
 The runner schedules the units worker-major: worker 0's pass over every cell of the campaign, then
 worker 1's, ..., so that the workers of one cell are spread over the campaign rather than back to
@@ -11,7 +11,7 @@ units run in this process (``measurer.Measurer``), as the campaign did before wo
 The runner opens (or, with ``--resume``, reopens) the campaign record and keeps every unit's and
 every cell's status in campaign.json as they change (``cells[key].workers[w]``), the rounds of a
 cell in its round file (the ``process`` column names the worker), and writes the summary at the
-end; ``run()`` returns the exit status of protocol.md §8. A unit whose worker process crashed is
+end; ``run()`` returns the exit status of docs/protocol.md §8. A unit whose worker process crashed is
 ``crashed`` and its cell ``worker_failed`` (exit 3, an environment problem: the campaign is
 incomplete, not wrong); ``--resume`` re-runs only units that did not finish, each in a new process
 whose rounds carry the new session number, so that the statistics see it as a process of its own.
@@ -255,7 +255,7 @@ class CampaignRunner:
                 raise UsageError(f"objective {k} outside [0, {gi.graph.num_weights}) for {gi.name}")
         cells = []
         if self.config.control and first:
-            # the A/A control first (protocol.md §7): side A against itself on the first graph,
+            # the A/A control first (docs/protocol.md §7): side A against itself on the first graph,
             # batch and objective; its interval must contain 1
             key = cell_key(gi.name, batch_names[0], objectives[0]) + CONTROL_SUFFIX
             cells.append(_CellPlan(key, gi.name, batch_names[0], objectives[0], control=True))
@@ -374,7 +374,7 @@ class CampaignRunner:
 
 
 def _relative_paths(origin: dict) -> dict:
-    """Records name files relative to the repository (protocol.md §9: no host-specific paths)."""
+    """Records name files relative to the repository (docs/protocol.md §9: no host-specific paths)."""
     origin = dict(origin or {})
     path = origin.get("path")
     if path and os.path.isabs(str(path)):

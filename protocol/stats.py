@@ -1,10 +1,10 @@
-"""The statistics of protocol.md §7: plain functions over NumPy arrays and pandas frames.
+"""The statistics of docs/protocol.md §7: plain functions over NumPy arrays and pandas frames.
 
 Quartiles use NumPy's default (linear interpolation between order statistics, "type 7"); the
 bootstrap is SciPy's percentile bootstrap of the median of the per-pair ratios, seeded. With pairs
 from several worker processes the bootstrap is hierarchical (:func:`hierarchical_ratio`):
 processes are resampled first, then pairs within each chosen process, so that the interval
-carries the between-process spread a single process cannot see (protocol.md §2, §7).
+carries the between-process spread a single process cannot see (docs/protocol.md §2, §7).
 """
 
 from __future__ import annotations

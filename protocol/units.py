@@ -1,4 +1,4 @@
-"""Units of a campaign (protocol.md §2 "Worker processes"): one cell measured by one worker.
+"""Units of a campaign (docs/protocol.md §2 "Worker processes"): one cell measured by one worker.
 
 A cell is measured by ``processes`` workers; worker ``w`` of a cell is the *unit* (cell, w). This
 module owns what a unit is and what its records say:

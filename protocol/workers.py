@@ -1,4 +1,4 @@
-"""Worker processes (protocol.md §2 "Worker processes"): a fresh process per worker pass.
+"""Worker processes (docs/protocol.md §2 "Worker processes"): a fresh process per worker pass.
 
 Two runs of the same code in two processes differ by more than the rounds of one process do
 (module load, allocations, placement in memory, the CUDA context), so each cell is measured by
