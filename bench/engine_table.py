@@ -48,6 +48,7 @@ interrupt.guard(__name__, "engine_table.py")
 
 import numpy as np
 
+from bench import generators
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
@@ -104,17 +105,7 @@ def random_graph(n: int, m: int, *, seed: int = RANDOM_SEED) -> Graph:
     uniform over the pairs of ``n`` vertices, stored in both directions (``2 * (m // 2)`` arcs);
     every arc draws its own K = 3 weights in [1, 100] (the gates' convention, inputs.md)."""
     rng = np.random.default_rng([seed, n, m])
-    want = m // 2
-    pairs = np.zeros(0, dtype=np.int64)
-    while pairs.size < want:
-        u = rng.integers(0, n, size=2 * (want - pairs.size) + 16)
-        v = rng.integers(0, n, size=u.size)
-        keep = u != v
-        keys = np.minimum(u, v)[keep] * n + np.maximum(u, v)[keep]
-        pairs = np.unique(np.concatenate([pairs, keys]))
-    pairs = pairs[np.sort(rng.choice(pairs.size, size=want, replace=False))]
-    u, v = pairs // n, pairs % n
-    src, dst = np.concatenate([u, v]), np.concatenate([v, u])
+    src, dst = generators.both_directions(*generators.distinct_pairs(rng, n, m // 2))
     weights = rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, size=(src.size, NUM_WEIGHTS))
     return Graph.from_edges(src, dst, weights, num_vertices=n)
 

@@ -44,7 +44,7 @@ from engines.io import (FORMATS, READER_VERSION, check_present, default_cache_di
                         read_graph_cached, symmetrized)
 from engines.io.locate import edge_source, first_data_line
 
-from .prepare import PREPARE_VERSION, InputError, InputPlan, Progress, cache_key, csr_from_edges, prepare_plan
+from .prepare import PREPARE_VERSION, InputError, InputPlan, Progress, cache_key, csr_within_memory, prepare_plan
 from .weights import NUM_OBJECTIVES, WEIGHT_PARAMS, describe_weights
 
 # the formats whose id base and symmetry the reader is told (the others fix the base themselves)
@@ -336,7 +336,7 @@ def graph_file_plan(spec: GraphFileSpec, *, cache_root: Path, shown: Progress) -
             if spec.symmetrize and spec.format not in LIST_FORMATS:
                 parsed = symmetrized(parsed)
         _gate_check(spec, parsed.num_vertices, parsed.num_edges)
-        row_ptr, col_ind = csr_from_edges(parsed.num_vertices, parsed.src, parsed.dst, label=str(spec.path))
+        row_ptr, col_ind = csr_within_memory(parsed.num_vertices, parsed.src, parsed.dst, label=str(spec.path))
         weights = _file_weights(spec, parsed) if spec.weights == "file" else None
         return row_ptr, col_ind, weights
 

@@ -41,6 +41,7 @@ from engines.io.cache import load_arrays, save_arrays
 from . import batches as batches_mod
 from . import standins
 from .gates import Gate, find_real_file, get_gate
+from .generators import csr_from_edges
 from .graphfacts import graph_facts
 from .host_memory import require_memory
 from .weights import SOURCE, WEIGHT_PARAMS, build_graph, draw_weights, initial_trees
@@ -122,13 +123,13 @@ def resolve_origin(gate: Gate, data_dir=None) -> tuple[dict, Path | None]:
             "note": f"stand-in for {gate.facts.get('matrix', gate.name)}: generated locally, not the real graph"}, None
 
 
-def csr_from_edges(n: int, src: np.ndarray, dst: np.ndarray, *, label: str) -> tuple[np.ndarray, np.ndarray]:
-    """The CSR of sorted edges, once :func:`bench.host_memory.require_memory` says that preparing
-    a graph of this size fits (``label`` names the input in its message)."""
+def csr_within_memory(n: int, src: np.ndarray, dst: np.ndarray, *, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR (row_ptr, int32 col_ind) of edges sorted by source, once
+    :func:`bench.host_memory.require_memory` says that preparing a graph of this size fits
+    (``label`` names the input in its message)."""
     require_memory(label, n, dst.size)
-    row_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=row_ptr[1:])
-    return row_ptr, np.ascontiguousarray(dst, dtype=np.int32)
+    row_ptr, col_ind, _ = csr_from_edges(n, src, dst, presorted=True, col_dtype=np.int32)
+    return row_ptr, col_ind
 
 
 @dataclass
@@ -160,11 +161,11 @@ def _build_structure(gate: Gate, origin: dict, path: Path | None, cache_dir: Pat
             raise InputError(
                 f"{path}: refused as the real {gate.name}: {mismatch}, so it is another graph. "
                 f"Measure it under its own name: perf_ab.py engines --graph-file {path} --name NAME")
-        return csr_from_edges(parsed.num_vertices, parsed.src, parsed.dst, label=str(path))
+        return csr_within_memory(parsed.num_vertices, parsed.src, parsed.dst, label=str(path))
     with progress.step(gate.name, f"generating stand-in {gate.standin_generator}({gate.standin_params})"):
         undirected = gate.build_standin()
         src, dst = standins.directed_csr_edges(undirected)
-    return csr_from_edges(undirected.num_vertices, src, dst, label=f"the stand-in of {gate.name}")
+    return csr_within_memory(undirected.num_vertices, src, dst, label=f"the stand-in of {gate.name}")
 
 
 def gate_plan(gate: Gate, *, data_dir=None, cache_root: Path, shown: Progress) -> InputPlan:

@@ -33,6 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
+from .generators import both_directions
+
 # Part of every cache key: bump on ANY change to what a generator returns for given parameters.
 GENERATOR_VERSION = 2
 _KEY_BITS = 25  # random part of a road_grid MST weight
@@ -215,7 +217,6 @@ def rgg(num_vertices: int, *, seed: int, radius_factor: float = 0.55) -> Undirec
 def directed_csr_edges(graph: UndirectedEdges) -> tuple[np.ndarray, np.ndarray]:
     """Both directions of every edge, sorted by (src, dst): the CSR edge order, int32."""
     n = np.int64(graph.num_vertices)
-    src = np.concatenate([graph.u, graph.v]).astype(np.int64)
-    dst = np.concatenate([graph.v, graph.u]).astype(np.int64)
+    src, dst = (a.astype(np.int64) for a in both_directions(graph.u, graph.v))
     order = np.argsort(src * n + dst)
     return src[order].astype(np.int32), dst[order].astype(np.int32)

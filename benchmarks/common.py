@@ -1,7 +1,8 @@
 """Inputs of the asv benchmarks: road-like grids, their batches and initial trees, cached on disk.
 
-The inputs are generated here, from fixed seeds, and not by ``bench.standins``, so that every
-commit asv measures sees exactly the same graphs and batches (a benchmark input that changed with
+The inputs are generated here, from fixed seeds (the grid of ``bench.generators``, whose output
+tests/bench/test_generators.py pins), and not by ``bench.standins``, so that every commit asv
+measures sees exactly the same graphs and batches (a benchmark input that changed with
 the code under test would hide or fake a regression). Sizes come from ``SSSPAB_ASV_SCALE``:
 
 - ``full`` (default): a 1400 x 1400 grid (about 1.96 M vertices, the size of roadNet-CA) with
@@ -32,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import engines
+from bench import generators
 from engines import sssp
 from engines.io.cache import load_arrays, save_arrays
 from engines.sssp import backends
@@ -110,14 +112,9 @@ def road_grid(side: int, seed: int = 12345):
     (average degree about 3.7, near road networks' 2.4-2.8 plus the grid's regularity), both
     directions with independent weights in [1, 100], row-major ids (locality), K = 3."""
     rng = np.random.default_rng(seed)
-    ids = np.arange(side * side, dtype=np.int64).reshape(side, side)
-    pairs = np.concatenate([
-        np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], axis=1),
-        np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], axis=1),
-    ])
+    pairs = generators.grid_pairs(side, side)
     pairs = pairs[rng.random(pairs.shape[0]) < 0.93]
-    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    src, dst = generators.both_directions(pairs[:, 0], pairs[:, 1])
     weights = rng.integers(1, 101, size=(src.size, NUM_WEIGHTS), dtype=np.int64)
     return engines.Graph.from_edges(src, dst, weights, num_vertices=side * side)
 

@@ -14,6 +14,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
+from bench import generators
+
 from . import oracles
 
 WEIGHT_MAX = (1 << 31) - 1
@@ -49,14 +51,8 @@ class GraphArrays:
 
 
 def csr_from_edges(n, src, dst, weights) -> GraphArrays:
-    """CSR keeping the input order of the edges within each row (a stable sort by source)."""
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
-    weights = np.asarray(weights, dtype=np.int64).reshape(src.shape[0], -1)
-    order = np.argsort(src, kind="stable")
-    row_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=row_ptr[1:])
-    return GraphArrays(row_ptr, dst[order], weights[order])
+    """CSR keeping the input order of the edges within each row (``bench.generators``)."""
+    return GraphArrays(*generators.csr_from_edges(n, src, dst, weights))
 
 
 def draw_weights(rng, size, K, lo, hi) -> np.ndarray:
@@ -65,32 +61,19 @@ def draw_weights(rng, size, K, lo, hi) -> np.ndarray:
 
 def random_graph(rng, n, m, K, lo, hi, *, parallel=0.0, self_loops=0.0) -> GraphArrays:
     """Uniform random directed edges; a fraction repeated as parallel copies, some self-loops."""
-    src = rng.integers(0, n, size=m)
-    dst = rng.integers(0, n, size=m)
+    src, dst = generators.uniform_arcs(rng, n, m)
     if n > 1:
         loops = src == dst
         dst[loops] = (dst[loops] + 1) % n
-    extra = int(round(parallel * m))
-    if extra and m:
-        pick = rng.integers(0, m, size=extra)
-        src, dst = np.concatenate([src, src[pick]]), np.concatenate([dst, dst[pick]])
-    loops = int(round(self_loops * m))
-    if loops:
-        v = rng.integers(0, n, size=loops)
-        src, dst = np.concatenate([src, v]), np.concatenate([dst, v])
-    perm = rng.permutation(src.shape[0])
-    src, dst = src[perm], dst[perm]
+    src, dst = generators.with_copies_and_loops(rng, n, src, dst, int(round(parallel * m)),
+                                                int(round(self_loops * m)))
     return csr_from_edges(n, src, dst, draw_weights(rng, src.shape[0], K, lo, hi))
 
 
 def grid_graph(rng, rows, cols, K, lo, hi) -> GraphArrays:
     """A road-like 4-neighbour grid, both directions stored with independent weights, row-major ids."""
-    ids = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
-    right = np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], axis=1)
-    down = np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], axis=1)
-    und = np.concatenate([right, down])
-    src = np.concatenate([und[:, 0], und[:, 1]])
-    dst = np.concatenate([und[:, 1], und[:, 0]])
+    und = generators.grid_pairs(rows, cols)
+    src, dst = generators.both_directions(und[:, 0], und[:, 1])
     return csr_from_edges(rows * cols, src, dst, draw_weights(rng, src.shape[0], K, lo, hi))
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import engines
 from engines import sssp
 
+from bench import generators
 from conformance import oracles as O
 
 WEIGHT_CLASSES = ("tiny", "mid", "huge")
@@ -57,9 +58,7 @@ def draw_weights(rng, size, wclass):
 def random_graph(rng, shape, n, K, wclass, *, multi=False):
     """(n, src, dst, weights (m, K)) of one of the §13 shapes."""
     if shape == "sparse":
-        m = int(rng.integers(n, 3 * n + 1))
-        src = rng.integers(0, n, size=m)
-        dst = rng.integers(0, n, size=m)
+        src, dst = generators.uniform_arcs(rng, n, int(rng.integers(n, 3 * n + 1)))
     elif shape == "dense":
         n = min(n, 64)  # keep dense graphs small: m grows as n^2
         pairs = np.array([(u, v) for u in range(n) for v in range(n) if u != v], dtype=np.int64)
@@ -71,17 +70,8 @@ def random_graph(rng, shape, n, K, wclass, *, multi=False):
         cols = max(1, int(np.sqrt(n)))
         rows = max(1, n // cols)
         n = rows * cols
-        s, d = [], []
-        for r in range(rows):
-            for c in range(cols):
-                v = r * cols + c
-                if c + 1 < cols:
-                    s += [v, v + 1]
-                    d += [v + 1, v]
-                if r + 1 < rows:
-                    s += [v, v + cols]
-                    d += [v + cols, v]
-        src, dst = np.array(s, dtype=np.int64), np.array(d, dtype=np.int64)
+        pairs = generators.grid_pairs(rows, cols, by_vertex=True)
+        src, dst = generators.both_directions(pairs[:, 0], pairs[:, 1], interleaved=True)
     elif shape == "chain":
         src = np.arange(n - 1, dtype=np.int64)
         dst = src + 1
@@ -101,19 +91,9 @@ def random_graph(rng, shape, n, K, wclass, *, multi=False):
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     if multi and src.size:
-        dup = rng.integers(0, src.size, size=max(1, src.size // 4))
-        loops = rng.integers(0, n, size=max(1, n // 5))
-        src = np.concatenate([src, src[dup], loops])
-        dst = np.concatenate([dst, dst[dup], loops])
-        perm = rng.permutation(src.size)
-        src, dst = src[perm], dst[perm]
+        src, dst = generators.with_copies_and_loops(rng, n, src, dst, max(1, src.size // 4), max(1, n // 5))
     elif src.size:
-        # simple graph: no self-loops, no parallel pairs
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-        _, idx = np.unique(src * (n + 1) + dst, return_index=True)
-        idx.sort()
-        src, dst = src[idx], dst[idx]
+        src, dst = generators.simple_arcs(n, src, dst)  # simple graph: no self-loops, no parallel pairs
     w = draw_weights(rng, (src.size, K), wclass)
     return n, src, dst, w
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.generators import both_directions, row_ptr_of
 from engines.io import mosp
 
 N = 150
@@ -30,12 +31,8 @@ def undirected_edges(seed: int = 11, n: int = N, m: int = 420) -> np.ndarray:
 
 def directed_csr(edges: np.ndarray, n: int = N) -> tuple[np.ndarray, np.ndarray]:
     """Both directions, sorted by (src, dst): the CSR every format must read into."""
-    src = np.concatenate([edges[:, 0], edges[:, 1]])
-    dst = np.concatenate([edges[:, 1], edges[:, 0]])
-    order = np.lexsort((dst, src))
-    row_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=row_ptr[1:])
-    return row_ptr, dst[order]
+    src, dst = both_directions(edges[:, 0], edges[:, 1])
+    return row_ptr_of(src, n), dst[np.lexsort((dst, src))]
 
 
 def _write_edges(folder: Path, edges) -> Path:

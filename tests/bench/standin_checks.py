@@ -7,15 +7,14 @@ import math
 import numpy as np
 
 from bench.gates import ROADNET_CA_DIAMETER, ROADNET_CA_VERTICES
+from bench.generators import row_ptr_of
 from bench.graphfacts import graph_facts
 from bench.standins import UndirectedEdges, directed_csr_edges
 
 
 def csr(graph: UndirectedEdges):
     src, dst = directed_csr_edges(graph)
-    row_ptr = np.zeros(graph.num_vertices + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=graph.num_vertices), out=row_ptr[1:])
-    return src, dst, row_ptr
+    return src, dst, row_ptr_of(src, graph.num_vertices)
 
 
 def check_road_standin(graph: UndirectedEdges, *, vertices: int, directed_edges: int, reach: float) -> dict:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
+from bench import generators
 from engines.apply_host import HostCsr, WeightScalars, apply_host, canonical_in_csr, scalars_of
 from engines.batch import Batch, batch_events
 from engines.errors import InvalidArgumentError
@@ -32,12 +33,10 @@ def same(a, b, what=""):
 
 def csr_from_edges(n, edges, k, ptr_dtype=np.int64):
     """A fresh state from ``(u, v, weights)`` in row order, with the canonical in-CSR."""
-    edges = sorted(edges, key=lambda e: e[0])  # stable: keeps the given order inside a row
-    counts = np.bincount(np.array([e[0] for e in edges], dtype=np.int64), minlength=n) if edges else np.zeros(n, np.int64)
-    row_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=row_ptr[1:])
-    col = np.array([e[1] for e in edges], dtype=np.int32)
-    w = np.array([list(e[2]) for e in edges], dtype=np.int32).reshape(len(edges), k).T.copy()
+    row_ptr, col, w = generators.csr_from_edges(  # keeps the given order inside a row
+        n, np.array([e[0] for e in edges], dtype=np.int64), np.array([e[1] for e in edges], dtype=np.int64),
+        np.array([list(e[2]) for e in edges], dtype=np.int64).reshape(len(edges), k), col_dtype=np.int32)
+    w = np.ascontiguousarray(w.T, dtype=np.int32)
     in_ptr, in_src, in_w = canonical_in_csr(row_ptr, col, w, n)
     return HostCsr(row_ptr.astype(ptr_dtype), col, w, in_ptr.astype(ptr_dtype), in_src, in_w)
 
@@ -203,8 +202,7 @@ def test_canonical_in_csr_matches_stable_argsort(g):
     csr = csr_from_edges(n, edges, k)
     order = np.argsort(csr.col_ind, kind="stable")
     edge_src = np.repeat(np.arange(n, dtype=np.int32), np.diff(csr.row_ptr))
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(csr.col_ind, minlength=n), out=ptr[1:])
+    ptr = generators.row_ptr_of(csr.col_ind, n)
     in_ptr, in_src, in_w = canonical_in_csr(csr.row_ptr.astype(np.int32), csr.col_ind, csr.weights, n)
     same(in_ptr, ptr, "in_ptr")
     same(in_src, edge_src[order], "in_src")
@@ -215,8 +213,7 @@ def test_canonical_in_csr_larger_graph():
     rng = np.random.default_rng(7)
     n, m, k = 3000, 20000, 3
     src = np.sort(rng.integers(0, n, m))
-    row_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=row_ptr[1:])
+    row_ptr = generators.row_ptr_of(src, n)
     col = rng.integers(0, n, m).astype(np.int32)
     w = rng.integers(1, 100, (k, m)).astype(np.int32)
     order = np.argsort(col, kind="stable")
@@ -315,8 +312,7 @@ def test_larger_random_chain_against_sorted_apply():
     src = np.sort(rng.integers(0, n, m))
     src[:300] = 5  # a hub row
     src = np.sort(src)
-    row_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=row_ptr[1:])
+    row_ptr = generators.row_ptr_of(src, n)
     col = rng.integers(0, n, m).astype(np.int32)
     col[rng.integers(0, m, 500)] = 7  # a hub in-row
     w = rng.integers(1, 50, (k, m)).astype(np.int32)

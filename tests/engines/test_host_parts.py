@@ -19,6 +19,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 import engines
+from bench import generators
 from engines import errors
 from engines.sssp import host, host_steps, plan
 from engines.sssp.host_schedule import propagate_near_far
@@ -50,8 +51,7 @@ INT32_MAX = (1 << 31) - 1
 
 
 def random_graph(rng, n, m, wmax, K=1):
-    src = rng.integers(0, n, m)
-    dst = rng.integers(0, n, m)
+    src, dst = generators.uniform_arcs(rng, n, m)
     w = rng.integers(1, wmax + 1, (m, K))
     return engines.Graph.from_edges(src, dst, w, num_vertices=n)
 
