@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .apply_host import HostCsr, WeightScalars, apply_host, canonical_in_csr, scalars_of
+from .apply_host import HostCsr, Spares, WeightScalars, apply_host, canonical_in_csr, scalars_of
 from .arguments import VERTEX_MAX, article, as_array, weight_matrix
 from .batch import ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events
 from .errors import InvalidArgumentError, NotSupportedError, OutOfMemoryError
@@ -218,6 +218,8 @@ class Graph:
         self._version = _version
         self._device = None  # engines.sssp.cuda.device_graph.DeviceGraph when device-resident
         self._pending = None  # the last device commit whose counters are not read yet
+        self._spares = Spares()  # entry buffers of retired host states, for the next commit
+        self._out = self._in = None
         weights_km = np.ascontiguousarray(weights_km, dtype=np.int32)
         self._k = int(weights_km.shape[0])
         self._publish_host((row_ptr, col_ind, weights_km), None, scalars_of(weights_km), next(_state_ids))
@@ -283,6 +285,7 @@ class Graph:
 
     def _publish_host(self, out, inn, scalars: WeightScalars, state_id: int) -> None:
         """Install a complete host state at once (the commit point of §3.3 step 6)."""
+        self._retire_host()
         row_ptr, col_ind, weights_km = out
         m = int(col_ind.shape[0])
         off = _offset_dtype_for(m, self._forced_offset)
@@ -299,6 +302,14 @@ class Graph:
         self._scalars = scalars
         self._state_id = state_id
         self._cache: dict = {}
+
+    def _retire_host(self) -> None:
+        """Drop the current host state, offering its entry buffers to the next commit where
+        nothing else (a snapshot, a caller's view, a cached in-edge view) still holds them."""
+        old = [t[i] for t in (self._out, self._in) if t is not None for i in (1, 2)]
+        self._out = self._in = None
+        self._cache = {}
+        self._spares.retire(old)
 
     def _settle(self) -> None:
         """Read the counters of the last device commit (m, the scalars) if still pending."""
@@ -534,7 +545,8 @@ class Graph:
     def _commit_host(self, events: BatchEvents) -> Commit:
         out, inn = self._host_out(), self._host_in()
         csr = HostCsr(out[0], out[1], out[2], inn[0], inn[1], inn[2])
-        new, summary, increased, scalars = apply_host(csr, events, self._scalars)
+        new, summary, increased, scalars = apply_host(csr, events, self._scalars, self._spares)
+        del out, inn, csr  # the old state's last local references: let _publish_host retire it
         self._publish_host((new.row_ptr, new.col_ind, new.weights), (new.in_ptr, new.in_src, new.in_weights),
                            scalars, next(_state_ids))
         self._version += 1
@@ -627,6 +639,7 @@ class Graph:
         g._k = self._k
         g._device = None
         g._pending = None
+        g._spares = Spares()
         g._n, g._m = self._n, self._m
         g._out, g._in = self._out, self._in
         g._scalars = self._scalars
