@@ -48,7 +48,8 @@ interrupt.guard(__name__, "engine_table.py")
 
 import numpy as np
 
-from bench import generators
+from bench import generators, options
+from bench.gates import GATE_NAMES
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
@@ -376,8 +377,8 @@ def user_path_table(rows: list[dict]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--graphs", nargs="*", default=["roadNet-PA", "roadNet-CA", "rgg_n_2_20_s0", "road_usa"],
-                        help="gate names (none with --graphs and no names: only --random-graph)")
+    options.add_graphs_option(parser, default=GATE_NAMES, allow_empty=True,
+                              note="; --graphs and no names: only --random-graph")
     parser.add_argument("--batches", nargs="*", default=None)
     parser.add_argument("--random-graph", type=parse_random_graph, action="append", default=[], metavar="N,M",
                         help="also measure a symmetrized random graph of N vertices and about M arcs with a 1 %% "
@@ -390,12 +391,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--host-repeats", type=int, default=1)
     parser.add_argument("--host-max-vertices", type=int, default=3_000_000)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--cache-dir", default=None)
+    options.add_input_options(parser)
     parser.add_argument("--table", action="store_true",
                         help="print the user-path table (engine region beside the whole update() call) and "
                              "write it as whole_update.md with --out")
-    parser.add_argument("--out", default=None, help="folder for engine_table.json and engine_table.md")
+    options.add_table_out_option(parser, "engine_table.json and engine_table.md")
     return parser
 
 

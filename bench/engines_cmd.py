@@ -19,30 +19,18 @@ import sys
 from engines.errors import os_error_text, print_internal_error
 from protocol.exitcodes import EnvironmentProblem, ExitCode, ProtocolError, UsageError
 
-from . import graph_file
+from . import graph_file, options
 
-DEFAULT_SIDES = "cuda:fused,cuda:operators"
-
-
-def _split_list(values):
-    """``--graphs a b`` and ``--graphs a,b`` both give ["a", "b"]."""
-    if values is None:
-        return None
-    out = []
-    for v in values:
-        out.extend(p for p in v.split(",") if p)
-    return out
+DEFAULT_SIDES = options.DEFAULT_SIDES
+_split_list = options.split_names  # --batches and --objectives: "a b" and "a,b" both give ["a", "b"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to measure")
-    g.add_argument("--graphs", nargs="+", metavar="NAME",
-                   help="gate names (default: the four gates roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa, "
-                        "or none with --graph-file)")
+    options.add_graphs_option(g, note=", or none with --graph-file")
     g.add_argument("--batches", nargs="+", metavar="NAME", help="batch names (default: every batch)")
     g.add_argument("--objectives", nargs="+", metavar="K", help="objectives (default: every objective)")
-    g.add_argument("--sides", default=DEFAULT_SIDES, metavar="A,B",
-                   help=f"the two sides: host, cuda, cuda:fused, cuda:operators (default {DEFAULT_SIDES})")
+    options.add_sides_option(g)
     r = parser.add_argument_group("rounds")
     r.add_argument("--rounds", type=int, default=21, help="accepted rounds per side and cell (min 5; default 21)")
     r.add_argument("--warmup", type=int, default=2, help="untimed warm-up rounds per side (min 2; default 2)")
@@ -73,16 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     v.add_argument("--verify-syncs", action="store_true",
                    help="count synchronizing CUDA calls with CUPTI and compare with the engines' count")
     o = parser.add_argument_group("records")
-    o.add_argument("--out", default=None, help="records and report folder (default results/)")
+    options.add_campaign_out_option(o)
     o.add_argument("--resume", action="store_true", help="continue the campaign recorded in --out")
     o.add_argument("--force", action="store_true",
                    help="replace the campaign recorded in --out (without it, or --resume, a folder that holds "
                         "a campaign is refused)")
     o.add_argument("--allow-dirty", action="store_true", help="allow a dirty working tree (printed in the report)")
-    o.add_argument("--data-dir", default=None,
-                   help="folder of real graph files (default: $SSSPAB_DATA_DIR, then <repo>/../shared/data)")
-    o.add_argument("--cache-dir", default=None, help="cache of prepared inputs (default $SSSPAB_CACHE_DIR or .cache)")
-    o.add_argument("--no-progress", action="store_true", help="no live progress display")
+    options.add_input_options(o)
+    options.add_no_progress_option(o)
     t = parser.add_argument_group("testing the statistics")
     t.add_argument("--plant-delay", metavar="SIDE:PERCENT", default=None,
                    help="TEST HOOK: delay side SIDE (A, B or its label) by PERCENT %% of its warm-up median "

@@ -136,16 +136,17 @@ def markdown(rows: list[dict]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bench import options
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--graphs", nargs="+", default=["roadNet-PA"])
+    options.add_graphs_option(parser, default=["roadNet-PA"])
     parser.add_argument("--batches", nargs="+", default=list(DEFAULT_BATCHES))
     parser.add_argument("--objective", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--out", default=None, help="folder for host_bench.json and host_bench.md")
-    parser.add_argument("--no-progress", action="store_true")
+    options.add_input_options(parser)
+    options.add_table_out_option(parser, "host_bench.json and host_bench.md")
+    options.add_no_progress_option(parser)
     return parser
 
 

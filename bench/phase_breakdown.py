@@ -93,7 +93,9 @@ def table(rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    from bench import options
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graph", required=True)
     parser.add_argument("--batch", required=True)
@@ -101,10 +103,14 @@ def main(argv=None) -> int:
     parser.add_argument("--launch-count", type=int, default=0, help="profile at most this many launches")
     parser.add_argument("--push-expansion", choices=("vertex", "group"), default=None,
                         help="the push expansion (Options.push_expansion; default: the library's)")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--out", default=None, help="also write the table to this file")
-    args = parser.parse_args(argv)
+    options.add_input_options(parser)
+    parser.add_argument("--table-file", "--out", dest="out", default=None, metavar="FILE",
+                        help="also write the table to this file (--out: its former name)")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     if os.environ.get(CHILD_ENV):
         run_update(args)
         return 0

@@ -20,20 +20,14 @@ import time
 from engines.errors import print_internal_error
 from protocol.exitcodes import ExitCode
 
-from . import graph_file
+from . import graph_file, options
 from .gates import ALL_GATES, GATE_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--graphs", nargs="+", default=None, metavar="GATE",
-                        help=f"gates to prepare (default: the four gates, or none with --graph-file; "
-                             f"known: {', '.join(ALL_GATES)})")
-    parser.add_argument("--data-dir", default=None,
-                        help="folder with real graph files (also searched in its graphs/ subfolder); "
-                             "default: $SSSPAB_DATA_DIR, then <repo>/../shared/data")
-    parser.add_argument("--cache-dir", default=None,
-                        help="cache folder (default: $SSSPAB_CACHE_DIR or <repo>/.cache)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress messages on stderr")
+    options.add_graphs_option(parser, note=", or none with --graph-file")
+    options.add_input_options(parser)
+    options.add_no_progress_option(parser)
     graph_file.add_arguments(parser)
 
 

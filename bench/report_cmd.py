@@ -21,9 +21,11 @@ from pathlib import Path
 from engines.errors import os_error_text, print_internal_error
 from protocol.exitcodes import ExitCode, ProtocolError
 
+from .options import add_campaign_out_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default=None, help="the campaign's records folder (default results/)")
+    add_campaign_out_option(parser)
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--write", action="store_true",
                        help="replace the report, its plots and summary.json in the records folder "

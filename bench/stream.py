@@ -542,7 +542,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bench import graph_file
+    from bench import graph_file, options
 
     parser = _Parser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--graph", metavar="NAME", default=None, help="a gate (e.g. luxembourg_osm, roadNet-PA)")
@@ -556,10 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"first batches applied but not counted (default {DEFAULT_WARMUP})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the stream's seed (default {DEFAULT_SEED})")
     parser.add_argument("--objective", type=int, default=0, help="the weight column measured (default 0)")
-    parser.add_argument("--out", default=None, metavar="DIR", help="folder for stream.json and stream.md")
-    parser.add_argument("--data-dir", default=None, help="where the gates' real files are looked up")
-    parser.add_argument("--cache-dir", default=None, help="the prepared-input cache (default .cache/)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    options.add_table_out_option(parser, "stream.json and stream.md")
+    options.add_input_options(parser)
+    options.add_no_progress_option(parser)
     graph_file.add_arguments(parser)
     return parser
 

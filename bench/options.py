@@ -1,0 +1,88 @@
+"""The command-line options that mean the same thing in every bench command, declared once
+(issue 29 step 4; asv keeps its shared flags the same way, in ``asv/commands/common_args.py``).
+
+Every command that takes one of these options adds it with the function here, so its name, its
+help text, its default and how its value is read are the same everywhere:
+
+- ``--graphs``: gate names, space- or comma-separated; default: the four gates;
+- ``--data-dir``: the folder of real graph files; unset, ``$SSSPAB_DATA_DIR`` (the project's one
+  name for it), then ``<repo>/../shared/data`` (``bench.gates.data_dir_candidates``, the one rule);
+- ``--cache-dir``: the prepared-input cache; unset, ``$SSSPAB_CACHE_DIR``, then ``<repo>/.cache``
+  (``engines.io.cache.default_cache_dir``);
+- ``--no-progress``: no progress display on stderr;
+- ``--sides``: the two sides of an A/B campaign;
+- ``--out``: the campaign's records folder (:func:`add_campaign_out_option`), or a table command's
+  output folder (:func:`add_table_out_option`).
+
+An option of the same name that means something else keeps its own declaration in its command
+(``phase_breakdown.py --table-file``, ``python -m conformance generate --out``, the engines' CLI).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .gates import ALL_GATES, DATA_DIR_VARIABLE, GATE_NAMES
+
+DEFAULT_SIDES = "cuda:fused,cuda:operators"
+SIDE_NAMES = ("host", "cuda", "cuda:fused", "cuda:operators")
+
+
+def split_names(values) -> list[str] | None:
+    """``a b`` and ``a,b`` both give ["a", "b"]; None stays None."""
+    if values is None:
+        return None
+    return [part for value in values for part in value.split(",") if part]
+
+
+class _SplitNames(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, split_names(values))
+
+
+def add_graphs_option(parser, *, default=None, allow_empty: bool = False, note: str = "") -> None:
+    """``--graphs NAME ...``; ``args.graphs`` is a list of names, or ``default`` when not given
+    (None: the command's default set, the four gates). ``allow_empty``: ``--graphs`` with no name
+    is an empty list (a command that measures something else then)."""
+    gates = GATE_NAMES if default is None else tuple(default)
+    shown = ("the four gates " if gates == GATE_NAMES else "") + " ".join(gates)
+    parser.add_argument("--graphs", nargs="*" if allow_empty else "+", action=_SplitNames, metavar="NAME",
+                        default=None if default is None else list(default),
+                        help=f"gate names, space- or comma-separated, of {' '.join(ALL_GATES)} "
+                             f"(default: {shown}{note})")
+
+
+def add_data_dir_option(parser) -> None:
+    parser.add_argument("--data-dir", default=None, metavar="DIR",
+                        help="folder of real graph files (also searched in its graphs/ subfolder); "
+                             f"default: ${DATA_DIR_VARIABLE}, then <repo>/../shared/data")
+
+
+def add_cache_dir_option(parser) -> None:
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help="cache of prepared inputs (default: $SSSPAB_CACHE_DIR or <repo>/.cache)")
+
+
+def add_no_progress_option(parser) -> None:
+    parser.add_argument("--no-progress", action="store_true", help="no progress display on stderr")
+
+
+def add_input_options(parser) -> None:
+    """``--data-dir`` and ``--cache-dir``: where a command finds and caches its gate inputs."""
+    add_data_dir_option(parser)
+    add_cache_dir_option(parser)
+
+
+def add_sides_option(parser) -> None:
+    parser.add_argument("--sides", default=DEFAULT_SIDES, metavar="A,B",
+                        help=f"the two sides: {', '.join(SIDE_NAMES)} (default {DEFAULT_SIDES})")
+
+
+def add_campaign_out_option(parser) -> None:
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="the campaign's records and report folder (default results/)")
+
+
+def add_table_out_option(parser, files: str) -> None:
+    """``--out DIR`` of a table command: the folder ``files`` (its record and its table) go to."""
+    parser.add_argument("--out", default=None, metavar="DIR", help=f"folder for {files}")

@@ -1,0 +1,119 @@
+"""The shared command-line options (bench/options.py, issue 29 step 4): declared once, so each one
+parses the same, with the same help text, in every command that takes it."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from bench import engine_table, host_bench, options, perf_ab, phase_breakdown, stream
+from bench.gates import DATA_DIR_VARIABLE, GATE_NAMES
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    parser = perf_ab.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
+COMMANDS = {
+    "perf_ab engines": lambda: _subparser("engines"),
+    "perf_ab prepare": lambda: _subparser("prepare"),
+    "perf_ab report": lambda: _subparser("report"),
+    "engine_table": engine_table.build_parser,
+    "host_bench": host_bench.build_parser,
+    "stream": stream.build_parser,
+    "phase_breakdown": phase_breakdown.build_parser,
+}
+#: A command's own required options, given with every parse.
+REQUIRED = {"phase_breakdown": ["--graph", "g", "--batch", "b"]}
+#: option -> the commands that take it in its shared meaning.
+TAKERS = {
+    "--graphs": ("perf_ab engines", "perf_ab prepare", "engine_table", "host_bench"),
+    "--data-dir": ("perf_ab engines", "perf_ab prepare", "engine_table", "host_bench", "stream", "phase_breakdown"),
+    "--cache-dir": ("perf_ab engines", "perf_ab prepare", "engine_table", "host_bench", "stream", "phase_breakdown"),
+    "--no-progress": ("perf_ab engines", "perf_ab prepare", "host_bench", "stream"),
+    "--sides": ("perf_ab engines",),
+}
+CAMPAIGN_OUT = ("perf_ab engines", "perf_ab report")
+TABLE_OUT = {"engine_table": "engine_table.json and engine_table.md", "host_bench": "host_bench.json and host_bench.md",
+             "stream": "stream.json and stream.md"}
+
+
+def action(parser: argparse.ArgumentParser, option: str) -> argparse.Action:
+    return parser._option_string_actions[option]
+
+
+def parse(command: str, *argv: str) -> argparse.Namespace:
+    return COMMANDS[command]().parse_args([*REQUIRED.get(command, []), *argv])
+
+
+def reference(option: str, **kw) -> argparse.Action:
+    """The option as the shared helper declares it, on a parser of its own."""
+    parser = argparse.ArgumentParser()
+    {"--graphs": options.add_graphs_option, "--data-dir": options.add_data_dir_option,
+     "--cache-dir": options.add_cache_dir_option, "--no-progress": options.add_no_progress_option,
+     "--sides": options.add_sides_option}[option](parser, **kw)
+    return action(parser, option)
+
+
+def test_every_command_that_takes_a_shared_option_is_listed():
+    for command, build in COMMANDS.items():
+        parser = build()
+        for option, takers in TAKERS.items():
+            assert (option in parser._option_string_actions) == (command in takers), (command, option)
+
+
+@pytest.mark.parametrize("option, command", [(o, c) for o, cs in TAKERS.items() for c in cs if o != "--graphs"])
+def test_shared_option_same_everywhere(option, command):
+    mine, ref = action(COMMANDS[command](), option), reference(option)
+    assert (mine.help, mine.default, mine.metavar, mine.nargs, type(mine)) == \
+           (ref.help, ref.default, ref.metavar, ref.nargs, type(ref))
+    dest = option.lstrip("-").replace("-", "_")
+    if option == "--no-progress":
+        assert getattr(parse(command, option), dest) is True and getattr(parse(command), dest) is False
+    else:
+        value = "host,host" if option == "--sides" else "/some/folder"
+        assert getattr(parse(command, option, value), dest) == value
+
+
+def test_data_dir_help_names_the_one_variable():
+    assert f"${DATA_DIR_VARIABLE}" in reference("--data-dir").help and DATA_DIR_VARIABLE == "SSSPAB_DATA_DIR"
+
+
+@pytest.mark.parametrize("command", TAKERS["--graphs"])
+def test_graphs_parse_the_same(command):
+    for argv in (["roadNet-PA", "road_usa"], ["roadNet-PA,road_usa"], ["roadNet-PA,", "road_usa"]):
+        assert parse(command, "--graphs", *argv).graphs == ["roadNet-PA", "road_usa"]
+    help_text = action(COMMANDS[command](), "--graphs").help
+    assert help_text.startswith("gate names, space- or comma-separated, of ")
+
+
+def test_graphs_defaults_kept():
+    assert parse("perf_ab engines").graphs is None and parse("perf_ab prepare").graphs is None  # the four gates
+    assert parse("engine_table").graphs == list(GATE_NAMES)
+    assert parse("engine_table", "--graphs").graphs == []  # only --random-graph
+    assert parse("host_bench").graphs == ["roadNet-PA"]
+    for command in ("perf_ab engines", "perf_ab prepare", "host_bench"):
+        with pytest.raises(SystemExit):
+            parse(command, "--graphs")
+
+
+@pytest.mark.parametrize("command", CAMPAIGN_OUT)
+def test_campaign_out_same(command):
+    parser = argparse.ArgumentParser()
+    options.add_campaign_out_option(parser)
+    assert action(COMMANDS[command](), "--out").help == action(parser, "--out").help
+    assert parse(command).out is None and parse(command, "--out", "x").out == "x"
+
+
+@pytest.mark.parametrize("command, files", TABLE_OUT.items())
+def test_table_out_same(command, files):
+    assert action(COMMANDS[command](), "--out").help == f"folder for {files}"
+    assert parse(command).out is None and parse(command, "--out", "x").out == "x"
+
+
+def test_phase_breakdown_table_file_keeps_out():
+    assert parse("phase_breakdown", "--table-file", "t.md").out == "t.md"
+    assert parse("phase_breakdown", "--out", "t.md").out == "t.md"
