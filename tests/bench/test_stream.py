@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from bench import stream
+from bench.generators import both_directions
 from engines import Graph
 
 SMALL_N = 300
@@ -25,7 +26,7 @@ def _random_edges(n=SMALL_N, pairs=900, seed=5):
 
 def _symmetric_graph(n=SMALL_N):
     u, v = _random_edges(n)
-    src, dst = np.concatenate([u, v]), np.concatenate([v, u])
+    src, dst = both_directions(u, v)
     weights = np.random.default_rng(1).integers(1, 101, size=(src.size, 3))
     return Graph.from_edges(src, dst, weights, num_vertices=n)
 

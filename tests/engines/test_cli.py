@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import engines
+from bench import generators
 from engines import cli, sssp
 from engines.io import mosp
 from engines.sssp import backends
@@ -20,8 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _random_case(seed, n=40, m=160, K=2):
     rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, m)
-    dst = rng.integers(0, n, m)
+    src, dst = generators.uniform_arcs(rng, n, m)
     w = rng.integers(1, 4, size=(m, K))  # small weights: many ties
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     ins = rng.integers(0, n + 2, size=(12, 2))  # some insertions grow the graph
