@@ -75,14 +75,13 @@ def _invalidate(parents: np.ndarray, roots: np.ndarray, compiled: bool) -> tuple
 
 
 def _pull(words: np.ndarray, candidates: np.ndarray, graph, plan: Plan, compiled: bool) -> np.ndarray:
-    """§7.1 step 6: under Numba one scan of the out-edges (host_region: no transposed graph to
-    rebuild after the batch), in NumPy over the in-edges."""
-    if compiled:
-        from .host_region import pull_scan
-
-        return pull_scan(words, candidates, graph.row_ptr, graph.col_ind,
-                         graph.weight_column(plan.objective), plan.packing)
+    """§7.1 step 6 over the candidates' in-edges (the in-CSR every commit maintains): one Numba
+    loop (host_region), or NumPy."""
     in_edges = graph.in_edges(plan.objective)
+    if compiled:
+        from .host_region import pull_in
+
+        return pull_in(words, candidates, in_edges.ptr, in_edges.src, in_edges.weight, plan.packing)
     return pull(words, candidates, in_edges.ptr, in_edges.src, in_edges.weight, plan.packing)
 
 

@@ -1,7 +1,7 @@
 """The Numba region kernels of the host reference (engines/sssp/host_region.py, issue 35) against
 their NumPy references in host_steps: the same flags and parent_cycle condition on random parent
 arrays (forests, chains, cycles with and without a root, self-loops), the same words and frontier
-of the seed pull on random graphs."""
+of the seed pull on random graphs, packed and distance-only."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines.sssp.host_region import invalidate_walk, pull_scan
+from engines.sssp.host_region import invalidate_walk, pull_in
 from engines.sssp.host_steps import invalidate_subtrees, pull, words_from_tree
-from engines.sssp.packing import decide_packing
+from engines.sssp.packing import Packing, decide_packing
 
 from .. import harness as H
 
@@ -52,8 +52,9 @@ def test_walk_on_the_cases_that_decide_a_cycle():
     assert not cycle and flag.sum() == n - n // 2 and flag[n // 2:].all()
 
 
+@pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("seed", range(6))
-def test_pull_scan_equals_the_in_edge_pull(seed):
+def test_pull_in_equals_the_numpy_pull(seed, packed):
     rng = np.random.default_rng(seed + 3500)
     n, src, dst, w = H.random_graph(rng, "sparse", 400, 1, "tiny" if seed % 2 else "mid")
     import engines
@@ -63,6 +64,8 @@ def test_pull_scan_equals_the_in_edge_pull(seed):
     tree = sssp.compute(graph, 0, backend="host")
     d, p = tree.to_numpy()
     packing = decide_packing(max(1, graph.max_weight(0)), n)
+    if not packed:
+        packing = Packing(False, 0, packing.bound)
     words = words_from_tree(d, p, packing)
     invalid = rng.choice(n, size=n // 5, replace=False)
     words[invalid] = np.uint64((1 << 64) - 1)
@@ -70,7 +73,7 @@ def test_pull_scan_equals_the_in_edge_pull(seed):
     reference = words.copy()
     in_edges = graph.in_edges(0)
     frontier_ref = pull(reference, candidates, in_edges.ptr, in_edges.src, in_edges.weight, packing)
-    frontier = pull_scan(words, candidates, graph.row_ptr, graph.col_ind, graph.weight_column(0), packing)
+    frontier = pull_in(words, candidates, in_edges.ptr, in_edges.src, in_edges.weight, packing)
     np.testing.assert_array_equal(words, reference)
     np.testing.assert_array_equal(np.sort(frontier), np.sort(frontier_ref))
 
