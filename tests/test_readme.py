@@ -3,7 +3,8 @@ how this test checks it, and every command a CPU machine can run is run.
 
 Markers (an HTML comment on the line before the fence, invisible when rendered):
 
-- ``run``: the block runs as one bash script from the repository root (``set -e``); a block with
+- ``run``: the block runs as one bash script from the repository root (``set -e``), and prints what
+  its ``# prints "..."`` comments promise (``...`` standing for anything); a block with
   ``make bench-host`` (about 15 s on 2 cores) is marked slow and needs the small real graph.
 - ``python``: the block runs in a fresh interpreter from the repository root; each top-level
   ``show(...)`` / ``print(...)`` line's trailing comment is the output line it must print.
@@ -103,6 +104,8 @@ def test_run_blocks(body, unchanged_tree):
         pytest.skip("make bench-host needs uspowergrid.edges in the data folder")
     done = run(["bash", "-e", "-c", body])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for promised in re.findall(r'# prints "(.*?)"', body):  # "..." stands for anything
+        assert re.search(".*?".join(map(re.escape, promised.split("..."))), done.stdout), promised
     if "make bench-host" in body:
         assert "report: .cache/bench-host/M7.md" in done.stdout
         assert (ROOT / ".cache/bench-host/M7.md").read_text().startswith("# M7: host against host")
@@ -190,3 +193,13 @@ def test_transcripts(body, tmp_path, unchanged_tree):
 
 def test_readme_commands_name_no_shared_spec():
     assert "shared/spec" not in README.read_text(encoding="utf-8")
+
+
+def test_inline_make_commands_are_listed_targets():
+    """Every `make TARGET` quoted in the text (outside the blocks) is a target `make help` lists."""
+    text = re.sub(r"```.*?```", "", README.read_text(encoding="utf-8"), flags=re.S)
+    targets = {m for m in re.findall(r"`make ([a-z][\w-]*)", text)}
+    listed = run(["make", "help"], timeout=60).stdout
+    missing = sorted(t for t in targets if not re.search(rf"^make (?:[\w-]+ / )*{re.escape(t)}\b", listed, re.M)
+                     and not re.search(rf"/ {re.escape(t)}\b", listed))
+    assert len(targets) > 10 and not missing, f"README quotes make targets that make help does not list: {missing}"
