@@ -101,11 +101,13 @@ def _ro(a: np.ndarray) -> np.ndarray:
     return v
 
 
-def _ptr64(ptr, name: str) -> np.ndarray:
+def _offsets(ptr, name: str) -> np.ndarray:
+    """Offsets as they come, int32 or int64: the kernels are compiled for both, so a graph with
+    int32 offsets pays no widening copy of its n + 1 offsets per side and commit."""
     ptr = np.asarray(ptr)
     if ptr.ndim != 1 or ptr.shape[0] < 1 or ptr.dtype not in (np.int32, np.int64):
         raise InvalidArgumentError(f"{name} must be a 1-D int32/int64 array of n + 1 offsets")
-    return _ro(np.ascontiguousarray(ptr, dtype=np.int64))
+    return _ro(np.ascontiguousarray(ptr))
 
 
 def _keys32(keys, name: str) -> np.ndarray:
@@ -239,7 +241,7 @@ def canonical_in_csr(row_ptr, col_ind, weights_km, num_vertices: int):
     order of ``np.argsort(col_ind, kind="stable")`` byte for byte. Returns ``(in_ptr int64,
     in_src int32, in_weights int32 (K, m))``, read-only.
     """
-    ptr = _ptr64(row_ptr, "row_ptr")
+    ptr = _offsets(row_ptr, "row_ptr")
     col = _keys32(col_ind, "col_ind")
     w = _weights32(weights_km, col.shape[0], "weights")
     n = int(num_vertices)
@@ -598,8 +600,8 @@ def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares
     edited by the same routine so that it stays the exact transpose with the order of §3.6.
     """
     n_old = int(events.n_old)
-    row_ptr = _ptr64(csr.row_ptr, "row_ptr")
-    in_ptr = _ptr64(csr.in_ptr, "in_ptr")
+    row_ptr = _offsets(csr.row_ptr, "row_ptr")
+    in_ptr = _offsets(csr.in_ptr, "in_ptr")
     col = _keys32(csr.col_ind, "col_ind")
     in_src = _keys32(csr.in_src, "in_src")
     m = col.shape[0]
