@@ -72,7 +72,8 @@ def invalidate_walk(parents_in: np.ndarray, roots: np.ndarray) -> tuple[np.ndarr
     n = parents_in.shape[0]
     state = np.zeros(n, dtype=np.int8)
     path = np.empty(n, dtype=np.int64)
-    cycle = _walk(parents_in.astype(np.int64, copy=False), roots.astype(np.bool_, copy=False),
+    # parents as they are (int32 in a result): widening them would be one more pass over n
+    cycle = _walk(np.ascontiguousarray(parents_in), roots.astype(np.bool_, copy=False),
                   state, path)
     return state == _FLAGGED, bool(cycle)
 
@@ -170,7 +171,7 @@ def survivors_are_canonical(distances: np.ndarray, parents: np.ndarray, invalid:
     parent. Then update() and compute() give the same bytes (§6, §5.12), so a batch that
     invalidates most of the graph may be recomputed from scratch. One O(n + m) scan."""
     lowest = np.empty(distances.shape[0], dtype=np.int64)
-    return bool(_survivors_consistent(distances, parents.astype(np.int64, copy=False),
+    return bool(_survivors_consistent(distances, np.ascontiguousarray(parents),
                                       invalid.astype(np.bool_, copy=False),
                                       head.astype(np.bool_, copy=False), row_ptr, col_ind, weight,
                                       int(source), int(inf_half), int(bound), lowest))
