@@ -31,6 +31,7 @@ class Config:
     description: str = ""
     operators_loop: str = "device"  # the operators engine's loop (Options.operators_loop)
     push_expansion: str | None = None  # pinned push expansion (Options.push_expansion); None: default
+    update_launch: str | None = None  # pinned Options.update_launch (how the apply is enqueued)
 
     @property
     def needs_gpu(self) -> bool:
@@ -61,6 +62,11 @@ CONFIGS = {
         Config("cuda-operators-host-group", "cuda", "operators", "operators", operators_loop="host",
                push_expansion="group",
                description="CUDA operators (host loop), a group of lanes per near-list vertex"),
+        # the device apply replayed as a captured CUDA graph (Options.update_launch)
+        Config("cuda-fused-graph", "cuda", "fused", "fused", update_launch="graph",
+               description="CUDA fused, the batch's device apply as a captured CUDA graph"),
+        Config("cuda-operators-graph", "cuda", "operators", "operators", update_launch="graph",
+               description="CUDA operators (device loop), the device apply as a captured CUDA graph"),
     )
 }
 
@@ -196,6 +202,8 @@ def _replay(arrays: dict, case: dict, config: Config, outcome: CaseOutcome) -> N
                 operators_loop=config.operators_loop)
     if config.push_expansion is not None:
         opts["push_expansion"] = config.push_expansion
+    if config.update_launch is not None:
+        opts["update_launch"] = config.update_launch
     result = sssp.Result.from_arrays(graph, case["source"], arrays["d_in"], arrays["p_in"], canonicalize=False,
                                      backend=config.backend, **opts)
     stats = sssp.update(graph, batch, result)

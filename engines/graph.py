@@ -502,8 +502,11 @@ class Graph:
             with runtime.cuda_errors("reserving the device apply"), runtime.cupy_module().cuda.Device(device):
                 device_apply.reserve(self._device, events, runtime.stream(device))
 
-    def commit(self, events: BatchEvents) -> Commit:
-        """Commit a validated event list (``events_for``); the commit point of §3.3 step 6."""
+    def commit(self, events: BatchEvents, launch: str | None = None) -> Commit:
+        """Commit a validated event list (``events_for``); the commit point of §3.3 step 6.
+
+        ``launch`` says how a device-resident graph enqueues the apply (device_apply.LAUNCHES;
+        None: its default); the host ignores it."""
         if self._device is None:
             try:
                 return self._commit_host(events)
@@ -523,7 +526,7 @@ class Graph:
         device = self._device.device
         with runtime.cuda_errors("applying the batch on the device"), runtime.cupy_module().cuda.Device(device):
             pending = device_apply.commit(self._device, events, scalars.max_weight, scalars.weight_sum,
-                                          runtime.stream(device))
+                                          runtime.stream(device), launch=launch)
         # published on the device: now the host side of the new state
         self._pending = pending
         self._n = int(events.n_after)

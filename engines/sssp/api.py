@@ -202,8 +202,11 @@ def update(graph, batch, *results, probe=None):
         except Exception as exc:
             raise _wrap_device_errors(exc) from exc
 
+    # the apply is the graph's, once for every result: captured only when every CUDA result asks
+    cuda_launches = {item.opts.update_launch for item in pending if item.engine != "host"}
+    launch = "graph" if cuda_launches == {"graph"} else "python"
     try:
-        commit = graph.commit(events)  # the commit
+        commit = graph.commit(events, launch=launch)  # the commit
     except Exception as exc:  # nothing changed: the graph publishes only complete states
         raise _wrap_device_errors(exc) from exc
 

@@ -19,6 +19,8 @@ from .plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 CUDA_ENGINES = ("automatic", "fused", "operators")
 #: How the operators engine drives its near-far loop (engines/sssp/cuda/operators.py LOOP_MODES).
 OPERATORS_LOOPS = ("host", "device")
+#: How a CUDA update enqueues its device work (engines/sssp/cuda/device_apply.py LAUNCHES).
+UPDATE_LAUNCHES = ("python", "graph")
 
 
 @dataclass
@@ -37,6 +39,11 @@ class Options:
     #: "group" (up to a warp of lanes share its out-edges, as wide as the list and the grid
     #: allow) or "vertex" (one lane walks them); results never depend on it (§5.12)
     push_expansion: str = DEFAULT_PUSH_EXPANSION
+    #: how a CUDA update enqueues the batch's device apply: "python" (each kernel launched from
+    #: Python, sized to the batch) or "graph" (one replay of a CUDA graph captured once per graph
+    #: state's buffers and capacity: a constant host cost per update); results never depend on
+    #: it. The commit uses "graph" when every CUDA result passed to update() asks for it.
+    update_launch: str = "python"
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,10 @@ def check_options(opts: Options, num_weights: int) -> None:
     if opts.push_expansion not in PUSH_EXPANSIONS:
         raise InvalidArgumentError(
             f"options.push_expansion must be one of {', '.join(PUSH_EXPANSIONS)}, got {opts.push_expansion!r}"
+        )
+    if opts.update_launch not in UPDATE_LAUNCHES:
+        raise InvalidArgumentError(
+            f"options.update_launch must be one of {', '.join(UPDATE_LAUNCHES)}, got {opts.update_launch!r}"
         )
     if not isinstance(opts.validate_inputs, (bool, np.bool_)):
         raise InvalidArgumentError(f"options.validate_inputs must be a bool, got {opts.validate_inputs!r}")

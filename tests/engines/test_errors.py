@@ -200,6 +200,30 @@ def test_operators_loop_is_an_option_of_every_result():
         r.set_options(operators_loop="Device")
 
 
+def test_update_launch_is_an_option_of_every_result():
+    """How a CUDA update enqueues the device apply (device_apply.LAUNCHES): "python" by default,
+    "graph" accepted; anything else rejected without changing the result's options; the host
+    backend accepts it and its updates are unchanged by it."""
+    from engines.sssp.cuda.device_apply import LAUNCHES
+
+    assert sssp.Options().update_launch == "python" and set(LAUNCHES) == {"python", "graph"}
+    g = small_graph()
+    r = sssp.compute(g, 0, update_launch="graph")
+    assert r.options.update_launch == "graph"
+    with pytest.raises(errors.InvalidArgumentError, match="update_launch must be one of python, graph"):
+        r.set_options(update_launch="cuda-graph")
+    assert r.options.update_launch == "graph"
+    with pytest.raises(errors.InvalidArgumentError, match="update_launch"):
+        sssp.compute(g, 0, update_launch=None)
+    plain = sssp.compute(g, 0)
+    batch = engines.Batch([0], [g.num_vertices - 1], np.ones((1, g.num_weights), dtype=np.int64))
+    h = g.copy()
+    sssp.update(g, batch, r)
+    sssp.update(h, batch, sssp.compute(h, 0))
+    assert [a.tobytes() for a in r.to_numpy()] == [a.tobytes() for a in sssp.compute(h, 0).to_numpy()]
+    assert plain.options.update_launch == "python"
+
+
 def test_compute_rejects_bad_source_and_backend():
     g = small_graph()
     for s in (-1, g.num_vertices, None):

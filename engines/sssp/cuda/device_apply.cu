@@ -16,6 +16,12 @@
 // per row) is cleared by the kernel that consumes it, only where it was set: a commit costs
 // O(n + m) streaming work plus O(events x row length) for the touched rows, never a sort of m.
 //
+// The batch's sizes (event count, deletions, insertions, old and new vertex counts, old edge
+// count) are read from the device (`sizes`, slots SizeSlot, copied up with the events) rather than
+// passed as launch arguments: the launches of a commit are then the same for every batch that
+// fits the reserved capacity, so they can be captured once as a CUDA graph and replayed
+// (device_apply.py, launch "graph"); launched one by one ("python") they read the same slots.
+//
 // Template parameters as in both engines: V the vertex type (int), O the offset type.
 
 #include "kernels.cuh"
@@ -34,6 +40,20 @@ enum RecordSlot : int {
     REC_EDGES = 4,
     REC_FIXED = 6,
 };
+// Slots of the int64 sizes block (device_apply.py SIZE_* mirrors them).
+enum SizeSlot : int {
+    SZ_COUNT = 0,       // events: the D deletions, then the I insertions
+    SZ_DELETIONS = 1,
+    SZ_INSERTIONS = 2,
+    SZ_N_OLD = 3,
+    SZ_N_AFTER = 4,
+    SZ_M_OLD = 5,
+    SZ_SLOTS = 6,
+};
+// Sort keys past the batch's events (a captured commit sorts every reserved slot): they order
+// after every real key of their side (bit 63 the side, and row 0x7fffffff is no vertex).
+constexpr u64 PAD_OUT_KEY = 0x7fffffffffffffffull;
+constexpr u64 PAD_IN_KEY = 0xffffffffffffffffull;
 // Per column k: the weight-sum change; "the old maximum may be gone"; the largest weight written
 // (the host starts it at 0); the full rescan's maximum (starts at 0); the count of
 // weight-increased insertions; the old maximum (the host's value, read only).
@@ -136,15 +156,23 @@ __device__ __forceinline__ i64 warp_max(i64 value) {
 // ---------------------------------------------------------------------------------------------
 // Sort keys of the events for both sides: (side << 63) | (row << 32) | event, so that one sort of
 // both halves (as unsigned) puts every out key before every in key and groups the events of a row
-// in event order (ties cannot occur: the event index is part of the key).
+// in event order (ties cannot occur: the event index is part of the key). `slots` keys per side
+// are written: the events', then padding keys (none when `slots` is the event count).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    apply_keys(i64 count, const i32* __restrict__ ev_src, const i32* __restrict__ ev_dst,
-               i64* __restrict__ out_keys, i64* __restrict__ in_keys) {
+    apply_keys(const i64* __restrict__ sizes, i64 slots, const i32* __restrict__ ev_src,
+               const i32* __restrict__ ev_dst, i64* __restrict__ out_keys, i64* __restrict__ in_keys) {
+    using namespace apply;
+    const i64 count = sizes[SZ_COUNT];
     const GridStride g;
-    for (i64 j = g.first; j < count; j += g.stride) {
-        out_keys[j] = (static_cast<i64>(ev_src[j]) << 32) | j;
-        in_keys[j] = static_cast<i64>((1ull << 63) | (static_cast<u64>(ev_dst[j]) << 32) | static_cast<u64>(j));
+    for (i64 j = g.first; j < slots; j += g.stride) {
+        if (j < count) {
+            out_keys[j] = (static_cast<i64>(ev_src[j]) << 32) | j;
+            in_keys[j] = static_cast<i64>((1ull << 63) | (static_cast<u64>(ev_dst[j]) << 32) | static_cast<u64>(j));
+        } else {
+            out_keys[j] = static_cast<i64>(PAD_OUT_KEY);
+            in_keys[j] = static_cast<i64>(PAD_IN_KEY);
+        }
     }
 }
 
@@ -162,14 +190,17 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // memory) the rows add into the record directly.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    apply_decide(i64 count, const i64* __restrict__ sorted, const i32* __restrict__ ev_key,
-                 i32 num_deletions, const i32* __restrict__ ins_w, i32 K, i32 n_old,
+    apply_decide(const i64* __restrict__ sizes, const i64* __restrict__ sorted, const i32* __restrict__ ev_key,
+                 const i32* __restrict__ ins_w, i32 K,
                  const O* __restrict__ ptr, const i32* __restrict__ key, const i32* __restrict__ weight,
                  i64 stride, i32* mark, i32* __restrict__ row_flag, i64* __restrict__ row_delta,
                  i32* stage_key, i32* stage_ins, i32 stats, i64* __restrict__ record,
                  unsigned char* __restrict__ increased, i32 shared_cols) {
     using namespace apply;
     extern __shared__ i64 block_record[];  // REC_FIXED slots, then 5 groups of K (as the record)
+    const i64 count = sizes[SZ_COUNT];
+    const i32 num_deletions = static_cast<i32>(sizes[SZ_DELETIONS]);
+    const i32 n_old = static_cast<i32>(sizes[SZ_N_OLD]);
     const int lane = lane_id();
     const i64 warps = (static_cast<i64>(gridDim.x) * blockDim.x) / 32;
     const int block_slots = shared_cols ? REC_FIXED + 5 * K : REC_FIXED;
@@ -309,8 +340,10 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // the rows before it (`cum` is the inclusive prefix sum of row_delta). Slot REC_EDGES gets m_new.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    apply_row_ptr(i32 n_after, i32 n_old, const O* __restrict__ old_ptr, const i64* __restrict__ cum,
+    apply_row_ptr(const i64* __restrict__ sizes, const O* __restrict__ old_ptr, const i64* __restrict__ cum,
                   O* __restrict__ new_ptr, i32 write_edges, i64* __restrict__ record) {
+    const i32 n_old = static_cast<i32>(sizes[apply::SZ_N_OLD]);
+    const i32 n_after = static_cast<i32>(sizes[apply::SZ_N_AFTER]);
     const GridStride g;
     for (i64 v = g.first; v <= n_after; v += g.stride) {
         const i64 base = static_cast<i64>(old_ptr[v < n_old ? v : n_old]);
@@ -324,11 +357,12 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // Untouched rows: every entry moves by its row's shift (one coalesced pass over the old entries).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    apply_move(i64 m_old, i32 K, const O* __restrict__ old_ptr, const O* __restrict__ new_ptr,
+    apply_move(const i64* __restrict__ sizes, i32 K, const O* __restrict__ old_ptr, const O* __restrict__ new_ptr,
                const i32* __restrict__ row_flag, const i32* __restrict__ key,
                const i32* __restrict__ row_of, const i32* __restrict__ weight, i64 stride,
                i32* __restrict__ new_key, i32* __restrict__ new_row_of, i32* __restrict__ new_weight,
                i64 new_stride) {
+    const i64 m_old = sizes[apply::SZ_M_OLD];
     const GridStride g;
     for (i64 e = g.first; e < m_old; e += g.stride) {
         const i32 r = row_of[e];
@@ -346,14 +380,16 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // it consumed.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    apply_rebuild(i64 count, const i64* __restrict__ sorted, const i32* __restrict__ ins_w, i32 K,
-                  i32 n_old, const O* __restrict__ old_ptr, const i32* __restrict__ key,
+    apply_rebuild(const i64* __restrict__ sizes, const i64* __restrict__ sorted, const i32* __restrict__ ins_w,
+                  i32 K, const O* __restrict__ old_ptr, const i32* __restrict__ key,
                   const i32* __restrict__ weight, i64 stride, i32* __restrict__ mark,
                   const O* __restrict__ new_ptr, i32* __restrict__ new_key, i32* __restrict__ new_row_of,
                   i32* __restrict__ new_weight, i64 new_stride, i32* __restrict__ row_flag,
                   i64* __restrict__ row_delta, const i32* __restrict__ stage_key,
                   const i32* __restrict__ stage_ins) {
     using namespace apply;
+    const i64 count = sizes[SZ_COUNT];
+    const i32 n_old = static_cast<i32>(sizes[SZ_N_OLD]);
     const int lane = lane_id();
     const i64 warps = (static_cast<i64>(gridDim.x) * blockDim.x) / 32;
     for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; p < count; p += warps) {
@@ -400,9 +436,10 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // the new column, only then; other columns return at once.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    apply_rescan_max(const O* __restrict__ new_ptr, i32 n_after, i32 K, const i32* __restrict__ weight,
-                     i64 stride, i64* __restrict__ record) {
+    apply_rescan_max(const i64* __restrict__ sizes, const O* __restrict__ new_ptr, i32 K,
+                     const i32* __restrict__ weight, i64 stride, i64* __restrict__ record) {
     using namespace apply;
+    const i32 n_after = static_cast<i32>(sizes[SZ_N_AFTER]);
     const i64 m_new = static_cast<i64>(new_ptr[n_after]);
     const GridStride g;
     for (i32 k = 0; k < K; ++k) {

@@ -12,9 +12,19 @@ Reserved and reused (grown geometrically): the staging buffers, the scratch that
 between commits (``mark``, ``row_flag``, ``row_delta``), the sort keys and an arena that serves
 CuPy's sort and scan temporaries (through ``cupy.cuda.using_allocator``), so a steady-state commit
 allocates no device memory.
+
+Two ways to launch the same kernels (``launch``): ``"python"`` launches them one by one, sized to
+the batch (about 15 launches and library calls, each paying CuPy's argument conversion on the
+host); ``"graph"`` replays a CUDA graph of the whole commit, captured once per launch plan (the
+buffers' addresses, the vertex count, the reserved capacity): the kernels read the batch's sizes
+from the device (device_apply.cu SizeSlot), sort every reserved key slot (padding keys order
+last), and size their grids to the capacity, so one capture serves every batch that fits it. The
+host then does one copy up, one graph launch and an event record per commit.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -27,7 +37,18 @@ ENGINE = "apply"
 SOURCE = "device_apply.cu"
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_move", "apply_rebuild",
            "apply_rescan_max", "apply_changes")
+#: How a commit's kernels are launched (module docstring; ``Options.update_launch``).
+LAUNCHES = ("python", "graph")
+#: The launch of a commit that names none (``Graph.apply``; ``update()`` passes the results'
+#: ``Options.update_launch``).
+DEFAULT_LAUNCH = "python"
+#: Captured commits kept per graph: the two buffer parities of the steady state, and room for a
+#: plan that changes back (e.g. after ``restore()``).
+MAX_CAPTURED = 4
 GROWTH = 1.5
+#: Serial numbers of the scratch's and the arena's allocations (``ApplyScratch.layout``,
+#: ``_Arena.serial``): what a captured commit's addresses depend on besides the buffer sets.
+_serials = itertools.count(1)
 #: The smallest event capacity reserved: small batches of varying size (a few to a few hundred
 #: changes, the common interactive case) then never grow the event buffers in a steady state.
 MIN_EVENTS = 4096
@@ -36,6 +57,9 @@ MIN_EVENTS = 4096
 REC_DELETED, REC_MISSING, REC_INSERTED, REC_UPDATED, REC_EDGES = 0, 1, 2, 3, 4
 REC_FIXED = 6
 COL_SUM, COL_LOST, COL_WRITTEN, COL_RESCAN, COL_INCREASED, COL_OLD_MAX = range(6)
+#: The sizes block (int64, device_apply.cu SizeSlot).
+SIZE_COUNT, SIZE_DELETIONS, SIZE_INSERTIONS, SIZE_N_OLD, SIZE_N_AFTER, SIZE_M_OLD = range(6)
+SIZE_SLOTS = 6
 WARP = 32
 
 
@@ -68,6 +92,7 @@ class _Arena:
         self.used = 0
         self.overflow = 0
         self._fallback = None
+        self.serial = 0  # changes with the chunk (its address)
 
     def reset(self) -> None:
         cupy = cupy_module()
@@ -77,6 +102,7 @@ class _Arena:
             self.size = _grown(self.size, max(wanted, 1 << 20))
             with cupy.cuda.Device(self.device):
                 self.base = cupy.cuda.alloc(self.size)
+            self.serial = next(_serials)
         self.used = 0
         self.overflow = 0
         self._fallback = cupy.cuda.get_allocator()
@@ -96,7 +122,12 @@ class _Arena:
 
 
 class ApplyScratch:
-    """The reserved device and pinned buffers of one graph's commits (one per ``DeviceGraph``)."""
+    """The reserved device and pinned buffers of one graph's commits (one per ``DeviceGraph``).
+
+    The staging buffer is one device allocation laid out as ``header | src | dst | weights``: the
+    header holds the apply record (its start values) and the sizes block, the rest the event list
+    at the reserved capacity. One host-to-device copy fills the header and the events of a batch.
+    """
 
     def __init__(self, device: int, num_weights: int):
         self.device = int(device)
@@ -104,15 +135,20 @@ class ApplyScratch:
         self.m_cap = self.n_cap = self.event_cap = 0
         self.mark = self.row_flag = self.row_delta = self.cum = None
         self.keys = self.stage_key = self.stage_ins = self.increased = None
-        self.staging = None  # device bytes: src | dst | insertion weights | record init
+        self.staging = None  # device bytes: header (record | sizes) | src | dst | insertion weights
+        self.record = self.sizes = None  # views of the staging header
+        self.ev_src = self.ev_dst = self.ev_weights = None  # views of the staged event list
+        self.layout = 0  # changes whenever a buffer above is allocated again (its address)
         self._pinned = None
         self._pinned_ptr = 0
         self._upload_done = None  # event after the last staging copy (the pinned buffer is free)
+        self.captured: dict = {}  # launch plan -> cupy.cuda.Graph (launch "graph")
+        self.captures = 0  # how many commits were captured (tests: a steady state captures none)
+        self.capture_problem = None  # why capture failed here once; "graph" then launches one by one
         cupy = cupy_module()
         with cupy.cuda.Device(self.device):
-            self.record = cupy.zeros(record_length(num_weights), dtype=cupy.int64)
-            mem = cupy.cuda.alloc_pinned_memory(self.record.nbytes)
-            self.record_host = np.ndarray(self.record.shape, dtype=np.int64, buffer=mem)
+            mem = cupy.cuda.alloc_pinned_memory(8 * record_length(num_weights))
+            self.record_host = np.ndarray((record_length(num_weights),), dtype=np.int64, buffer=mem)
             self.record_host_ptr = int(mem.ptr)
             self.record_ready = cupy.cuda.Event(block=False, disable_timing=True)
         self.arena = _Arena(self.device)
@@ -120,13 +156,16 @@ class ApplyScratch:
     @property
     def nbytes(self) -> int:
         arrays = (self.mark, self.row_flag, self.row_delta, self.cum, self.keys, self.stage_key,
-                  self.stage_ins, self.increased, self.staging, self.record)
+                  self.stage_ins, self.increased, self.staging)
         return sum(int(a.nbytes) for a in arrays if a is not None) + self.arena.nbytes
 
     def reserve(self, n_rows: int, m_old: int, num_events: int, stream) -> None:
         """Room for a commit on a state of ``m_old`` entries growing to ``n_rows`` rows with
         ``num_events`` events; new zero-invariant buffers are zeroed (stream-ordered)."""
         cupy = cupy_module()
+        caps = (self.m_cap, self.n_cap, self.event_cap)
+        layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
+        # half-way leaves a layout no capture was made for
         with cuda_errors("reserving the device apply"), cupy.cuda.Device(self.device), stream:
             if m_old > self.m_cap or self.mark is None:
                 cap = _grown(self.m_cap, m_old)
@@ -144,25 +183,38 @@ class ApplyScratch:
                 cap = max(_grown(self.event_cap, num_events), MIN_EVENTS)
                 k = self.num_weights
                 self.keys = self.stage_key = self.stage_ins = self.increased = self.staging = None
+                self.record = self.sizes = None
                 # both sides' sort keys in one array, sorted by one call (as unsigned: the side
                 # bit is the top bit, device_apply.cu apply_keys)
                 self.keys = cupy.empty(2 * cap, dtype=cupy.uint64)
                 self.stage_key = cupy.empty(cap, dtype=cupy.int32)
                 self.stage_ins = cupy.empty(cap, dtype=cupy.int32)
                 self.increased = cupy.zeros(cap * max(k, 1), dtype=cupy.uint8)
-                nbytes = self._staging_bytes(cap)
+                nbytes = self._events_at() + (8 + 4 * k) * cap
                 self.staging = cupy.empty(nbytes, dtype=cupy.uint8)
+                self.record = self.staging[: 8 * record_length(k)].view(cupy.int64)
+                self.sizes = self.staging[8 * record_length(k): self._events_at()].view(cupy.int64)
                 mem = cupy.cuda.alloc_pinned_memory(nbytes)
                 self._pinned = np.ndarray((nbytes,), dtype=np.uint8, buffer=mem)
                 self._pinned_ptr = int(mem.ptr)
                 self._upload_done = None
                 self.event_cap = cap
+                self.ev_src, self.ev_dst, self.ev_weights = self.event_views()
+        if (self.m_cap, self.n_cap, self.event_cap) != caps or not layout:
+            layout = next(_serials)
+        self.layout = layout
 
-    def _record_at(self, cap: int) -> int:
-        return (8 * cap + 4 * cap * self.num_weights + 7) // 8 * 8  # 8-byte aligned
+    def _events_at(self) -> int:
+        """Where the event list starts in the staging buffer: past the record and the sizes."""
+        return 8 * (record_length(self.num_weights) + SIZE_SLOTS)
 
-    def _staging_bytes(self, cap: int) -> int:
-        return self._record_at(cap) + 8 * record_length(self.num_weights)
+    def event_views(self):
+        """(src, dst, insertion weights): device views of the staged event list at capacity."""
+        cupy = cupy_module()
+        cap, k, at = self.event_cap, self.num_weights, self._events_at()
+        staged = self.staging
+        return (staged[at: at + 4 * cap].view(cupy.int32), staged[at + 4 * cap: at + 8 * cap].view(cupy.int32),
+                staged[at + 8 * cap: at + (8 + 4 * k) * cap].view(cupy.int32))
 
     def reset_after_failure(self, stream) -> None:
         """Re-zero the zero-invariant scratch after a commit failed half-way."""
@@ -170,37 +222,37 @@ class ApplyScratch:
             if arr is not None:
                 arr.data.memset_async(0, arr.nbytes, stream)
 
-    def stage(self, events, old_max, stream):
-        """Copy the event list and the record's start values to the device in one copy;
-        returns device views (src, dst, insertion weights)."""
+    def stage(self, events, old_max, m_old: int, stream) -> None:
+        """Copy the record's start values, the sizes block and the event list to the device in
+        one copy (the header and the events' prefix of the staging buffer)."""
         if self._upload_done is not None and not self._upload_done.done:
             self._upload_done.synchronize()  # the previous copy still reads the pinned buffer
         cap, k = self.event_cap, self.num_weights
         count, ins = events.size, events.num_insertions
         host = self._pinned
-        host[: 4 * count].view(np.int32)[:] = events.src
-        host[4 * cap: 4 * cap + 4 * count].view(np.int32)[:] = events.dst
-        w_at = 8 * cap
+        rec = record_length(k)
+        header = host[: self._events_at()].view(np.int64)
+        header[:] = 0
+        header[REC_FIXED + COL_OLD_MAX * k: REC_FIXED + (COL_OLD_MAX + 1) * k] = old_max
+        header[rec + SIZE_COUNT] = count
+        header[rec + SIZE_DELETIONS] = events.num_deletions
+        header[rec + SIZE_INSERTIONS] = ins
+        header[rec + SIZE_N_OLD] = events.n_old
+        header[rec + SIZE_N_AFTER] = events.n_after
+        header[rec + SIZE_M_OLD] = m_old
+        at = self._events_at()
+        host[at: at + 4 * count].view(np.int32)[:] = events.src
+        host[at + 4 * cap: at + 4 * cap + 4 * count].view(np.int32)[:] = events.dst
+        w_at = at + 8 * cap
         host[w_at: w_at + 4 * ins * k].view(np.int32)[:] = events.weights.reshape(-1)
-        rec_at = self._record_at(cap)
-        init = host[rec_at: rec_at + 8 * record_length(k)].view(np.int64)
-        init[:] = 0
-        init[REC_FIXED + COL_OLD_MAX * k: REC_FIXED + (COL_OLD_MAX + 1) * k] = old_max
         cupy = cupy_module()
         with cuda_errors("copying the batch to the device"):
-            dev = self.staging.data
-            for offset, nbytes in ((0, 4 * count), (4 * cap, 4 * count), (w_at, 4 * ins * k)):
-                if nbytes:
-                    (dev + offset).copy_from_host_async(self._pinned_ptr + offset, nbytes, stream)
-            self.record.data.copy_from_host_async(self._pinned_ptr + rec_at, self.record.nbytes, stream)
+            # one copy up to the last insertion weight (the gaps between the lists are stale bytes
+            # no kernel reads: every read is bounded by the sizes)
+            self.staging.data.copy_from_host_async(self._pinned_ptr, w_at + 4 * ins * k, stream)
             if self._upload_done is None:
                 self._upload_done = cupy.cuda.Event(block=False, disable_timing=True)
             self._upload_done.record(stream)
-        staged = self.staging
-        src = staged[: 4 * cap].view(cupy.int32)
-        dst = staged[4 * cap: 8 * cap].view(cupy.int32)
-        weights = staged[w_at: w_at + 4 * cap * k].view(cupy.int32)
-        return src, dst, weights
 
 
 class PendingCommit:
@@ -328,15 +380,20 @@ class DeviceChangeLists:
         return self.pending.num_changed(self.objective)
 
 
-def commit(dgraph, events, old_max, weight_sum, stream) -> PendingCommit:
+def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = None) -> PendingCommit:
     """Enqueue ``events`` (``BatchEvents``) on ``dgraph``'s device and publish the new state.
 
-    Raises before the publication (and leaves the current state as it was) on any failure.
+    ``launch`` is one of ``LAUNCHES`` (module docstring; None: ``DEFAULT_LAUNCH``); both give the
+    same bytes. Raises before the publication (and leaves the current state as it was) on any
+    failure.
     """
+    launch = DEFAULT_LAUNCH if launch is None else launch
+    if launch not in LAUNCHES:
+        raise InternalError(f"unknown device apply launch {launch!r}")
     cupy = cupy_module()
     cur = dgraph.current
     k = cur.num_weights
-    n_old, m_old = cur.num_vertices, cur.num_edges
+    m_old = cur.num_edges
     n_after, count = int(events.n_after), int(events.size)
     if count == 0:
         # An empty batch changes no array: the new state shares the current set (it differs only
@@ -345,53 +402,16 @@ def commit(dgraph, events, old_max, weight_sum, stream) -> PendingCommit:
     scratch = _scratch(dgraph)
     target = dgraph.target(n_after, m_old + events.num_insertions, k, cur.offset_dtype)
     scratch.reserve(n_after, m_old, count, stream)
-    module = load_module(dgraph.device)
-    offset = cur.offset_dtype
-    fn = {name: module.function(name, np.int32, offset) for name in KERNELS}
-    device = dgraph.device
-    blocks = runtime.operators_blocks
-    warp_blocks = lambda items: blocks(int(items) * WARP, device)  # noqa: E731 - one warp per item
-    i32, i64 = np.int32, np.int64
-    # apply_decide's per-block counters: the fixed record slots, plus the per-column groups when
-    # they fit the shared memory every CUDA device offers a block (48 KiB)
-    shared_cols = 8 * (REC_FIXED + 5 * k) <= 48 * 1024
-    decide_shared = 8 * (REC_FIXED + 5 * k) if shared_cols else 8 * REC_FIXED
+    ev_src, ev_dst = scratch.ev_src, scratch.ev_dst
     try:
-        with cuda_errors("applying the batch on the device"), cupy.cuda.Device(device), stream:
-            ev_src, ev_dst, ins_w = scratch.stage(events, old_max, stream)
-            keys = scratch.keys[: 2 * count]
-            keys_out, keys_in = keys[:count], keys[count:]
-            fn["apply_keys"]((blocks(count, device),), (runtime.BLOCK_SIZE,),
-                             (i64(count), ev_src, ev_dst, keys_out, keys_in), stream=stream)
+        with cuda_errors("applying the batch on the device"), cupy.cuda.Device(dgraph.device), stream:
+            scratch.stage(events, old_max, m_old, stream)
             scratch.arena.reset()
-            with cupy.cuda.using_allocator(scratch.arena.malloc):
-                keys.sort()  # one sort for both sides: its fixed cost dominates at batch sizes
-            # (side, sorted keys, entry key of an event, stats on this side)
-            for side, keys, ev_key, stats in (("out", keys_out, ev_dst, 1), ("in", keys_in, ev_src, 0)):
-                old_w, new_w = cur.weight[side], target.weight[side]
-                fn["apply_decide"]((warp_blocks(count),), (runtime.BLOCK_SIZE,), (
-                    i64(count), keys, ev_key, i32(events.num_deletions), ins_w, i32(k), i32(n_old),
-                    cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap), scratch.mark, scratch.row_flag,
-                    scratch.row_delta, scratch.stage_key, scratch.stage_ins, i32(stats), scratch.record,
-                    scratch.increased, i32(shared_cols)), stream=stream, shared_mem=decide_shared)
-                with cupy.cuda.using_allocator(scratch.arena.malloc):
-                    cupy.cumsum(scratch.row_delta[:n_after], out=scratch.cum[:n_after])
-                fn["apply_row_ptr"]((blocks(n_after + 1, device),), (runtime.BLOCK_SIZE,), (
-                    i32(n_after), i32(n_old), cur.ptr[side], scratch.cum, target.ptr[side], i32(stats),
-                    scratch.record), stream=stream)
-                fn["apply_move"]((blocks(m_old, device),), (runtime.BLOCK_SIZE,), (
-                    i64(m_old), i32(k), cur.ptr[side], target.ptr[side], scratch.row_flag, cur.key[side],
-                    cur.row_of[side], old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w,
-                    i64(target.m_cap)), stream=stream)
-                fn["apply_rebuild"]((warp_blocks(count),), (runtime.BLOCK_SIZE,), (
-                    i64(count), keys, ins_w, i32(k), i32(n_old), cur.ptr[side], cur.key[side], old_w,
-                    i64(cur.m_cap), scratch.mark, target.ptr[side], target.key[side], target.row_of[side],
-                    new_w, i64(target.m_cap), scratch.row_flag, scratch.row_delta, scratch.stage_key,
-                    scratch.stage_ins), stream=stream)
-            fn["apply_rescan_max"]((blocks(m_old + events.num_insertions, device),), (runtime.BLOCK_SIZE,), (
-                target.ptr["out"], i32(n_after), i32(k), target.weight["out"], i64(target.m_cap),
-                scratch.record), stream=stream)
-            scratch.record.data.copy_to_host_async(scratch.record_host_ptr, scratch.record.nbytes, stream)
+            if launch == "graph" and scratch.capture_problem is None:
+                _replay(dgraph, scratch, cur, target, n_after, stream)
+            else:
+                sized = (count, int(m_old), int(m_old) + events.num_insertions)
+                _enqueue(_plan(dgraph, scratch, cur, target, n_after, sized), scratch, stream)
             scratch.record_ready.record(stream)
     except BaseException:
         try:
@@ -403,6 +423,123 @@ def commit(dgraph, events, old_max, weight_sum, stream) -> PendingCommit:
     target.num_edges = m_old + events.num_insertions  # an upper bound until resolved
     dgraph.publish(target)
     return PendingCommit(scratch, events, target, ev_src, ev_dst, weight_sum, old_max, True)
+
+
+def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
+    """The commit's steps in order: ``("kernel", function, grid, args, shared bytes)``,
+    ``("sort", keys)``, ``("cumsum", source, out)`` and ``("download", record)``.
+
+    ``sized`` = (events, old entries, new entries upper bound) sizes the grids and the sort to the
+    batch (launch "python"); None sizes them to the reserved capacity (launch "graph": the
+    kernels read the batch's sizes on the device, and every key slot is sorted).
+    """
+    k = cur.num_weights
+    device = dgraph.device
+    module = load_module(device)
+    offset = cur.offset_dtype
+    fn = {name: module.function(name, np.int32, offset) for name in KERNELS}
+    blocks = runtime.operators_blocks
+    if sized is None:
+        count = scratch.event_cap
+        m_old, m_new = cur.m_cap, target.m_cap
+    else:
+        count, m_old, m_new = sized
+    i32, i64 = np.int32, np.int64
+    sizes, record = scratch.sizes, scratch.record
+    ev_src, ev_dst, ins_w = scratch.ev_src, scratch.ev_dst, scratch.ev_weights
+    warp_blocks = blocks(count * WARP, device)  # one warp per sorted event
+    # apply_decide's per-block counters: the fixed record slots, plus the per-column groups when
+    # they fit the shared memory every CUDA device offers a block (48 KiB)
+    shared_cols = 8 * (REC_FIXED + 5 * k) <= 48 * 1024
+    decide_shared = 8 * (REC_FIXED + 5 * k) if shared_cols else 8 * REC_FIXED
+    keys = scratch.keys[: 2 * count]
+    keys_out, keys_in = keys[:count], keys[count:]
+    steps = [("kernel", fn["apply_keys"], blocks(count, device), (sizes, i64(count), ev_src, ev_dst, keys_out,
+                                                                  keys_in), 0),
+             ("sort", keys)]  # one sort for both sides: its fixed cost dominates at batch sizes
+    # (side, sorted keys, entry key of an event, stats on this side)
+    for side, sorted_keys, ev_key, stats in (("out", keys_out, ev_dst, 1), ("in", keys_in, ev_src, 0)):
+        old_w, new_w = cur.weight[side], target.weight[side]
+        steps += [
+            ("kernel", fn["apply_decide"], warp_blocks, (
+                sizes, sorted_keys, ev_key, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
+                scratch.mark, scratch.row_flag, scratch.row_delta, scratch.stage_key, scratch.stage_ins,
+                i32(stats), record, scratch.increased, i32(shared_cols)), decide_shared),
+            ("cumsum", scratch.row_delta[:n_after], scratch.cum[:n_after]),
+            ("kernel", fn["apply_row_ptr"], blocks(n_after + 1, device), (
+                sizes, cur.ptr[side], scratch.cum, target.ptr[side], i32(stats), record), 0),
+            ("kernel", fn["apply_move"], blocks(m_old, device), (
+                sizes, i32(k), cur.ptr[side], target.ptr[side], scratch.row_flag, cur.key[side], cur.row_of[side],
+                old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0),
+            ("kernel", fn["apply_rebuild"], warp_blocks, (
+                sizes, sorted_keys, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
+                scratch.mark, target.ptr[side], target.key[side], target.row_of[side], new_w, i64(target.m_cap),
+                scratch.row_flag, scratch.row_delta, scratch.stage_key, scratch.stage_ins), 0),
+        ]
+    steps += [("kernel", fn["apply_rescan_max"], blocks(m_new, device), (
+                  sizes, target.ptr["out"], i32(k), target.weight["out"], i64(target.m_cap), record), 0),
+              ("download", record)]
+    return steps
+
+
+def _enqueue(steps, scratch, stream) -> None:
+    """Run the steps of ``_plan`` on ``stream`` (CuPy's temporaries from the scratch's arena).
+
+    ``stream`` is made current too: CuPy's sort and scan run on the current stream (inside a
+    capture, the capturing one)."""
+    cupy = cupy_module()
+    with cupy.cuda.using_allocator(scratch.arena.malloc), stream:
+        for step in steps:
+            kind = step[0]
+            if kind == "kernel":
+                _, fn, grid, args, shared = step
+                fn((grid,), (runtime.BLOCK_SIZE,), args, stream=stream, shared_mem=shared)
+            elif kind == "sort":
+                step[1].sort()
+            elif kind == "cumsum":
+                cupy.cumsum(step[1], out=step[2])
+            else:  # "download": the record into its pinned mirror
+                # the runtime's copy, not CuPy's copy_to_host_async, which refuses any
+                # device-to-host copy on a capturing stream (here it is a node of the graph)
+                cupy.cuda.runtime.memcpyAsync(scratch.record_host_ptr, step[1].data.ptr, step[1].nbytes,
+                                              cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+
+
+def _plan_key(cur, target, n_after: int, scratch) -> tuple:
+    """What a captured commit depends on, cheaply: the two buffer sets and the scratch layout
+    (their serials stand for every address a launch fixes), the arena CuPy's temporaries come
+    from, and the row count (the scan's length and a grid). Everything else in the plan is a
+    function of these (the capacities and K belong to the sets and the layout)."""
+    return (cur.serial, target.serial, scratch.layout, scratch.arena.serial, int(n_after))
+
+
+def _replay(dgraph, scratch, cur, target, n_after: int, stream) -> None:
+    """Launch the captured commit of this plan, capturing it first when the plan is new.
+
+    A capture that fails (a CUDA or library call not allowed in a stream capture) or that needed
+    temporaries beyond the arena (their addresses would not outlive the capture) is not kept:
+    the commit launches one by one instead, and a failed capture is not tried again on this graph.
+    """
+    key = _plan_key(cur, target, n_after, scratch)
+    graph = scratch.captured.get(key)
+    if graph is None:
+        steps = _plan(dgraph, scratch, cur, target, n_after)
+        try:
+            graph = runtime.capture(dgraph.device, lambda s: _enqueue(steps, scratch, s))
+        except Exception as exc:  # noqa: BLE001 - any capture failure falls back to launches
+            scratch.capture_problem = f"{type(exc).__name__}: {exc}"
+            scratch.arena.reset()
+            _enqueue(steps, scratch, stream)
+            return
+        if scratch.arena.overflow:
+            scratch.arena.reset()  # grows the arena: the next commit captures again
+            _enqueue(steps, scratch, stream)
+            return
+        while len(scratch.captured) >= MAX_CAPTURED:
+            scratch.captured.pop(next(iter(scratch.captured)))
+        scratch.captured[key] = graph
+        scratch.captures += 1
+    graph.launch(stream)
 
 
 def _scratch(dgraph) -> ApplyScratch:

@@ -17,6 +17,7 @@ makes the snapshot's set current without copying (commits never write a snapshot
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,9 @@ from .runtime import cuda_errors, cupy_module
 
 #: Geometric growth of every capacity.
 GROWTH = 1.5
+#: Serial numbers of buffer sets: a set's arrays never move, so its serial stands for their
+#: addresses (what a captured commit depends on; an ``id()`` could be reused after a set is freed).
+_serials = itertools.count(1)
 
 
 def _grown(current: int, needed: int) -> int:
@@ -61,6 +65,7 @@ class CsrBuffers:
         self.offset_dtype = np.dtype(offset_dtype)
         self.num_vertices = 0
         self.num_edges = 0
+        self.serial = next(_serials)
         with cupy.cuda.Device(self.device):
             # per side: offsets, keys (the other end), row id of every entry, K weight columns
             self.ptr = {s: cupy.empty(self.n_cap + 1, dtype=self.offset_dtype) for s in self.SIDES}
@@ -137,6 +142,7 @@ class DeviceGraph:
         self.owned: list[CsrBuffers] = []  # at most two sets, written by commits
         self.current: CsrBuffers | None = None
         self.scratch = None  # device_apply.ApplyScratch, created at the first commit
+        self._views: dict = {}  # (set serial, n, m, objective) -> DeviceGraphView
 
     # -- placement ----------------------------------------------------------------------------
 
@@ -185,9 +191,21 @@ class DeviceGraph:
         return snap
 
     def view(self, objective: int) -> DeviceGraphView:
+        """The engines' views of the current state (kept while the state's set, sizes and the
+        objective stay: slicing six CuPy arrays costs tens of µs of every update's host time)."""
         cur = self.current
         k = int(objective)
         n, m = cur.num_vertices, cur.num_edges
+        key = (cur.serial, n, m, k)
+        cached = self._views.get(key)
+        if cached is None:
+            cached = self._views[key] = self._make_view(cur, k, n, m)
+            while len(self._views) > 4:  # the two parities of a steady state, a few objectives
+                self._views.pop(next(iter(self._views)))
+        return cached
+
+    @staticmethod
+    def _make_view(cur: CsrBuffers, k: int, n: int, m: int) -> DeviceGraphView:
         return DeviceGraphView(
             num_vertices=n,
             num_edges=m,

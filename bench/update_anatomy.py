@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Where the time of one small ``update()`` goes: host stages, GPU work, and the host's share.
+
+A diagnostic for issue 27 (small updates), not a benchmark: it replays a stream of small batches
+(bench/stream.py's generator) on one CUDA engine three times:
+
+1. **plain**: the whole ``sssp.update()`` per batch (what bench/stream.py reports);
+2. **stages**: the same with ``time.perf_counter_ns`` around each stage of the dispatch (batch
+   validation, reservation, the device apply's enqueue, the engine's enqueue, the wait for the
+   device), so the host's own work per stage is visible (the wrappers cost a few µs: read the
+   plain median for the call's time);
+3. **gpu**: the same with a spin kernel queued ahead of each update, so that the device starts
+   the update's work only once the host has queued all of it up to the engine's wait: the CUDA
+   events around the apply and the engine then time the GPU work alone, without host gaps.
+
+Then a cProfile of the plain replay (top functions by own time). Prints a table per stage.
+
+    python bench/update_anatomy.py --graph luxembourg_osm --batch-size 100 --batches 300
+    python bench/update_anatomy.py --random-graph 4039,176000 --batch-size 1760
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+SPIN_SOURCE = r"""
+extern "C" __global__ void spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}
+"""
+
+
+def random_input(spec: str, seed: int = 7):
+    """(row_ptr, col_ind, weights (m, 3), source) of a symmetric random graph ``n,m``."""
+    n, m = (int(x) for x in spec.split(","))
+    rng = np.random.default_rng(seed)
+    half = m // 2
+    u = rng.integers(0, n, size=half)
+    v = (u + rng.integers(1, n, size=half)) % n
+    src = np.concatenate([u, v])
+    dst = np.concatenate([v, u])
+    order = np.lexsort((dst, src))
+    src, dst = src[order], dst[order]
+    row_ptr = np.zeros(n + 1, dtype=np.int32)
+    np.add.at(row_ptr, src + 1, 1)
+    row_ptr = np.cumsum(row_ptr).astype(np.int32)
+    w = rng.integers(1, 101, size=(src.size, 3)).astype(np.int32)
+    return row_ptr, dst.astype(np.int32), w, 0
+
+
+class Stages:
+    """Host time per stage, accumulated over the timed updates (ns)."""
+
+    def __init__(self):
+        self.total = {}
+        self.active = False
+
+    def wrap(self, owner, name: str, label: str):
+        original = getattr(owner, name)
+
+        def wrapped(*args, **kwargs):
+            if not self.active:
+                return original(*args, **kwargs)
+            start = time.perf_counter_ns()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.total[label] = self.total.get(label, 0) + time.perf_counter_ns() - start
+
+        setattr(owner, name, wrapped)
+        return original
+
+
+MICRO_SOURCE = r"""
+extern "C" __global__ void many(const int* a0, const int* a1, const int* a2, const int* a3, const int* a4,
+    const int* a5, const int* a6, const int* a7, const int* a8, const int* a9, long long s0, int s1, int s2,
+    int s3, int s4, int s5, int s6, int s7, int s8, int* out) {
+    if (threadIdx.x == 0 && blockIdx.x == 0 && s1 < 0) out[0] = a0[0] + a1[0];
+}
+extern "C" __global__ void few(int* out, int s) {
+    if (threadIdx.x == 0 && blockIdx.x == 0 && s < 0) out[0] = 1;
+}
+"""
+
+
+def micro() -> int:
+    """Host cost of one RawKernel launch (few and many arguments, NumPy scalars), and whether
+    CuPy's sort and cumsum wait for the device (a spin kernel queued ahead: a call that returns
+    only after it waited)."""
+    import cupy
+
+    spin = cupy.RawKernel(SPIN_SOURCE, "spin")
+    mod = cupy.RawModule(code=MICRO_SOURCE)
+    many, few = mod.get_function("many"), mod.get_function("few")
+    s = cupy.cuda.Stream(non_blocking=False)
+    a = cupy.zeros(16, dtype=cupy.int32)
+    i32, i64 = np.int32, np.int64
+    args_many = (a, a, a, a, a, a, a, a, a, a, i64(5), i32(1), i32(2), i32(3), i32(4), i32(5), i32(6),
+                 i32(7), i32(8), a)
+    clock_khz = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"]
+    with s:
+        for label, fn, fargs in (("few (2 args)", few, (a, i32(1))), ("many (20 args)", many, args_many)):
+            for _ in range(200):
+                fn((1,), (32,), fargs, stream=s)
+            s.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(2000):
+                fn((1,), (32,), fargs, stream=s)
+            t = (time.perf_counter() - t0) / 2000 * 1e6
+            s.synchronize()
+            print(f"RawKernel launch {label}: {t:.2f} µs host")
+        for size in (256, 4096, 65536):
+            keys = cupy.arange(size, dtype=cupy.uint64)[::-1].copy()
+            out = cupy.empty(size, dtype=cupy.int64)
+            vals = cupy.ones(size, dtype=cupy.int64)
+            for label, call in (("sort", lambda: keys.sort()), ("cumsum", lambda: cupy.cumsum(vals, out=out))):
+                call()
+                s.synchronize()
+                spin((1,), (1,), (np.int64(clock_khz * 5),), stream=s)  # ~5 ms
+                t0 = time.perf_counter()
+                call()
+                t = (time.perf_counter() - t0) * 1e3
+                s.synchronize()
+                t1 = time.perf_counter()
+                for _ in range(100):
+                    call()
+                s.synchronize()
+                per = (time.perf_counter() - t1) / 100 * 1e6
+                print(f"{label} of {size}: {t:.3f} ms host behind a 5 ms spin "
+                      f"({'WAITS for the device' if t > 2 else 'no wait'}); {per:.1f} µs per call in a loop")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="update_anatomy.py")
+    ap.add_argument("--graph", default=None)
+    ap.add_argument("--random-graph", default=None)
+    ap.add_argument("--engine", default="fused", choices=("fused", "operators"))
+    ap.add_argument("--batches", type=int, default=300)
+    ap.add_argument("--batch-size", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--profile-top", type=int, default=35)
+    ap.add_argument("--only-plain", action="store_true")
+    ap.add_argument("--update-launch", default="python", choices=("python", "graph"))
+    ap.add_argument("--micro", action="store_true", help="launch and library-call costs only")
+    args = ap.parse_args(argv)
+    if args.micro:
+        return micro()
+
+    import cupy
+
+    from bench import stream as st
+    from engines import Graph, sssp
+    from engines.sssp import cuda as sssp_cuda
+    from engines.sssp.cuda import runtime
+    from protocol.region import RegionProbe
+
+    if args.random_graph:
+        row_ptr, col_ind, weights, source = random_input(args.random_graph)
+        tree = None
+        name = f"random {args.random_graph}"
+    else:
+        data = st.load_input(graph=args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=False)
+        row_ptr, col_ind, weights, source, tree = data.row_ptr, data.col_ind, data.weights, data.source, data.tree
+        name = data.name
+    n = row_ptr.size - 1
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(row_ptr.astype(np.int64)))
+    count = args.warmup + args.batches
+    batches = [b.batch for b in st.stream_batches(n, src, col_ind, weights.shape[1], count=count,
+                                                   size=args.batch_size, seed=27)]
+
+    def fresh():
+        graph = Graph.from_csr(row_ptr, col_ind, weights)
+        graph.to_device()
+        if tree is None:
+            result = sssp.compute(graph, source, backend="cuda", cuda_engine=args.engine,
+                                  update_launch=args.update_launch)
+        else:
+            result = sssp.Result.from_arrays(graph, source, tree[0], tree[1], canonicalize=False,
+                                             backend="cuda", cuda_engine=args.engine,
+                                             update_launch=args.update_launch)
+        cupy.cuda.Device().synchronize()
+        return graph, result
+
+    device = runtime.current_device()
+    s = runtime.stream(device)
+    print(f"# {name}: n={n} m={col_ind.size} engine={args.engine} batch={args.batch_size} "
+          f"launch={args.update_launch} device={cupy.cuda.runtime.getDeviceProperties(device)['name'].decode()}")
+
+    # 1. plain
+    graph, result = fresh()
+    plain, stats = [], []
+    for i, b in enumerate(batches[:count]):
+        t0 = time.perf_counter()
+        st_ = sssp.update(graph, b, result)
+        if i >= args.warmup:
+            plain.append((time.perf_counter() - t0) * 1e3)
+            stats.append((st_.iterations, st_.epochs, st_.grid_syncs or 0, st_.invalidated, st_.affected))
+    print(f"plain whole update: median {np.median(plain):.3f} ms  p99 {np.percentile(plain, 99):.3f}  "
+          f"min {np.min(plain):.3f}")
+    med = np.median(np.asarray(stats, dtype=np.float64), axis=0)
+    print("median stats: iterations %.0f epochs %.0f grid_syncs %.0f invalidated %.0f affected %.0f" % tuple(med))
+    if args.only_plain:
+        return 0
+
+    # 2. stages (host time)
+    stages = Stages()
+    from engines import graph as graph_mod
+    from engines.sssp import api
+    from engines.sssp.cuda import device_apply, fused, operators
+
+    stages.wrap(graph_mod.Graph, "events_for", "batch validation (events_for)")
+    stages.wrap(sssp_cuda, "prepare", "engine prepare")
+    stages.wrap(graph_mod.Graph, "reserve_commit", "reserve_commit")
+    stages.wrap(device_apply, "commit", "device apply enqueue (commit)")
+    stages.wrap(sssp_cuda, "update", "engine (enqueue + wait + epilogue)")
+    stages.wrap(runtime, "synchronize", "  of which: wait (synchronize)")
+    stages.wrap(runtime, "wait_readback", "  of which: wait (readback)")
+    stages.wrap(device_apply.DeviceChangeLists, "stage", "  of which: change lists staging")
+    stages.wrap(api, "grow_arrays", "grow_arrays")
+    stages.wrap(api, "_select_engine", "select engine")
+    graph, result = fresh()
+    whole = 0
+    for i, b in enumerate(batches):
+        stages.active = i >= args.warmup
+        t0 = time.perf_counter_ns()
+        sssp.update(graph, b, result)
+        if stages.active:
+            whole += time.perf_counter_ns() - t0
+    stages.active = False
+    print(f"stages (host µs per update, mean over {args.batches}):")
+    print(f"  {'whole update()':45s} {whole / args.batches / 1e3:9.1f}")
+    for label, ns in stages.total.items():
+        print(f"  {label:45s} {ns / args.batches / 1e3:9.1f}")
+
+    # 3. gpu work alone (spin kernel ahead)
+    spin = cupy.RawKernel(SPIN_SOURCE, "spin")
+    clock_khz = cupy.cuda.runtime.getDeviceProperties(device)["clockRate"]
+    cycles = np.int64(clock_khz * 3)  # ~3 ms at the nominal clock: longer than the host's enqueue
+    ev = {k: cupy.cuda.Event() for k in ("a0", "a1")}
+    original_commit = device_apply.commit
+
+    def commit_timed(dgraph, events, old_max, weight_sum, stream_, launch=None):
+        ev["a0"].record(stream_)
+        out = original_commit(dgraph, events, old_max, weight_sum, stream_, launch=launch)
+        ev["a1"].record(stream_)
+        return out
+
+    device_apply.commit = commit_timed
+    graph, result = fresh()
+    probe = RegionProbe()
+    apply_ms, engine_ms, gap_ms = [], [], []
+    for i, b in enumerate(batches):
+        spin((1,), (1,), (cycles,), stream=s)
+        sssp.update(graph, b, result, probe=probe)
+        if i >= args.warmup:
+            apply_ms.append(cupy.cuda.get_elapsed_time(ev["a0"], ev["a1"]))
+            engine_ms.append(probe.device_ms())
+            gap_ms.append(cupy.cuda.get_elapsed_time(ev["a1"], probe._events[0]))
+    device_apply.commit = original_commit
+    print("gpu work alone (median ms): apply %.3f  between %.3f  engine region %.3f" %
+          (np.median(apply_ms), np.median(gap_ms), np.median(engine_ms)))
+
+    # 4. cProfile of the plain replay
+    graph, result = fresh()
+    for b in batches[:args.warmup]:
+        sssp.update(graph, b, result)
+    prof = cProfile.Profile()
+    prof.enable()
+    for b in batches[args.warmup:count]:
+        sssp.update(graph, b, result)
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.profile_top)
+    print(out.getvalue())
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(args.profile_top)
+    print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
