@@ -143,20 +143,53 @@ def micro() -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="update_anatomy.py")
-    ap.add_argument("--graph", default=None)
-    ap.add_argument("--random-graph", default=None)
+def launch_ab(args, batches, fresh) -> int:
+    """Both launches of ``Options.update_launch``, each on its own copy of the graph, timed batch
+    by batch in alternating order (the same machine conditions for both); the trees must agree."""
+    from engines import sssp
+
+    sides = {launch: fresh(launch) for launch in ("python", "graph")}
+    times = {launch: [] for launch in sides}
+    for i, batch in enumerate(batches):
+        order = ("python", "graph") if i % 2 == 0 else ("graph", "python")
+        for launch in order:
+            graph, result = sides[launch]
+            start = time.perf_counter()
+            sssp.update(graph, batch, result)
+            if i >= args.warmup:
+                times[launch].append((time.perf_counter() - start) * 1e3)
+    trees = {launch: [a.tobytes() for a in result.to_numpy()] for launch, (_, result) in sides.items()}
+    for launch, values in times.items():
+        print(f"{launch:6s} whole update: median {np.median(values):.3f} ms  p99 {np.percentile(values, 99):.3f}")
+    ratio = np.asarray(times["graph"]) / np.asarray(times["python"])
+    print(f"graph / python per batch: median {np.median(ratio):.3f}; trees equal: "
+          f"{trees['python'] == trees['graph']}")
+    return 0 if trees["python"] == trees["graph"] else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bench import options
+
+    ap = argparse.ArgumentParser(prog="update_anatomy.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--graph", default=None, help="a gate to stream batches on")
+    ap.add_argument("--random-graph", default=None, metavar="N,M",
+                    help="a symmetric random graph of N vertices and M arcs instead")
     ap.add_argument("--engine", default="fused", choices=("fused", "operators"))
     ap.add_argument("--batches", type=int, default=300)
     ap.add_argument("--batch-size", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--cache-dir", default=None)
+    options.add_input_options(ap)
     ap.add_argument("--profile-top", type=int, default=35)
     ap.add_argument("--only-plain", action="store_true")
+    ap.add_argument("--ab", action="store_true",
+                    help="the two update launches interleaved batch by batch (each on its own graph)")
     ap.add_argument("--update-launch", default="python", choices=("python", "graph"))
     ap.add_argument("--micro", action="store_true", help="launch and library-call costs only")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
     if args.micro:
         return micro()
@@ -183,21 +216,24 @@ def main(argv=None) -> int:
     batches = [b.batch for b in st.stream_batches(n, src, col_ind, weights.shape[1], count=count,
                                                    size=args.batch_size, seed=27)]
 
-    def fresh():
+    def fresh(launch=None):
+        launch = launch or args.update_launch
         graph = Graph.from_csr(row_ptr, col_ind, weights)
         graph.to_device()
         if tree is None:
             result = sssp.compute(graph, source, backend="cuda", cuda_engine=args.engine,
-                                  update_launch=args.update_launch)
+                                  update_launch=launch)
         else:
             result = sssp.Result.from_arrays(graph, source, tree[0], tree[1], canonicalize=False,
                                              backend="cuda", cuda_engine=args.engine,
-                                             update_launch=args.update_launch)
+                                             update_launch=launch)
         cupy.cuda.Device().synchronize()
         return graph, result
 
     device = runtime.current_device()
     s = runtime.stream(device)
+    if args.ab:
+        return launch_ab(args, batches, fresh)
     print(f"# {name}: n={n} m={col_ind.size} engine={args.engine} batch={args.batch_size} "
           f"launch={args.update_launch} device={cupy.cuda.runtime.getDeviceProperties(device)['name'].decode()}")
 

@@ -62,11 +62,15 @@ CONFIGS = {
         Config("cuda-operators-host-group", "cuda", "operators", "operators", operators_loop="host",
                push_expansion="group",
                description="CUDA operators (host loop), a group of lanes per near-list vertex"),
-        # the device apply replayed as a captured CUDA graph (Options.update_launch)
+        # both launches of the device apply (Options.update_launch), whichever is the default
         Config("cuda-fused-graph", "cuda", "fused", "fused", update_launch="graph",
                description="CUDA fused, the batch's device apply as a captured CUDA graph"),
         Config("cuda-operators-graph", "cuda", "operators", "operators", update_launch="graph",
                description="CUDA operators (device loop), the device apply as a captured CUDA graph"),
+        Config("cuda-fused-python", "cuda", "fused", "fused", update_launch="python",
+               description="CUDA fused, the device apply's kernels launched one by one from Python"),
+        Config("cuda-operators-python", "cuda", "operators", "operators", update_launch="python",
+               description="CUDA operators (device loop), the apply's kernels launched one by one"),
     )
 }
 

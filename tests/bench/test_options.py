@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from bench import engine_table, host_bench, options, perf_ab, phase_breakdown, stream
+from bench import engine_table, host_bench, options, perf_ab, phase_breakdown, stream, update_anatomy
 from bench.gates import DATA_DIR_VARIABLE, GATE_NAMES
 
 
@@ -25,14 +25,17 @@ COMMANDS = {
     "host_bench": host_bench.build_parser,
     "stream": stream.build_parser,
     "phase_breakdown": phase_breakdown.build_parser,
+    "update_anatomy": update_anatomy.build_parser,
 }
 #: A command's own required options, given with every parse.
 REQUIRED = {"phase_breakdown": ["--graph", "g", "--batch", "b"]}
 #: option -> the commands that take it in its shared meaning.
 TAKERS = {
     "--graphs": ("perf_ab engines", "perf_ab prepare", "engine_table", "host_bench"),
-    "--data-dir": ("perf_ab engines", "perf_ab prepare", "engine_table", "host_bench", "stream", "phase_breakdown"),
-    "--cache-dir": ("perf_ab engines", "perf_ab prepare", "engine_table", "host_bench", "stream", "phase_breakdown"),
+    "--data-dir": ("perf_ab engines", "perf_ab prepare", "engine_table", "host_bench", "stream", "phase_breakdown",
+                   "update_anatomy"),
+    "--cache-dir": ("perf_ab engines", "perf_ab prepare", "engine_table", "host_bench", "stream", "phase_breakdown",
+                    "update_anatomy"),
     "--no-progress": ("perf_ab engines", "perf_ab prepare", "host_bench", "stream"),
     "--sides": ("perf_ab engines",),
 }

@@ -201,14 +201,16 @@ def test_operators_loop_is_an_option_of_every_result():
 
 
 def test_update_launch_is_an_option_of_every_result():
-    """How a CUDA update enqueues the device apply (device_apply.LAUNCHES): "python" by default,
-    "graph" accepted; anything else rejected without changing the result's options; the host
+    """How a CUDA update enqueues the device apply (device_apply.LAUNCHES): "graph" by default,
+    "python" accepted; anything else rejected without changing the result's options; the host
     backend accepts it and its updates are unchanged by it."""
     from engines.sssp.cuda.device_apply import LAUNCHES
 
-    assert sssp.Options().update_launch == "python" and set(LAUNCHES) == {"python", "graph"}
+    assert sssp.Options().update_launch == "graph" and set(LAUNCHES) == {"python", "graph"}
     g = small_graph()
-    r = sssp.compute(g, 0, update_launch="graph")
+    r = sssp.compute(g, 0, update_launch="python")
+    assert r.options.update_launch == "python"
+    r.set_options(update_launch="graph")
     assert r.options.update_launch == "graph"
     with pytest.raises(errors.InvalidArgumentError, match="update_launch must be one of python, graph"):
         r.set_options(update_launch="cuda-graph")
@@ -221,7 +223,7 @@ def test_update_launch_is_an_option_of_every_result():
     sssp.update(g, batch, r)
     sssp.update(h, batch, sssp.compute(h, 0))
     assert [a.tobytes() for a in r.to_numpy()] == [a.tobytes() for a in sssp.compute(h, 0).to_numpy()]
-    assert plain.options.update_launch == "python"
+    assert plain.options.update_launch == "graph"
 
 
 def test_compute_rejects_bad_source_and_backend():
