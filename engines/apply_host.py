@@ -145,7 +145,9 @@ class Spares:
     but the retiring state refers to them (:func:`_sole_view`): a snapshot, a caller holding
     ``graph.col_ind`` or any view of it keeps the buffer out of the pool, so a published array is
     never written again. Buffers get some slack so that one retired state serves the next even
-    if the batch grows m a little. Thread-safe: the two sides take their buffers concurrently.
+    if the batch grows m a little. The price is memory: a graph keeps one retired state's entry
+    arrays (KEEP buffers) beside its current one. Thread-safe: the two sides take their buffers
+    concurrently.
     """
 
     KEEP = 4  # keys and weights of both sides: one retired state's worth
