@@ -157,6 +157,11 @@ class Spares:
         self._made = weakref.WeakValueDictionary()  # id -> buffer, for those allocated here
         self._lock = threading.Lock()
 
+    def __reduce__(self):
+        # A pickled or copied graph starts with an empty pool: the buffers are a cache, and
+        # neither the lock nor the weak map can be pickled.
+        return (Spares, ())
+
     def take(self, size: int) -> np.ndarray:
         """A writable int32 array of ``size`` elements: a view of the smallest free buffer that
         holds it, else of a new one with slack."""

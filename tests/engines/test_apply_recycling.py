@@ -9,6 +9,9 @@ state it was built for (restore, commit, restore, commit ...).
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -169,3 +172,18 @@ def test_a_held_array_is_never_reused():
     np.testing.assert_array_equal(col, copy)
     np.testing.assert_array_equal(in_w, in_copy)
     assert not np.shares_memory(col, g.col_ind) and not np.shares_memory(in_w, g.in_edges(1).weight)
+
+
+@pytest.mark.parametrize("duplicate", [lambda g: pickle.loads(pickle.dumps(g)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_a_graph_with_spares_pickles_and_copies(duplicate):
+    g, batch = random_graph()
+    snap = g.snapshot()
+    g.apply(batch)
+    g.restore(snap)  # the pool now holds the retired state's buffers
+    twin = duplicate(g)
+    assert twin._spares is not g._spares and not twin._spares._free
+    g.apply(batch)
+    twin.apply(batch)
+    for a, b in zip(state_of(g), state_of(twin)):
+        np.testing.assert_array_equal(a, b)
