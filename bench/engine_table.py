@@ -235,7 +235,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
     """The table rows of one graph: per batch the CUDA engines (engine region and whole update)
     and, below the size limit, the host reference on a host-only copy of the graph."""
     k = args.objective
-    host_ok = graph.num_vertices <= args.host_max_vertices
+    host_ok = args.host_repeats > 0 and graph.num_vertices <= args.host_max_vertices
     host_graph = host_copy(graph) if host_ok else None
     graph.to_device()  # as a CUDA result makes it (§3.6): the snapshot below is a device copy
     graph_snapshot = graph.snapshot()
@@ -389,7 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
                              f"the library's, {DEFAULT_PUSH_EXPANSION})")
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--host-repeats", type=int, default=1)
+    parser.add_argument("--host-repeats", type=int, default=1,
+                        help="timed host-reference updates per batch (0: no host column)")
     parser.add_argument("--host-max-vertices", type=int, default=3_000_000)
     options.add_input_options(parser)
     parser.add_argument("--table", action="store_true",
@@ -404,6 +405,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 11:
         parser.error("--repeats must be at least 11")
+    if args.host_repeats < 0:
+        parser.error("--host-repeats must be at least 0")
     if not args.graphs and not args.random_graph:
         parser.error("nothing to measure: name --graphs or give --random-graph")
     if not 0 <= args.objective < NUM_WEIGHTS:

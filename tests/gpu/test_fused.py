@@ -175,6 +175,26 @@ def test_results_do_not_depend_on_the_grid(fused_engine, monkeypatch, max_blocks
         update_pair(graph, next_arrays(rng, graph, host, kind, "tiny"), host, fused, what=kind)
 
 
+@pytest.mark.parametrize("rule", ["work", "device"])
+def test_results_do_not_depend_on_the_grid_rule(fused_engine, monkeypatch, rule):
+    # the grid sized to the vertices (fewer blocks than the device holds) or every co-resident
+    # block: the same bytes, on a graph large enough for the two rules to differ
+    from engines.sssp.cuda import fused, runtime
+
+    monkeypatch.setenv(fused.GRID_ENV, rule)
+    monkeypatch.delenv(fused.MAX_BLOCKS_ENV, raising=False)
+    rng = np.random.default_rng(13)
+    n, src, dst, w = H.random_graph(rng, "sparse", 6000, 1, "mid")
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    host, fused_result = compute_pair(graph, 0)
+    module = fused.load_module(runtime.current_device())
+    blocks = fused.grid_blocks(module, "fused_update", np.int32, np.int32, n)
+    full = runtime.cooperative_grid(module, "fused_update", np.int32, np.int32)
+    assert blocks == (full if rule == "device" else min(full, runtime.device_info(module.device).multiprocessors))
+    for kind in ("mixed", "tree_delete", "tree_increase", "growth"):
+        update_pair(graph, next_arrays(rng, graph, host, kind, "mid"), host, fused_result, what=f"{rule}: {kind}")
+
+
 def test_edge_cases(fused_engine):
     # n = 1, a self-loop, the source as insertion head and push target, growth reaching new ids
     graph = engines.Graph.from_edges([0], [0], [5], num_vertices=1)

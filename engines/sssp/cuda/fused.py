@@ -29,6 +29,17 @@ SYNC_BUDGET = 1
 #: Optional cap on the grid (blocks), for experiments with smaller grids (§12.2, §15); results
 #: never depend on the grid size.
 MAX_BLOCKS_ENV = "ENGINES_FUSED_MAX_BLOCKS"
+#: How the grid is sized: "work" (from the vertex count, ``work_blocks``) or "device" (every
+#: co-resident block, the rule before issue 27); results never depend on it.
+GRID_ENV = "ENGINES_FUSED_GRID"
+GRIDS = ("work", "device")
+#: Vertices per block below which a smaller grid is faster: every phase of the persistent kernel
+#: ends in a grid-wide barrier whose cost grows with the blocks, and a small graph's O(n) passes
+#: do not need them. Measured on the H200 (bench/update_anatomy.py, bench/engine_table.py with
+#: ENGINES_FUSED_MAX_BLOCKS): luxembourg_osm (115 k vertices) engine region 0.48 -> 0.41 ms at 132
+#: blocks instead of 1,056; a 4,039-vertex graph 0.21 -> 0.16 ms; roadNet-PA (1.09 M) safe50k
+#: 1.44 ms at 528 blocks, 1.52 at 264, 1.74 at 132: 2,048 vertices per block keeps it at 533.
+VERTICES_PER_BLOCK = 2048
 
 
 def load_module(device: int) -> runtime.CompiledModule:
@@ -47,9 +58,28 @@ def max_blocks(device: int) -> int:
     )
 
 
-def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype) -> int:
-    """The cooperative grid (§10.2), optionally capped by ``ENGINES_FUSED_MAX_BLOCKS``."""
+def work_blocks(num_vertices: int, co_resident: int, multiprocessors: int) -> int:
+    """The grid for ``num_vertices``: one block per ``VERTICES_PER_BLOCK`` vertices, at least one
+    per multiprocessor and at most every co-resident block."""
+    wanted = max(-(-int(num_vertices) // VERTICES_PER_BLOCK), int(multiprocessors))
+    return min(wanted, int(co_resident))
+
+
+def grid_rule() -> str:
+    """``ENGINES_FUSED_GRID`` ("work" when unset); a bad value is an error naming the choices."""
+    rule = os.environ.get(GRID_ENV, "").strip() or "work"
+    if rule not in GRIDS:
+        raise errors.InvalidArgumentError(f"{GRID_ENV}={rule!r}: expected one of {', '.join(GRIDS)}")
+    return rule
+
+
+def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype,
+                num_vertices: int) -> int:
+    """The cooperative grid (§10.2): sized to the vertices (``work_blocks``) unless
+    ``ENGINES_FUSED_GRID=device``, optionally capped by ``ENGINES_FUSED_MAX_BLOCKS``."""
     blocks = runtime.cooperative_grid(module, kernel, vertex_dtype, offset_dtype)
+    if blocks >= 1 and grid_rule() == "work":
+        blocks = work_blocks(num_vertices, blocks, runtime.device_info(module.device).multiprocessors)
     cap = os.environ.get(MAX_BLOCKS_ENV, "").strip()
     if cap:
         blocks = min(blocks, max(int(cap), 1))
@@ -99,7 +129,7 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
                 dg = graph._device.view(plan.objective)
                 fn = module.function("fused_update", vertex_dtype, dg.offset_dtype)
-                blocks = grid_blocks(module, "fused_update", vertex_dtype, dg.offset_dtype)
+                blocks = grid_blocks(module, "fused_update", vertex_dtype, dg.offset_dtype, n)
                 ws.reserve(n, max(num_changed, num_heads, 1), s)  # within capacity: nothing
                 changed_from, changed_to, heads, changed_count = changes.stage(ws, s)
                 base = ws.next_generation(s)
@@ -171,7 +201,7 @@ def compute(graph, plan, device: int):
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
                 dg = graph._device.view(plan.objective)
                 fn = module.function("fused_compute", vertex_dtype, dg.offset_dtype)
-                blocks = grid_blocks(module, "fused_compute", vertex_dtype, dg.offset_dtype)
+                blocks = grid_blocks(module, "fused_compute", vertex_dtype, dg.offset_dtype, n)
                 ws.reserve(n, 1, s)
                 distances = cupy.empty(n, dtype=cupy.int64)
                 parents = cupy.empty(n, dtype=vertex_dtype)
@@ -222,5 +252,5 @@ def _reset_quietly(ws, s) -> None:
         workspace.discard(ws.device, ws.vertex_dtype)
 
 
-__all__ = ["ENGINE", "KERNELS", "compute", "grid_blocks", "grid_syncs", "load_module",
-           "max_blocks", "update"]
+__all__ = ["ENGINE", "KERNELS", "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module",
+           "max_blocks", "update", "work_blocks"]
