@@ -148,23 +148,33 @@ def launch_ab(args, batches, fresh) -> int:
     by batch in alternating order (the same machine conditions for both); the trees must agree."""
     from engines import sssp
 
-    sides = {launch: fresh(launch) for launch in ("python", "graph")}
-    times = {launch: [] for launch in sides}
+    import os
+
+    if args.ab_env:  # one launch ("graph"), two values of the variable
+        name, values = args.ab_env.split("=", 1)
+        a, b = values.split(",")
+        setting = {a: (name, a), b: (name, b)}
+        sides = {a: fresh("graph"), b: fresh("graph")}
+    else:
+        a, b = "python", "graph"
+        setting = {}
+        sides = {launch: fresh(launch) for launch in (a, b)}
+    times = {side: [] for side in sides}
     for i, batch in enumerate(batches):
-        order = ("python", "graph") if i % 2 == 0 else ("graph", "python")
-        for launch in order:
-            graph, result = sides[launch]
+        for side in ((a, b) if i % 2 == 0 else (b, a)):
+            if side in setting:
+                os.environ[setting[side][0]] = setting[side][1]
+            graph, result = sides[side]
             start = time.perf_counter()
             sssp.update(graph, batch, result)
             if i >= args.warmup:
-                times[launch].append((time.perf_counter() - start) * 1e3)
-    trees = {launch: [a.tobytes() for a in result.to_numpy()] for launch, (_, result) in sides.items()}
-    for launch, values in times.items():
-        print(f"{launch:6s} whole update: median {np.median(values):.3f} ms  p99 {np.percentile(values, 99):.3f}")
-    ratio = np.asarray(times["graph"]) / np.asarray(times["python"])
-    print(f"graph / python per batch: median {np.median(ratio):.3f}; trees equal: "
-          f"{trees['python'] == trees['graph']}")
-    return 0 if trees["python"] == trees["graph"] else 1
+                times[side].append((time.perf_counter() - start) * 1e3)
+    trees = {side: [x.tobytes() for x in result.to_numpy()] for side, (_, result) in sides.items()}
+    for side, values in times.items():
+        print(f"{side:6s} whole update: median {np.median(values):.3f} ms  p99 {np.percentile(values, 99):.3f}")
+    ratio = np.asarray(times[b]) / np.asarray(times[a])
+    print(f"{b} / {a} per batch: median {np.median(ratio):.3f}; trees equal: {trees[a] == trees[b]}")
+    return 0 if trees[a] == trees[b] else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--only-plain", action="store_true")
     ap.add_argument("--ab", action="store_true",
                     help="the two update launches interleaved batch by batch (each on its own graph)")
+    ap.add_argument("--ab-env", default=None, metavar="NAME=A,B",
+                    help="instead of the launches, A/B two values of an environment variable the engines read "
+                         "at each update (e.g. ENGINES_FUSED_GRID=work,device), interleaved the same way")
     ap.add_argument("--update-launch", default="python", choices=("python", "graph"))
     ap.add_argument("--micro", action="store_true", help="launch and library-call costs only")
     return ap
@@ -232,7 +245,7 @@ def main(argv=None) -> int:
 
     device = runtime.current_device()
     s = runtime.stream(device)
-    if args.ab:
+    if args.ab or args.ab_env:
         return launch_ab(args, batches, fresh)
     print(f"# {name}: n={n} m={col_ind.size} engine={args.engine} batch={args.batch_size} "
           f"launch={args.update_launch} device={cupy.cuda.runtime.getDeviceProperties(device)['name'].decode()}")

@@ -33,12 +33,14 @@ MAX_BLOCKS_ENV = "ENGINES_FUSED_MAX_BLOCKS"
 #: co-resident block, the rule before issue 27); results never depend on it.
 GRID_ENV = "ENGINES_FUSED_GRID"
 GRIDS = ("work", "device")
-#: Vertices per block below which a smaller grid is faster: every phase of the persistent kernel
-#: ends in a grid-wide barrier whose cost grows with the blocks, and a small graph's O(n) passes
-#: do not need them. Measured on the H200 (bench/update_anatomy.py, bench/engine_table.py with
-#: ENGINES_FUSED_MAX_BLOCKS): luxembourg_osm (115 k vertices) engine region 0.48 -> 0.41 ms at 132
-#: blocks instead of 1,056; a 4,039-vertex graph 0.21 -> 0.16 ms; roadNet-PA (1.09 M) safe50k
-#: 1.44 ms at 528 blocks, 1.52 at 264, 1.74 at 132: 2,048 vertices per block keeps it at 533.
+#: Vertices per block of the "work" grid: every phase of the persistent kernel ends in a
+#: grid-wide barrier, and a small graph's O(n) passes do not need every co-resident block; a large
+#: one's pushes do (roadNet-PA safe50k, engine table with ENGINES_FUSED_MAX_BLOCKS on the H200:
+#: 1.44 ms at 528 blocks, 1.52 at 264, 1.74 at 132; the rule gives it 533). Interleaved against
+#: the whole-device grid (bench/update_anatomy.py --ab-env ENGINES_FUSED_GRID=device,work, H200),
+#: the whole update per batch: luxembourg_osm 100-change stream 0.974x, a 4,039-vertex graph with
+#: 1,760-change batches 0.996x, roadNet-PA with 100 and 10,000 changes 1.000x and 0.995x: the
+#: barrier's cost hardly depends on the grid here, so the rule saves little (and costs nothing).
 VERTICES_PER_BLOCK = 2048
 
 
