@@ -93,7 +93,7 @@ test-gpu: test-deps
 	$(PYTHON) -m pytest -m gpu tests/gpu $(PYTEST_ARGS)
 
 cuda-check: deps
-	$(PYTHON) -m engines.sssp.cuda.compile_check
+	$(PYTHON) -m engines.cuda_check
 
 prepare: bench-deps
 	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR)

@@ -47,6 +47,8 @@ COMMANDS = {
     "conformance": (["-m", "conformance", "list", "--help"], "numpy", "conformance"),
     "stream.py": (["bench/stream.py", "--help"], "numpy", "stream.py"),
     "host_bench.py": (["bench/host_bench.py", "--help"], "numpy", "host_bench.py"),
+    "update_anatomy.py": (["bench/update_anatomy.py", "--help"], "numpy", "update_anatomy.py"),
+    "cuda-check": (["-m", "engines.cuda_check", "--help"], "numpy", "cuda-check"),
 }
 
 
