@@ -1,4 +1,5 @@
-"""The host applier of §3.3/§3.6: one commit in O(n + m + b log b), never sorting the m entries.
+"""The host applier of docs/algorithm.md §3.3, §3.6: one commit in O(n + m + b log b), never sorting
+the m entries.
 
 The old host apply keyed and sorted every entry per commit (0.5-0.9 s on roadNet-PA) and the
 in-CSR was rebuilt by another argsort per version. Here a commit sorts only the ``b`` events of
@@ -49,8 +50,8 @@ from .jit import njit
 class HostCsr:
     """One graph state as host arrays; never modified in place (states are shared by snapshots).
 
-    ``weights`` and ``in_weights`` are ``(K, m)`` objective-major and C-contiguous (§3.1);
-    ``in_weights[k, i]`` is column k of in-edge i.
+    ``weights`` and ``in_weights`` are ``(K, m)`` objective-major and C-contiguous
+    (algorithm.md §3.1); ``in_weights[k, i]`` is column k of in-edge i.
     """
 
     row_ptr: np.ndarray     # int64 (n + 1)
@@ -75,10 +76,12 @@ class HostCsr:
 
 @dataclass(frozen=True)
 class WeightScalars:
-    """Per-column ``max_weight`` and exact ``weight_sum`` of one state (§3.5), as Python ints.
+    """Per-column ``max_weight`` and exact ``weight_sum`` of one state (algorithm.md §3.5), as
+    Python ints.
 
-    Kept per state and carried from commit to commit so that §3.5's W and delta never need a
-    full column scan per update (§3.6); only a removal or decrease of a maximum forces a rescan.
+    Kept per state and carried from commit to commit so that algorithm.md §3.5's W and delta never
+    need a full column scan per update (algorithm.md §3.6); only a removal or decrease of a maximum
+    forces a rescan.
     """
 
     max_weight: tuple[int, ...]  # 0 for an empty column
@@ -475,8 +478,8 @@ def _plan_kernel(ptr, keys, w, n_old, n_after, ev_row, ev_key, order, num_del, e
                 nw = ev_w[app_from[a], k]
                 sd += nw
                 nm = max(nm, nw)
-            # §3.3: the first copy of G_t (alive or not) against the first copy of G_{t+1},
-            # which always carries the pair's last insertion.
+            # algorithm.md §3.3: the first copy of G_t (alive or not) against the first copy of
+            # G_{t+1}, which always carries the pair's last insertion.
             for i in range(num_ins):
                 f = ins_old[i]
                 if f >= 0:
@@ -602,9 +605,10 @@ def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares
     new_scalars)``. The entry arrays are taken from ``spares`` where given (same bytes).
 
     Pure: ``csr``, ``events`` and ``scalars`` are untouched and the new arrays are read-only, so a
-    failure at any point leaves the previous state as it was (§3.3 step 6, §3.6). The summary,
-    ``weight_increased`` (``(I, K)`` bool) and the scalars come from the out side; the in side is
-    edited by the same routine so that it stays the exact transpose with the order of §3.6.
+    failure at any point leaves the previous state as it was (algorithm.md §3.6, §3.3 step 6). The
+    summary, ``weight_increased`` (``(I, K)`` bool) and the scalars come from the out side; the in
+    side is edited by the same routine so that it stays the exact transpose with the order of
+    algorithm.md §3.6.
     """
     n_old = int(events.n_old)
     row_ptr = _offsets(csr.row_ptr, "row_ptr")
@@ -626,7 +630,7 @@ def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares
     max_w = np.array(scalars.max_weight, dtype=np.int64).reshape(k_cols)
 
     ev_w = events.weights
-    if ev_w.shape[1] != k_cols:  # a batch without insertions may carry any K (§3.2)
+    if ev_w.shape[1] != k_cols:  # a batch without insertions may carry any K (algorithm.md §3.2)
         events = BatchEvents(src=events.src, dst=events.dst, weights=np.zeros((0, k_cols), np.int32),
                              num_deletions=events.num_deletions, num_insertions=0,
                              out_of_range=events.out_of_range, n_old=events.n_old, n_after=events.n_after)

@@ -1,4 +1,5 @@
-"""Batches of edge changes, their validation and the event list both appliers consume (§3.2-§3.3).
+"""Batches of edge changes, their validation and the event list both appliers consume
+(docs/algorithm.md §3.2-§3.3).
 
 The semantics are dynG's MOSP-compatible defaults (D3): deletions first, each removing the first
 alive copy of its pair; an insertion of an existing pair overwrites (upserts) the first alive copy;
@@ -135,7 +136,7 @@ class Batch:
 
 @dataclass(frozen=True)
 class ApplySummary:
-    """Counters of one commit (§3.3)."""
+    """Counters of one commit (algorithm.md §3.3)."""
 
     inserted_edges: int
     updated_edges: int
@@ -147,7 +148,7 @@ class ApplySummary:
 
 @dataclass(frozen=True, eq=False)
 class ApplyDelta:
-    """The per-edge classification of one commit, the input of the algorithm (§3.3)."""
+    """The per-edge classification of one commit, the input of the algorithm (algorithm.md §3.3)."""
 
     insert_src: np.ndarray
     insert_dst: np.ndarray
@@ -159,7 +160,8 @@ class ApplyDelta:
 
 
 def validate_for_graph(batch: Batch, num_vertices: int, num_weights: int) -> int:
-    """Graph-dependent checks (§3.3 step 1); returns n_after. Raises before anything changes."""
+    """Graph-dependent checks (algorithm.md §3.3 step 1); returns n_after. Raises before anything
+    changes."""
     if not isinstance(batch, Batch):
         raise InvalidArgumentError(f"expected an engines.Batch, got {type(batch).__name__}")
     if batch.num_insertions:
@@ -176,7 +178,8 @@ def validate_for_graph(batch: Batch, num_vertices: int, num_weights: int) -> int
 
 @dataclass(frozen=True, eq=False)
 class BatchEvents:
-    """A validated batch as the event list of §3.3 steps 3-5, for a graph of ``n_old`` vertices.
+    """A validated batch as the event list of algorithm.md §3.3 steps 3-5, for a graph of ``n_old``
+    vertices.
 
     ``src[j], dst[j]`` (int32) for ``j < num_deletions`` are the in-range deletions in batch order;
     ``j >= num_deletions`` are the insertions in batch order, with ``weights[j - num_deletions]``
@@ -206,7 +209,8 @@ class BatchEvents:
 
 
 def batch_events(batch: Batch, num_vertices: int, num_weights: int) -> BatchEvents:
-    """Validate ``batch`` for a graph (§3.3 step 1) and build its event list (step 3's filter).
+    """Validate ``batch`` for a graph (algorithm.md §3.3 step 1) and build its event list (step 3's
+    filter).
 
     Raises ``InvalidArgumentError`` before anything changes. O(batch).
     """

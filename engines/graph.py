@@ -1,7 +1,7 @@
 """The directed CSR graph with K objective-major weight columns (algorithm.md §3.1, §3.6).
 
 A graph state is its out-CSR, its in-CSR (the transpose, with the K columns in in-edge order) and
-the scalars of §3.5 (largest weight and weight sum per column). Where it lives:
+the scalars of algorithm.md §3.5 (largest weight and weight sum per column). Where it lives:
 
 - **Host-resident** (a new graph): NumPy arrays, never modified in place; ``apply`` runs the host
   applier (``engines.apply_host``, O(n + m + b log b)) and publishes new arrays at once.
@@ -13,8 +13,8 @@ the scalars of §3.5 (largest weight and weight sum per column). Where it lives:
 
 The in-CSR order: a new graph lists the in-edges of v by out-edge index; every commit keeps the
 surviving in-edges in order and appends the new ones at the end of their in-row in batch order
-(the out-CSR's rule, applied to the transpose). Results never depend on it (§3.1); both appliers
-follow it, so host and device states are equal byte for byte.
+(the out-CSR's rule, applied to the transpose). Results never depend on it (algorithm.md §3.1); both
+appliers follow it, so host and device states are equal byte for byte.
 
 Every commit and every ``restore()`` gives the graph a state id that no other state of any graph
 has had (a restore takes back the snapshot's own id): a result is accepted only for the exact state
@@ -284,7 +284,7 @@ class Graph:
     # -- the current state --------------------------------------------------------------------
 
     def _publish_host(self, out, inn, scalars: WeightScalars, state_id: int) -> None:
-        """Install a complete host state at once (the commit point of §3.3 step 6)."""
+        """Install a complete host state at once (the commit point of algorithm.md §3.3 step 6)."""
         self._retire_host()
         row_ptr, col_ind, weights_km = out
         m = int(col_ind.shape[0])
@@ -477,7 +477,7 @@ class Graph:
     # -- changes ------------------------------------------------------------------------------
 
     def apply(self, batch: Batch) -> tuple[ApplySummary, ApplyDelta]:
-        """Apply a batch (§3.3): validate, build the new CSRs completely, then commit.
+        """Apply a batch (algorithm.md §3.3): validate, build the new CSRs completely, then commit.
 
         Results bound to this graph that are not passed through ``engines.sssp.update`` become
         stale. On a device-resident graph this waits for the device (to return the counters);
@@ -503,7 +503,8 @@ class Graph:
                 device_apply.reserve(self._device, events, runtime.stream(device))
 
     def commit(self, events: BatchEvents, launch: str | None = None) -> Commit:
-        """Commit a validated event list (``events_for``); the commit point of §3.3 step 6.
+        """Commit a validated event list (``events_for``); the commit point of algorithm.md §3.3
+        step 6.
 
         ``launch`` says how a device-resident graph enqueues the apply (device_apply.LAUNCHES;
         None: its default); the host ignores it."""
@@ -512,7 +513,7 @@ class Graph:
                 return self._commit_host(events)
             except OutOfMemoryError:
                 raise
-            except MemoryError as exc:  # NumPy or Numba: nothing was published (§3.3 step 6)
+            except MemoryError as exc:  # NumPy or Numba: nothing was published (algorithm.md §3.3 step 6)
                 raise OutOfMemoryError(
                     f"not enough host memory to apply a batch of {events.size} changes to a graph of "
                     f"{self.num_edges} edges; the graph is unchanged") from exc
@@ -557,8 +558,9 @@ class Graph:
         return Commit(events, summary=summary, weight_increased=increased)
 
     def _device_offsets_for(self, events: BatchEvents) -> None:
-        """Offsets switch to int64 when the edges could outgrow int32 (§3.1: re-chosen at every
-        commit): the device copy is rebuilt with 64-bit offsets first (rare, not a steady state)."""
+        """Offsets switch to int64 when the edges could outgrow int32 (D2, algorithm.md §1:
+        re-chosen at every commit): the device copy is rebuilt with 64-bit offsets first (rare, not
+        a steady state)."""
         cur = self._device.current
         upper = self._m + events.num_insertions
         wanted = _offset_dtype_for(upper, self._forced_offset)

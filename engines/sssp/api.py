@@ -1,8 +1,10 @@
-"""compute() and update(): the checks, the batch commit and the engine dispatch (§6, §8, §10).
+"""compute() and update(): the checks, the batch commit and the engine dispatch
+(docs/algorithm.md §6, §8, §10).
 
 Host and CUDA engines share everything here; only the engine body differs. Every check that can
 fail before the commit runs before ``Graph.apply``; after it, a failure poisons only the result
-it concerns (§8.5), and the first such error is raised once every result has been handled.
+it concerns (algorithm.md §8.5), and the first such error is raised once every result has been
+handled.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def _wrap_device_errors(exc: Exception) -> Error:
 
 
 def compute(graph, source, *, backend: str = "host", options: Options | None = None, **overrides) -> Result:
-    """Shortest-path tree from scratch: the canonical tree with lowest-id ties (§6)."""
+    """Shortest-path tree from scratch: the canonical tree with lowest-id ties (algorithm.md §6)."""
     _check_graph(graph)
     opts = resolve_options(options, overrides, graph.num_weights)
     backend = resolve_backend(backend)
@@ -93,7 +95,7 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
     device = cuda.current_device()
     engine = _select_engine("cuda", opts, device)
     try:
-        graph.to_device(device)  # a graph a CUDA result is computed on lives on the device (§3.6)
+        graph.to_device(device)  # a graph a CUDA result is computed on lives on the device (algorithm.md §3.6)
         cuda.prepare(graph, plan, engine, device, 0)
         d, p, report = cuda.compute(graph, plan, engine, device, operators_loop=opts.operators_loop)
     except Exception as exc:  # nothing was created: no result to poison
@@ -148,7 +150,8 @@ def _batch_max_weight(events, k: int) -> int:
 
 
 def change_lists(delta, k: int) -> ChangeLists:
-    """The changes of objective k (§3.4): deletions, then weight-increased insertions; all heads."""
+    """The changes of objective k (algorithm.md §3.4): deletions, then weight-increased insertions;
+    all heads."""
     up = delta.weight_increased[:, k] if delta.weight_increased.shape[0] else np.zeros(0, dtype=bool)
     changed_from = np.concatenate([delta.delete_src, delta.insert_src[up]]).astype(np.int32)
     changed_to = np.concatenate([delta.delete_dst, delta.insert_dst[up]]).astype(np.int32)
@@ -167,7 +170,8 @@ def _cuda_device(pending) -> int | None:
 
 
 def update(graph, batch, *results, probe=None):
-    """Apply ``batch`` to ``graph`` once and update every result on the new graph (§8.2-§8.5).
+    """Apply ``batch`` to ``graph`` once and update every result on the new graph
+    (algorithm.md §8.2-§8.5).
 
     Returns one ``Stats`` for one result, a tuple in argument order for several.
     """
@@ -194,7 +198,7 @@ def update(graph, batch, *results, probe=None):
     device = _cuda_device(pending)
     if device is not None:
         try:
-            graph.to_device(device)  # the graph of a CUDA result lives on its device (§3.6)
+            graph.to_device(device)  # the graph of a CUDA result lives on its device (algorithm.md §3.6)
             for item in pending:
                 if item.engine != "host":
                     cuda_module().prepare(graph, item.plan, item.engine, device, events.size)

@@ -82,7 +82,8 @@ def move_arrays(d, p, backend: str, device):
 
 
 def grow_arrays(d, p, n: int):
-    """Extend a tree to n vertices with (INF, -1) (§3.3: new vertices start unreachable)."""
+    """Extend a tree to n vertices with (INF, -1) (docs/algorithm.md §3.3: new vertices start
+    unreachable)."""
     old = d.shape[0]
     if old >= n:
         return d, p

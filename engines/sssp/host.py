@@ -1,7 +1,7 @@
 """The host reference engine (algorithm.md §7): ``update()`` and ``compute()`` on NumPy arrays.
 
 The dispatch (``engines.sssp.api``) owns the checks before the commit, the batch, poisoning and
-the public statistics; this module is the engine body. It follows §7.1 step by step:
+the public statistics; this module is the engine body. It follows algorithm.md §7.1 step by step:
 
 1. start state (the words the device would pack), 2. input check, 3. roots judged against the raw
 input parents, 4. cycle check (only with a non-empty changed list), 5. invalidation of the
@@ -10,8 +10,8 @@ insertion heads, 7. propagation, 8. finalize (parent recovery in distance-only m
 ``affected``. The input arrays are modified only after every check has passed.
 
 Propagation runs either the vectorized near-far schedule (:mod:`.host_schedule`, always
-available) or a Numba heap (:mod:`.host_kernels`); both give the same bytes (§5.12). The
-module-level switch :data:`PROPAGATION` picks one: ``"numba"``, ``"numpy"`` or ``"auto"``
+available) or a Numba heap (:mod:`.host_kernels`); both give the same bytes (algorithm.md §5.12).
+The module-level switch :data:`PROPAGATION` picks one: ``"numba"``, ``"numpy"`` or ``"auto"``
 (Numba when it imports). The environment variable ``SSSPAB_HOST_PROPAGATION`` sets its default.
 """
 
@@ -65,8 +65,9 @@ def _numba_propagate():
 
 
 def _invalidate(parents: np.ndarray, roots: np.ndarray, compiled: bool) -> tuple[np.ndarray, bool]:
-    """§7.1 steps 4-5: the flags of the roots' old subtrees and the parent_cycle condition; one
-    memoized walk under Numba (``compiled``: host_region), pointer jumping rounds otherwise."""
+    """algorithm.md §7.1 steps 4-5: the flags of the roots' old subtrees and the parent_cycle
+    condition; one memoized walk under Numba (``compiled``: host_region), pointer jumping rounds
+    otherwise."""
     if compiled:
         from .host_region import invalidate_walk
 
@@ -75,8 +76,8 @@ def _invalidate(parents: np.ndarray, roots: np.ndarray, compiled: bool) -> tuple
 
 
 def _pull(words: np.ndarray, candidates: np.ndarray, graph, plan: Plan, compiled: bool) -> np.ndarray:
-    """§7.1 step 6 over the candidates' in-edges (the in-CSR every commit maintains): one Numba
-    loop (host_region), or NumPy."""
+    """algorithm.md §7.1 step 6 over the candidates' in-edges (the in-CSR every commit maintains):
+    one Numba loop (host_region), or NumPy."""
     in_edges = graph.in_edges(plan.objective)
     if compiled:
         from .host_region import pull_in
@@ -105,7 +106,7 @@ def _recompute_instead(distances, parents, flagged, invalidated: int, heads: np.
 
 
 def _from_scratch(graph, plan: Plan) -> tuple[np.ndarray, ScheduleCounts]:
-    """compute()'s words: every vertex INF but the source, propagated from it (§6)."""
+    """compute()'s words: every vertex INF but the source, propagated from it (algorithm.md §6)."""
     words = np.full(plan.num_vertices, WORD_INF, dtype=np.uint64)
     words[plan.source] = np.uint64(plan.packing.no_parent)  # pack(0, -1); 0 in distance-only mode
     counts = _propagate(words, np.array([plan.source], dtype=np.int64), graph, plan)
@@ -113,7 +114,8 @@ def _from_scratch(graph, plan: Plan) -> tuple[np.ndarray, ScheduleCounts]:
 
 
 def _propagate(words: np.ndarray, frontier: np.ndarray, graph, plan: Plan) -> ScheduleCounts:
-    """§7.1 step 7 from ``frontier`` (distinct vertices whose distance just decreased)."""
+    """algorithm.md §7.1 step 7 from ``frontier`` (distinct vertices whose distance just
+    decreased)."""
     row_ptr = graph.row_ptr
     col_ind = graph.col_ind
     weight = graph.weight_column(plan.objective)
@@ -124,7 +126,8 @@ def _propagate(words: np.ndarray, frontier: np.ndarray, graph, plan: Plan) -> Sc
 
 
 def _final_arrays(words: np.ndarray, graph, plan: Plan, vertex_dtype) -> tuple[np.ndarray, np.ndarray]:
-    """§7.1 step 8: unpack the words, or recover parents in distance-only mode (§4.4)."""
+    """algorithm.md §7.1 step 8: unpack the words, or recover parents in distance-only mode
+    (algorithm.md §4.4)."""
     packing: Packing = plan.packing
     distances = word_distances(words, packing)
     if packing.packed:
@@ -136,7 +139,8 @@ def _final_arrays(words: np.ndarray, graph, plan: Plan, vertex_dtype) -> tuple[n
 
 
 def _check_inputs(distances: np.ndarray, bound: int) -> None:
-    """§7.1 step 2: a finite input distance that is negative or above the bound -> invalid_input."""
+    """algorithm.md §7.1 step 2: a finite input distance that is negative or above the bound ->
+    invalid_input."""
     bad = (distances < 0) | ((distances > bound) & (distances < INF_HALF))
     if bad.any():
         raise _invalid_input(distances, int(np.flatnonzero(bad)[0]), bound)
@@ -159,7 +163,7 @@ def _check_shapes(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan)
 
 
 def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, changes: ChangeLists) -> EngineReport:
-    """Update ``(distances, parents)`` in place from G_t's tree to G_{t+1}'s (§7.1).
+    """Update ``(distances, parents)`` in place from G_t's tree to G_{t+1}'s (algorithm.md §7.1).
 
     ``graph`` is G_{t+1}; the arrays are already grown with (INF, -1) and rewritten to INF where
     ``>= INF/2``. Raises ``invalid_input`` / ``parent_cycle`` (InvalidArgumentError with that
@@ -231,7 +235,8 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
 
 
 def compute(graph, plan: Plan) -> tuple[np.ndarray, np.ndarray, EngineReport]:
-    """The canonical lowest-id Dijkstra tree of ``graph`` from ``plan.source`` (§6, §7.1)."""
+    """The canonical lowest-id Dijkstra tree of ``graph`` from ``plan.source`` (algorithm.md §6,
+    §7.1)."""
     n = plan.num_vertices
     if graph.num_vertices != n:
         raise errors.InternalError(f"host engine: graph has {graph.num_vertices} vertices, plan {n}")

@@ -1,11 +1,12 @@
-"""Optional Numba propagation of the host reference: a binary-heap schedule (§7.1 allows it).
+"""Optional Numba propagation of the host reference: a binary-heap schedule
+(docs/algorithm.md §7.1 allows it).
 
-Same rules as the NumPy near-far schedule and the device push (§5.9): the source is never
-relaxed, offers above the bound are dropped, a word is replaced only by a strictly smaller one in
-key order (one uint64 comparison), and a vertex is queued again after each strict decrease of its
+Same rules as the NumPy near-far schedule and the device push (algorithm.md §5.9): the source is
+never relaxed, offers above the bound are dropped, a word is replaced only by a strictly smaller one
+in key order (one uint64 comparison), and a vertex is queued again after each strict decrease of its
 distance. Entries are popped in distance order, so a vertex is expanded once at its final
 distance; stale heap entries (their distance no longer the vertex's) are skipped. The final words
-equal those of every other schedule (§5.12); the counters are this schedule's own:
+equal those of every other schedule (algorithm.md §5.12); the counters are this schedule's own:
 ``iterations = pushes = expansions``, ``epochs = 0``. Ties between entries of equal distance may
 pop in any order without changing either: each vertex is expanded once, at its final distance.
 

@@ -5,9 +5,9 @@ rounds of pointer jumping over every vertex, and the seed pull over the candidat
 scan of every out-edge (12 ms on the roadNet-PA stand-in's local10k, against about 2).
 
 Both give exactly what their NumPy references in :mod:`.host_steps` give (``invalidate_subtrees``,
-``pull``): the flags and the ``parent_cycle`` condition of §5.5, the words and the frontier of
-§5.8 (all pulls read the words as they were after the invalidation). The tests compare them on
-random parent arrays with and without cycles and on the golden corpus.
+``pull``): the flags and the ``parent_cycle`` condition of docs/algorithm.md §5.5, the words and the
+frontier of algorithm.md §5.8 (all pulls read the words as they were after the invalidation). The
+tests compare them on random parent arrays with and without cycles and on the golden corpus.
 
 Importing this module needs Numba; :mod:`.host` uses the NumPy steps when it is missing.
 """
@@ -102,8 +102,8 @@ def _pull_in(words, candidates, in_ptr, in_src, in_weight, bits, packed, bound, 
 
 def pull_in(words: np.ndarray, candidates: np.ndarray, in_ptr: np.ndarray, in_src: np.ndarray,
             in_weight: np.ndarray, packing: Packing) -> np.ndarray:
-    """The seed pull of §7.1 step 6 over the candidates' in-edges; the same words and the same
-    returned frontier as :func:`.host_steps.pull`."""
+    """The seed pull of algorithm.md §7.1 step 6 over the candidates' in-edges; the same words and
+    the same returned frontier as :func:`.host_steps.pull`."""
     if candidates.size == 0:
         return np.empty(0, dtype=np.int64)
     candidates = np.ascontiguousarray(candidates, dtype=np.int64)
@@ -168,8 +168,8 @@ def survivors_are_canonical(distances: np.ndarray, parents: np.ndarray, invalid:
     what the repaired region offers, the update's propagation finds as compute() does); every
     reachable one's parent its lowest-id tight survivor in-neighbour (an invalidated in-neighbour
     that turns out tight is offered in the repair, as in compute()); an unreachable one without
-    parent. Then update() and compute() give the same bytes (§6, §5.12), so a batch that
-    invalidates most of the graph may be recomputed from scratch. One O(n + m) scan."""
+    parent. Then update() and compute() give the same bytes (algorithm.md §6, §5.12), so a batch
+    that invalidates most of the graph may be recomputed from scratch. One O(n + m) scan."""
     lowest = np.empty(distances.shape[0], dtype=np.int64)
     return bool(_survivors_consistent(distances, np.ascontiguousarray(parents),
                                       invalid.astype(np.bool_, copy=False),
@@ -201,8 +201,8 @@ def _pack_start(distances, parents, bits, no_parent, packed, bound, inf_half, wo
 
 def pack_start(distances: np.ndarray, parents: np.ndarray, packing: Packing, bound: int,
                inf_half: int) -> tuple[np.ndarray, int]:
-    """``(words, bad)``: the words of §7.1 step 1 and the first vertex failing step 2's input
-    check (-1 when none; the words are then incomplete and must not be used)."""
+    """``(words, bad)``: the words of algorithm.md §7.1 step 1 and the first vertex failing step 2's
+    input check (-1 when none; the words are then incomplete and must not be used)."""
     words = np.empty(distances.shape[0], dtype=np.uint64)
     bad = _pack_start(distances, parents, np.uint64(packing.bits), int(packing.no_parent),
                       bool(packing.packed), int(bound), int(inf_half), words)
@@ -235,8 +235,8 @@ def _write_changed(words, distances, parents, bits, no_parent, inf_distance):
 
 def write_changed(words: np.ndarray, distances: np.ndarray, parents: np.ndarray, packing: Packing,
                   inf_distance: int) -> int:
-    """§7.1 step 8 for packed words, in place: what ``word_distances``/``word_parents`` and the
-    comparison with the input give, in one pass; returns ``affected``."""
+    """algorithm.md §7.1 step 8 for packed words, in place: what ``word_distances``/``word_parents``
+    and the comparison with the input give, in one pass; returns ``affected``."""
     return int(_write_changed(words, distances, parents, np.uint64(packing.bits), int(packing.no_parent),
                               int(inf_distance)))
 

@@ -1,11 +1,11 @@
-"""The near-far schedule of the host reference (algorithm.md §5.9, allowed by §7.1).
+"""The near-far schedule of the host reference (algorithm.md §5.9, allowed by algorithm.md §7.1).
 
 Distances below ``threshold`` are expanded in synchronous push iterations (the near list);
 vertices lowered to ``>= threshold`` wait in the far pile, deduplicated by ``in_far``. When the
 near list runs dry the threshold is raised to ``max(threshold, min over the pile) + delta``
-(one epoch) and the pile is re-split. The result does not depend on this schedule (§5.12); it only
-decides how much redundant work is done. The Numba heap in :mod:`.host_kernels` is another
-schedule with the same final words.
+(one epoch) and the pile is re-split. The result does not depend on this schedule
+(algorithm.md §5.12); it only decides how much redundant work is done. The Numba heap in
+:mod:`.host_kernels` is another schedule with the same final words.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def propagate_near_far(words: np.ndarray, frontier: np.ndarray, row_ptr: np.ndar
     """
     n = words.shape[0]
     bits = np.uint64(packing.bits)
-    delta = max(int(delta), 1)  # resolved deltas are >= 1 (§3.5); 0 would never raise the threshold
+    delta = max(int(delta), 1)  # resolved deltas are >= 1 (algorithm.md §3.5); 0 would never raise the threshold
     counts = ScheduleCounts()
     if frontier.size == 0:
         return counts

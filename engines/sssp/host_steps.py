@@ -1,11 +1,12 @@
 """Vectorized NumPy building blocks of the host reference engine (algorithm.md §7).
 
-The engine works on one uint64 *word* per vertex, exactly like the device (§4): in packed mode
-``word = (d << bits) | parent_field`` and unsigned comparison is the key order (distance, then
-parent id, "no parent" largest); in distance-only mode ``bits = 0`` and ``word = d``, so comparing
-words compares distances only and ties never replace anything. Unreachable is the all-ones word.
-Because every finite word holds a distance ``<= bound <= max_distance(bits)`` (candidates above
-the bound are dropped before packing), every candidate fits and one comparison does it all.
+The engine works on one uint64 *word* per vertex, exactly like the device (algorithm.md §4): in
+packed mode ``word = (d << bits) | parent_field`` and unsigned comparison is the key order
+(distance, then parent id, "no parent" largest); in distance-only mode ``bits = 0`` and ``word =
+d``, so comparing words compares distances only and ties never replace anything. Unreachable is the
+all-ones word. Because every finite word holds a distance ``<= bound <= max_distance(bits)``
+(candidates above the bound are dropped before packing), every candidate fits and one comparison
+does it all.
 
 Each function here is one phase: the old-tree invalidation (pointer jumping with the device's
 ``R + 1`` rounds, which also detects parent cycles), the seed pull, one push iteration of the
@@ -53,7 +54,7 @@ def unique_ids(ids: np.ndarray, scratch: np.ndarray) -> np.ndarray:
 
 
 def invalidate_subtrees(parents_in: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Pointer jumping of §5.5: ``(flag, cycle)``.
+    """Pointer jumping of algorithm.md §5.5: ``(flag, cycle)``.
 
     ``flag[v]`` is set iff following ``parents_in`` from v (v included) reaches a root before -1.
     ``cycle`` is the device's ``parent_cycle`` condition: some vertex still jumps in the last of
@@ -89,7 +90,8 @@ def invalidate_subtrees(parents_in: np.ndarray, roots: np.ndarray) -> tuple[np.n
 
 
 def words_from_tree(distances: np.ndarray, parents: np.ndarray, packing: Packing) -> np.ndarray:
-    """The start state of §7.1 step 1 as words: INF word where ``d >= INF/2``, else ``pack(d, p)``.
+    """The start state of algorithm.md §7.1 step 1 as words: INF word where ``d >= INF/2``, else
+    ``pack(d, p)``.
 
     The input check has already ensured that every finite distance is in ``[0, bound]``.
     """
@@ -122,7 +124,7 @@ def word_parents(words: np.ndarray, packing: Packing, vertex_dtype) -> np.ndarra
 
 def recover_parents(distances: np.ndarray, in_ptr: np.ndarray, in_src: np.ndarray, in_weight: np.ndarray,
                     source: int, vertex_dtype) -> np.ndarray:
-    """Parent recovery of distance-only mode (§4.4).
+    """Parent recovery of distance-only mode (algorithm.md §4.4).
 
     -1 for unreachable vertices and the source; otherwise the lowest-id u with a tight in-edge
     ``D[u] + w == D[x]`` (``D[u]`` finite), or VMAX (the vertex type's maximum) if there is none.
@@ -146,7 +148,8 @@ def recover_parents(distances: np.ndarray, in_ptr: np.ndarray, in_src: np.ndarra
 
 def pull(words: np.ndarray, candidates: np.ndarray, in_ptr: np.ndarray, in_src: np.ndarray,
          in_weight: np.ndarray, packing: Packing) -> np.ndarray:
-    """The seed pull of §5.8 / §7.1 step 6; returns the candidates whose distance decreased.
+    """The seed pull of algorithm.md §5.8, §7.1 step 6; returns the candidates whose distance
+    decreased.
 
     Each candidate takes the key-minimum of ``pack(D[u] + w, u)`` over all its in-edges (finite
     ``D[u]``, ``D[u] + w <= bound``) and adopts it if strictly smaller than its own word. All pulls
@@ -181,7 +184,8 @@ def pull(words: np.ndarray, candidates: np.ndarray, in_ptr: np.ndarray, in_src: 
 
 def push(words: np.ndarray, near: np.ndarray, row_ptr: np.ndarray, col_ind: np.ndarray, weight: np.ndarray,
          source: int, packing: Packing, scratch: np.ndarray) -> np.ndarray:
-    """One push iteration (§5.9 (c)); returns the distinct vertices whose distance decreased.
+    """One push iteration (algorithm.md §5.9 (c)); returns the distinct vertices whose distance
+    decreased.
 
     Every vertex of ``near`` offers ``pack(D[u] + w, u)`` along each out-edge (the source is never
     relaxed, offers above the bound are dropped); ``np.minimum.at`` applies all offers like the

@@ -1,4 +1,5 @@
-"""``Result.from_arrays``: checks, validation and canonicalization of an imported tree (§8.4).
+"""``Result.from_arrays``: checks, validation and canonicalization of an imported tree
+(docs/algorithm.md §8.4).
 
 All checks run on host copies before anything is created; the first violation in vertex order is
 reported, naming the vertex and the values involved.
@@ -43,7 +44,7 @@ def _chains_reach_source(parents: np.ndarray, source: int) -> np.ndarray:
 
 
 def validate_tree(graph, source: int, d: np.ndarray, p: np.ndarray, objective: int) -> None:
-    """The validation of §8.4, reporting the first violation in vertex order."""
+    """The validation of algorithm.md §8.4, reporting the first violation in vertex order."""
     n = graph.num_vertices
     w_col = max(graph.max_weight(objective), 1)
     check_size(w_col, n)

@@ -15,7 +15,7 @@ from ..errors import InvalidArgumentError
 
 #: ``2^61 - 1`` (MOSP's DISTANCE_INF). Engines write exactly this for unreachable vertices.
 INFINITE_DISTANCE = (1 << 61) - 1
-#: A distance ``>= INF_HALF`` means unreachable (integer division, §2).
+#: A distance ``>= INF_HALF`` means unreachable (integer division, algorithm.md §2).
 INF_HALF = INFINITE_DISTANCE // 2
 #: The largest finite output distance, ``2^60 - 2``.
 OUTPUT_MAX = INF_HALF - 1
@@ -37,12 +37,14 @@ def max_distance(b: int) -> int:
 
 
 def path_bound(max_weight: int, n: int) -> int:
-    """``bound = W * max(n - 1, 1)``: every finite shortest distance is at most this (§4.2)."""
+    """``bound = W * max(n - 1, 1)``: every finite shortest distance is at most this
+    (algorithm.md §4.2)."""
     return int(max_weight) * max(int(n) - 1, 1)
 
 
 def check_size(max_weight: int, n: int, what: str = "graph") -> None:
-    """The size check of §3.1: ``W <= output_max // max(n - 1, 1)``, else InvalidArgumentError."""
+    """The size check of algorithm.md §3.1: ``W <= output_max // max(n - 1, 1)``, else
+    InvalidArgumentError."""
     limit = OUTPUT_MAX // max(int(n) - 1, 1)
     if int(max_weight) > limit:
         raise InvalidArgumentError(
@@ -78,7 +80,8 @@ def decide_packing(max_weight: int, n: int) -> Packing:
 
 
 def default_delta(n_old: int, m_old: int, weight_sum: int) -> int:
-    """The default bucket width of §3.5, in IEEE double, in the spec's order of operations."""
+    """The default bucket width of algorithm.md §3.5, in IEEE double, in the spec's order of
+    operations."""
     if n_old <= 0:
         return 1
     m1 = max(int(m_old), 1)

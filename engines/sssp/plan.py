@@ -33,7 +33,8 @@ def ceil_log2(n: int) -> int:
 
 
 def pointer_jumping_rounds(n: int) -> int:
-    """Every engine's round limit of the pointer jumping (§5.5): ``R + 1``, ``R = ceil(log2 n)``.
+    """Every engine's round limit of the pointer jumping (docs/algorithm.md §5.5): ``R + 1``, ``R =
+    ceil(log2 n)``.
 
     R rounds reach every root; a vertex still jumping in round R + 1 is on a parent cycle."""
     return ceil_log2(n) + 1
@@ -71,7 +72,7 @@ class Plan:
 
 @dataclass(frozen=True)
 class ChangeLists:
-    """The changes of one objective (§3.4), vertex dtype, in the spec's order.
+    """The changes of one objective (algorithm.md §3.4), vertex dtype, in the spec's order.
 
     ``changed_from/changed_to``: every deletion of the classification, then every insertion whose
     ``weight_increased[i, k]`` is set. ``heads``: ``insert_dst`` of every insertion, duplicates

@@ -1,8 +1,9 @@
 """Result, Options and Stats of the sssp algorithm (algorithm.md §9, §11).
 
 A ``Result`` is bound to one graph object and the version it describes. Its arrays live on the
-host (NumPy) or on a CUDA device (CuPy). A post-commit failure poisons it (§8.3): every later use
-raises ``StaleResultError`` while ``source``, ``backend`` and ``graph_version`` stay readable.
+host (NumPy) or on a CUDA device (CuPy). A post-commit failure poisons it (algorithm.md §8.3): every
+later use raises ``StaleResultError`` while ``source``, ``backend`` and ``graph_version`` stay
+readable.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ UPDATE_LAUNCHES = ("python", "graph")
 
 @dataclass
 class Options:
-    """Tunables and the objective of a result (§11). Invalid values raise when used."""
+    """Tunables and the objective of a result (algorithm.md §11). Invalid values raise when used."""
 
     delta: int = 0
     objective: int = 0
@@ -37,7 +38,7 @@ class Options:
     operators_loop: str = "device"
     #: how both CUDA engines' push expands a near-list vertex (engines/sssp/cuda/push.py):
     #: "group" (up to a warp of lanes share its out-edges, as wide as the list and the grid
-    #: allow) or "vertex" (one lane walks them); results never depend on it (§5.12)
+    #: allow) or "vertex" (one lane walks them); results never depend on it (algorithm.md §5.12)
     push_expansion: str = DEFAULT_PUSH_EXPANSION
     #: how a CUDA update enqueues the batch's device apply: "graph" (one replay of a CUDA graph
     #: captured once per graph state's buffers and capacity: a constant host cost per update;
@@ -49,7 +50,7 @@ class Options:
 
 @dataclass(frozen=True)
 class Stats:
-    """Statistics of one run (§9). ``batch`` is None for ``compute()``."""
+    """Statistics of one run (algorithm.md §9). ``batch`` is None for ``compute()``."""
 
     invalidated: int
     affected: int
@@ -62,7 +63,7 @@ class Stats:
     sync_budget: int
     batch: ApplySummary | None = None
     #: the fused engine's grid-wide barriers in this run (its phases: one per push iteration, two
-    #: per epoch, the fixed phases of §5); None on the other engines
+    #: per epoch, the fixed phases of algorithm.md §5); None on the other engines
     grid_syncs: int | None = None
 
 
@@ -123,7 +124,7 @@ def _readonly_view(arr):
         view = arr.view()
         view.setflags(write=False)
         return view
-    return arr  # CuPy arrays have no write flag; callers must not write (§11)
+    return arr  # CuPy arrays have no write flag; callers must not write (algorithm.md §11)
 
 
 class Result:
@@ -261,7 +262,8 @@ class Result:
     @classmethod
     def from_arrays(cls, graph, source, distances, parents, *, canonicalize: bool = True, validate=None,
                     backend: str | None = None, options: Options | None = None, **overrides) -> "Result":
-        """Import a tree (§8.4): checked, copied, values >= INF/2 rewritten to INF, canonicalized."""
+        """Import a tree (algorithm.md §8.4): checked, copied, values >= INF/2 rewritten to INF,
+        canonicalized."""
         from .importing import import_tree
 
         return import_tree(cls, graph, source, distances, parents, canonicalize=canonicalize, validate=validate,

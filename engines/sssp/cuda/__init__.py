@@ -36,7 +36,7 @@ def _engine_module(engine: str):
 
 
 def fused_unavailable_reason(device: int) -> str | None:
-    """Why the fused engine cannot run on ``device`` (§10.1), or None when it can.
+    """Why the fused engine cannot run on ``device`` (docs/algorithm.md §10.1), or None when it can.
 
     Compiles the fused module (CudaError on failure) unless cooperative launch is missing or
     hidden by the test hook.
@@ -53,7 +53,7 @@ def fused_unavailable_reason(device: int) -> str | None:
 
 
 def select_engine(option: str, device: int) -> str:
-    """``options.cuda_engine`` -> "fused" | "operators" (§10.1), before the commit."""
+    """``options.cuda_engine`` -> "fused" | "operators" (algorithm.md §10.1), before the commit."""
     if option not in ENGINE_OPTIONS:
         raise NotSupportedError(
             f"unknown cuda_engine {option!r}; expected one of {', '.join(ENGINE_OPTIONS)}"
@@ -77,9 +77,10 @@ def stream(device: int):
 
 
 def prepare(graph, plan, engine: str, device: int, num_changes: int) -> None:
-    """Before the commit (§8.2 step 6): compile the engine's module and reserve the workspace for
-    ``plan.num_vertices`` vertices and ``num_changes`` changes. CudaError / OutOfMemoryError.
-    (The device graph reserves what the commit needs in ``Graph.reserve_commit``.)"""
+    """Before the commit (algorithm.md §8.2 step 6): compile the engine's module and reserve the
+    workspace for ``plan.num_vertices`` vertices and ``num_changes`` changes. CudaError /
+    OutOfMemoryError. (The device graph reserves what the commit needs in
+    ``Graph.reserve_commit``.)"""
     from . import workspace
 
     module = _engine_module(engine)

@@ -6,11 +6,11 @@
 // in-range deletions in batch order, then the I insertions in batch order. The host sorts nothing:
 // the events are grouped by row on the device (a 64-bit key (row << 32 | event) sorted by CuPy),
 // and one warp per touched row walks that row's events in event order, which is the literal rule
-// of §3.3: a deletion removes the first alive copy of its pair, an insertion upserts the first
-// alive copy or the pair's entry appended earlier in this batch, or appends. Untouched rows move
-// by their row's shift in one coalesced pass; touched rows are rebuilt by their warp (survivors in
-// order, then the appended entries). engines/apply_host.py is the same editor on the host; the
-// tests require the two to agree byte for byte.
+// of algorithm.md §3.3: a deletion removes the first alive copy of its pair, an insertion upserts
+// the first alive copy or the pair's entry appended earlier in this batch, or appends. Untouched
+// rows move by their row's shift in one coalesced pass; touched rows are rebuilt by their warp
+// (survivors in order, then the appended entries). engines/apply_host.py is the same editor on the
+// host; the tests require the two to agree byte for byte.
 //
 // Scratch that must read zero between commits (`mark` per old entry, `row_flag` and `row_delta`
 // per row) is cleared by the kernel that consumes it, only where it was set: a commit costs
@@ -177,15 +177,15 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Decide (§3.3 steps 4-5): one warp per sorted position; the warp of a row's first event walks
-// all events of the row in event order. Marks removed old entries (-1) and upserted ones
-// (insertion index + 1, the last insertion wins), stages the row's appends at the row's own
+// Decide (algorithm.md §3.3 steps 4-5): one warp per sorted position; the warp of a row's first
+// event walks all events of the row in event order. Marks removed old entries (-1) and upserted
+// ones (insertion index + 1, the last insertion wins), stages the row's appends at the row's own
 // sorted positions, and records the row's length change. On the out side (`stats` != 0) it also
 // counts the summary, the weight-sum change, whether an old maximum may be gone, the largest
-// weight written, and weight_increased of every insertion (§3.3, first copy of G_t against the
-// pair's final weights). Those counters are accumulated per block in shared memory (dynamic: the
-// fixed slots and five groups of K laid out as the record's) and added to the record once per
-// block: tens of thousands of rows adding into the same few global words serialize on them
+// weight written, and weight_increased of every insertion (algorithm.md §3.3, first copy of G_t
+// against the pair's final weights). Those counters are accumulated per block in shared memory
+// (dynamic: the fixed slots and five groups of K laid out as the record's) and added to the record
+// once per block: tens of thousands of rows adding into the same few global words serialize on them
 // (measured 0.3 ms for a 50k batch on an H200). With `shared_cols` == 0 (K too large for shared
 // memory) the rows add into the record directly.
 template <typename V, typename O>
@@ -456,11 +456,11 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// The change lists of objective k (§3.4) in the engines' workspace buffers: every deletion, then
-// every insertion with increased[i, k], in order; heads = insert_dst of every insertion; the
-// changed count in *changed_count. One block of 1024 threads, one pass: each thread counts a
-// contiguous run of insertions, a block-wide exclusive scan gives every run its first output
-// slot, and each thread writes its run in order (a chunked loop with barriers per 1024
+// The change lists of objective k (algorithm.md §3.4) in the engines' workspace buffers: every
+// deletion, then every insertion with increased[i, k], in order; heads = insert_dst of every
+// insertion; the changed count in *changed_count. One block of 1024 threads, one pass: each thread
+// counts a contiguous run of insertions, a block-wide exclusive scan gives every run its first
+// output slot, and each thread writes its run in order (a chunked loop with barriers per 1024
 // insertions cost 64 us for a 25k-insertion batch on an H200).
 template <typename V, typename O>
 __global__ void __launch_bounds__(1024)

@@ -338,7 +338,8 @@ class PendingCommit:
         return flat.reshape(ins, k).astype(bool)
 
     def stage_changes(self, objective: int, changed_from, changed_to, heads, changed_count, stream) -> None:
-        """The change lists of one objective (§3.4) into the engine's workspace buffers."""
+        """The change lists of one objective (algorithm.md §3.4) into the engine's workspace
+        buffers."""
         if self._expired:
             raise InternalError("the device data of this commit was reused by a later commit")
         ev = self.events
@@ -354,7 +355,7 @@ class PendingCommit:
 
 
 class DeviceChangeLists:
-    """The change lists of one objective (§3.4) for a CUDA engine, built on the device.
+    """The change lists of one objective (algorithm.md §3.4) for a CUDA engine, built on the device.
 
     ``upper`` (every event: deletions and insertions) bounds the changed count and sizes the
     launches; the exact count is on the device (``stage`` writes it where the kernels read it) and
@@ -549,8 +550,8 @@ def _scratch(dgraph) -> ApplyScratch:
 
 
 def reserve(dgraph, events, stream) -> None:
-    """Before the commit (§8.2 step 6): grow what the commit of ``events`` will need, so that the
-    commit itself allocates nothing (``OutOfMemoryError`` here changes nothing)."""
+    """Before the commit (algorithm.md §8.2 step 6): grow what the commit of ``events`` will need,
+    so that the commit itself allocates nothing (``OutOfMemoryError`` here changes nothing)."""
     cur = dgraph.current
     if events.size == 0:
         return

@@ -1,7 +1,8 @@
 // The CUDA fused engine: one persistent cooperative kernel per update and per compute()
 // (algorithm.md §5, §6, §10). Every phase runs in one launch, separated by grid.sync(); every loop
 // decision is taken on the device, each thread evaluating it identically from control-block
-// values read after a barrier. The host reads the control block once, after the launch (§5.11).
+// values read after a barrier. The host reads the control block once, after the launch
+// (algorithm.md §5.11).
 //
 // Grid: occupancy x SM count blocks of SSSP_BLOCK threads (fused.py); every loop is grid-stride.
 // Every value another block may have written during the launch is read with load_cg (L2);
@@ -53,8 +54,8 @@ __device__ __forceinline__ T block_read(const T* p, T* slot) {
     return *slot;
 }
 
-// The near-far loop (§5.9 (c)), entered after the first split: near list 0 holds near[0]
-// entries, far pile 0 holds far[0] entries. Returns through the counters by reference.
+// The near-far loop (algorithm.md §5.9 (c)), entered after the first split: near list 0 holds
+// near[0] entries, far pile 0 holds far[0] entries. Returns through the counters by reference.
 template <typename V, typename O>
 __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridStride& gs,
                               const CsrView<V, O>& out, const Packing& k, V source, u64 bound,
@@ -111,9 +112,9 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
     }
 }
 
-// Distance-only words: write the distances and recover every parent (§4.4). With `count`, also
-// count `affected` (update): `mark` and `saved_parent` are per-vertex scratch (the candidates list
-// and the ancestors, no longer needed). Needs two barriers, or three when counting.
+// Distance-only words: write the distances and recover every parent (algorithm.md §4.4). With
+// `count`, also count `affected` (update): `mark` and `saved_parent` are per-vertex scratch (the
+// candidates list and the ancestors, no longer needed). Needs two barriers, or three when counting.
 template <typename V, typename O>
 __device__ __forceinline__ void recover_parents(cg::grid_group& grid, const CsrView<V, O>& out,
                                                 V n, V source, const u64* words, i64* distances,
@@ -143,7 +144,8 @@ __device__ __forceinline__ void write_stats(const GridStride& gs, FusedControl<V
 }  // namespace sssp
 
 // ---------------------------------------------------------------------------------------------
-// update(): pack, roots, pointer jumping, invalidation, heads, pull, near-far, unpack (§5).
+// update(): pack, roots, pointer jumping, invalidation, heads, pull, near-far, unpack
+// (algorithm.md §5).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_update(
     V n, V source,
@@ -172,12 +174,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     // only); every thread reads the same value, so the branch below stays uniform.
     const V num_changed = *changed_count;
 
-    // Pack the old tree (§5.3) and mark the roots (§5.4), judged against the input parents.
+    // Pack the old tree (algorithm.md §5.3) and mark the roots (algorithm.md §5.4), judged against
+    // the input parents.
     pack_tree<V>(nn, distances, parents, words, ancestor, k, bound, &ctl->overflow);
     mark_roots<V>(num_changed, changed_from, changed_to, parents, flag);
     grid.sync();
 
-    // Subtree invalidation by pointer jumping (§5.5), only with a non-empty changed list.
+    // Subtree invalidation by pointer jumping (algorithm.md §5.5), only with a non-empty changed
+    // list.
     if (num_changed > 0) {
         for (i32 r = 0; r < max_rounds; ++r) {
             if (gs.first == 0) {
@@ -190,7 +194,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
         }
     }
 
-    // Invalidate (§5.6) and list the insertion heads (§5.7), with the same generation.
+    // Invalidate (algorithm.md §5.6) and list the insertion heads (algorithm.md §5.7), with the
+    // same generation.
     i32 generation = base_generation;  // g_inv
     invalidate_flagged<V>(nn, flag, words, stamp, generation, candidates, &ctl->candidates,
                           &ctl->invalidated);
@@ -198,13 +203,13 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     list_heads<V>(num_heads, heads, source, stamp, generation, candidates, &ctl->candidates);
     grid.sync();
 
-    // Pull (§5.8): every candidate takes its key-minimum over all in-neighbours.
+    // Pull (algorithm.md §5.8): every candidate takes its key-minimum over all in-neighbours.
     ++generation;  // g_pull
     pull_candidates<V, O>(fused::block_read(&ctl->candidates, &slots.count), candidates, in, k,
                           bound, words, stamp, generation, frontier, &ctl->frontier);
     grid.sync();
 
-    // First threshold and split (§5.9 (a), (b)) into near list 0 and far pile 0.
+    // First threshold and split (algorithm.md §5.9 (a), (b)) into near list 0 and far pile 0.
     ++generation;  // g0
     const V frontier_count = fused::block_read(&ctl->frontier, &slots.count);
     list_min_into<V>(frontier_count, frontier, words, k.bits, &ctl->minimum[0]);
@@ -215,14 +220,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
                       near_a, &ctl->near[0], far_a, &ctl->far[0]);
     grid.sync();
 
-    // The near-far loop (§5.9 (c)).
+    // The near-far loop (algorithm.md §5.9 (c)).
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
     fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, push_shift,
                                words, stamp, in_far, near_a, near_b, far_a, far_b, near_log, ctl,
                                slots, generation, iterations, epochs, pushes);
 
-    // Unpack (§5.10): only changed entries are written, and counted.
+    // Unpack (algorithm.md §5.10): only changed entries are written, and counted.
     if (k.bits != 0) {
         unpack_changed<V>(nn, words, k, distances, parents, &ctl->affected);
     } else {
@@ -233,9 +238,10 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
 }
 
 // ---------------------------------------------------------------------------------------------
-// compute(): every word INF but the source's, the near-far loop from {s}, unpack everything (§6).
-// The first split of the frontier {s} is done directly: d(s) = 0 < 0 + delta, so s is the only
-// entry of near list 0 (the host sets ctl->near[0] = 1), claimed with the first generation.
+// compute(): every word INF but the source's, the near-far loop from {s}, unpack everything
+// (algorithm.md §6). The first split of the frontier {s} is done directly: d(s) = 0 < 0 + delta, so
+// s is the only entry of near list 0 (the host sets ctl->near[0] = 1), claimed with the first
+// generation.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compute(
     V n, V source,

@@ -24,10 +24,11 @@ from . import push, runtime, workspace
 ENGINE = "fused"
 SOURCE = "fused.cu"
 KERNELS = ("fused_update", "fused_compute")
-#: The control block says the kernel ran this many times per run: one synchronization (§9).
+#: The control block says the kernel ran this many times per run: one synchronization
+#: (algorithm.md §9).
 SYNC_BUDGET = 1
-#: Optional cap on the grid (blocks), for experiments with smaller grids (§12.2, §15); results
-#: never depend on the grid size.
+#: Optional cap on the grid (blocks), for experiments with smaller grids (algorithm.md §12.2, §15);
+#: results never depend on the grid size.
 MAX_BLOCKS_ENV = "ENGINES_FUSED_MAX_BLOCKS"
 #: How the grid is sized: "work" (from the vertex count, ``work_blocks``) or "device" (every
 #: co-resident block, the rule before issue 27); results never depend on it.
@@ -51,7 +52,7 @@ def load_module(device: int) -> runtime.CompiledModule:
 
 def max_blocks(device: int) -> int:
     """Co-resident blocks of the fused kernels on ``device`` (the smallest over every kernel and
-    type pair); 0 means the persistent kernel does not fit on an SM (§10.1)."""
+    type pair); 0 means the persistent kernel does not fit on an SM (algorithm.md §10.1)."""
     module = load_module(device)
     return min(
         runtime.cooperative_grid(module, kernel, v, o)
@@ -77,7 +78,7 @@ def grid_rule() -> str:
 
 def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype,
                 num_vertices: int) -> int:
-    """The cooperative grid (§10.2): sized to the vertices (``work_blocks``) unless
+    """The cooperative grid (algorithm.md §10.2): sized to the vertices (``work_blocks``) unless
     ``ENGINES_FUSED_GRID=device``, optionally capped by ``ENGINES_FUSED_MAX_BLOCKS``."""
     blocks = runtime.cooperative_grid(module, kernel, vertex_dtype, offset_dtype)
     if blocks >= 1 and grid_rule() == "work":
@@ -109,7 +110,8 @@ def _scalars(plan, vertex_dtype):
 
 
 def update(graph, distances, parents, plan, changes, device: int) -> EngineReport:
-    """One fused update of ``(distances, parents)`` (CuPy, already grown to n) in place (§5).
+    """One fused update of ``(distances, parents)`` (CuPy, already grown to n) in place
+    (algorithm.md §5).
 
     ``changes`` is a ``device_apply.DeviceChangeLists``: the lists are built on the device.
     """
@@ -164,7 +166,8 @@ def update(graph, distances, parents, plan, changes, device: int) -> EngineRepor
 
 
 def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> EngineReport:
-    """§5.11: overflow -> invalid_input; else parent cycle -> parent_cycle; else stats."""
+    """algorithm.md §5.11: overflow -> invalid_input; else parent cycle -> parent_cycle; else
+    stats."""
     if int(record["overflow"]) != 0:
         _reset_quietly(ws, s)
         raise errors.invalid_input_error()
@@ -187,7 +190,8 @@ def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> Engine
 
 
 def compute(graph, plan, device: int):
-    """A tree from scratch (§6): returns (distances cupy int64, parents cupy, EngineReport)."""
+    """A tree from scratch (algorithm.md §6): returns (distances cupy int64, parents cupy,
+    EngineReport)."""
     cupy = runtime.cupy_module()
     vertex_dtype = np.dtype(graph.vertex_dtype)
     n = int(plan.num_vertices)
@@ -247,7 +251,8 @@ def grid_syncs(record, *, update: bool, packed: bool) -> int:
 
 
 def _reset_quietly(ws, s) -> None:
-    """Re-zero the workspace after a failed run; discard it if even that fails (§5.1)."""
+    """Re-zero the workspace after a failed run; discard it if even that fails
+    (algorithm.md §5.1)."""
     try:
         ws.reset_after_failure(s)
     except Exception:

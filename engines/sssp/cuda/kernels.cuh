@@ -21,7 +21,7 @@ typedef unsigned long long u64;
 static_assert(sizeof(i32) == 4 && sizeof(u32) == 4, "32-bit aliases");
 static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 
-// Every kernel of both engines runs blocks of this size (§5.1, §10.2).
+// Every kernel of both engines runs blocks of this size (algorithm.md §5.1, §10.2).
 #define SSSP_BLOCK 256
 #define SSSP_FULL_MASK 0xffffffffu
 // Items each thread of an O(n) pass (pack, pointer jumping, invalidation, unpack) loads before it
@@ -35,17 +35,18 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // iteration i of a run writes its near count at i while i is below it (push_profile).
 #define SSSP_NEAR_LOG_CAPACITY 65536
 
-// The INF word: all 64 bits set. An unreachable vertex holds exactly this word (§4.1).
+// The INF word: all 64 bits set. An unreachable vertex holds exactly this word (algorithm.md §4.1).
 static constexpr u64 INF_WORD = ~0ull;
-// INF = 2^61 - 1 and INF/2 (integer division), as in engines/sssp/packing.py (§2, §3.1).
+// INF = 2^61 - 1 and INF/2 (integer division), as in engines/sssp/packing.py
+// (algorithm.md §2, §3.1).
 static constexpr i64 INF_DISTANCE = (1ll << 61) - 1;
 [[maybe_unused]] static constexpr i64 INF_HALF = INF_DISTANCE / 2;
 // The empty value of a 64-bit minimum slot.
 static constexpr u64 EMPTY_MIN = ~0ull;
 
 // ---------------------------------------------------------------------------------------------
-// Packed words (§4). `bits` is b (0 in distance-only mode) and `no_parent` is 2^b - 1 (0 in
-// distance-only mode). Callers pass both as kernel arguments: the packing rule lives in
+// Packed words (algorithm.md §4). `bits` is b (0 in distance-only mode) and `no_parent` is 2^b - 1
+// (0 in distance-only mode). Callers pass both as kernel arguments: the packing rule lives in
 // packing.py alone.
 struct Packing {
     u32 bits;
@@ -71,7 +72,7 @@ __device__ __forceinline__ i64 word_parent(const Packing& k, u64 word) {
     return field == k.no_parent ? -1ll : static_cast<i64>(field);
 }
 
-// Unpack a word to the output pair: the INF word gives (INF, -1) (§4.1).
+// Unpack a word to the output pair: the INF word gives (INF, -1) (algorithm.md §4.1).
 template <typename V>
 __device__ __forceinline__ void unpack(const Packing& k, u64 word, i64& distance, V& parent) {
     if (word == INF_WORD) {
@@ -84,7 +85,7 @@ __device__ __forceinline__ void unpack(const Packing& k, u64 word, i64& distance
 }
 
 // The largest value of a vertex type: the "no tight in-edge found yet" marker of the
-// distance-only parent recovery (§4.4).
+// distance-only parent recovery (algorithm.md §4.4).
 template <typename V> struct VertexMax;
 template <> struct VertexMax<i32> { static constexpr i32 value = 0x7fffffff; };
 template <> struct VertexMax<i64> { static constexpr i64 value = 0x7fffffffffffffffll; };
@@ -95,7 +96,7 @@ template <> struct VertexMax<i64> { static constexpr i64 value = 0x7ffffffffffff
 template <typename T>
 __device__ __forceinline__ T load_cg(const T* p) { return __ldcg(p); }
 
-// Atomics on vertex-type counters, which are int32 or int64 (§5.2, §12.3).
+// Atomics on vertex-type counters, which are int32 or int64 (algorithm.md §5.2, §12.3).
 __device__ __forceinline__ i32 atomic_add(i32* p, i32 v) { return atomicAdd(p, v); }
 __device__ __forceinline__ i64 atomic_add(i64* p, i64 v) {
     return static_cast<i64>(
@@ -111,7 +112,7 @@ __device__ __forceinline__ u64 atomic_min(u64* p, u64 v) { return atomicMin(p, v
 __device__ __forceinline__ u32 lane_id() { return threadIdx.x & 31u; }
 
 // claim(stamp, v, g): atomic exchange of stamp[v] with g; true iff the old value was not g.
-// Deduplicates list insertions per generation (§5.1).
+// Deduplicates list insertions per generation (algorithm.md §5.1).
 __device__ __forceinline__ bool claim(i32* stamp, i64 v, i32 generation) {
     return atomicExch(stamp + v, generation) != generation;
 }
@@ -119,7 +120,7 @@ __device__ __forceinline__ bool claim(i32* stamp, i64 v, i32 generation) {
 // append(counter): warp-aggregated slot reservation for divergent code. The threads that arrive
 // together elect their lowest lane as leader, which reserves the whole group's slots with one
 // atomicAdd; each thread gets base + its rank among the group. List order is therefore
-// schedule-dependent, and nothing may depend on it (§5.1).
+// schedule-dependent, and nothing may depend on it (algorithm.md §5.1).
 template <typename C>
 __device__ __forceinline__ C append(C* counter) {
     const u32 group = __activemask();
@@ -182,9 +183,9 @@ struct CsrView {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Control blocks (§5.2). Engine-internal layouts with fixed offsets; mirrored on the host by the
-// NumPy dtypes of workspace.py (fused_control_dtype, operators_control_dtype). Counters have the
-// width of the vertex type V; minimum, affected and pushes are 64-bit.
+// Control blocks (algorithm.md §5.2). Engine-internal layouts with fixed offsets; mirrored on the
+// host by the NumPy dtypes of workspace.py (fused_control_dtype, operators_control_dtype). Counters
+// have the width of the vertex type V; minimum, affected and pushes are 64-bit.
 //
 // The fused layout keeps the near-list counts, the far-pile counts and the minimum in three
 // rotating slots each (like `active`), so that a push iteration needs one grid barrier: the slot
@@ -207,7 +208,7 @@ struct FusedControl {
     u64 affected;      // vertices whose (distance, parent) changed
 };
 
-// The operators layout (§5.2 [ops]); the operators engine owns its use.
+// The operators layout (algorithm.md §5.2 [ops]); the operators engine owns its use.
 template <typename V>
 struct OperatorsControl {
     u64 minimum;
@@ -255,19 +256,19 @@ struct OperatorsControl {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The phases of an update and of compute() (§5.3-5.10, §6), each written once and used by both
-// engines: the fused kernel calls them with grid barriers between (fused.cu), each operators
-// kernel is a thin wrapper around one (operators.cu). A phase is a grid-stride loop over its
-// items; full-mask warp collectives come after the loop, so every lane calls them. Values another
-// block may have written earlier in a fused launch (words, flags, ancestors, lists) are read
-// through L2 (load_cg); for the operators engine, where a kernel boundary orders them, that costs
-// nothing extra. Counters are passed as pointers into the engine's own control block.
+// The phases of an update and of compute() (algorithm.md §5.3-§5.10, §6), each written once and
+// used by both engines: the fused kernel calls them with grid barriers between (fused.cu), each
+// operators kernel is a thin wrapper around one (operators.cu). A phase is a grid-stride loop over
+// its items; full-mask warp collectives come after the loop, so every lane calls them. Values
+// another block may have written earlier in a fused launch (words, flags, ancestors, lists) are
+// read through L2 (load_cg); for the operators engine, where a kernel boundary orders them, that
+// costs nothing extra. Counters are passed as pointers into the engine's own control block.
 
 __device__ __forceinline__ u64 min_u64(u64 a, u64 b) { return a < b ? a : b; }
 
-// Pack the old tree (§5.3) and start the pointer-jumping ancestors at the input parents. An
-// input distance below INF/2 that is negative or above the bound is invalid_input: it sets
-// *overflow (the host raises after the run) and its word becomes INF; nothing stops early.
+// Pack the old tree (algorithm.md §5.3) and start the pointer-jumping ancestors at the input
+// parents. An input distance below INF/2 that is negative or above the bound is invalid_input: it
+// sets *overflow (the host raises after the run) and its word becomes INF; nothing stops early.
 template <typename V>
 __device__ __forceinline__ void pack_tree(i64 n, const i64* __restrict__ distances,
                                           const V* __restrict__ parents, u64* __restrict__ words,
@@ -303,7 +304,8 @@ __device__ __forceinline__ void pack_tree(i64 n, const i64* __restrict__ distanc
     if (invalid) *overflow = 1;
 }
 
-// Roots (§5.4): the heads of changed edges that are tree edges of the input parents as given.
+// Roots (algorithm.md §5.4): the heads of changed edges that are tree edges of the input parents as
+// given.
 template <typename V>
 __device__ __forceinline__ void mark_roots(V num_changed, const V* changed_from,
                                            const V* changed_to, const V* parents, i32* flag) {
@@ -314,8 +316,8 @@ __device__ __forceinline__ void mark_roots(V num_changed, const V* changed_from,
     }
 }
 
-// One pointer-jumping round (§5.5): a vertex whose ancestor is flagged is flagged, the others
-// jump to their ancestor's ancestor. A warp with a vertex still jumping sets *active, the
+// One pointer-jumping round (algorithm.md §5.5): a vertex whose ancestor is flagged is flagged, the
+// others jump to their ancestor's ancestor. A warp with a vertex still jumping sets *active, the
 // round's activity slot (the caller's decision to go on, and the parent-cycle test of the last
 // round). Ancestors and flags change under concurrent blocks: coherent loads.
 template <typename V>
@@ -355,9 +357,9 @@ __device__ __forceinline__ void pointer_jump_round(i64 n, V* ancestor, i32* flag
     if (__any_sync(SSSP_FULL_MASK, jumping) && lane_id() == 0) *active = 1;
 }
 
-// Invalidate (§5.6): every flagged vertex gets the INF word, the invalidation generation and a
-// candidates slot; its flag is cleared for the next run. *invalidated gets the exact count,
-// summed per warp, never the candidates counter (the heads keep appending to it).
+// Invalidate (algorithm.md §5.6): every flagged vertex gets the INF word, the invalidation
+// generation and a candidates slot; its flag is cleared for the next run. *invalidated gets the
+// exact count, summed per warp, never the candidates counter (the heads keep appending to it).
 template <typename V>
 __device__ __forceinline__ void invalidate_flagged(i64 n, i32* flag, u64* words, i32* stamp,
                                                    i32 generation, V* candidates,
@@ -385,8 +387,8 @@ __device__ __forceinline__ void invalidate_flagged(i64 n, i32* flag, u64* words,
     warp_sum_into(local, invalidated);
 }
 
-// Insertion heads (§5.7), with the invalidation's generation: a just-invalidated head is not
-// listed twice, a repeated head once, the source never.
+// Insertion heads (algorithm.md §5.7), with the invalidation's generation: a just-invalidated head
+// is not listed twice, a repeated head once, the source never.
 template <typename V>
 __device__ __forceinline__ void list_heads(V num_heads, const V* heads, V source, i32* stamp,
                                            i32 generation, V* candidates, V* candidate_count) {
@@ -399,10 +401,10 @@ __device__ __forceinline__ void list_heads(V num_heads, const V* heads, V source
     }
 }
 
-// Pull (§5.8): each candidate takes the key-minimum of its own word and every in-neighbour offer
-// (u's distance + w, parent u), offers above the bound dropped. A strictly smaller distance lists
-// it in the frontier, once per pull generation. Other candidates' words may be lowered at the same
-// time; the result does not depend on it (§5.12).
+// Pull (algorithm.md §5.8): each candidate takes the key-minimum of its own word and every
+// in-neighbour offer (u's distance + w, parent u), offers above the bound dropped. A strictly
+// smaller distance lists it in the frontier, once per pull generation. Other candidates' words may
+// be lowered at the same time; the result does not depend on it (algorithm.md §5.12).
 template <typename V, typename O>
 __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
                                                 const CsrView<V, O>& in, const Packing& k,
@@ -430,8 +432,8 @@ __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
     }
 }
 
-// The minimum distance over the finite words of a list into *slot (§5.9 (a): the frontier; an
-// epoch: the far pile, whose words are all finite).
+// The minimum distance over the finite words of a list into *slot (algorithm.md §5.9 (a): the
+// frontier; an epoch: the far pile, whose words are all finite).
 template <typename V>
 __device__ __forceinline__ void list_min_into(V length, const V* list, const u64* words, u32 bits,
                                               u64* slot) {
@@ -444,20 +446,20 @@ __device__ __forceinline__ void list_min_into(V length, const V* list, const u64
     warp_min_into(local, slot);
 }
 
-// The first threshold (§5.9 (a)): the frontier's minimum (0 when it is empty) + delta.
+// The first threshold (algorithm.md §5.9 (a)): the frontier's minimum (0 when it is empty) + delta.
 __device__ __forceinline__ u64 first_threshold(u64 minimum, u64 delta) {
     return (minimum == EMPTY_MIN ? 0ull : minimum) + delta;
 }
 
-// An epoch's raise (§5.9 (c)): max(threshold, the pile's minimum) + delta. An epoch starts only
-// with a non-empty pile, whose words are all finite (they were lowered to enter it), so the
-// minimum is never the empty value.
+// An epoch's raise (algorithm.md §5.9 (c)): max(threshold, the pile's minimum) + delta. An epoch
+// starts only with a non-empty pile, whose words are all finite (they were lowered to enter it), so
+// the minimum is never the empty value.
 __device__ __forceinline__ u64 raised_threshold(u64 threshold, u64 minimum, u64 delta) {
     return (threshold > minimum ? threshold : minimum) + delta;
 }
 
-// The first split (§5.9 (b)): frontier entries below the threshold go to the near list (claimed
-// with a fresh generation), the others to the far pile on their in_far 0 -> 1 transition.
+// The first split (algorithm.md §5.9 (b)): frontier entries below the threshold go to the near list
+// (claimed with a fresh generation), the others to the far pile on their in_far 0 -> 1 transition.
 template <typename V>
 __device__ __forceinline__ void split_frontier(V length, const V* frontier, const u64* words,
                                                const Packing& k, u64 threshold, i32* stamp,
@@ -475,9 +477,9 @@ __device__ __forceinline__ void split_frontier(V length, const V* frontier, cons
     }
 }
 
-// An epoch's re-split of the far pile (§5.9 (c)), after the threshold was raised: entries now
-// below it leave the pile (in_far cleared) for the near list, which is empty; the others stay,
-// copied to the kept pile (in_far stays 1).
+// An epoch's re-split of the far pile (algorithm.md §5.9 (c)), after the threshold was raised:
+// entries now below it leave the pile (in_far cleared) for the near list, which is empty; the
+// others stay, copied to the kept pile (in_far stays 1).
 template <typename V>
 __device__ __forceinline__ void split_pile(V count, const V* pile, const u64* words,
                                            const Packing& k, u64 threshold, i32* stamp,
@@ -504,15 +506,16 @@ __device__ __forceinline__ void log_near_count(V* near_log, i64 iteration, V cou
     if (iteration < SSSP_NEAR_LOG_CAPACITY) near_log[iteration] = count;
 }
 
-// Lanes per near-list vertex in a push iteration (§5.9 (c), issue 26), as a shift: the widest
-// power of two up to 2^max_shift with count x width <= threads, at least one. max_shift is the
-// run's push expansion (0: "vertex", one lane walks a vertex's out-edges; SSSP_PUSH_GROUP_SHIFT:
-// "group", up to a warp). A short list (the usual case: a few hundred vertices against a grid of
-// ~10^5 threads) spreads each vertex's out-edges over a warp, so an iteration waits for about one
-// dependent edge chain instead of the largest out-degree's; a list that fills the grid keeps one
-// lane per vertex. Uniform: every thread computes it from the same count, grid and cap. The
-// result does not depend on it (§5.12). engines/sssp/cuda/push.py group_shift is the same rule
-// (the operators host loop sizes its launch with it).
+// Lanes per near-list vertex in a push iteration (algorithm.md §5.9 (c), issue 26), as a shift: the
+// widest power of two up to 2^max_shift with count x width <= threads, at least one. max_shift is
+// the run's push expansion (0: "vertex", one lane walks a vertex's out-edges;
+// SSSP_PUSH_GROUP_SHIFT: "group", up to a warp). A short list (the usual case: a few hundred
+// vertices against a grid of ~10^5 threads) spreads each vertex's out-edges over a warp, so an
+// iteration waits for about one dependent edge chain instead of the largest out-degree's; a list
+// that fills the grid keeps one lane per vertex. Uniform: every thread computes it from the same
+// count, grid and cap. The result does not depend on it (algorithm.md §5.12).
+// engines/sssp/cuda/push.py group_shift is the same rule (the operators host loop sizes its launch
+// with it).
 __host__ __device__ __forceinline__ u32 push_group_shift(i64 count, i64 threads, u32 max_shift) {
     u32 shift = max_shift;
     while (shift > 0 && (count << shift) > threads) --shift;
@@ -534,7 +537,7 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
     const V w = out.neighbour(e);
     if (w == source) return;  // the source is never relaxed
     const u64 nd = du + out.weight_of(e);
-    if (nd > bound) return;  // never packed (§4.2)
+    if (nd > bound) return;  // never packed (algorithm.md §4.2)
     const u64 cand = pack(k, nd, static_cast<i64>(u));
     if (filter && cand >= load_cg(words + w)) return;
     const u64 old = atomicMin(words + w, cand);
@@ -547,9 +550,9 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
     }
 }
 
-// One push iteration (§5.9 (c)): every vertex of the near list expands, its out-edges spread over
-// a group of 2^shift lanes of one warp (push_group_shift), lane j taking edges j, j + width, ...
-// The word and the edge range of u are loaded together (independent loads).
+// One push iteration (algorithm.md §5.9 (c)): every vertex of the near list expands, its out-edges
+// spread over a group of 2^shift lanes of one warp (push_group_shift), lane j taking edges j, j +
+// width, ... The word and the edge range of u are loaded together (independent loads).
 template <typename V, typename O>
 __device__ __forceinline__ void push_list(V count, const V* near_list, const CsrView<V, O>& out,
                                           const Packing& k, V source, u64 bound, u64 threshold,
@@ -577,7 +580,7 @@ __device__ __forceinline__ void push_list(V count, const V* near_list, const Csr
     }
 }
 
-// compute()'s start (§6): every word INF but the source's, (0, no parent).
+// compute()'s start (algorithm.md §6): every word INF but the source's, (0, no parent).
 __device__ __forceinline__ void seed_source_words(i64 n, i64 source, u64* words, const Packing& k) {
     const GridStride g;
     // Not unrolled: unrolled, this store loop raises the fused compute kernel from 56 to 60
@@ -588,8 +591,8 @@ __device__ __forceinline__ void seed_source_words(i64 n, i64 source, u64* words,
     }
 }
 
-// Unpack of an update in packed mode (§5.10): only entries whose (distance, parent) differ from
-// the input are written; *affected counts them, summed per warp.
+// Unpack of an update in packed mode (algorithm.md §5.10): only entries whose (distance, parent)
+// differ from the input are written; *affected counts them, summed per warp.
 template <typename V>
 __device__ __forceinline__ void unpack_changed(i64 n, const u64* __restrict__ words,
                                                const Packing& k, i64* __restrict__ distances,
@@ -638,11 +641,11 @@ __device__ __forceinline__ void unpack_all(i64 n, const u64* words, const Packin
     }
 }
 
-// Distance-only parent recovery (§4.4), step 1: distances from the words (plain distances in
-// this mode); parent -1 for the source and unreachable vertices, VMAX (no tight in-edge seen
-// yet) for the others. For an update (`count_affected`) the input parent is first saved in
-// `saved_parents` and `distance_changed[v]` marks a distance that differs from the input, for
-// the affected count after step 2.
+// Distance-only parent recovery (algorithm.md §4.4), step 1: distances from the words (plain
+// distances in this mode); parent -1 for the source and unreachable vertices, VMAX (no tight
+// in-edge seen yet) for the others. For an update (`count_affected`) the input parent is first
+// saved in `saved_parents` and `distance_changed[v]` marks a distance that differs from the input,
+// for the affected count after step 2.
 template <typename V>
 __device__ __forceinline__ void recover_distances(i64 n, const u64* words, V source,
                                                   i64* distances, V* parents, bool count_affected,

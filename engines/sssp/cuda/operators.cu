@@ -1,17 +1,17 @@
 // The CUDA operators engine: one kernel per phase, driven by the host loop of operators.py
-// (algorithm.md §5 [ops], §6, §10; ADR 0026 item 1).
+// (docs/algorithm.md §6, §10 and §5 [ops]; ADR 0026 item 1).
 //
 // The semantics are the fused engine's, phase by phase; only the barriers differ: a grid barrier
 // of the fused kernel is a kernel boundary here, and the decisions that need no host value
 // (pointer-jumping early exit, the near-far threshold, the first frontier length) are taken on the
-// device through the control block. None of MP1's simplifications (§14): every pointer-jumping
-// round is enqueued and a vertex still jumping in the last one is a parent cycle, candidates above
-// the bound are never packed, distance-only words recover their parents, and the unpack of an
-// update writes only changed entries and counts them.
+// device through the control block. None of MP1's simplifications (algorithm.md §14): every
+// pointer-jumping round is enqueued and a vertex still jumping in the last one is a parent cycle,
+// candidates above the bound are never packed, distance-only words recover their parents, and the
+// unpack of an update writes only changed entries and counts them.
 //
-// Every kernel is grid-stride over blocks of SSSP_BLOCK threads (the host caps the grid, §10.2);
-// one-thread kernels are launched as one block of one thread. Full-mask warp collectives are
-// called by every lane, after the grid-stride loop.
+// Every kernel is grid-stride over blocks of SSSP_BLOCK threads (the host caps the grid,
+// algorithm.md §10.2); one-thread kernels are launched as one block of one thread. Full-mask warp
+// collectives are called by every lane, after the grid-stride loop.
 //
 // Template parameters: V is the vertex type (counters have its width), O the edge-offset type.
 // Every kernel takes both, even where O is unused, so that runtime.py instantiates every kernel
@@ -44,10 +44,10 @@ __device__ __forceinline__ Packing make_packing(u32 bits, u64 no_parent) {
 using namespace sssp;
 
 // The phases of the operators engine's device-driven loop (OperatorsControl::phase), in the
-// order of §5.8-5.10: an update's pull, the frontier's minimum (and first threshold) and split,
-// then push iterations and epochs (minimum and threshold raise, re-split), then the unpack or
-// the distance-only parent recovery in its three steps. A zeroed control block is done, so a
-// stray launch does nothing.
+// order of algorithm.md §5.8-5.10: an update's pull, the frontier's minimum (and first threshold)
+// and split, then push iterations and epochs (minimum and threshold raise, re-split), then the
+// unpack or the distance-only parent recovery in its three steps. A zeroed control block is done,
+// so a stray launch does nothing.
 enum LoopPhase : i32 {
     LOOP_DONE = 0,
     LOOP_PUSH = 1,
@@ -56,14 +56,15 @@ enum LoopPhase : i32 {
     LOOP_PULL = 4,
     LOOP_FIRST_MIN = 5,
     LOOP_FIRST_SPLIT = 6,
-    LOOP_UNPACK_CHANGED = 7,  // an update, packed words (§5.10)
+    LOOP_UNPACK_CHANGED = 7,  // an update, packed words (algorithm.md §5.10)
     LOOP_UNPACK_ALL = 8,  // compute(), packed words
-    LOOP_RECOVER_DISTANCES = 9,  // distance-only words (§4.4), steps 1-3
+    LOOP_RECOVER_DISTANCES = 9,  // distance-only words (algorithm.md §4.4), steps 1-3
     LOOP_RECOVER_PARENTS = 10,
     LOOP_RECOVER_COUNT = 11,
 };
 
-// The post-commit input check of an update (§8.3) as the device loop takes it (loop_input_error).
+// The post-commit input check of an update (algorithm.md §8.3) as the device loop takes it
+// (loop_input_error).
 enum LoopInputError : i32 {
     INPUT_OK = 0,
     INPUT_INVALID = 1,  // invalid_input: an input distance negative or above the bound
@@ -109,7 +110,7 @@ __device__ __forceinline__ void reset_control(OperatorsControl<V>* ctl, V fronti
 }
 
 // ---------------------------------------------------------------------------------------------
-// Control-block initialization (§5.2 [ops]): zero every field, minimum = empty.
+// Control-block initialization (algorithm.md §5.2 [ops]): zero every field, minimum = empty.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK) ops_control_init(OperatorsControl<V>* ctl) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
@@ -117,8 +118,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK) ops_control_init(OperatorsControl<
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pack the old tree (§5.3) and start the pointer-jumping ancestors at the input parents; an
-// invalid input distance sets ctl->overflow (read at sync #1).
+// Pack the old tree (algorithm.md §5.3) and start the pointer-jumping ancestors at the input
+// parents; an invalid input distance sets ctl->overflow (read at sync #1).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_pack(V n, const i64* __restrict__ distances, const V* __restrict__ parents,
@@ -129,8 +130,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Roots (§5.4). Launched only when the batch could change an edge; the count itself is the
-// device's (the apply knows the weight increases).
+// Roots (algorithm.md §5.4). Launched only when the batch could change an edge; the count itself is
+// the device's (the apply knows the weight increases).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_roots(const V* __restrict__ changed_count, const V* __restrict__ changed_from,
@@ -139,12 +140,12 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// One pointer-jumping round (§5.5). The host enqueues rounds 0 .. R without waiting; a round
-// after one in which no vertex jumped returns at once (a uniform decision: the previous launch
-// has finished), so the device stops exactly where the fused kernel does. Each round reports its
-// own activity in ctl->active[round]; activity in round R is a parent cycle (checked at sync #1).
-// With an empty changed list (known on the device only) round 0 returns at once, and so every
-// later round: no pointer jumping, as §5.5 requires.
+// One pointer-jumping round (algorithm.md §5.5). The host enqueues rounds 0 .. R without waiting; a
+// round after one in which no vertex jumped returns at once (a uniform decision: the previous
+// launch has finished), so the device stops exactly where the fused kernel does. Each round reports
+// its own activity in ctl->active[round]; activity in round R is a parent cycle (checked at sync
+// #1). With an empty changed list (known on the device only) round 0 returns at once, and so every
+// later round: no pointer jumping, as algorithm.md §5.5 requires.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_pointer_jump(V n, i32 round, const V* __restrict__ changed_count, V* __restrict__ ancestor,
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Invalidate (§5.6) into the candidates list; ctl->invalidated gets the exact count.
+// Invalidate (algorithm.md §5.6) into the candidates list; ctl->invalidated gets the exact count.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_invalidate(V n, i32* __restrict__ flag, u64* __restrict__ words, i32* __restrict__ stamp,
@@ -165,8 +166,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Insertion heads (§5.7), with the invalidation's generation. Launched only when the head list
-// is non-empty.
+// Insertion heads (algorithm.md §5.7), with the invalidation's generation. Launched only when the
+// head list is non-empty.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_heads(V num_heads, const V* __restrict__ heads, V source, i32* __restrict__ stamp,
@@ -175,7 +176,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pull (§5.8) over the candidates; the count comes by value (the host read it at sync #1).
+// Pull (algorithm.md §5.8) over the candidates; the count comes by value (the host read it at sync
+// #1).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_pull(V count, const V* __restrict__ candidates, const O* __restrict__ in_ptr,
@@ -188,9 +190,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Minimum distance over the finite words of a list (§5.9 (a) and the epoch minimum) into
-// ctl->minimum. The first minimum reads the list length from ctl->frontier (`from_frontier`; the
-// frontier length stays on the device); an epoch's minimum gets the pile size by value.
+// Minimum distance over the finite words of a list (algorithm.md §5.9 (a) and the epoch minimum)
+// into ctl->minimum. The first minimum reads the list length from ctl->frontier (`from_frontier`;
+// the frontier length stays on the device); an epoch's minimum gets the pile size by value.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_min(V count, i32 from_frontier, const V* __restrict__ list, const u64* __restrict__ words,
@@ -200,8 +202,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// The near-far threshold, one thread (§5.9): the first from the frontier's minimum, or an
-// epoch's raise past the pile's. Both reset the minimum slot to empty for the next minimum.
+// The near-far threshold, one thread (algorithm.md §5.9): the first from the frontier's minimum, or
+// an epoch's raise past the pile's. Both reset the minimum slot to empty for the next minimum.
 template <typename V>
 __device__ __forceinline__ void threshold_phase(i32 raise, u64 delta, OperatorsControl<V>* ctl) {
     const u64 minimum = load_cg(&ctl->minimum);
@@ -218,8 +220,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// The first split (§5.9 (b)) into near list 0 and far pile 0, at ctl->threshold; the frontier
-// length is read from the control block.
+// The first split (algorithm.md §5.9 (b)) into near list 0 and far pile 0, at ctl->threshold; the
+// frontier length is read from the control block.
 template <typename V>
 __device__ __forceinline__ void split_frontier_phase(V length, const V* __restrict__ frontier,
                                                      const u64* __restrict__ words,
@@ -244,9 +246,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// An epoch's re-split of far pile `far_slot` (§5.9 (c)) at the raised ctl->threshold into near
-// list `near_slot` (empty) and pile 1 - far_slot. The pile size comes by value, so thread 0 may
-// zero far[far_slot], the pile being read, for its next use.
+// An epoch's re-split of far pile `far_slot` (algorithm.md §5.9 (c)) at the raised ctl->threshold
+// into near list `near_slot` (empty) and pile 1 - far_slot. The pile size comes by value, so thread
+// 0 may zero far[far_slot], the pile being read, for its next use.
 template <typename V>
 __device__ __forceinline__ void split_pile_phase(V count, const V* __restrict__ pile,
                                                  const u64* __restrict__ words, const Packing& k,
@@ -272,8 +274,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// One push iteration (§5.9 (c)) of near list `near_slot` at ctl->threshold: into near list
-// 1 - near_slot and far pile far_slot. The near count comes by value, so thread 0 zeroes
+// One push iteration (algorithm.md §5.9 (c)) of near list `near_slot` at ctl->threshold: into near
+// list 1 - near_slot and far pile far_slot. The near count comes by value, so thread 0 zeroes
 // near[near_slot] for the iteration after next.
 template <typename V, typename O>
 __device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_list,
@@ -313,11 +315,11 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // sync #1 (an update's pull, the frontier's minimum, threshold and split, then the push
 // iterations and epochs), with the loop state and the run's constants in the control block, so
 // that one launch of ops_loop, with the same arguments every time, is one phase: the pull, a
-// minimum, a split or a push iteration. Its last block to finish decides the next phase (§5.9:
-// push while the near list is non-empty, else an epoch while the far pile is, else done), so the
-// host replays S captured launches and reads the control block back once per replay; launches
-// after the end return at once. The decisions read the same counts, in the same order, as the
-// host loop's, so the phases, lists and thresholds are the host loop's.
+// minimum, a split or a push iteration. Its last block to finish decides the next phase
+// (algorithm.md §5.9: push while the near list is non-empty, else an epoch while the far pile is,
+// else done), so the host replays S captured launches and reads the control block back once per
+// replay; launches after the end return at once. The decisions read the same counts, in the same
+// order, as the host loop's, so the phases, lists and thresholds are the host loop's.
 
 // The loop at its start, after the first split, with the run's constants.
 template <typename V>
@@ -396,10 +398,10 @@ __device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
 
 // Start of the loop, one thread: state, constants and how it ends, then the first phase:
 // compute()'s minimum over the one-entry frontier, or an update's pull over the candidates. An
-// update first takes the input checks of §8.3 (what the host loop reads at sync #1): an input
-// distance out of range (reported first when both hold), then a vertex still jumping in the last
-// of `jump_rounds` pointer-jumping rounds with a non-empty changed list. A failed check runs
-// nothing more; the host raises. Without candidates only the finishing phases run.
+// update first takes the input checks of algorithm.md §8.3 (what the host loop reads at sync #1):
+// an input distance out of range (reported first when both hold), then a vertex still jumping in
+// the last of `jump_rounds` pointer-jumping rounds with a non-empty changed list. A failed check
+// runs nothing more; the host raises. Without candidates only the finishing phases run.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_loop_init(i32 start, i32 finish, i32 count_affected, i32 generation, u64 delta, u64 bound,
@@ -576,8 +578,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Unpack (§5.10): an update writes and counts only changed entries (ctl->affected), compute()
-// writes every entry.
+// Unpack (algorithm.md §5.10): an update writes and counts only changed entries (ctl->affected),
+// compute() writes every entry.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_unpack_update(V n, const u64* __restrict__ words, u32 bits, u64 no_parent,
@@ -595,8 +597,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Distance-only parent recovery (§4.4) in three kernels: distances (saving the input parents
-// and marking changed distances for an update's count), the tight in-neighbours, the count.
+// Distance-only parent recovery (algorithm.md §4.4) in three kernels: distances (saving the input
+// parents and marking changed distances for an update's count), the tight in-neighbours, the count.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_recover_init(V n, const u64* __restrict__ words, V source, i64* __restrict__ distances,
@@ -623,9 +625,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// compute() initialization (§6): the control block zeroed with an empty minimum, every word INF
-// but the source's (0, no parent), and the frontier {s} with ctl->frontier = 1. No pack, roots,
-// invalidation, heads or pull follow.
+// compute() initialization (algorithm.md §6): the control block zeroed with an empty minimum, every
+// word INF but the source's (0, no parent), and the frontier {s} with ctl->frontier = 1. No pack,
+// roots, invalidation, heads or pull follow.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_compute_init(V n, V source, u64* __restrict__ words, u32 bits, u64 no_parent,

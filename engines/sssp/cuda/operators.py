@@ -1,9 +1,10 @@
-"""The CUDA operators engine: one kernel per phase and a host loop (algorithm.md §5 [ops], §6, §10).
+"""The CUDA operators engine: one kernel per phase and a host loop
+(docs/algorithm.md §6, §10 and §5 [ops]).
 
 The fallback where the fused persistent kernel cannot run (no cooperative launch), with the fused
 engine's semantics phase by phase, so the two return the same bytes (ADR 0026 items 1-3). The
 host waits for the device only where it needs a value, through runtime.synchronize, the one
-synchronization helper (§10.3):
+synchronization helper (algorithm.md §10.3):
 
     update:  #1 after pack, roots, pointer jumping, invalidation, heads (input checks, candidates)
              #2 after the pull and the first split (near and far counts)
@@ -135,7 +136,8 @@ def loop_blocks(device: int) -> int:
 
 
 class _Launcher:
-    """Launches the kernels of one run on the device's stream with §10.2's grid sizes."""
+    """Launches the kernels of one run on the device's stream with algorithm.md §10.2's grid
+    sizes."""
 
     def __init__(self, device: int, vertex_dtype, offset_dtype, stream):
         self.module = load_module(device)
@@ -174,7 +176,8 @@ class _Launcher:
             self._functions[kernel]((self.loop_blocks,), (runtime.BLOCK_SIZE,), args, stream=stream)
 
     def v(self, value: int):
-        """A scalar of the vertex type (counts, ids), as the kernel's C type requires (§12.3)."""
+        """A scalar of the vertex type (counts, ids), as the kernel's C type requires
+        (algorithm.md §12.3)."""
         return self.vertex.type(int(value))
 
 
@@ -225,7 +228,7 @@ class _Run:
             )
         return value
 
-    # -- near-far propagation (§5.9), shared by update() and compute() ---------------------------
+    # -- near-far propagation (algorithm.md §5.9), shared by update() and compute() -------------
     def propagate(self, candidates: int | None) -> None:
         """The host loop after sync #1 up to the unpack: an update's pull over ``candidates``
         (None: compute(), whose frontier is the source), then near-far propagation, with a
@@ -374,9 +377,9 @@ class _Run:
 
     # -- pointer jumping -------------------------------------------------------------------------
     def jump_rounds(self, rounds: int, changed_count) -> None:
-        """Every pointer-jumping round, enqueued without waiting (§5.5 [ops]: the device ends
-        them early, and at once when the changed list turned out empty), as one captured graph:
-        the rounds' arguments depend only on n and the workspace's buffers."""
+        """Every pointer-jumping round, enqueued without waiting (algorithm.md §5.5 [ops]: the
+        device ends them early, and at once when the changed list turned out empty), as one captured
+        graph: the rounds' arguments depend only on n and the workspace's buffers."""
         ws, launch = self.ws, self.launch
         args = (changed_count, ws.ancestor, ws.flag, self.ctl)
         key = ("jump", self.device, launch.vertex, launch.offset, self.n, rounds,
@@ -390,7 +393,8 @@ class _Run:
         _cached_graph(key, enqueue, self.device).launch(self.stream)
 
     def recover_parents(self, distances, parents, count_affected: bool) -> None:
-        """Distance-only mode (§4.4): distances from the words, then lowest-id tight parents."""
+        """Distance-only mode (algorithm.md §4.4): distances from the words, then lowest-id tight
+        parents."""
         ws, launch, n = self.ws, self.launch, self.n
         launch.over("ops_recover_init", n, launch.v(n), ws.word, launch.v(self.source), distances,
                     parents, np.int32(1 if count_affected else 0), ws.ancestor, ws.candidates)
@@ -461,8 +465,9 @@ def _begin(graph, plan: Plan, device: int, num_changes: int):
 def update(graph, distances, parents, plan: Plan, changes, device: int, loop: str) -> EngineReport:
     """Update the tree in (distances, parents) (CuPy, already grown) to ``graph``'s state.
 
-    Post-commit input errors (§8.3) re-zero the workspace and raise ``invalid_input_error()`` or
-    ``parent_cycle_error()``; nothing is launched after the synchronization that finds them.
+    Post-commit input errors (algorithm.md §8.3) re-zero the workspace and raise
+    ``invalid_input_error()`` or ``parent_cycle_error()``; nothing is launched after the
+    synchronization that finds them.
     """
     cupy = runtime.cupy_module()
     ws, dgraph, stream = _begin(graph, plan, device, max(changes.upper, changes.num_heads))
@@ -474,7 +479,8 @@ def update(graph, distances, parents, plan: Plan, changes, device: int, loop: st
                            changes)
         except BaseException:
             # Whatever failed (a post-commit input error, CUDA, an interrupt), the scratch may hold
-            # flags, far marks or stamps of this run: re-zero it for the next one (§5.1, §8.3).
+            # flags, far marks or stamps of this run: re-zero it for the next one
+            # (algorithm.md §5.1, §8.3).
             ws.reset_after_failure(stream)
             raise
 
@@ -539,7 +545,8 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
 
 
 def compute(graph, plan: Plan, device: int, loop: str):
-    """The canonical tree from ``plan.source`` on ``graph``: (distances, parents, report) (§6)."""
+    """The canonical tree from ``plan.source`` on ``graph``: (distances, parents, report)
+    (algorithm.md §6)."""
     cupy = runtime.cupy_module()
     ws, dgraph, stream = _begin(graph, plan, device, 0)
     n = int(plan.num_vertices)

@@ -4,7 +4,7 @@ Under the ``"vertex"`` expansion one lane walks all the out-edges of a vertex on
 an iteration lasts as long as the longest adjacency list it holds, while most of the grid idles
 when the list is short (the usual case). Under ``"group"`` a vertex's out-edges are spread over a
 group of ``2^shift`` lanes of one warp, the widest group up to a warp such that the list still
-fits the grid (``group_shift``). The result never depends on the width (§5.12).
+fits the grid (``group_shift``). The result never depends on the width (algorithm.md §5.12).
 
 ``kernels.cuh push_group_shift`` is the device twin of ``group_shift`` (every thread of a push
 computes it from the list's length and the launch's threads); the operators host loop sizes its

@@ -7,9 +7,9 @@
   (CuPy's cache key covers the source string, not headers found through ``-I``: cupy/cupy#6159),
   templates instantiated for every supported (vertex, offset) type pair, and an in-process cache
   per (engine, device);
-- occupancy and grid sizing (§10.2);
-- the one stream per device and THE synchronization helper (§10.3), which both engines use and
-  which is the only place a run waits for the device;
+- occupancy and grid sizing (algorithm.md §10.2);
+- the one stream per device and THE synchronization helper (algorithm.md §10.3), which both engines
+  use and which is the only place a run waits for the device;
 - translation of CuPy / CUDA exceptions into ``CudaError`` / ``OutOfMemoryError``.
 """
 
@@ -29,13 +29,14 @@ from ...errors import CudaError, NotSupportedError, OutOfMemoryError
 
 #: Every kernel of both engines runs blocks of this many threads (kernels.cuh SSSP_BLOCK).
 BLOCK_SIZE = 256
-#: Environment switch of the "no cooperative launch" test hook (§10.1, D6).
+#: Environment switch of the "no cooperative launch" test hook (algorithm.md §10.1, D6).
 NO_COOPERATIVE_ENV = "ENGINES_NO_COOPERATIVE_LAUNCH"
 #: The shared header, inlined into every engine source string.
 HEADER_NAME = "kernels.cuh"
 SOURCE_DIR = Path(__file__).resolve().parent
 
-#: (vertex dtype, offset dtype) pairs every engine instantiates (D2, §3.1), with their C names.
+#: (vertex dtype, offset dtype) pairs every engine instantiates (D2, algorithm.md §3.1), with their
+#: C names.
 TYPE_PAIRS = ((np.dtype(np.int32), np.dtype(np.int32)), (np.dtype(np.int32), np.dtype(np.int64)))
 C_TYPE_NAMES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 
@@ -128,7 +129,8 @@ _hook_depth = 0
 
 @contextlib.contextmanager
 def without_cooperative_launch():
-    """Test hook (D6, §10.1): inside the block, no device counts as supporting cooperative launch.
+    """Test hook (D6, algorithm.md §10.1): inside the block, no device counts as supporting
+    cooperative launch.
 
     ``cuda_engine="automatic"`` then selects the operators engine and ``"fused"`` raises
     ``NotSupportedError``. Nests; thread-safe.
@@ -295,7 +297,7 @@ def get_module(
 
 
 # ---------------------------------------------------------------------------------------------
-# Grid sizing (§10.2)
+# Grid sizing (algorithm.md §10.2)
 
 
 def cooperative_grid(module: CompiledModule, kernel: str, vertex_dtype, offset_dtype) -> int:
@@ -317,7 +319,7 @@ def operators_blocks(work: int, device: int) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# Streams and THE synchronization helper (§10.3, §12.3)
+# Streams and THE synchronization helper (algorithm.md §10.3, §12.3)
 
 
 _stream_lock = threading.Lock()
@@ -395,7 +397,7 @@ def order_after_current_stream(stream_, device: int) -> None:
 
 
 class SyncCounter:
-    """Counts the host synchronizations of one run (``host_syncs``, §9)."""
+    """Counts the host synchronizations of one run (``host_syncs``, algorithm.md §9)."""
 
     __slots__ = ("count",)
 
@@ -404,7 +406,7 @@ class SyncCounter:
 
 
 def synchronize(control, stream_, syncs: SyncCounter):
-    """THE synchronization helper of both engines (§10.3).
+    """THE synchronization helper of both engines (algorithm.md §10.3).
 
     Copies the whole device control block into its pinned host mirror asynchronously on
     ``stream_``, waits for the stream, counts one host synchronization and returns the host record

@@ -27,7 +27,7 @@ from ...errors import InternalError
 from .push import NEAR_LOG_CAPACITY
 from .runtime import cuda_errors, cupy_module
 
-#: Generations above this reset every stamp (INT32_MAX / 2, §5.1).
+#: Generations above this reset every stamp (INT32_MAX / 2, algorithm.md §5.1).
 GENERATION_LIMIT = (1 << 30) - 1
 #: Geometric growth factor of every capacity.
 GROWTH = 1.5
@@ -167,7 +167,7 @@ def _grown(current: int, needed: int) -> int:
 
 
 class Workspace:
-    """Scratch of one device and vertex dtype, shared by both CUDA engines (§5.1)."""
+    """Scratch of one device and vertex dtype, shared by both CUDA engines (algorithm.md §5.1)."""
 
     VERTEX_LISTS = ("candidates", "frontier", "near_a", "near_b", "far_a", "far_b")
 
@@ -189,7 +189,8 @@ class Workspace:
     # -- reservation --------------------------------------------------------------------------
 
     def reserve(self, num_vertices: int, num_changes: int, stream) -> None:
-        """Make room for ``num_vertices`` vertices and ``num_changes`` changes (§8.2 step 6).
+        """Make room for ``num_vertices`` vertices and ``num_changes`` changes (algorithm.md §8.2
+        step 6).
 
         Growth reallocates and zeroes ``flag``, ``in_far`` and ``stamp`` (stream-ordered) and resets
         the generation; within capacity nothing is allocated. Raises ``OutOfMemoryError``.
@@ -253,7 +254,8 @@ class Workspace:
     # -- generations --------------------------------------------------------------------------
 
     def next_generation(self, stream) -> int:
-        """A generation greater than every one used since the last stamp reset (§5.1)."""
+        """A generation greater than every one used since the last stamp reset
+        (algorithm.md §5.1)."""
         if self.generation > GENERATION_LIMIT:
             self.reset_stamps(stream, last_used=0)
         self.generation += 1
@@ -261,17 +263,18 @@ class Workspace:
 
     def reset_stamps(self, stream, *, last_used: int) -> None:
         """Zero every stamp (stream-ordered) and continue the generations after ``last_used``:
-        the 2^30 rule (§5.1), also between the operators device loop's replays."""
+        the 2^30 rule (algorithm.md §5.1), also between the operators device loop's replays."""
         with cuda_errors("resetting the stamps"):
             self.stamp.data.memset_async(0, self.stamp.nbytes, stream)
         self.generation = int(last_used)
 
     def advance_generation(self, last_used: int) -> None:
-        """After a fused run: continue above the kernel's last generation (§5.11)."""
+        """After a fused run: continue above the kernel's last generation (algorithm.md §5.11)."""
         self.generation = max(self.generation, int(last_used))
 
     def reset_after_failure(self, stream) -> None:
-        """Re-zero ``flag``, ``in_far`` and ``stamp`` and reset the counter (§5.1, §8.3)."""
+        """Re-zero ``flag``, ``in_far`` and ``stamp`` and reset the counter (algorithm.md §5.1,
+        §8.3)."""
         if self.vertex_capacity:
             with cuda_errors("re-zeroing the CUDA workspace"):
                 self._zero_scratch(stream)
