@@ -56,7 +56,7 @@ def draw_weights(rng, size, wclass):
 
 
 def random_graph(rng, shape, n, K, wclass, *, multi=False):
-    """(n, src, dst, weights (m, K)) of one of the §13 shapes."""
+    """(n, src, dst, weights (m, K)) of one of the graph shapes of docs/algorithm.md §13.3."""
     if shape == "sparse":
         src, dst = generators.uniform_arcs(rng, n, int(rng.integers(n, 3 * n + 1)))
     elif shape == "dense":
@@ -104,7 +104,8 @@ def empty_batch_arrays(K):
 
 
 def random_batch(rng, kind, ref: O.RefGraph, parents, source, wclass):
-    """Batch arrays (ins_src, ins_dst, ins_w (i, K), del_src, del_dst) of one §13 kind.
+    """Batch arrays (ins_src, ins_dst, ins_w (i, K), del_src, del_dst) of one batch mix of
+    algorithm.md §13.3.
 
     ``parents`` is a current valid tree (used for the tree-edge kinds).
     """
@@ -263,7 +264,8 @@ def random_batch(rng, kind, ref: O.RefGraph, parents, source, wclass):
 @contextlib.contextmanager
 def host_propagation(path):
     """Run the host engine's propagation with ``path`` ("auto"/"numba" or "numpy", the near-far
-    schedule where ``delta`` matters); results must not depend on it (§7.1 schedule freedom)."""
+    schedule where ``delta`` matters); results must not depend on it (algorithm.md §7.1 schedule
+    freedom)."""
     from engines.sssp import host
 
     saved = host.PROPAGATION

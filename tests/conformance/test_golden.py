@@ -214,8 +214,8 @@ def test_generation_rejects_a_wrong_counter(monkeypatch):
 
 
 def test_reference_apply_matches_hand_semantics():
-    """§3.3 by hand on the generator's graphs: first alive copy deleted, upsert of the first copy,
-    append order, growth."""
+    """docs/algorithm.md §3.3 by hand on the generator's graphs: first alive copy deleted, upsert of
+    the first copy, append order, growth."""
     g = golden.HAND
     applied = O.ref_apply(g.ref, [1, 1, 5], [2, 5, 7], [[2], [9], [4]], [1, 3, 9], [2, 3, 0])
     assert applied.summary == dict(inserted_edges=2, updated_edges=1, deleted_edges=2, ignored_deletions=1,

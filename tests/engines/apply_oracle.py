@@ -2,10 +2,11 @@
 unlikely to agree.
 
 - :class:`ListGraph` / :func:`list_apply`: per-row Python lists edited one change at a time,
-  exactly as §3.3 words it (each deletion in batch order removes the first (u, v) entry of row u;
-  each insertion in batch order overwrites the first (u, v) entry of row u or appends). The in-rows
-  start as the canonical transpose and are edited by the same words with the roles swapped. It
-  does not use ``BatchEvents`` or anything else of ``engines`` beyond the batch's raw arrays.
+  exactly as docs/algorithm.md §3.3 words it (each deletion in batch order removes the first (u, v)
+  entry of row u; each insertion in batch order overwrites the first (u, v) entry of row u or
+  appends). The in-rows start as the canonical transpose and are edited by the same words with the
+  roles swapped. It does not use ``BatchEvents`` or anything else of ``engines`` beyond the batch's
+  raw arrays.
 - :func:`sorted_apply`: the previous host apply (it sorted all m entries per commit), kept
   verbatim as a second, structurally different oracle for the out side.
 """
@@ -98,7 +99,8 @@ class ListApply:
 
 
 def list_apply(g: ListGraph, ins_src, ins_dst, ins_w, del_src, del_dst) -> ListApply:
-    """§3.3 steps 2-6 and the classification, one change at a time; ``g`` is not modified."""
+    """algorithm.md §3.3 steps 2-6 and the classification, one change at a time; ``g`` is not
+    modified."""
     old = g
     g = g.copy()
     k = g.k

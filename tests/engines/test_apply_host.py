@@ -1,7 +1,7 @@
 """``engines.apply_host`` against two oracles (tests/engines/apply_oracle.py): the per-row list
-oracle of §3.3 for both sides, the summary, ``weight_increased`` and the scalars; the previous
-sorting apply for the out side. Every array is compared byte for byte (values and dtype), since
-the device applier is held to the same bytes."""
+oracle of docs/algorithm.md §3.3 for both sides, the summary, ``weight_increased`` and the scalars;
+the previous sorting apply for the out side. Every array is compared byte for byte (values and
+dtype), since the device applier is held to the same bytes."""
 
 from __future__ import annotations
 

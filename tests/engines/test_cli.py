@@ -166,7 +166,8 @@ def test_bad_arguments_and_trees_exit_2(tmp_path, capsys):
     assert code == 2 and "objective" in err
     code, _, err = _run(capsys, *base, "--source", 0, "--distances", tmp_path / "d.txt")
     assert code == 2 and "--distances and --parents" in err
-    # a tree that fails the import validation (§8.4): a parent cycle 1 <-> 2 that never reaches the source
+    # a tree that fails the import validation (docs/algorithm.md §8.4): a parent cycle 1 <-> 2 that
+    # never reaches the source
     d, p = sssp.compute(graph, 0).to_numpy()
     p = p.astype(np.int64)
     d[1:3], p[1:3] = 1, [2, 1]

@@ -86,7 +86,7 @@ def test_control_block_layouts_match_header(tmp_path):
         assert seen[(cname, "__size__")] == dtype.itemsize, cname
         for field in dtype.names:
             assert seen[(cname, field)] == dtype.fields[field][1], (cname, field)
-    # The fields the spec requires (§5.2) are all there, with the widths it names.
+    # The fields the spec requires (algorithm.md §5.2) are all there, with the widths it names.
     fused32 = dtypes["sssp::FusedControl<int>"]
     for name in ("candidates", "frontier", "near", "far", "invalidated"):
         assert fused32.fields[name][0].base == np.dtype(np.int32)

@@ -1,4 +1,4 @@
-"""Errors (algorithm.md §8, §13 item 6): pre-commit checks leave graph and results untouched;
+"""Errors (algorithm.md §8, §13.6): pre-commit checks leave graph and results untouched;
 post-commit ``invalid_input`` / ``parent_cycle`` poison the result; ``from_arrays`` reports the
 first violation in vertex order."""
 
@@ -377,7 +377,7 @@ def check_post_commit_error(g, bad, batch_arrays, reason, healthy=()):
     with pytest.raises(errors.StaleResultError):
         sssp.update(g, engines.Batch.empty(g.num_weights), bad)
     assert g.version == version + 1
-    # the other results were updated (§8.5)
+    # the other results were updated (algorithm.md §8.5)
     for h, (d_in, p_in) in zip(healthy, healthy_inputs):
         assert h.graph_version == g.version
         H.assert_tree_equals(h, *O.canonical_tree(g.num_vertices, h.source,

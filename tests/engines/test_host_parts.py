@@ -3,7 +3,7 @@
 Each piece is checked against a plain-Python re-statement of its rule on small inputs; the two
 propagation schedules (NumPy near-far, Numba heap) against each other; and the engine end to end
 against SciPy's Dijkstra and against itself (update from a canonical tree == compute on G_{t+1}).
-The public behaviour (api, oracles of §13) is tested elsewhere.
+The public behaviour (api, oracles of algorithm.md §13) is tested elsewhere.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def compute_plan(graph, source, k=0, delta=0):
 
 
 def apply_with_plan(graph, batch, source, k=0):
-    """Plan and change lists of §3.4/§3.5 (W and delta on G_t), then the commit."""
+    """Plan and change lists of algorithm.md §3.4, §3.5 (W and delta on G_t), then the commit."""
     w = max(1, graph.max_weight(k), int(batch.insert_weights[:, k].max()) if batch.num_insertions else 0)
     delta = default_delta(graph.num_vertices, graph.num_edges, graph.weight_sum(k))
     _, dl = graph.apply(batch)
@@ -136,7 +136,7 @@ def walk_invalidation(parents, roots):
 
 
 def key_of(d, p):
-    """Key order of §2: (distance, parent), parent -1 larger than every id."""
+    """Key order of algorithm.md §2: (distance, parent), parent -1 larger than every id."""
     return (d, INT32_MAX + 1 if p < 0 else p)
 
 
@@ -202,7 +202,7 @@ def test_words_round_trip_packed_and_distance_only(rng):
 
 
 # ------------------------------------------------------------------------------------------------
-# pointer jumping (§5.5): flagged set and parent_cycle against a colour walk
+# pointer jumping (algorithm.md §5.5): flagged set and parent_cycle against a colour walk
 # ------------------------------------------------------------------------------------------------
 
 
@@ -481,7 +481,8 @@ def test_int64_offsets_give_the_same_bytes(rng, monkeypatch, mode):
 
 
 def test_distance_only_update_recovers_canonical_parents(rng):
-    """n = 65538 with W = 2^31 - 1 does not pack (§4.3); a perturbed tie parent comes out canonical."""
+    """n = 65538 with W = 2^31 - 1 does not pack (algorithm.md §4.3); a perturbed tie parent comes
+    out canonical."""
     n = 65538
     m = 3 * n
     src = rng.integers(0, n, m)
@@ -590,7 +591,7 @@ def test_cycle_through_a_root_is_invalidated_not_an_error():
 
 
 # ------------------------------------------------------------------------------------------------
-# performance at scale (§7.2): a 2-million-vertex road-like grid
+# performance at scale (algorithm.md §7.2): a 2-million-vertex road-like grid
 # ------------------------------------------------------------------------------------------------
 
 

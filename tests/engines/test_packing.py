@@ -1,5 +1,5 @@
-"""The one packing rule (algorithm.md D1, §4.3): the table, the boundary on both sides, and the W of
-§3.5 that an update uses (every insertion counts; not recomputed on G_{t+1})."""
+"""The one packing rule (docs/algorithm.md §4.3, D1): the table, the boundary on both sides, and the
+W of algorithm.md §3.5 that an update uses (every insertion counts; not recomputed on G_{t+1})."""
 
 from __future__ import annotations
 

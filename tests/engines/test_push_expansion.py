@@ -1,4 +1,4 @@
-"""The push expansion (algorithm.md §5.9 (c), §5.12; issue 26) without a GPU: the width rule of
+"""The push expansion (docs/algorithm.md §5.12, §5.9 (c); issue 26) without a GPU: the width rule of
 engines/sssp/cuda/push.py, the same rule as the header's push_group_shift (a host program compiled
 with nvcc calls the device function), the option and how it reaches the engines' plan.
 """

@@ -58,8 +58,8 @@ def test_oracle_dijkstra_uses_the_lightest_parallel_copy():
        wclass=st.sampled_from(("tiny", "mid")), n=st.integers(2, 25),
        kinds=st.lists(st.sampled_from(H.BATCH_KINDS), min_size=1, max_size=3))
 def test_oracle_closed_form_claims(seed, shape, wclass, n, kinds):
-    """§5.12: from a canonical tree the closed form is the canonical tree of G_{t+1}; from a
-    perturbed one it is a valid tree with the right distances."""
+    """algorithm.md §5.12: from a canonical tree the closed form is the canonical tree of G_{t+1};
+    from a perturbed one it is a valid tree with the right distances."""
     rng = np.random.default_rng(seed)
     n, src, dst, w = H.random_graph(rng, shape, n, 1, wclass, multi=True)
     ref = O.RefGraph.from_edge_list(n, src, dst, w)
@@ -179,7 +179,8 @@ def test_compute_single_vertex():
 @given(seed=st.integers(0, 2**32 - 1), shape=st.sampled_from(H.SHAPES),
        n=st.integers(2, 40), kind=st.sampled_from(H.BATCH_KINDS), multi=st.booleans())
 def test_update_from_perturbed_tree_matches_closed_form(seed, shape, n, kind, multi):
-    """§13 item 4: tiny weights give many ties; each tie parent is moved to a random tight one."""
+    """algorithm.md §13.4: tiny weights give many ties; each tie parent is moved to a random tight
+    one."""
     rng = np.random.default_rng(seed)
     n, src, dst, w = H.random_graph(rng, shape, n, 1, "tiny", multi=multi)
     g = build(n, src, dst, w)

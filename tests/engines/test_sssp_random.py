@@ -1,8 +1,8 @@
-"""Randomized chains of batches (algorithm.md §13 item 3), every step checked against the oracles:
-graph arrays and apply summary (§3.3), distances (Dijkstra), parents (closed form of §5.12),
-``invalidated``, ``affected``, ``packed_parents``, and ``update() == compute()`` bytes from a
-canonical tree. Several results ride in one ``update()``: every objective, a perturbed
-(non-canonical) import, and results with ``delta`` forced to 1..300.
+"""Randomized chains of batches (algorithm.md §13.3), every step checked against the oracles:
+graph arrays and apply summary (algorithm.md §3.3), distances (Dijkstra), parents (closed form of
+algorithm.md §5.12), ``invalidated``, ``affected``, ``packed_parents``, and ``update() ==
+compute()`` bytes from a canonical tree. Several results ride in one ``update()``: every objective,
+a perturbed (non-canonical) import, and results with ``delta`` forced to 1..300.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ def cuda_device() -> int:
 
 @pytest.fixture(scope="session")
 def fused_engine(cuda_device) -> str:
-    """"fused", or a skip where the device cannot run the persistent kernel (§10.1)."""
+    """"fused", or a skip where the device cannot run the persistent kernel
+    (docs/algorithm.md §10.1)."""
     from engines.sssp import cuda
 
     reason = cuda.fused_unavailable_reason(cuda_device)

@@ -1,7 +1,7 @@
 """Helpers of the GPU tests of the operators engine: the skip condition and cross-engine runs.
 
 Every expected value comes from the host reference (``backend="host"``), never from stored
-numbers: the CUDA engines must reproduce its bytes (algorithm.md §13 item 2).
+numbers: the CUDA engines must reproduce its bytes (algorithm.md §13.2).
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def device_loop_replays(launches: int) -> int:
     return replays(launches)
 
 
-#: Statistics every engine must agree on (§9); iterations, epochs, pushes never compared.
+#: Statistics every engine must agree on (algorithm.md §9); iterations, epochs, pushes never
+#: compared.
 COMPARED_STATS = ("invalidated", "affected", "packed_parents", "batch")
 
 
@@ -107,7 +108,8 @@ def import_all(graph, source, distances, parents, *, engines=CUDA_ENGINES, valid
 
 
 def perturb_all(rng, graph, results: dict, objective: int = 0) -> dict:
-    """Re-import every result's tree with each tie parent a random tight in-neighbour (§13 item 4)."""
+    """Re-import every result's tree with each tie parent a random tight in-neighbour
+    (algorithm.md §13.4)."""
     host = results["host"]
     d, _ = host.to_numpy()
     ref = H.ref_of(graph)
@@ -120,7 +122,7 @@ def perturb_all(rng, graph, results: dict, objective: int = 0) -> dict:
 
 
 def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
-    """Where host_syncs and sync_budget differ from what §9 says for ``engine``."""
+    """Where host_syncs and sync_budget differ from what algorithm.md §9 says for ``engine``."""
     problems = []
     if stats.engine_used != engine_of(engine):
         problems.append(f"engine_used {stats.engine_used!r}, expected {engine_of(engine)!r}")
@@ -151,7 +153,7 @@ def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
 
 
 def check_stats_shape(stats, engine: str, *, update: bool) -> None:
-    """host_syncs and sync_budget exactly as §9 says for ``engine``."""
+    """host_syncs and sync_budget exactly as algorithm.md §9 says for ``engine``."""
     problems = stats_shape_problems(stats, engine, update=update)
     assert not problems, problems
 

@@ -108,7 +108,7 @@ def test_c4_several_objectives_and_engines_in_one_update():
 
 
 # ---------------------------------------------------------------------------------------------
-# Distance-only mode (§4.3, §4.4): n >= 65538 with a weight of 2^31 - 1.
+# Distance-only mode (algorithm.md §4.3, §4.4): n >= 65538 with a weight of 2^31 - 1.
 
 
 @pytest.mark.parametrize("canonical", [True, False], ids=["canonical", "noncanonical"])
@@ -138,7 +138,7 @@ def test_c4_distance_only_mode(canonical):
 
 
 # ---------------------------------------------------------------------------------------------
-# Post-commit errors on the operators engine (§8.3, §13 item 6)
+# Post-commit errors on the operators engine (algorithm.md §8.3, §13.6)
 
 
 def _cycle_case():
@@ -221,8 +221,8 @@ def test_negative_input_distance_is_invalid_input(engine):
 
 @pytest.mark.parametrize("engine", ["host", "fused", "operators"])
 def test_cycle_through_a_root_and_cycle_without_changes_are_no_error(engine):
-    """Not errors (§5.5); the output of an invalid tree is unspecified, so only the deterministic
-    invalidated count is compared."""
+    """Not errors (algorithm.md §5.5); the output of an invalid tree is unspecified, so only the
+    deterministic invalidated count is compared."""
     graph, d, p = _cycle_case()
     result = _import(graph, d, p, engine)
     # the cycle 4 <-> 5 contains the root 5 (tree edge 4 -> 5 deleted): 4, 5, 6, 7 are flagged

@@ -1,11 +1,11 @@
 """The device-resident graph against the host applier (algorithm.md §3.3, §3.6, §8.2, §12.3).
 
 A graph moved to a GPU (``Graph.to_device()``, or by a CUDA ``compute()``/``update()``) builds
-every new state on the device. The test of §3.6 is byte equality with the host applier: after
-every commit, ``row_ptr``, ``col_ind``, the K weight columns, the in-CSR (``in_edges(k)``: ptr,
-src, weight, in the order of the module docstring of ``engines/graph.py``), the apply summary, the
-classification (``ApplyDelta``, ``weight_increased`` included), ``max_weight``, ``weight_sum`` and
-``num_edges`` equal those of a *host twin*: an independent host graph built from the same arrays
+every new state on the device. The test of algorithm.md §3.6 is byte equality with the host applier:
+after every commit, ``row_ptr``, ``col_ind``, the K weight columns, the in-CSR (``in_edges(k)``:
+ptr, src, weight, in the order of the module docstring of ``engines/graph.py``), the apply summary,
+the classification (``ApplyDelta``, ``weight_increased`` included), ``max_weight``, ``weight_sum``
+and ``num_edges`` equal those of a *host twin*: an independent host graph built from the same arrays
 before the graph moved, receiving the same batches through the host applier. The device buffers
 themselves (``g._device.current``: both sides' offsets, keys, per-entry row ids and weights) are
 compared too, not only the downloaded host views.
@@ -77,7 +77,7 @@ class EdgeModel:
     A fresh graph lists the in-edges of v by out-edge index. A deletion removes the first alive
     (u, v) edge of out-row u, and that same physical edge from in-row v; an upsert overwrites the
     first alive copy's K weights; a new edge is appended to out-row u and to in-row v, in batch
-    order. Deletions naming an id >= n_after are dropped (§3.3 step 3).
+    order. Deletions naming an id >= n_after are dropped (algorithm.md §3.3 step 3).
     """
 
     def __init__(self, row_ptr, col_ind, weights_km):
@@ -365,7 +365,7 @@ def outgrow_arrays(rng, ref: O.RefGraph, wclass: str, factor: int = 1):
     return isrc.astype(np.int64), idst.astype(np.int64), iw, dsrc, ddst
 
 
-#: every §3.3 rule at once: missing and out-of-range deletions, upserts, duplicates,
+#: every algorithm.md §3.3 rule at once: missing and out-of-range deletions, upserts, duplicates,
 #: delete-then-reinsert, growth.
 ALL_RULES = ("missing", "beyond", "reweight", "duplicates", "reinsert", "growth", "selfloop")
 KINDS = H.BATCH_KINDS + ("outgrow", "all_rules")
@@ -467,11 +467,11 @@ def _apply_both(graph, twin, batch, what: str):
 def test_random_chains_device_apply_equals_host_apply(seed, shape, n, num_weights, multi, wclass, offset,
                                                        kinds, at):
     """Random multigraphs (parallel edges, self-loops), K = 1..3, int32 and int64 offsets, and
-    chains of three batches (one always carrying every §3.3 rule: missing and out-of-range
-    deletions, upserts, duplicates, delete-then-reinsert, growth; ``outgrow`` forces every device
-    capacity to grow): after each apply every array of the device graph, its device buffers, the
-    summary, the classification and the scalars equal the host twin's byte for byte, and both
-    equal the list-based oracles (``ref_apply``, :class:`EdgeModel`)."""
+    chains of three batches (one always carrying every algorithm.md §3.3 rule: missing and
+    out-of-range deletions, upserts, duplicates, delete-then-reinsert, growth; ``outgrow`` forces
+    every device capacity to grow): after each apply every array of the device graph, its device
+    buffers, the summary, the classification and the scalars equal the host twin's byte for byte,
+    and both equal the list-based oracles (``ref_apply``, :class:`EdgeModel`)."""
     rng = np.random.default_rng(seed)
     n, src, dst, w = H.random_graph(rng, shape, n, num_weights, wclass, multi=multi)
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n, offset_dtype=np.dtype(offset))

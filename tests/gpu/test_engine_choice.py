@@ -1,7 +1,8 @@
-"""The engine choice of §10.1 (ADR 0026 item 4; §13 item 9): the three ``cuda_engine`` options
-on a cooperative device, and under the "no cooperative launch" hooks (the context manager and
-``ENGINES_NO_COOPERATIVE_LAUNCH=1``) "automatic" runs the operators engine while "fused" raises
-``NotSupportedError`` before anything changes. ``stats.engine_used`` names the engine that ran.
+"""The engine choice of docs/algorithm.md §10.1 (ADR 0026 item 4; algorithm.md §13.9): the three
+``cuda_engine`` options on a cooperative device, and under the "no cooperative launch" hooks (the
+context manager and ``ENGINES_NO_COOPERATIVE_LAUNCH=1``) "automatic" runs the operators engine while
+"fused" raises ``NotSupportedError`` before anything changes. ``stats.engine_used`` names the engine
+that ran.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def fused_compute(graph, source, **options):
 
 
 def assert_same(host, fused, host_stats=None, fused_stats=None, what=""):
-    """Byte equality of the trees and equality of the compared statistics (§9)."""
+    """Byte equality of the trees and equality of the compared statistics (algorithm.md §9)."""
     hd, hp = host.to_numpy()
     fd, fp = fused.to_numpy()
     assert (fd.dtype, fp.dtype) == (hd.dtype, hp.dtype), (what, fd.dtype, fp.dtype)
@@ -75,7 +75,8 @@ def import_pair(graph, source, distances, parents, *, validate=None, **options):
 
 
 def perturbed_pair(rng, graph, host, objective=0):
-    """Both results replaced by an import of the host tree with random tight tie parents (§13.4)."""
+    """Both results replaced by an import of the host tree with random tight tie parents
+    (algorithm.md §13.4)."""
     d, _ = host.to_numpy()
     ref = H.ref_of(graph)
     src, dst, w = ref.edges(objective)
@@ -210,7 +211,7 @@ def test_edge_cases(fused_engine):
 
 
 # ---------------------------------------------------------------------------------------------
-# packing: distance-only mode and the boundary (§4.3, §13 item 5)
+# packing: distance-only mode and the boundary (algorithm.md §4.3, §13.5)
 
 
 @pytest.mark.parametrize("canonical", [True, False], ids=["canonical", "noncanonical"])
@@ -258,7 +259,7 @@ def test_packing_boundary(fused_engine, heavy, packed):
 
 
 # ---------------------------------------------------------------------------------------------
-# errors after the commit: poisoning, then the device keeps working (§8.3, §13 item 6)
+# errors after the commit: poisoning, then the device keeps working (algorithm.md §8.3, §13.6)
 
 
 def _small_tree():
@@ -333,7 +334,7 @@ def test_invalid_input_poisons_then_the_device_recovers(fused_engine, bad):
 
 
 # ---------------------------------------------------------------------------------------------
-# memory: a steady-state update allocates no device memory (§12.3, §13 item 11)
+# memory: a steady-state update allocates no device memory (algorithm.md §12.3, §13.11)
 
 
 def test_steady_state_update_allocates_nothing(fused_engine):
@@ -369,7 +370,7 @@ def test_steady_state_update_allocates_nothing(fused_engine):
 
 
 # ---------------------------------------------------------------------------------------------
-# real graphs (§13 item 13)
+# real graphs (algorithm.md §13.13)
 
 
 @pytest.mark.parametrize("name", ["uspowergrid", "luxembourg_osm"])

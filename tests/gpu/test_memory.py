@@ -1,4 +1,4 @@
-"""A steady-state update allocates no device memory (algorithm.md D8, §12.3, §13 item 11).
+"""A steady-state update allocates no device memory (docs/algorithm.md §12.3, §13.11; D8).
 
 The memory pool's ``malloc`` is wrapped through ``cupy.cuda.set_allocator`` with a counting
 allocator for the duration of one update: n, m and the batch size within the reserved

@@ -1,6 +1,6 @@
-"""The operators engine on its own (algorithm.md §5 [ops], §6, §12.3): the control-block layout
-as the compiler sees it, scratch hygiene after every run, the generation reset, edge cases, and
-randomized chains with forced deltas against the host reference.
+"""The operators engine on its own (docs/algorithm.md §6, §12.3 and §5 [ops]): the control-block
+layout as the compiler sees it, scratch hygiene after every run, the generation reset, edge cases,
+and randomized chains with forced deltas against the host reference.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_control_block_layout_matches_the_numpy_mirror():
 
 
 def _assert_scratch_clean():
-    """Every successful run leaves flag and in_far all zero (§5.1)."""
+    """Every successful run leaves flag and in_far all zero (algorithm.md §5.1)."""
     ws = _workspace()
     assert int(ws.flag.sum()) == 0
     assert int(ws.in_far.sum()) == 0

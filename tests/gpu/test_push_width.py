@@ -1,4 +1,4 @@
-"""The edge-parallel push at the edges of its group-width choice (algorithm.md §5.9 (c), §5.12;
+"""The edge-parallel push at the edges of its group-width choice (docs/algorithm.md §5.12, §5.9 (c);
 issue 26): under the "group" expansion kernels.cuh push_group_shift spreads a near-list vertex's
 out-edges over 32 lanes when the list is short and over fewer, down to one, as the list fills the
 grid; "vertex" keeps one lane. Both expansions run here, on both engines and loops. Whatever the width,

@@ -1,10 +1,10 @@
-"""Host synchronizations (algorithm.md §9, §10.3; protocol.md §6; §13 item 10).
+"""Host synchronizations (docs/algorithm.md §9, §10.3, §13.10; docs/protocol.md §6).
 
-``host_syncs`` exactly as §9 says for both CUDA engines: fused 1 per update and per compute();
-operators 3 + iterations + epochs for an update with candidates, 2 without, 2 + iterations +
-epochs for compute(), always within ``sync_budget``. Then the independent count: CUPTI callbacks
-(engines.sssp.cuda.syncs) count the synchronizing CUDA calls made during one update, which must
-equal the engine's own ``host_syncs``.
+``host_syncs`` exactly as algorithm.md §9 says for both CUDA engines: fused 1 per update and per
+compute(); operators 3 + iterations + epochs for an update with candidates, 2 without, 2 +
+iterations + epochs for compute(), always within ``sync_budget``. Then the independent count: CUPTI
+callbacks (engines.sssp.cuda.syncs) count the synchronizing CUDA calls made during one update, which
+must equal the engine's own ``host_syncs``.
 """
 
 from __future__ import annotations
