@@ -1,0 +1,316 @@
+"""``perf_ab.py sweep`` (issue 33 step 1): the size series and its caps, the crossover on synthetic
+timings, the sides, the records and resume, and one host sweep end to end on a tiny graph."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bench import sweep
+from bench.sweep_sides import RecomputeSide, UpdateSide, sweep_sides
+from protocol.crossover import (BELOW_RANGE, CROSSOVER, NO_DATA, NONE_IN_RANGE, SizePoint, find_crossover,
+                                log_interpolate, size_point)
+
+
+# -- sizes ----------------------------------------------------------------------------------------
+def test_default_series_is_geometric_from_10_to_1M():
+    assert sweep.DEFAULT_SIZES == (10, 100, 1_000, 10_000, 100_000, 1_000_000)
+    assert [sweep.size_label(s) for s in sweep.DEFAULT_SIZES] == ["10", "100", "1k", "10k", "100k", "1M"]
+
+
+def test_sizes_above_the_edge_count_are_dropped_with_the_reason():
+    kept, dropped = sweep.size_series(13_188)
+    assert kept == [10, 100, 1_000, 10_000]
+    assert [d["size"] for d in dropped] == [100_000, 1_000_000]
+    assert all("13,188 edges" in d["reason"] for d in dropped)
+
+
+def test_a_graph_with_more_edges_than_the_largest_size_keeps_every_size():
+    kept, dropped = sweep.size_series(58_000_000)
+    assert kept == list(sweep.DEFAULT_SIZES) and dropped == []
+
+
+def test_a_size_equal_to_the_edge_count_is_kept():
+    kept, dropped = sweep.size_series(1_000, [10, 1_000, 1_001])
+    assert kept == [10, 1_000] and [d["size"] for d in dropped] == [1_001]
+
+
+@pytest.mark.parametrize("text, value", [("10", 10), ("1k", 1_000), ("10K", 10_000), ("1M", 1_000_000),
+                                         ("1e5", 100_000), ("250000", 250_000)])
+def test_parse_size(text, value):
+    assert sweep.parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "ten", "1.5"])
+def test_parse_size_refuses(text):
+    from protocol.exitcodes import ExitCode
+
+    with pytest.raises(Exception) as info:
+        sweep.parse_size(text)
+    assert getattr(info.value, "exit_code", None) == ExitCode.USAGE
+
+
+def test_parse_sizes_sorts_and_dedupes():
+    assert sweep.parse_sizes(["1k,10", "100", "10"]) == [10, 100, 1_000]
+
+
+def test_batch_names_round_trip():
+    for size in (10, 1_000, 250_000, 1_000_000, 1_234):
+        for locality in sweep.LOCALITIES:
+            assert sweep.parse_batch_name(sweep.batch_name(locality, size)) == (locality, size)
+
+
+def test_engines_are_parsed_and_checked():
+    assert sweep.parse_engines("cuda:fused,cuda:operators") == ["cuda:fused", "cuda:operators"]
+    assert sweep.parse_engines("host") == ["host"]
+    with pytest.raises(Exception):
+        sweep.parse_engines("host,host")
+    with pytest.raises(Exception):
+        sweep.parse_engines("cuda:nope")
+
+
+def test_sweep_sides_share_the_engine():
+    upd, rec = sweep_sides("cuda:operators-host")
+    assert isinstance(upd, UpdateSide) and isinstance(rec, RecomputeSide)
+    assert upd.engine_options == rec.engine_options == {"cuda_engine": "operators", "operators_loop": "host"}
+    assert upd.label == "cuda:operators-host update()" and rec.label == "cuda:operators-host compute()"
+
+
+# -- the crossover on synthetic timings -----------------------------------------------------------
+def pt(size, ratio, half=0.05):
+    return SizePoint(size, ratio, ratio - half, ratio + half)
+
+
+def test_crossover_interpolates_on_the_log_scale():
+    points = [pt(10, 0.1), pt(100, 0.5), pt(1_000, 2.0), pt(10_000, 8.0)]
+    found = find_crossover(points)
+    assert found.status == CROSSOVER
+    assert (found.below.size, found.above.size) == (100, 1_000)
+    # log ratio goes from log 0.5 to log 2 over one decade: it meets 0 half way, at sqrt(100 * 1000)
+    assert found.size == pytest.approx(math.sqrt(100 * 1_000))
+    assert found.first_confident_size == 1_000
+
+
+def test_crossover_is_the_smallest_confident_size_not_a_later_one():
+    points = [pt(10, 0.5), pt(100, 1.5), pt(1_000, 0.9), pt(10_000, 3.0)]
+    found = find_crossover(points)
+    assert found.first_confident_size == 100
+    assert (found.below.size, found.above.size) == (10, 100)
+
+
+def test_crossover_waits_for_the_interval_to_leave_1():
+    # the median passes 1 between 100 and 1k, but the interval is above 1 only from 10k
+    points = [pt(100, 0.8), pt(1_000, 1.02, half=0.1), pt(10_000, 1.5)]
+    found = find_crossover(points)
+    assert found.status == CROSSOVER
+    assert (found.below.size, found.above.size) == (100, 1_000)
+    assert found.first_confident_size == 10_000
+    assert 100 < found.size < 1_000
+
+
+def test_no_crossover_in_range():
+    found = find_crossover([pt(10, 0.01), pt(1_000, 0.2), pt(100_000, 0.98)])
+    assert found.status == NONE_IN_RANGE and found.size is None
+    assert found.below.size == 100_000
+    assert "no crossover" in found.describe()
+
+
+def test_an_interval_touching_1_is_no_crossover():
+    found = find_crossover([pt(10, 0.5), pt(100, 1.04, half=0.04)])
+    assert found.status == NONE_IN_RANGE
+
+
+def test_crossover_below_the_smallest_size():
+    found = find_crossover([pt(10, 3.0), pt(100, 9.0)])
+    assert found.status == BELOW_RANGE and found.size is None
+    assert found.above.size == 10 and found.first_confident_size == 10
+    assert "smallest size" in found.describe()
+
+
+def test_median_above_1_everywhere_is_below_the_range():
+    found = find_crossover([pt(10, 1.02, half=0.1), pt(100, 1.3)])
+    assert found.status == BELOW_RANGE and found.first_confident_size == 100
+
+
+def test_no_data():
+    assert find_crossover([]).status == NO_DATA
+    assert find_crossover([SizePoint(10, math.nan, math.nan, math.nan)]).status == NO_DATA
+
+
+def test_points_in_any_order():
+    points = [pt(1_000, 2.0), pt(10, 0.1), pt(100, 0.5)]
+    assert find_crossover(points).size == pytest.approx(math.sqrt(100 * 1_000))
+
+
+def test_log_interpolate_at_the_ends():
+    assert log_interpolate(SizePoint(10, 1.0, 0.9, 1.1), SizePoint(100, 2.0, 1.9, 2.1)) == pytest.approx(10)
+    assert log_interpolate(SizePoint(10, 0.5, 0.4, 0.6), SizePoint(100, 2.0, 1.9, 2.1)) == pytest.approx(
+        10 ** 1.5)
+
+
+def test_size_point_ratio_is_update_over_compute():
+    rng = np.random.default_rng(3)
+    update = 3.0 + rng.normal(0, 0.01, 40)
+    compute = 1.5 + rng.normal(0, 0.01, 40)
+    p = size_point(1_000, update, compute, np.repeat([0, 1], 20))
+    assert p.ratio == pytest.approx(2.0, rel=0.02)
+    assert p.lo < p.ratio < p.hi and p.lo > 1.9
+    assert p.compute_faster and p.pairs == 40 and p.processes == 2
+    assert p.update_ms == pytest.approx(3.0, rel=0.01) and p.compute_ms == pytest.approx(1.5, rel=0.01)
+
+
+def test_crossover_from_synthetic_timings_with_noise():
+    """update() grows with the batch (a + b * size), compute() does not: the crossover is where
+    they meet, found between the measured sizes either side."""
+    rng = np.random.default_rng(0)
+    points = []
+    for size in (10, 100, 1_000, 10_000, 100_000):
+        update = (0.2 + 0.001 * size) * (1 + rng.normal(0, 0.01, 30))
+        compute = 5.0 * (1 + rng.normal(0, 0.01, 30))
+        points.append(size_point(size, update, compute, resamples=2000, seed=1))
+    found = find_crossover(points)
+    assert found.status == CROSSOVER
+    assert (found.below.size, found.above.size) == (1_000, 10_000)
+    assert 1_000 < found.size < 10_000  # the true crossing is at 4,800
+
+
+# -- records --------------------------------------------------------------------------------------
+def test_sweep_store_round_trip(tmp_path):
+    store = sweep.SweepStore(tmp_path / "s")
+    record = {"schema": sweep.SWEEP_SCHEMA, "schema_version": sweep.SWEEP_VERSION, "parameters": {"sizes": [10]},
+              "graphs": {}}
+    store.write_sweep(record)
+    assert store.read_sweep() == record
+
+
+def test_sweep_store_refuses_other_versions_and_damage(tmp_path):
+    store = sweep.SweepStore(tmp_path)
+    store.write_sweep({"schema": sweep.SWEEP_SCHEMA, "schema_version": 99})
+    with pytest.raises(Exception, match="schema version 99"):
+        store.read_sweep()
+    store.sweep_path.write_text("{not json")
+    with pytest.raises(Exception, match="damaged"):
+        store.read_sweep()
+    store.sweep_path.unlink()
+    with pytest.raises(Exception, match="missing"):
+        store.read_sweep()
+
+
+# -- end to end on a tiny graph (host engine) -----------------------------------------------------
+def _tiny_graph_file(folder, n=300, m=900, seed=1):
+    rng = np.random.default_rng(seed)
+    pairs = {(i, i + 1) for i in range(n - 1)}
+    while len(pairs) < m:
+        u, v = (int(x) for x in rng.integers(0, n, 2))
+        if u != v:
+            pairs.add((min(u, v), max(u, v)))
+    path = folder / "tiny.edges"
+    path.write_text("".join(f"{u + 1} {v + 1}\n" for u, v in sorted(pairs)))
+    return path
+
+
+def _argv(graph, out, cache, *extra):
+    return ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", "100", "1k", "10k",
+            "--rounds", "6", "--processes", "1", "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress",
+            "--no-control", "--out", str(out), "--cache-dir", str(cache), *extra]
+# (--no-control: with 6 rounds the A/A control's interval excludes 1 by chance now and then, exit 4;
+# the control itself is the runner's, tested in tests/protocol)
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sweep")
+    graph = _tiny_graph_file(folder)
+    out = folder / "out"
+    code = sweep.cli(_argv(graph, out, folder / "cache"))
+    return code, out, graph, folder
+
+
+@pytest.mark.slow
+def test_host_sweep_end_to_end(tiny_sweep, capsys):
+    code, out, _, _ = tiny_sweep
+    assert code == 0
+    record = json.loads((out / "sweep.json").read_text())
+    assert record["schema"] == sweep.SWEEP_SCHEMA and record["schema_version"] == sweep.SWEEP_VERSION
+    info = record["graphs"]["tiny"]
+    assert info["m"] == 1_800 and info["sizes"] == [10, 100, 1_000]
+    assert [d["size"] for d in info["dropped"]] == [10_000] and "1,800 edges" in info["dropped"][0]["reason"]
+    assert info["verify"] == {"host": "compute"}
+    assert "perf_ab.py sweep" in record["reproduce"] and "--engines host" in record["reproduce"]
+    campaign = json.loads((out / info["campaigns"]["host"] / "campaign.json").read_text())
+    assert campaign["parameters"]["sides"] == {"A": "host update()", "B": "host compute()"}
+    statuses = {key: cell["status"] for key, cell in campaign["cells"].items()}
+    assert set(statuses.values()) == {"done"}
+    assert sorted(k for k in statuses if not k.endswith("/control")) == sorted(
+        f"tiny/{loc}-{s}/0" for loc in ("uniform", "local") for s in ("10", "100", "1k"))
+    crossover = json.loads((out / "crossover.json").read_text())
+    entries = {(e["locality"], e["engine"]): e for e in crossover["entries"]}
+    assert set(entries) == {("uniform", "host"), ("local", "host")}
+    for e in entries.values():
+        assert [p["size"] for p in e["points"]] == [10, 100, 1_000]
+        for p in e["points"]:
+            assert p["pairs"] >= 6 and p["lo"] <= p["ratio"] <= p["hi"]
+            assert p["update_ms"] > 0 and p["compute_ms"] > 0 and p["apply_compute_ms"] >= p["compute_ms"]
+        assert e["crossover"]["status"] in (CROSSOVER, BELOW_RANGE, NONE_IN_RANGE)
+
+
+@pytest.mark.slow
+def test_the_rounds_are_checked_against_compute_from_scratch(tiny_sweep):
+    """Every timed round of either side carries the guard's digest (the update's tree equal to
+    compute()'s from scratch), and the local batches lie in one region."""
+    from protocol.records import RecordStore
+
+    _, out, _, _ = tiny_sweep
+    store = RecordStore(out / "campaigns" / "tiny" / "host")
+    rows = store.read_rounds()
+    assert not rows["reject_reason"].fillna("").str.startswith("check failed").any()
+    campaign = store.read_campaign()
+    [entry] = campaign["inputs"]
+    local = [b for b in entry["batches"] if b["name"].startswith("local-")]
+    assert {b["facts"]["centre"] for b in local} == {local[0]["facts"]["centre"]}  # the same seed: one centre
+    assert all(b["facts"]["seed"] == 777 for b in entry["batches"])
+
+
+@pytest.mark.slow
+def test_resume_continues_and_refuses_other_parameters(tiny_sweep, capsys):
+    code, out, graph, folder = tiny_sweep
+    cache = folder / "cache"
+    before = (out / "campaigns" / "tiny" / "host" / "campaign.json").read_text()
+    assert sweep.cli(_argv(graph, out, cache)) == 2  # a sweep is there: refused without --resume/--force
+    assert "--resume" in capsys.readouterr().err
+    assert sweep.cli(_argv(graph, out, cache, "--resume")) == 0  # finished: nothing re-measured
+    assert (out / "campaigns" / "tiny" / "host" / "campaign.json").read_text() == before
+    assert sweep.cli(_argv(graph, out, cache, "--resume", "--seed", "5")) == 2
+    assert "seed" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_resume_finishes_an_interrupted_campaign(tmp_path):
+    """A campaign cut short (cells left running) is continued by --resume and its finished cells
+    are kept."""
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", "100", "--localities", "uniform",
+            "--rounds", "6", "--processes", "1", "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress",
+            "--no-control", "--out", str(out), "--cache-dir", str(cache)]
+    assert sweep.cli(argv) == 0
+    path = out / "campaigns" / "tiny" / "host" / "campaign.json"
+    campaign = json.loads(path.read_text())
+    key = "tiny/uniform-100/0"
+    kept = campaign["cells"]["tiny/uniform-10/0"]
+    campaign["cells"].pop(key)  # as if the sweep stopped before this cell
+    campaign["finished_utc"] = None
+    path.write_text(json.dumps(campaign))
+    rounds = out / "campaigns" / "tiny" / "host" / "rounds"
+    for f in rounds.glob("*uniform-100*"):
+        f.unlink()
+    assert sweep.cli([*argv, "--resume"]) == 0
+    campaign = json.loads(path.read_text())
+    assert campaign["cells"][key]["status"] == "done"
+    assert campaign["cells"]["tiny/uniform-10/0"]["workers"] == kept["workers"]
+    assert len(campaign["sessions"]) == 2
+    crossover = json.loads((out / "crossover.json").read_text())
+    assert [p["size"] for p in crossover["entries"][0]["points"]] == [10, 100]
