@@ -102,17 +102,18 @@ prepare: bench-deps
 # library): without one nothing is installed or prepared. CuPy is checked after the install.
 bench:
 	@mkdir -p $(dir $(BENCH_STATUS)); rm -f $(BENCH_STATUS)
-	@$(PYTHON) bench/has_gpu.py || { \
-	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine): status 3"; \
+	@$(PYTHON) bench/has_gpu.py || { status=$$?; \
+	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine): status $$status"; \
 	  echo "(make itself exits 2 for any failed step; the step's own status is in $(BENCH_STATUS))."; \
 	  echo "Without one, 'make bench-host' runs a small host-vs-host campaign to show the machinery."; \
-	  echo 3 > $(BENCH_STATUS); exit 3; }
+	  echo $$status > $(BENCH_STATUS); exit $$status; }
 	@$(call install_missing,$(REQUIRED) $(BENCH_REQUIRED),.[bench]) || { status=$$?; echo $$status > $(BENCH_STATUS); exit $$status; }
-	@$(PYTHON) -c "import sys, engines.sssp.cuda as c; sys.exit(0 if c.is_available() else 3)" || { \
-	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine): status 3"; \
+	@$(PYTHON) -c "import sys, engines.sssp.cuda as c; from engines.exitcodes import ExitCode as E; \
+	  sys.exit(E.OK if c.is_available() else E.ENVIRONMENT)" || { status=$$?; \
+	  echo "make bench needs CuPy and a CUDA GPU (pip install -e '.[cuda]' on a GPU machine): status $$status"; \
 	  echo "(make itself exits 2 for any failed step; the step's own status is in $(BENCH_STATUS))."; \
 	  echo "Without one, 'make bench-host' runs a small host-vs-host campaign to show the machinery."; \
-	  echo 3 > $(BENCH_STATUS); exit 3; }
+	  echo $$status > $(BENCH_STATUS); exit $$status; }
 	@echo "make bench: the campaign goes into $(OUT)/"
 	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR) \
 	  || { status=$$?; echo $$status > $(BENCH_STATUS); exit $$status; }

@@ -52,6 +52,7 @@ from bench import generators, options
 from bench.gates import GATE_NAMES
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
+from engines.exitcodes import ExitCode
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 from protocol.region import RegionProbe
 
@@ -415,7 +416,7 @@ def main(argv=None) -> int:
 
     if not cuda_available():
         print("engine_table.py needs CuPy and a CUDA GPU", file=sys.stderr)
-        return 3
+        return ExitCode.ENVIRONMENT
     rows = []
     for name in args.graphs:
         rows.extend(measure_gate(name, args))
@@ -433,7 +434,8 @@ def main(argv=None) -> int:
         (out / "engine_table.md").write_text(table)
         if whole:
             (out / "whole_update.md").write_text(whole)
-    return 0 if all(r["identical"] and r["identical_counters"] for r in rows) else 1
+    identical = all(r["identical"] and r["identical_counters"] for r in rows)
+    return ExitCode.OK if identical else ExitCode.CORRECTNESS
 
 
 if __name__ == "__main__":

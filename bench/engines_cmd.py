@@ -17,7 +17,8 @@ import shlex
 import sys
 
 from engines.errors import os_error_text, print_internal_error
-from protocol.exitcodes import EnvironmentProblem, ExitCode, ProtocolError, UsageError
+from protocol.errors import EnvironmentProblem, ProtocolError, UsageError
+from protocol.exitcodes import ExitCode
 
 from . import graph_file, options
 
@@ -443,7 +444,7 @@ def main(args) -> int:
     except KeyboardInterrupt:
         print("perf_ab.py engines: interrupted; the finished rounds are recorded, continue with --resume",
               file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except OSError as exc:  # the environment: a record that could not be written (disk full, permissions)
         print(f"perf_ab.py engines: error: cannot write the records: {os_error_text(exc)}; the rounds "
               f"written before this are kept in {out}; fix the cause and continue with --resume",

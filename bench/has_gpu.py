@@ -1,5 +1,5 @@
 """Is there a CUDA GPU here? Exit 0 when the CUDA driver sees at least one device, else print why
-and exit 3 (the environment status of protocol.md §8).
+and exit 3 (``ExitCode.ENVIRONMENT``, protocol.md §8).
 
 `make bench` asks this first, before installing or preparing anything, so that a machine without
 a GPU is told so in a second instead of after a few hundred MB of packages. It therefore imports
@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from pathlib import Path
 
-NO_GPU = 3
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
 
 
 def gpu_problem() -> str | None:
@@ -36,8 +40,8 @@ def main() -> int:
     problem = gpu_problem()
     if problem:
         print(f"no CUDA GPU: {problem}", file=sys.stderr)
-        return NO_GPU
-    return 0
+        return ExitCode.ENVIRONMENT
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

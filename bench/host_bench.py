@@ -34,6 +34,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from engines.exitcodes import ExitCode  # noqa: E402
+
 #: The batches of a gate (bench/batches.py); all by default.
 DEFAULT_BATCHES = ("local10k", "safe50k", "unsafe50k")
 
@@ -154,14 +156,14 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.repeats < 1 or args.warmup < 0:
         print("host_bench.py: --repeats must be >= 1 and --warmup >= 0", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     try:
         rows = run(args.graphs, args.batches, objective=args.objective, repeats=args.repeats,
                    warmup=args.warmup, data_dir=args.data_dir, cache_dir=args.cache_dir,
                    progress=not args.no_progress)
     except KeyError as exc:
         print(f"host_bench.py: {exc.args[0]}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     table = markdown(rows)
     print(table)
     if args.out:
@@ -171,7 +173,8 @@ def main(argv=None) -> int:
                                                                             *(argv or sys.argv[1:])]),
                                                          "rows": rows}, indent=1))
         (out / "host_bench.md").write_text(table)
-    return 0 if all(u["equals_compute"] for r in rows for u in r["updates"].values()) else 1
+    equal = all(u["equals_compute"] for r in rows for u in r["updates"].values())
+    return ExitCode.OK if equal else ExitCode.CORRECTNESS
 
 
 if __name__ == "__main__":

@@ -19,14 +19,13 @@ from engines import interrupt  # noqa: E402  (standard library only: before the 
 
 interrupt.guard(__name__, "perf_ab.py")
 
+from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
+
 SUBCOMMANDS = {
     "prepare": ("bench.prepare_cmd", "build and cache gate graphs, weights, initial trees and batches"),
     "engines": ("bench.engines_cmd", "run an A/B campaign between two engine configurations"),
     "report": ("bench.report_cmd", "render a campaign's report from its records (stdout; --write, --to PATH)"),
 }
-
-EXIT_USAGE = 2
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perf_ab.py", description=__doc__.splitlines()[0])
@@ -47,7 +46,7 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     if args.command is None:
         parser.print_help()
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return int(args._main(args) or 0)
 
 

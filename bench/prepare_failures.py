@@ -1,5 +1,6 @@
 """What preparing an input can go wrong with, as the protocol's errors (the one mapping behind
-``perf_ab.py prepare`` and ``perf_ab.py engines``; exit codes from :mod:`protocol.exitcodes`).
+``perf_ab.py prepare`` and ``perf_ab.py engines``; the errors are :mod:`protocol.errors`, their
+codes :mod:`engines.exitcodes`).
 
 - a malformed, missing or unreadable file, an input that cannot be measured (``FileFormatError``,
   ``InputError``, ``InvalidArgumentError``, ``FileNotFoundError``): usage, exit 2;
@@ -18,7 +19,7 @@ import os
 from pathlib import Path
 
 from engines.errors import FileFormatError, InvalidArgumentError, os_error_text
-from protocol.exitcodes import CorrectnessFailure, EnvironmentProblem, ProtocolError, UsageError
+from protocol.errors import CorrectnessFailure, EnvironmentProblem, ProtocolError, UsageError
 
 
 def _under(filename, folders) -> bool:

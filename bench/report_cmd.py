@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from engines.errors import os_error_text, print_internal_error
-from protocol.exitcodes import ExitCode, ProtocolError
+from protocol.errors import ProtocolError
+from protocol.exitcodes import ExitCode
 
 from .options import add_campaign_out_option
 

@@ -19,7 +19,7 @@ statistics (compilation, first allocations).
     python bench/stream.py --graph luxembourg_osm --batches 10000 --batch-size 100 --out results/stream
     python bench/stream.py --graph-file graph.edges --batches 200 --engines host --no-progress
 
-Exit codes (protocol/exitcodes.py): 0 every result equal to the reference; 1 a result differs;
+Exit codes (engines/exitcodes.py): 0 every result equal to the reference; 1 a result differs;
 2 bad arguments or input; 3 a CUDA engine asked for where none can run.
 """
 
@@ -44,7 +44,8 @@ interrupt.guard(__name__, "stream.py")
 
 import numpy as np  # noqa: E402
 
-from protocol.exitcodes import EnvironmentProblem, ExitCode, ProtocolError, UsageError  # noqa: E402
+from protocol.errors import EnvironmentProblem, ProtocolError, UsageError  # noqa: E402
+from protocol.exitcodes import ExitCode  # noqa: E402
 
 PROG = "stream.py"
 CUDA_ENGINES = ("fused", "operators")

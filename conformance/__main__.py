@@ -9,6 +9,8 @@ from engines import interrupt  # standard library only: before the heavy imports
 
 interrupt.guard(__name__, "conformance")
 
+from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
+
 CORPUS_COMMANDS = ("generate", "verify", "check", "list")
 USAGE = ("usage: python -m conformance {generate,verify,check,list,compare} ...\n"
          "  generate  build, check and store the corpus\n"
@@ -22,7 +24,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         (sys.stdout if argv else sys.stderr).write(USAGE)
-        return 0 if argv else 2
+        return ExitCode.OK if argv else ExitCode.USAGE
     command, rest = argv[0], argv[1:]
     if command == "compare":
         from .compare import main as compare_main
@@ -33,7 +35,7 @@ def main(argv=None) -> int:
 
         return golden_main(argv)
     sys.stderr.write(USAGE + f"python -m conformance: unknown command {command!r}\n")
-    return 2
+    return ExitCode.USAGE
 
 
 if __name__ == "__main__":

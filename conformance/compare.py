@@ -27,10 +27,9 @@ from engines import interrupt  # noqa: E402  (standard library only: before the 
 
 interrupt.guard(__name__, "compare.py")
 
+from engines.exitcodes import ExitCode  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-
-EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_NO_CORPUS = 0, 1, 2, 3, 77
 
 
 class UsageError(Exception):
@@ -111,7 +110,7 @@ def main(argv=None, prog: str = "python -m conformance compare") -> int:
         configs = parse_configs(args.configs)
     except UsageError as exc:
         err.print(f"usage error: {exc}")
-        return EXIT_USAGE
+        return ExitCode.USAGE
 
     from conformance.golden import DEFAULT_CORPUS
     from conformance.replay import replay
@@ -122,18 +121,18 @@ def main(argv=None, prog: str = "python -m conformance compare") -> int:
         corpus = load_corpus(corpus_dir)
     except CorpusMissingError as exc:
         err.print(f"golden corpus missing: {exc}")
-        return EXIT_NO_CORPUS
+        return ExitCode.NO_CORPUS
     except CorpusCorruptError as exc:
         err.print(f"[red]{exc}[/red]")
-        return EXIT_MISMATCH
+        return ExitCode.CORRECTNESS
     cases = select_cases(corpus.cases, args.cases)
     if not cases:
         err.print(f"usage error: no case matches {args.cases}")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     problem = gpu_problem(configs)
     if problem:
         err.print(problem)
-        return EXIT_NO_GPU
+        return ExitCode.ENVIRONMENT
 
     start = time.perf_counter()
     if args.quiet:
@@ -156,7 +155,7 @@ def main(argv=None, prog: str = "python -m conformance compare") -> int:
         console.print(f"... and {len(failed) - args.max_listed} more mismatching replays")
     console.print(f"{len(cases)} cases x {len(configs)} configurations in {elapsed:.1f} s: "
                   + ("all equal" if not failed else f"{len(failed)} mismatching"))
-    return EXIT_MISMATCH if failed else EXIT_OK
+    return ExitCode.CORRECTNESS if failed else ExitCode.OK
 
 
 if __name__ == "__main__":

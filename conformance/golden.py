@@ -34,6 +34,7 @@ import numpy as np
 
 from engines import Batch, Graph
 from engines import sssp
+from engines.exitcodes import ExitCode
 
 from . import oracles
 from .mixes import (MIXES, WEIGHT_MAX, GraphArrays, MixContext, csr_from_edges, grid_graph,
@@ -521,7 +522,7 @@ def _cmd_generate(args) -> int:
     manifest = generate(Path(args.out), progress=not args.quiet)
     print(f"wrote {manifest['total_cases']} cases, {manifest['total_bytes']} bytes in "
           f"{len(manifest['files'])} shards to {args.out}")
-    return 0
+    return ExitCode.OK
 
 
 def _cmd_verify(args) -> int:
@@ -529,12 +530,12 @@ def _cmd_verify(args) -> int:
         corpus = load_corpus(args.corpus)
     except CorpusMissingError as exc:
         print(exc, file=sys.stderr)
-        return 77
+        return ExitCode.NO_CORPUS
     except CorpusCorruptError as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return ExitCode.CORRECTNESS
     print(f"{len(corpus.cases)} cases, {corpus.manifest['total_bytes']} bytes: every digest matches")
-    return 0
+    return ExitCode.OK
 
 
 def _cmd_check(args) -> int:
@@ -543,7 +544,7 @@ def _cmd_check(args) -> int:
         stored = load_corpus(args.corpus).manifest
     except (CorpusMissingError, CorpusCorruptError) as exc:
         print(exc, file=sys.stderr)
-        return 77 if isinstance(exc, CorpusMissingError) else 1
+        return ExitCode.NO_CORPUS if isinstance(exc, CorpusMissingError) else ExitCode.CORRECTNESS
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate(Path(tmp), progress=not args.quiet)
     differ = sorted(set(stored["files"]) ^ set(fresh["files"]))
@@ -551,9 +552,9 @@ def _cmd_check(args) -> int:
                      if stored["files"][name]["sha256"] != fresh["files"][name]["sha256"])
     if differ:
         print("the regenerated corpus differs from the stored one in: " + ", ".join(differ), file=sys.stderr)
-        return 1
+        return ExitCode.CORRECTNESS
     print(f"regenerated {fresh['total_cases']} cases: identical to the stored corpus")
-    return 0
+    return ExitCode.OK
 
 
 def _cmd_list(args) -> int:
@@ -561,10 +562,10 @@ def _cmd_list(args) -> int:
         corpus = load_corpus(args.corpus)
     except (CorpusMissingError, CorpusCorruptError) as exc:
         print(exc, file=sys.stderr)
-        return 77 if isinstance(exc, CorpusMissingError) else 1
+        return ExitCode.NO_CORPUS if isinstance(exc, CorpusMissingError) else ExitCode.CORRECTNESS
     for case in corpus.cases:
         print(f"{case['name']:55s} n={case['n']:<6d} m={case['m']:<6d} {case['description']}")
-    return 0
+    return ExitCode.OK
 
 
 def main(argv=None, prog: str = "python -m conformance") -> int:

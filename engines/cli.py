@@ -46,12 +46,12 @@ interrupt.guard(__name__, "engines.cli")
 import numpy as np  # noqa: E402
 
 from . import Batch, Graph, errors, sssp
+from .exitcodes import ExitCode
 from .io import mosp
 from .io._text import regular_file_problem
 from .io.outputs import output_problem
 from .sssp.result import CUDA_ENGINES
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_NO_DEVICE = 0, 1, 2, 3
 DISTANCES_FILE = "distances.txt"
 TREE_FILE = "tree.txt"
 
@@ -361,24 +361,24 @@ def main(argv=None) -> int:
         report = run(args)
     except errors.NotSupportedError as exc:
         print(f"error: cannot run here: {exc}", file=sys.stderr)
-        return EXIT_NO_DEVICE
+        return ExitCode.ENVIRONMENT
     except (errors.FileFormatError, errors.InvalidArgumentError) as exc:
         print(f"error: bad input: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.USAGE
     except errors.Error as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return ExitCode.FAILURE
     except OSError as exc:  # the environment: an output that could not be written after all
         print(f"error: cannot write the output: {errors.os_error_text(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.USAGE
     except MemoryError as exc:
         print(f"error: OutOfMemoryError: not enough host memory ({exc})", file=sys.stderr)
-        return EXIT_FAILURE
+        return ExitCode.FAILURE
     except Exception as exc:  # a bug: the traceback helps whoever fixes it
         errors.print_internal_error("error: ", exc, package="the engines")
-        return EXIT_FAILURE
+        return ExitCode.FAILURE
     print_report(report, args.json)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

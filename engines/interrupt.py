@@ -20,8 +20,7 @@ from __future__ import annotations
 import signal
 import sys
 
-# 128 + SIGINT: the status a shell reports for a command ended by Ctrl-C
-EXIT_INTERRUPTED = 130
+from .exitcodes import ExitCode  # standard library only
 
 _prog: str | None = None   # the command's name once guard() took SIGINT over
 _previous = None           # the handler guard() replaced, given back while main runs
@@ -49,7 +48,7 @@ def run(main) -> None:
         code = main()
     except KeyboardInterrupt:
         _say()
-        code = EXIT_INTERRUPTED
+        code = ExitCode.INTERRUPTED
     if _prog is not None:
         signal.signal(signal.SIGINT, _exit_now)  # while the interpreter shuts down
     sys.exit(code)
@@ -57,7 +56,7 @@ def run(main) -> None:
 
 def _exit_now(signum, frame):
     _say()
-    raise SystemExit(EXIT_INTERRUPTED)
+    raise SystemExit(ExitCode.INTERRUPTED)
 
 
 def _say() -> None:

@@ -16,7 +16,7 @@ import statistics
 import threading
 from dataclasses import dataclass
 
-from .exitcodes import EnvironmentProblem, UsageError
+from .errors import EnvironmentProblem, UsageError
 from .nvml import BENIGN_REASONS, Nvml, Sample, reason_names
 
 # A locked clock may read a few MHz off its set point; beyond this fraction a round is "off lock".

@@ -11,7 +11,7 @@ import math
 
 from dataclasses import asdict, dataclass, field
 
-from .exitcodes import UsageError
+from .errors import UsageError
 from .sides import Side
 
 

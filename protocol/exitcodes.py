@@ -1,39 +1,10 @@
-"""Exit status of ``perf_ab.py engines`` (docs/protocol.md §8) and the errors that carry one."""
+"""The exit-status table (:class:`engines.exitcodes.ExitCode`, re-exported) and the campaign's rule:
+the status of ``perf_ab.py engines`` from its cells (docs/protocol.md §8). The errors that carry a
+status are in :mod:`protocol.errors`."""
 
 from __future__ import annotations
 
-import enum
-
-
-class ExitCode(enum.IntEnum):
-    OK = 0
-    CORRECTNESS = 1  # trees or counters differ, sync count over budget, digest mismatch
-    USAGE = 2  # bad arguments, unreadable input, unknown gate name
-    ENVIRONMENT = 3  # no CUDA GPU, no cooperative launch for fused, clock lock not permitted, a crashed worker
-    TOO_NOISY = 4  # a cell had more rejections than --max-rejects
-
-
-class ProtocolError(Exception):
-    """An error that ends the command with a given exit code and a message for the user."""
-
-    exit_code: ExitCode = ExitCode.USAGE
-
-    def __init__(self, message: str):
-        super().__init__(message)
-
-
-class UsageError(ProtocolError):
-    exit_code = ExitCode.USAGE
-
-
-class EnvironmentProblem(ProtocolError):
-    exit_code = ExitCode.ENVIRONMENT
-
-
-class CorrectnessFailure(ProtocolError):
-    """A check of the inputs found a wrong answer (an initial tree against its reference)."""
-
-    exit_code = ExitCode.CORRECTNESS
+from engines.exitcodes import ExitCode
 
 
 def campaign_exit_code(cell_statuses, *, untrustworthy: bool = False) -> ExitCode:
@@ -58,5 +29,4 @@ def campaign_exit_code(cell_statuses, *, untrustworthy: bool = False) -> ExitCod
     return ExitCode.OK
 
 
-__all__ = ["ExitCode", "ProtocolError", "UsageError", "EnvironmentProblem", "CorrectnessFailure",
-           "campaign_exit_code"]
+__all__ = ["ExitCode", "campaign_exit_code"]

@@ -18,7 +18,7 @@ from .clocks import (
     judge_round_clocks,
     summarize_window,
 )
-from .exitcodes import EnvironmentProblem
+from .errors import EnvironmentProblem
 from .monitor import CpuLoadMonitor, CpuReading, foreign_gpu_processes, judge_contamination
 from .nvml import Nvml, NvmlUnavailable, Sample
 

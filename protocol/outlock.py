@@ -21,7 +21,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .exitcodes import UsageError
+from .errors import UsageError
 
 LOCK_NAME = ".campaign.lock"
 

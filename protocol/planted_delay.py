@@ -35,7 +35,7 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 
-from .exitcodes import UsageError
+from .errors import UsageError
 from .sides import Side
 
 OPTION = "--plant-delay"

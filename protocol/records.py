@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import SCHEMA_VERSION
-from .exitcodes import UsageError
+from .errors import UsageError
 from .record_checks import (campaign_problem, missing_rounds_problem, pair_count_problem, round_rows_problem,
                             summary_problem)
 

@@ -19,7 +19,7 @@ from .analysis import build_summary, control_trust
 from .environment import REPO_ROOT
 from .nvml import reason_names
 from .plots import DISTRIBUTIONS, RATIO_VS_SYNCS, engine_time_distributions, ratio_against_syncs
-from .exitcodes import UsageError
+from .errors import UsageError
 from .record_checks import summary_difference
 from .records import RecordStore, as_recorded
 from .reproduce import prepare_command, reproduce_lines

@@ -30,7 +30,8 @@ from .analysis import build_summary
 from .cell import CellRun, CheckFailure, RegionProbe, utc_now
 from .config import BatchInput, CampaignConfig, GraphInput
 from .environment import REPO_ROOT, git_state, host_info, tool_version
-from .exitcodes import ExitCode, UsageError, campaign_exit_code
+from .errors import UsageError
+from .exitcodes import ExitCode, campaign_exit_code
 from .instruments import Instruments
 from .measurer import INITIAL_TREE_CHECK_LIMIT, Measurer
 from .records import RecordStore, cell_key

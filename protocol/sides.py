@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from engines.sssp.plan import PUSH_EXPANSIONS
 
-from .exitcodes import UsageError
+from .errors import UsageError
 
 CUDA_ENGINE_OPTIONS = ("fused", "operators", "automatic")
 #: Operators loop modes a side can pin, as ``cuda:operators-<mode>``.

@@ -34,6 +34,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
+from .exitcodes import ExitCode
 from .measurer import Measurer
 from .units import LocalRounds, Unit
 
@@ -142,14 +143,14 @@ def worker_main(conn, setup: WorkerSetup) -> None:
             else:
                 raise ValueError(f"unknown worker command {command!r}")
     except (EOFError, ConnectionError):
-        os._exit(3)  # the campaign process is gone: nobody to report to
+        os._exit(ExitCode.ENVIRONMENT)  # the campaign process is gone: nobody to report to
     except BaseException as exc:
         traceback.print_exc()
         try:
             conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         except Exception:
             pass
-        os._exit(1)
+        os._exit(ExitCode.FAILURE)
 
 
 # -- the campaign process's side ------------------------------------------------------------------

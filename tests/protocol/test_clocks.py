@@ -15,7 +15,8 @@ from protocol.clocks import (
     judge_round_clocks,
     summarize_window,
 )
-from protocol.exitcodes import EnvironmentProblem, ExitCode, UsageError
+from protocol.errors import EnvironmentProblem, UsageError
+from protocol.exitcodes import ExitCode
 from protocol.instruments import Instruments
 from protocol.nvml import Nvml, Sample, reason_names
 

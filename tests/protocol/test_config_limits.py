@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from protocol.config import CampaignConfig
-from protocol.exitcodes import UsageError
+from protocol.errors import UsageError
 from protocol.sides import parse_sides
 
 

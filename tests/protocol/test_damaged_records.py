@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from bench import perf_ab
-from protocol.exitcodes import UsageError
+from protocol.errors import UsageError
 from protocol.records import RecordStore
 
 from .helpers import write_small_edge_list

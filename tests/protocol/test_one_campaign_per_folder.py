@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench import perf_ab
-from protocol.exitcodes import UsageError
+from protocol.errors import UsageError
 from protocol.outlock import LOCK_NAME, OutLock
 
 from .helpers import write_small_edge_list

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from protocol.digest import result_digest
-from protocol.exitcodes import ExitCode, UsageError, campaign_exit_code
+from protocol.errors import UsageError
+from protocol.exitcodes import ExitCode, campaign_exit_code
 from protocol.monitor import CpuLoadMonitor, CpuReading, judge_contamination, own_process_tree
 from protocol.sides import Side, parse_side, parse_sides
 

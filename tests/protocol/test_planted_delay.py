@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from protocol import planted_delay
-from protocol.exitcodes import UsageError
+from protocol.errors import UsageError
 from protocol.instruments import Instruments
 from protocol.records import RecordStore
 from protocol.runner import CONTROL_SUFFIX, CampaignRunner

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from protocol.exitcodes import ExitCode, UsageError
+from protocol.errors import UsageError
+from protocol.exitcodes import ExitCode
 from protocol.instruments import Instruments
 from protocol.records import ROUND_COLUMNS, RecordStore, cell_key
 from protocol.runner import CampaignRunner

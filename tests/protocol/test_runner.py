@@ -8,7 +8,8 @@ import time
 import pytest
 
 from protocol import UPDATE_REGION
-from protocol.exitcodes import ExitCode, UsageError
+from protocol.errors import UsageError
+from protocol.exitcodes import ExitCode
 from protocol.instruments import Instruments
 from protocol.records import RecordStore
 from protocol.runner import CampaignRunner

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from bench import perf_ab
-from protocol.exitcodes import ExitCode, UsageError, campaign_exit_code
+from protocol.errors import UsageError
+from protocol.exitcodes import ExitCode, campaign_exit_code
 from protocol.instruments import Instruments
 from protocol.records import RecordStore, cell_key
 from protocol.report import render_report

@@ -1,0 +1,41 @@
+"""One exit-status table for every command (issue 30, item 2): engines.exitcodes.ExitCode, re-exported
+by protocol.exitcodes; the errors that carry a status live in protocol.errors."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import engines.exitcodes
+import protocol.errors
+import protocol.exitcodes
+from engines.exitcodes import ExitCode
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_numbers_stay_what_the_documents_and_scripts_say():
+    assert {code.name: int(code) for code in ExitCode} == {
+        "OK": 0, "CORRECTNESS": 1, "USAGE": 2, "ENVIRONMENT": 3, "TOO_NOISY": 4, "NO_CORPUS": 77,
+        "INTERRUPTED": 130}
+    assert ExitCode.FAILURE is ExitCode.CORRECTNESS  # one status, two names
+
+
+def test_protocol_reexports_the_one_table_and_keeps_the_errors_apart():
+    assert protocol.exitcodes.ExitCode is engines.exitcodes.ExitCode
+    for name in ("ProtocolError", "UsageError", "EnvironmentProblem", "CorrectnessFailure"):
+        assert not hasattr(protocol.exitcodes, name)
+    assert protocol.errors.UsageError.exit_code is ExitCode.USAGE
+    assert protocol.errors.EnvironmentProblem.exit_code is ExitCode.ENVIRONMENT
+    assert protocol.errors.CorrectnessFailure.exit_code is ExitCode.CORRECTNESS
+
+
+def test_no_command_keeps_a_table_of_its_own():
+    sources = [*REPO.glob("engines/**/*.py"), *REPO.glob("bench/*.py"), *REPO.glob("conformance/*.py"),
+               *REPO.glob("protocol/*.py"), *REPO.glob("benchmarks/*.py")]
+    for path in sources:
+        text = path.read_text()
+        assert not re.search(r"^\s*EXIT_[A-Z_]+\s*[,=]", text, re.MULTILINE), path
+        assert not re.search(r"\bos\._exit\(\d", text), path
+    makefile = (REPO / "Makefile").read_text()
+    assert "echo 3 >" not in makefile and "else 3)" not in makefile
