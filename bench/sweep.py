@@ -377,6 +377,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--resume", action="store_true", help="continue the sweep recorded in --out")
     o.add_argument("--force", action="store_true", help="replace the sweep recorded in --out")
     o.add_argument("--allow-dirty", action="store_true", help="allow a dirty working tree (recorded)")
+    o.add_argument("--report-only", action="store_true",
+                   help="measure nothing: rebuild crossover.json and render sweep.md from the records in --out")
     options.add_input_options(o)
     options.add_no_progress_option(o)
     graph_file.add_arguments(parser)
@@ -524,6 +526,13 @@ def run_sweep(args, argv_for_record=None) -> int:
     from .engines_cmd import _check_graph_names, _graph_file_spec, _prepared, _written
 
     out = args.out or str(REPO_ROOT / "results" / "sweep")
+    if getattr(args, "report_only", False):
+        from .sweep_report import render_sweep
+
+        report = render_sweep(out)
+        print_crossover_table(json.loads(SweepStore(out).crossover_path.read_text()))
+        print(f"report: {report}", file=sys.stderr)
+        return 0
     engines = parse_engines(args.engines)
     sizes = parse_sizes(args.sizes) if args.sizes else list(DEFAULT_SIZES)
     localities = _localities(args)
@@ -614,7 +623,10 @@ def run_sweep(args, argv_for_record=None) -> int:
         crossover = build_crossover(store, sweep)
         store.write_crossover(crossover)
         print_crossover_table(crossover)
-        print(f"sweep: {store.crossover_path}", file=sys.stderr)
+        from .sweep_report import render_sweep
+
+        report = render_sweep(out, crossover=crossover)
+        print(f"sweep: {store.crossover_path}; report: {report}", file=sys.stderr)
         return int(_worst(codes, Codes))
     finally:
         lock.release()

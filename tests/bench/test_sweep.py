@@ -314,3 +314,48 @@ def test_resume_finishes_an_interrupted_campaign(tmp_path):
     assert len(campaign["sessions"]) == 2
     crossover = json.loads((out / "crossover.json").read_text())
     assert [p["size"] for p in crossover["entries"][0]["points"]] == [10, 100]
+
+
+# -- the report (step 2) --------------------------------------------------------------------------
+@pytest.mark.slow
+def test_report_from_stored_records(tiny_sweep, tmp_path):
+    from bench import sweep_report
+
+    _, out, _, _ = tiny_sweep
+    report = sweep_report.render_sweep(out, to=tmp_path / "again.md")
+    text = report.read_text()
+    assert text.startswith("# Update or recompute? Batch-size sweep on tiny")
+    assert "| tiny | uniform | host | 0 |" in text and "| tiny | local | host | 0 |" in text
+    assert text.count("| tiny | uniform | host | 1k |") == 1  # one row per measured size
+    assert "10k (more changes than the graph's 1,800 edges)" in text
+    assert "python bench/perf_ab.py sweep --engines host" in text
+    assert "![tiny](plots/sweep-tiny.png)" in text
+    png = out / "plots" / "sweep-tiny.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the sweep itself rendered sweep.md beside its records, and --report-only renders it again
+    assert (out / "sweep.md").read_text() == text
+    assert sweep.cli(["--report-only", "--out", str(out)]) == 0
+
+
+def test_plot_and_table_from_synthetic_records(tmp_path):
+    from bench import sweep_report
+    from protocol.crossover import find_crossover
+
+    points = [SizePoint(s, r, r * 0.95, r * 1.05, update_ms=r * 2.0, compute_ms=2.0, pairs=21, processes=3,
+                        apply_compute_ms=2.5)
+              for s, r in ((10, 0.1), (1_000, 0.6), (100_000, 3.0))]
+    found = find_crossover(points)
+    entry = {"graph": "g", "locality": "uniform", "engine": "cuda:fused", "objective": 0,
+             "points": [p.as_dict() for p in points], "crossover": found.as_dict(), "summary": found.describe()}
+    png = sweep_report.draw_graph_plot("g", [entry], tmp_path / "g.png")
+    assert png.stat().st_size > 1_000
+    sweep_record = {"parameters": {"engines": ["cuda:fused"], "sizes": [10, 1_000, 100_000],
+                                   "localities": ["uniform"], "objectives": [0]},
+                    "graphs": {"g": {"n": 5, "m": 200_000, "sizes": [10, 1_000, 100_000], "dropped": [],
+                                     "verify": {"cuda:fused": "host"}}},
+                    "started_utc": "t0", "finished_utc": "t1", "reproduce": "python bench/perf_ab.py sweep"}
+    ctx = sweep_report.context(sweep_record, {"entries": [entry]}, [{"graph": "g", "path": "plots/g.png"}])
+    [row] = ctx["entries"]
+    assert row["between"] == "1k: 0.6 [0.57, 0.63] / 100k: 3 [2.85, 3.15]"
+    assert "compute() faster from about" in row["summary"]
+    assert ctx["graphs"][0]["verify"] == "cuda:fused: host reference and compute()"
