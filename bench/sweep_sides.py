@@ -20,7 +20,9 @@ A compute() has no ``invalidated`` / ``affected`` of its own; the guard compares
 sides, so side B reports the counters of the last update of the same batch in this process
 (``paired counters``; the guard always runs side A first). The counters are therefore checked
 between the update and the host reference (``--verify host``) and against the guard in every
-round of side A; side B's check is its tree digest.
+round of side A; side B's check is its tree digest. compute() is not bound by update()'s sync
+budget (docs/protocol.md §6): side B records compute()'s own host-sync count, with a budget of at
+least that count.
 """
 
 from __future__ import annotations

@@ -359,3 +359,18 @@ def test_plot_and_table_from_synthetic_records(tmp_path):
     assert row["between"] == "1k: 0.6 [0.57, 0.63] / 100k: 3 [2.85, 3.15]"
     assert "compute() faster from about" in row["summary"]
     assert ctx["graphs"][0]["verify"] == "cuda:fused: host reference and compute()"
+
+
+@pytest.mark.slow
+def test_host_sweep_in_worker_processes(tmp_path):
+    """The sides travel to spawned worker processes (pickled by class) and the sweep's batches are
+    read back from the cache there; the interval resamples the two processes."""
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    out = tmp_path / "out"
+    argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", "100", "--localities", "local",
+            "--rounds", "6", "--processes", "2", "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress",
+            "--no-control", "--out", str(out), "--cache-dir", str(tmp_path / "cache")]
+    assert sweep.cli(argv) == 0
+    [entry] = json.loads((out / "crossover.json").read_text())["entries"]
+    assert [p["processes"] for p in entry["points"]] == [2, 2]
+    assert all(p["pairs"] >= 6 for p in entry["points"])
