@@ -54,7 +54,7 @@ from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
 from engines.exitcodes import ExitCode
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
-from protocol.region import RegionProbe
+from protocol.region import RegionProbe, timed_update, timed_updates
 
 CUDA_ENGINES = ("fused", "operators")
 RANDOM_SEED = 4039
@@ -164,23 +164,26 @@ def _time_updates(graph, batch, result, snapshot, graph_snapshot, repeats: int, 
     probe = RegionProbe()
     times = {"device": [], "host": [], "whole": []}
     stats, whole_counters = None, set()
-    for i in range(warmup + repeats):
+
+    def restore():
         _restore(graph, graph_snapshot, result, snapshot, on_device)
-        probe.reset()
-        stats = sssp.update(graph, batch, result, probe=probe)
+
+    def update(region_probe):
+        return sssp.update(graph, batch, result, probe=region_probe)  # returns after the engine's final sync
+
+    for i, timed in enumerate(timed_updates(update, restore, warmup + repeats, probe)):
+        stats = timed.stats
         dev = probe.device_ms()
         if i >= warmup:
             times["host"].append(probe.host_ms())
             if dev is not None:
                 times["device"].append(dev)
         if whole:
-            _restore(graph, graph_snapshot, result, snapshot, on_device)
-            t0 = time.perf_counter()
-            plain = sssp.update(graph, batch, result)  # returns after the engine's final sync
-            t1 = time.perf_counter()
-            whole_counters.add((plain.invalidated, plain.affected))
+            restore()
+            plain = timed_update(update)  # no probe: the call as a user makes it
+            whole_counters.add((plain.stats.invalidated, plain.stats.affected))
             if i >= warmup:
-                times["whole"].append((t1 - t0) * 1e3)
+                times["whole"].append(plain.update_host_ms)
     return times, stats, whole_counters
 
 

@@ -17,8 +17,8 @@ generator version; the initial tree is the host reference's ``compute()`` and is
 The engine region (``EngineRegion`` in ``sssp_engines``) is timed by asv's own machinery (its
 samples, repeats, rounds and statistics) with :data:`ENGINE_CLOCK` as the benchmark's ``timer``: a
 clock that advances only by the engine regions the protocol's probe measures (CUDA events on the
-device, ``perf_counter_ns`` on the host), so one asv sample is the engine alone, never the batch
-apply or the restore around it. ``SSSPAB_ASV_PLANT_PERCENT`` (a test hook, used only by
+device, ``perf_counter_ns`` on the host; ``protocol.region``'s loop of restored, timed updates), so
+one asv sample is the engine alone, never the batch apply or the restore around it. ``SSSPAB_ASV_PLANT_PERCENT`` (a test hook, used only by
 ``benchmarks/asv_semantics.py``) delays every measured engine region by that percentage of its warm-up
 median, as ``perf_ab.py engines --plant-delay`` does (``protocol.planted_delay``).
 """
@@ -38,7 +38,7 @@ from engines import sssp
 from engines.io.cache import load_arrays, save_arrays
 from engines.sssp import backends
 from protocol import planted_delay
-from protocol.region import RegionProbe
+from protocol.region import RegionProbe, timed_updates
 
 from .synthetic import region_probe
 
@@ -226,12 +226,7 @@ def median_engine_seconds(state: UpdateState, rounds: int) -> float:
     updates, each from the restored pre-batch state. Host time of the protocol's probe: the engine
     returns after its final synchronization, so it covers the device work."""
     probe = RegionProbe()
-    times = []
-    for _ in range(rounds):
-        state.restore()
-        probe.reset()
-        state.update(probe=probe)
-        times.append(probe.host_ms() / 1e3)
+    times = [probe.host_ms() / 1e3 for _ in timed_updates(state.update, state.restore, rounds, probe)]
     return statistics.median(times)
 
 
@@ -308,12 +303,7 @@ def calibrate_engine_timing(state: UpdateState, label: str = "") -> EngineTiming
     size and the planted delay from their median engine region. ``label`` names the state for
     the synthetic clock (``benchmarks/synthetic.py``), unused without it."""
     probe = region_probe(label)
-    times = []
-    for _ in range(CALIBRATION_UPDATES):
-        state.restore()
-        probe.reset()
-        state.update(probe=probe)
-        times.append(region_seconds(probe))
+    times = [region_seconds(probe) for _ in timed_updates(state.update, state.restore, CALIBRATION_UPDATES, probe)]
     median = statistics.median(times)
     delay = planted_delay.calibrated_delay_ns(median * 1e3, planted_percent()) if planted_percent() else 0
     state.restore()
@@ -327,10 +317,6 @@ def timed_engine_updates(state: UpdateState, timing: EngineTiming, clock: Engine
     region, so the clock never sees them."""
     probe = timing.probe
     hooks = planted_delay.DelayedProbe(probe, timing.delay_ns) if timing.delay_ns else probe
-    regions = []
-    for _ in range(timing.updates):
-        state.restore()
-        probe.reset()
-        state.update(probe=hooks)
-        regions.append(region_seconds(probe))
+    regions = [region_seconds(probe)
+               for _ in timed_updates(state.update, state.restore, timing.updates, probe, hooks=hooks)]
     clock.advance(statistics.median(regions))

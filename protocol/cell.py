@@ -19,8 +19,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
-import time
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,7 +28,7 @@ from . import planted_delay
 from .analysis import REGIONS, paired_values, primary_region
 from .digest import result_digest
 from .records import ROUND_COLUMNS
-from .region import RegionProbe  # re-exported: the engine-region timer lives in protocol/region.py
+from .region import RegionProbe, timed_update  # RegionProbe re-exported: the timing lives in protocol/region.py
 from .sides import Side
 from .stats import paired_ratio
 from .units import Unit
@@ -163,21 +161,15 @@ class CellRun:
         self._restore(state)
         counter = self.r.sync_counter() if verify else contextlib.nullcontext()
         window = self.r.instruments.begin_round()
-        self.probe.reset()
-        error = None
-        stats = None
-        with counter:
-            t0 = time.perf_counter_ns()
-            try:
-                stats = state.side.update(self.gi.graph, self.batch, state.result, self.probe)
-            except Exception as exc:  # an engine error in a round is a correctness failure
-                error = exc
-            t1 = time.perf_counter_ns()
+        with counter:  # an engine error in a round is a correctness failure: caught, then failed below
+            timed = timed_update(lambda probe: state.side.update(self.gi.graph, self.batch, state.result, probe),
+                                 self.probe, catch=True)
+        stats, error = timed.stats, timed.error
         fields, reason = self.r.instruments.end_round(window)
         row = self._row(state, untimed, pair_index, position)
         row["verification"] = verify
         row.update(fields)
-        row["update_host_ms"] = (t1 - t0) / 1e6
+        row["update_host_ms"] = timed.update_host_ms
         row["engine_host_ms"] = self.probe.host_ms()
         row["cupti_syncs"] = getattr(counter, "count", None)
         if error is not None:

@@ -1,4 +1,6 @@
-"""The engine-region timer: the ``probe`` that ``engines.sssp.update`` calls around its engine region.
+"""The engine timing: the engine-region timer (the ``probe`` that ``engines.sssp.update`` calls
+around its engine region) and the one timed update (:func:`timed_update`, the whole ``update()``
+call between two host clock readings) and loop of restored, timed updates (:func:`timed_updates`).
 
 One place for the engine timing, shared by the A/B cell (``protocol.cell``, which re-exports
 :class:`RegionProbe`), the engine table (``bench/engine_table.py``) and the asv suite
@@ -11,6 +13,8 @@ given (CuPy is imported then).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
 
 class RegionProbe:
@@ -55,4 +59,44 @@ class RegionProbe:
         return float(cupy.cuda.get_elapsed_time(self._events[0], self._events[1]))
 
 
-__all__ = ["RegionProbe"]
+@dataclass
+class TimedUpdate:
+    """One timed update: its Stats (None when it raised), the whole call's host time, and the
+    exception it raised (only with ``catch``)."""
+
+    stats: object
+    update_host_ms: float
+    error: Exception | None = None
+
+
+def timed_update(update: Callable, probe=None, *, hooks=None, catch: bool = False) -> TimedUpdate:
+    """``update(hooks or probe)`` timed whole (``perf_counter_ns`` just before and after the call:
+    everything the caller does around it, a restore, a check, stays outside), the probe reset
+    first. ``probe`` None: a plain update, as a user calls it. ``catch``: an ``Exception`` the
+    update raises is returned (the time still taken) instead of raised."""
+    if probe is not None:
+        probe.reset()
+    passed = hooks if hooks is not None else probe
+    error, stats = None, None
+    t0 = time.perf_counter_ns()
+    try:
+        stats = update(passed)
+    except Exception as exc:
+        if not catch:
+            raise
+        error = exc
+    t1 = time.perf_counter_ns()
+    return TimedUpdate(stats, (t1 - t0) / 1e6, error)
+
+
+def timed_updates(update: Callable, restore: Callable[[], None], count: int, probe=None, *,
+                  hooks=None) -> Iterator[TimedUpdate]:
+    """``count`` updates, each from the state ``restore()`` returns to (outside every timer), each
+    a :func:`timed_update`; the probe holds the engine region of the update just yielded (read
+    it before the next one starts)."""
+    for _ in range(count):
+        restore()
+        yield timed_update(update, probe, hooks=hooks)
+
+
+__all__ = ["RegionProbe", "TimedUpdate", "timed_update", "timed_updates"]

@@ -109,7 +109,7 @@ class HookedSide(Side):
 
 
 class VirtualClock:
-    """A stand-in for ``time`` in ``protocol.cell`` and ``protocol.region``: ``perf_counter_ns``
+    """A stand-in for ``time`` in ``protocol.region`` (the engine timing): ``perf_counter_ns``
     reads a counter that only a ``VirtualSide`` advances, so the measured engine regions are
     exactly the durations it draws."""
 

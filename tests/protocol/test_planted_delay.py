@@ -233,12 +233,10 @@ def toy():
 
 
 def _virtual_campaign(toy, out, monkeypatch, *, seed, plant):
-    import protocol.cell
     import protocol.region
 
     clock = VirtualClock()
-    monkeypatch.setattr(protocol.cell, "time", clock)
-    monkeypatch.setattr(protocol.region, "time", clock)  # the engine-region timer
+    monkeypatch.setattr(protocol.region, "time", clock)  # the engine timing: the whole update and its region
     monkeypatch.setattr(planted_delay, "time", clock)  # the busy wait runs on the same clock
     rng = np.random.default_rng(seed)
     sides = (VirtualSide("host", clock, rng), VirtualSide("host-b", clock, rng))

@@ -96,12 +96,10 @@ def _virtual_campaign(toy, out, monkeypatch, *, seed, slowdown=0.0, rounds=21, s
     campaign's configuration."""
     import numpy as np
 
-    import protocol.cell
     import protocol.region
 
     clock = VirtualClock()
-    monkeypatch.setattr(protocol.cell, "time", clock)
-    monkeypatch.setattr(protocol.region, "time", clock)  # the engine-region timer
+    monkeypatch.setattr(protocol.region, "time", clock)  # the engine timing: the whole update and its region
     rng = np.random.default_rng(seed)
     sides = (VirtualSide("host", clock, rng, sigma=sigma),
              VirtualSide("host-b", clock, rng, sigma=sigma, slowdown=slowdown))

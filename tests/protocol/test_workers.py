@@ -153,12 +153,10 @@ def test_the_command_runs_three_workers_by_default_reading_the_cache(tmp_path, c
 
 # -- in-process workers (deterministic) ---------------------------------------------------------
 def test_in_process_workers_on_a_virtual_clock_give_a_hierarchical_interval(toy, tmp_path, monkeypatch):
-    import protocol.cell
     import protocol.region
 
     clock = VirtualClock()
-    monkeypatch.setattr(protocol.cell, "time", clock)
-    monkeypatch.setattr(protocol.region, "time", clock)  # the engine-region timer
+    monkeypatch.setattr(protocol.region, "time", clock)  # the engine timing: the whole update and its region
     rng = np.random.default_rng(3)
     sides = (VirtualSide("host", clock, rng), VirtualSide("host-b", clock, rng, slowdown=0.05))
     config = host_config(sides=sides, rounds=21, processes=3)
