@@ -51,6 +51,9 @@ help:
 	@echo "                    runs/<date-time>/ (OUT=DIR elsewhere; BENCH_ARGS=--resume continues one)"
 	@echo "make bench-commit   the same into results/, replacing the committed campaign (--force)"
 	@echo "make bench-host     a small host-vs-host campaign that runs anywhere (report: .cache/bench-host/M7.md)"
+	@echo "make sweep          update() against compute() over batch sizes 10..1M (SWEEP_ENGINES, default the CUDA"
+	@echo "                    engines) into a new runs/sweep-<date-time>/ (SWEEP_OUT=DIR; SWEEP_ARGS=--resume)"
+	@echo "make sweep-host     the sweep with the host engine on uspowergrid (report: .cache/sweep-host/sweep.md)"
 	@echo "make prepare        build and cache the gate graphs, weights, trees and batches (DATA_DIR=real files)"
 	@echo "make report OUT=DIR re-render DIR/M7.md and its plots from the records in DIR"
 	@echo "make test           the test suite (GPU tests skip without a GPU)"
@@ -217,3 +220,20 @@ sanitize: bench-deps
 # The golden corpus replayed on every configuration this machine can run (CUDA ones need a GPU).
 compare: bench-deps
 	$(PYTHON) -m conformance compare --configs $(or $(CONFIGS),host)
+
+# Issue 33: update or recompute? `perf_ab.py sweep` (bench/sweep.py): per graph, locality and engine,
+# update() against compute() from scratch over batch sizes, and the crossover. A new folder each time.
+SWEEP_ENGINES ?= cuda:fused,cuda:operators
+SWEEP_GRAPHS ?= $(GATES)
+SWEEP_ARGS ?=
+ifeq ($(origin SWEEP_OUT),undefined)
+SWEEP_OUT := runs/sweep-$(shell date +%Y%m%d-%H%M%S)
+endif
+.PHONY: sweep sweep-host
+sweep: bench-deps
+	$(PYTHON) bench/perf_ab.py sweep --engines $(SWEEP_ENGINES) --graphs $(SWEEP_GRAPHS) --data-dir $(DATA_DIR) \
+	  --out $(SWEEP_OUT) $(SWEEP_ARGS)
+
+sweep-host: bench-deps
+	$(PYTHON) bench/perf_ab.py sweep --engines host --graphs uspowergrid --max-foreign-cpu 2 --allow-dirty \
+	  --data-dir $(DATA_DIR) --out .cache/sweep-host --force
