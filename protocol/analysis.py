@@ -144,6 +144,8 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
     verified = verification(rows)
     for role, part in by_role.items():
         syncs[f"host_syncs_{role}"] = _median(part["host_syncs"])
+        # the budget the engine states for each update (Stats.sync_budget, recorded every round):
+        # the engine owns its formula; the conformance replay checks it independently
         syncs[f"sync_budget_{role}"] = _median(part["sync_budget"])
         # the independent count comes from the untimed verification rounds (docs/protocol.md §6)
         mine = verified[verified["role"] == role]
@@ -153,10 +155,6 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
         syncs[f"epochs_{role}"] = _median(part["epochs"])
         engines = part["engine"].dropna().unique().tolist()
         syncs[f"engine_{role}"] = engines[0] if len(engines) == 1 else ",".join(map(str, engines))
-    if syncs["iterations_B"] is not None:
-        syncs["operators_formula_B"] = 3 + syncs["iterations_B"] + syncs["epochs_B"]
-    else:
-        syncs["operators_formula_B"] = None
     cost = None
     if primary in regions and None not in (syncs["host_syncs_A"], syncs["host_syncs_B"]):
         r = regions[primary]

@@ -151,12 +151,23 @@ def test_sync_section_and_round_trip_cost(rendered):
         reg = c["regions"]["engine_device"]
         cost = (reg["B"]["median"] - reg["A"]["median"]) / (3 + iters + epochs - 1)
         row = rows[key]
-        assert row[3] == str(3 + iters + epochs)  # 3 + iterations + epochs
+        assert row[3] == "1" and row[4] == str(3 + iters + epochs)  # the budgets the records state
         verified = (c["syncs"]["verified_rounds_A"], c["syncs"]["verified_rounds_B"])
         assert verified[0] >= 1 and verified[1] >= 1
         # CUPTI, with the number of verification rounds behind each median
         assert row[5] == f"1 / {3 + iters + epochs} ({verified[0]} / {verified[1]})"
         assert row[6] == f"{cost:.3f}"
+
+
+def test_the_budget_is_the_engines_own_from_the_records(rendered):
+    """Issue 30, item 4: analysis reads Stats.sync_budget as recorded (no formula of its own)."""
+    store, _ = rendered
+    rounds = store.read_rounds()
+    for c in store.read_summary()["cells"]:
+        assert "operators_formula_B" not in c["syncs"]
+        for role in ("A", "B"):
+            timed = rounds[(rounds["cell"] == c["cell"]) & rounds["accepted"] & (rounds["role"] == role)]
+            assert c["syncs"][f"sync_budget_{role}"] == np.median(timed["sync_budget"])
 
 
 def test_clock_section_names_rejections(rendered):
