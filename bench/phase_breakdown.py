@@ -32,6 +32,8 @@ from engines import interrupt  # noqa: E402  (standard library only: before the 
 
 interrupt.guard(__name__, "phase_breakdown.py")
 
+from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
+
 METRIC = "gpu__time_duration.sum"
 CHILD_ENV = "SSSPAB_PHASE_BREAKDOWN_CHILD"
 
@@ -113,11 +115,11 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if os.environ.get(CHILD_ENV):
         run_update(args)
-        return 0
+        return ExitCode.OK
     ncu = shutil.which("ncu")
     if ncu is None:
         print("phase_breakdown.py needs Nsight Compute (ncu) on PATH", file=sys.stderr)
-        return 3
+        return ExitCode.ENVIRONMENT
     command = [ncu, "--profile-from-start", "off", "--metrics", METRIC, "--csv",
                "--kernel-name", "regex:ops_"]
     if args.launch_count > 0:
@@ -133,12 +135,12 @@ def main(argv=None) -> int:
         rows = summarize(done.stdout)
     except ValueError as exc:
         print(f"phase_breakdown.py: {exc}\n{done.stdout[-2000:]}", file=sys.stderr)
-        return 1
+        return ExitCode.FAILURE
     text = f"{args.graph} {args.batch} objective {args.objective}, operators host loop:\n\n" + table(rows)
     print(text)
     if args.out:
         Path(args.out).write_text(text)
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

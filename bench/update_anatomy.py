@@ -38,6 +38,8 @@ interrupt.guard(__name__, "update_anatomy.py")
 
 import numpy as np  # noqa: E402
 
+from engines.exitcodes import ExitCode  # noqa: E402
+
 SPIN_SOURCE = r"""
 extern "C" __global__ void spin(long long cycles) {
     long long start = clock64();
@@ -144,7 +146,7 @@ def micro() -> int:
                 per = (time.perf_counter() - t1) / 100 * 1e6
                 print(f"{label} of {size}: {t:.3f} ms host behind a 5 ms spin "
                       f"({'WAITS for the device' if t > 2 else 'no wait'}); {per:.1f} µs per call in a loop")
-    return 0
+    return ExitCode.OK
 
 
 def launch_ab(args, batches, fresh) -> int:
@@ -178,7 +180,7 @@ def launch_ab(args, batches, fresh) -> int:
         print(f"{side:6s} whole update: median {np.median(values):.3f} ms  p99 {np.percentile(values, 99):.3f}")
     ratio = np.asarray(times[b]) / np.asarray(times[a])
     print(f"{b} / {a} per batch: median {np.median(ratio):.3f}; trees equal: {trees[a] == trees[b]}")
-    return 0 if trees[a] == trees[b] else 1
+    return ExitCode.OK if trees[a] == trees[b] else ExitCode.CORRECTNESS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -268,7 +270,7 @@ def main(argv=None) -> int:
     med = np.median(np.asarray(stats, dtype=np.float64), axis=0)
     print("median stats: iterations %.0f epochs %.0f grid_syncs %.0f invalidated %.0f affected %.0f" % tuple(med))
     if args.only_plain:
-        return 0
+        return ExitCode.OK
 
     # 2. stages (host time)
     stages = Stages()
@@ -343,7 +345,7 @@ def main(argv=None) -> int:
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(args.profile_top)
     print(out.getvalue())
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ from engines import interrupt  # noqa: E402  (standard library only)
 
 interrupt.guard(__name__, "asv_semantics.py")
 
+from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
+
 REPO = Path(__file__).resolve().parents[1]
 # benchmarks/synthetic.py's switch, named here too: this script must not import asv's
 # benchmark modules (they load the engines), only set their environment
@@ -146,7 +148,7 @@ def main(argv=None) -> int:
         ok = False
     else:
         print(f"planted {args.plant:g} % slowdown: PERFORMANCE DECREASED (flagged)")
-    return 0 if ok else 1
+    return ExitCode.OK if ok else ExitCode.CORRECTNESS
 
 
 if __name__ == "__main__":
