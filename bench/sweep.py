@@ -277,9 +277,16 @@ class SweepStore:
         write_json(self.crossover_path, record)
 
 
-def sweep_points(rounds, *, resamples: int = 2000, seed: int = 0) -> dict:
+#: what side B's time is in a sweep's ratio: compute() alone (its engine region; the issue's
+#: crossover), or its whole round, the batch applied and then compute() (what a user who
+#: recomputes pays: the graph has to take the batch either way)
+AGAINST = {"compute": "engine_host_ms", "apply_compute": "update_host_ms"}
+
+
+def sweep_points(rounds, *, against: str = "compute", resamples: int = 2000, seed: int = 0) -> dict:
     """{(graph, locality, objective): [SizePoint]} from a campaign's round records (the A/A control
-    left out): side A's whole update() time against side B's compute() (its engine region)."""
+    left out): side A's whole update() time against side B's compute() (``against="compute"``,
+    its engine region) or its whole round (``"apply_compute"``)."""
     from protocol.analysis import accepted, paired_groups
     from protocol.crossover import size_point
 
@@ -287,7 +294,7 @@ def sweep_points(rounds, *, resamples: int = 2000, seed: int = 0) -> dict:
     if rounds is None or len(rounds) == 0:
         return out
     rows = rounds[~rounds["cell"].str.endswith("/control")]
-    rows = rows.assign(sweep_ms=rows["update_host_ms"].where(rows["role"] == "A", rows["engine_host_ms"]))
+    rows = rows.assign(sweep_ms=rows["update_host_ms"].where(rows["role"] == "A", rows[AGAINST[against]]))
     for (graph, batch, objective), cell in rows.groupby(["graph", "batch", "objective"], sort=False):
         locality, size = parse_batch_name(batch)
         if accepted(cell).empty:
@@ -298,6 +305,10 @@ def sweep_points(rounds, *, resamples: int = 2000, seed: int = 0) -> dict:
         whole_b = whole_b.loc[whole_b["role"] == "B", "update_host_ms"].dropna()
         if len(whole_b):
             point = dataclasses.replace(point, apply_compute_ms=float(whole_b.median()))
+        if against == "apply_compute":  # side B's compute() alone, as in the other ratio
+            alone = accepted(cell)
+            alone = alone.loc[alone["role"] == "B", "engine_host_ms"].dropna()
+            point = dataclasses.replace(point, compute_ms=float(alone.median()) if len(alone) else None)
         out.setdefault((graph, locality, int(objective)), []).append(point)
     for points in out.values():
         points.sort(key=lambda p: p.size)
@@ -306,7 +317,8 @@ def sweep_points(rounds, *, resamples: int = 2000, seed: int = 0) -> dict:
 
 def build_crossover(store: SweepStore, sweep: dict) -> dict:
     """crossover.json from the campaigns' round records: per graph, locality, engine and
-    objective, the points (size, update / compute ratio, interval, medians) and the crossover."""
+    objective, the points (size, update / compute ratio, interval, medians) and the crossover;
+    ``with_apply`` the same against side B's whole round (the batch applied, then compute())."""
     from protocol.crossover import find_crossover
     from protocol.records import RecordStore
 
@@ -318,18 +330,27 @@ def build_crossover(store: SweepStore, sweep: dict) -> dict:
             records = RecordStore(folder)
             if not records.has_campaign():
                 continue
-            points = sweep_points(records.read_rounds(), resamples=params["bootstrap_resamples"],
-                                  seed=params["seed"])
+            rounds = records.read_rounds()
+            points = sweep_points(rounds, resamples=params["bootstrap_resamples"], seed=params["seed"])
+            whole = sweep_points(rounds, against="apply_compute", resamples=params["bootstrap_resamples"],
+                                 seed=params["seed"])
             for locality in params["localities"]:
                 for objective in params["objectives"] or [0]:
                     pts = points.get((graph, locality, objective), [])
                     found = find_crossover(pts)
+                    wpts = whole.get((graph, locality, objective), [])
+                    wfound = find_crossover(wpts)
                     entries.append({"graph": graph, "locality": locality, "engine": engine, "objective": objective,
                                     "points": [p.as_dict() for p in pts], "crossover": found.as_dict(),
-                                    "summary": found.describe()})
+                                    "summary": found.describe(),
+                                    "with_apply": {"points": [p.as_dict() for p in wpts],
+                                                   "crossover": wfound.as_dict(),
+                                                   "summary": wfound.describe("apply + compute()")}})
     return {"schema": SWEEP_SCHEMA + "-crossover", "schema_version": SWEEP_VERSION,
             "ratio": "update / compute: median of the per-pair ratios of side A's whole update() (update_host_ms) "
-                     "to side B's compute() from scratch (engine_host_ms), 95 % hierarchical bootstrap interval",
+                     "to side B's compute() from scratch (engine_host_ms), 95 % hierarchical bootstrap interval; "
+                     "with_apply: the same against side B's whole round (update_host_ms: the batch applied, then "
+                     "compute())",
             "entries": entries}
 
 

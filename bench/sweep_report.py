@@ -84,6 +84,14 @@ def _between(cross: dict) -> str:
     return " / ".join(parts) if parts else "–"
 
 
+def _whole(entry: dict, size: int) -> str:
+    """update / (apply + compute) at ``size`` with its interval, from the entry's ``with_apply``."""
+    for p in (entry.get("with_apply") or {}).get("points", []):
+        if p["size"] == size:
+            return f"{_fmt(p['ratio'])} [{_fmt(p['lo'])}, {_fmt(p['hi'])}]"
+    return "–"
+
+
 def context(sweep: dict, crossover: dict, plots: list[dict]) -> dict:
     params = sweep["parameters"]
     entries = []
@@ -91,16 +99,19 @@ def context(sweep: dict, crossover: dict, plots: list[dict]) -> dict:
         entries.append({
             "graph": e["graph"], "locality": e["locality"], "engine": e["engine"], "objective": e["objective"],
             "summary": e["summary"], "between": _between(e["crossover"]),
+            "with_apply": (e.get("with_apply") or {}).get("summary", "–"),
             "points": [{"label": size_label(p["size"]), "update_ms": _fmt(p["update_ms"]),
                         "compute_ms": _fmt(p["compute_ms"]), "apply_compute_ms": _fmt(p.get("apply_compute_ms")),
-                        "ratio": _fmt(p["ratio"]), "lo": _fmt(p["lo"]), "hi": _fmt(p["hi"]), "pairs": p["pairs"]}
+                        "ratio": _fmt(p["ratio"]), "lo": _fmt(p["lo"]), "hi": _fmt(p["hi"]), "pairs": p["pairs"],
+                        "whole": _whole(e, p["size"])}
                        for p in e["points"]],
         })
     graphs = []
     for name, info in sweep["graphs"].items():
         dropped = ", ".join(f"{size_label(d['size'])}{' ' + d['locality'] if d.get('locality') else ''} "
                             f"({d['reason']})" for d in info["dropped"]) or "none"
-        verify = ", ".join(f"{engine}: {'host reference and compute()' if how == 'host' else 'compute()'}"
+        verify = ", ".join(f"{engine}: {'the host reference and compute()' if how == 'host' else 'compute()'}"
+                           f"{' (the host engine is the reference)' if engine.lower() == 'host' else ''}"
                            for engine, how in info["verify"].items())
         graphs.append({"name": name, "n": f"{info['n']:,}", "m": f"{info['m']:,}",
                        "sizes": ", ".join(size_label(s) for s in info["sizes"]), "dropped": dropped,

@@ -72,13 +72,13 @@ class Crossover:
                 "below": None if self.below is None else self.below.as_dict(),
                 "above": None if self.above is None else self.above.as_dict()}
 
-    def describe(self) -> str:
-        """One sentence for tables and logs."""
+    def describe(self, subject: str = "compute()") -> str:
+        """One sentence for tables and logs (``subject``: what side B is called)."""
         if self.status == CROSSOVER:
-            return (f"compute() faster from about {self.size:,.0f} changes (between {self.below.size:,} and "
+            return (f"{subject} faster from about {self.size:,.0f} changes (between {self.below.size:,} and "
                     f"{self.above.size:,}; interval above 1 from {self.first_confident_size:,})")
         if self.status == BELOW_RANGE:
-            return (f"compute() faster already at {self.above.size:,} changes, the smallest size measured"
+            return (f"{subject} faster already at {self.above.size:,} changes, the smallest size measured"
                     if self.first_confident_size == self.above.size else
                     f"below the range: the ratio is above 1 from the smallest size; interval above 1 from "
                     f"{self.first_confident_size:,}")

@@ -255,6 +255,13 @@ def test_host_sweep_end_to_end(tiny_sweep, capsys):
             assert p["pairs"] >= 6 and p["lo"] <= p["ratio"] <= p["hi"]
             assert p["update_ms"] > 0 and p["compute_ms"] > 0 and p["apply_compute_ms"] >= p["compute_ms"]
         assert e["crossover"]["status"] in (CROSSOVER, BELOW_RANGE, NONE_IN_RANGE)
+        # against side B's whole round too (the batch applied, then compute()): the same sizes, and
+        # apply + compute() is never faster than compute() alone, so its ratio is never the larger
+        whole = e["with_apply"]["points"]
+        assert [p["size"] for p in whole] == [10, 100, 1_000]
+        for p, w in zip(e["points"], whole):
+            assert w["ratio"] <= p["ratio"] and w["compute_ms"] == p["compute_ms"]
+        assert e["with_apply"]["summary"].startswith(("apply + compute()", "no crossover"))
 
 
 @pytest.mark.slow
@@ -328,6 +335,8 @@ def test_report_from_stored_records(tiny_sweep, tmp_path):
     assert "| tiny | uniform | host | 0 |" in text and "| tiny | local | host | 0 |" in text
     assert text.count("| tiny | uniform | host | 1k |") == 1  # one row per measured size
     assert "10k (more changes than the graph's 1,800 edges)" in text
+    assert "host: compute() (the host engine is the reference)" in text
+    assert "update / (apply + compute) [95 %]" in text
     assert "python bench/perf_ab.py sweep --engines host" in text
     assert "![tiny](plots/sweep-tiny.png)" in text
     png = out / "plots" / "sweep-tiny.png"
@@ -358,7 +367,8 @@ def test_plot_and_table_from_synthetic_records(tmp_path):
     [row] = ctx["entries"]
     assert row["between"] == "1k: 0.6 [0.57, 0.63] / 100k: 3 [2.85, 3.15]"
     assert "compute() faster from about" in row["summary"]
-    assert ctx["graphs"][0]["verify"] == "cuda:fused: host reference and compute()"
+    assert ctx["graphs"][0]["verify"] == "cuda:fused: the host reference and compute()"
+    assert row["with_apply"] == "–" and row["points"][0]["whole"] == "–"  # records without the second ratio
 
 
 @pytest.mark.slow
