@@ -575,6 +575,13 @@ def run_sweep(args, argv_for_record=None) -> int:
         store = SweepStore(out)
         if spec is not None:
             spec = _prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
+        if spec is None or spec.weights != "file":  # the gates and drawn weights have K columns: refuse
+            from .weights import NUM_OBJECTIVES      # before sweep.json exists (as engines does, issue 28)
+
+            outside = [k for k in objectives if k >= NUM_OBJECTIVES]
+            if outside:
+                raise UsageError(f"--objectives: objective {outside[0]} is outside [0, {NUM_OBJECTIVES}): the graphs "
+                                 f"have {NUM_OBJECTIVES} weight columns, numbered from 0")
         params = _parameters(args, engines, sizes, localities, objectives, gates, spec)
         params = json.loads(json.dumps(params))
         if store.has_sweep() and args.resume:

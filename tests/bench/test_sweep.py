@@ -384,3 +384,18 @@ def test_host_sweep_in_worker_processes(tmp_path):
     [entry] = json.loads((out / "crossover.json").read_text())["entries"]
     assert [p["processes"] for p in entry["points"]] == [2, 2]
     assert all(p["pairs"] >= 6 for p in entry["points"])
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--objectives", "3"], "outside [0, 3)"),
+    (["--engines", "cuda:nope"], "unknown side"),
+    (["--localities", "nearby"], "--localities"),
+    (["--sizes", "0"], "--sizes"),
+    (["--graphs", "no-such-gate"], "unknown gate"),
+])
+def test_bad_arguments_are_refused_before_any_record(tmp_path, capsys, extra, message):
+    out = tmp_path / "out"
+    argv = ["--engines", "host", "--graphs", "uspowergrid", "--out", str(out), "--allow-dirty", "--no-progress", *extra]
+    assert sweep.cli(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (out / "sweep.json").exists()
