@@ -524,17 +524,21 @@ def _campaign_finished(folder: Path) -> bool:
                                                                        for c in cells)
 
 
+def _g(value) -> str:
+    return "–" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.3g}"
+
+
 def print_crossover_table(record: dict, file=sys.stdout) -> None:
     print(f"{'graph':<16} {'locality':<8} {'engine':<16} {'K':>1}  {'sizes: update/compute [95 % interval]':<60}  "
           "crossover", file=file)
     for e in record["entries"]:
-        points = "  ".join(f"{size_label(p['size'])}: {p['ratio']:.3g} [{p['lo']:.3g}, {p['hi']:.3g}]"
+        points = "  ".join(f"{size_label(p['size'])}: {_g(p['ratio'])} [{_g(p['lo'])}, {_g(p['hi'])}]"
                            for p in e["points"])
         print(f"{e['graph']:<16} {e['locality']:<8} {e['engine']:<16} {e['objective']:>1}  {points:<60}  "
               f"{e['summary']}", file=file)
 
 
-def run_sweep(args, argv_for_record=None) -> int:
+def run_sweep(args) -> int:
     from engines.io.outputs import output_problem
     from protocol.console import CampaignProgress
     from protocol.environment import REPO_ROOT, cuda_device_info, host_info
@@ -567,6 +571,7 @@ def run_sweep(args, argv_for_record=None) -> int:
     _check_graph_names(gates)
     if args.resume and args.force:
         raise UsageError("--resume continues the sweep in --out, --force replaces it: pass one of them")
+    device = _check_cuda(engines)  # exit 3 before any record is written
     problem = output_problem(out, folder=True)
     if problem:
         raise UsageError(f"--out: the records folder cannot be written: {problem}")
@@ -603,7 +608,6 @@ def run_sweep(args, argv_for_record=None) -> int:
                      "reproduce": _reproduce(_rebuild_argv(args, engines, sizes, localities, objectives, gates,
                                                            spec, out), out)}
             store.write_sweep(sweep)
-        device = _check_cuda(engines)
         loader = SweepInputs(args.data_dir, args.cache_dir, spec, tuple(sizes), tuple(localities))
         codes = []
         pci = cuda_device_info(device)["pci_bus_id"] if device is not None else None

@@ -399,3 +399,25 @@ def test_bad_arguments_are_refused_before_any_record(tmp_path, capsys, extra, me
     assert sweep.cli(argv) == 2
     assert message in capsys.readouterr().err
     assert not (out / "sweep.json").exists()
+
+
+def test_a_cuda_engine_without_a_gpu_is_exit_3_before_any_record(tmp_path, capsys):
+    from engines.sssp import cuda
+
+    if cuda.is_available():
+        pytest.skip("this machine has a usable GPU")
+    out = tmp_path / "out"
+    assert sweep.cli(["--engines", "cuda:fused", "--graphs", "uspowergrid", "--out", str(out), "--allow-dirty",
+                      "--no-progress"]) == 3
+    assert "--engines host" in capsys.readouterr().err
+    assert not (out / "sweep.json").exists()
+
+
+def test_crossover_table_prints_missing_numbers():
+    import io
+
+    buffer = io.StringIO()
+    sweep.print_crossover_table({"entries": [{"graph": "g", "locality": "local", "engine": "host", "objective": 0,
+                                              "points": [{"size": 10, "ratio": None, "lo": float("nan"), "hi": 2.0}],
+                                              "summary": "no measured size"}]}, file=buffer)
+    assert "10: – [–, 2]" in buffer.getvalue()
