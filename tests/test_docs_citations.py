@@ -28,7 +28,6 @@ BARE_ALLOWED = (
     "benchmarks/",
     "conformance/mixes.py",
     "engines/errors.py",
-    "engines/sssp/cuda/compile_check.py",
     "tests/protocol/",
 )
 

@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                 failed = True
             for r in sorted(reports, key=lambda r: r.name):
                 flag = ""
-                if r.spills:  # §12.1 for the fused kernel; every kernel here keeps to it
+                if r.spills:  # docs/algorithm.md §12.1 for the fused kernel; every kernel here keeps to it
                     flag = "  <- SPILLS (not allowed)"
                     failed = True
                 print(
