@@ -241,7 +241,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
     k = args.objective
     host_ok = args.host_repeats > 0 and graph.num_vertices <= args.host_max_vertices
     host_graph = host_copy(graph) if host_ok else None
-    graph.to_device()  # as a CUDA result makes it (§3.6): the snapshot below is a device copy
+    graph.to_device()  # as a CUDA result makes it (algorithm.md §3.6): a device snapshot below
     graph_snapshot = graph.snapshot()
     host_snapshot = host_graph.snapshot() if host_ok else None
     d0, p0 = tree

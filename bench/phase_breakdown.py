@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Where an update's time goes, phase by phase: one update of a prepared gate on the operators
-engine's host loop (a kernel per phase, §5 [ops]; the phases are the fused engine's, and the
-phase bodies are the same kernels.cuh functions) under Nsight Compute, which reports each kernel's
-GPU time (``gpu__time_duration.sum``). Printed per kernel: launches, total and mean µs, share.
+engine's host loop (a kernel per phase, algorithm.md §5 [ops]; the phases are the fused
+engine's, and the phase bodies are the same kernels.cuh functions) under Nsight Compute, which
+reports each kernel's GPU time (``gpu__time_duration.sum``). Printed per kernel: launches, total
+and mean µs, share.
 
 Profiling serializes and replays kernels, so these are not the engine's timings (measure those
 with make bench or bench/engine_table.py): they say which phases hold the time, and how many

@@ -143,8 +143,8 @@ def draw_distinct(rng, count: int, draw_one) -> list:
 def next_batch(state: StreamState, rng, quarter: int, num_weights: int) -> StreamBatch:
     """One batch of ``4 * quarter`` arcs drawn on ``state``, which it then advances.
 
-    Deletions come first in the engines' semantics (§3.2), so the state applies them first too:
-    an inserted pair that this batch deleted is a new arc again."""
+    Deletions come first in the engines' semantics (algorithm.md §3.2), so the state applies them
+    first too: an inserted pair that this batch deleted is a new arc again."""
     from engines import Batch
 
     from bench.weights import WEIGHT_HIGH, WEIGHT_LOW

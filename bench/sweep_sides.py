@@ -12,8 +12,8 @@ processes in the campaign's parameters (pickled by class, importable from here).
   device graph, as update() does), then ``compute()`` from scratch on the same engine with the
   probe around it (the **engine region of side B is compute() alone**), and takes the fresh tree
   into the round's result. Its tree is the one the guard compares byte for byte with the update's
-  (docs/protocol.md §3 step 2), and every round's digest with the guard's (§2.4): every update of
-  the sweep is checked against compute() from scratch on the same engine (and, with
+  (docs/protocol.md §3 step 2), and every round's digest with the guard's (protocol.md §2.4):
+  every update of the sweep is checked against compute() from scratch on the same engine (and, with
   ``verify_host``, against the host reference too) before its times count.
 
 A compute() has no ``invalidated`` / ``affected`` of its own; the guard compares those of both

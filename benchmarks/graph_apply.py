@@ -82,7 +82,7 @@ class Apply:
         self.state.apply()
 
     def track_edges_after(self, where):
-        """Deterministic (§3.3): a change across commits is a change of semantics, not of speed."""
+        """Deterministic (algorithm.md §3.3): a change across commits is one of semantics."""
         self.state.apply()
         return self.state.graph.num_edges
 

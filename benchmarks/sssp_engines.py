@@ -107,7 +107,7 @@ class Update:
     track_iterations_plus_epochs.unit = "rounds"
 
     def track_affected(self, engine, batch):
-        """Deterministic (§9): any change across commits is a change of semantics, not of speed."""
+        """Deterministic (algorithm.md §9): any change across commits is one of semantics."""
         return self.state.update().affected
 
     track_affected.unit = "vertices"

@@ -1,4 +1,4 @@
-"""The exception hierarchy of the engines (algorithm.md D5, §8.1).
+"""The exception hierarchy of the engines (docs/algorithm.md §8.1, D5).
 
 Every error the package raises on purpose is an ``engines.errors.Error``; the second base lets
 callers catch the familiar built-in category (``ValueError``, ``MemoryError`` ...) as well.
@@ -84,13 +84,13 @@ def print_internal_error(prefix: str, exc: BaseException, *, package: str = "sss
 
 
 def invalid_input_error(detail: str = "") -> InvalidArgumentError:
-    """The post-commit ``invalid_input`` report (§8.3); every engine raises this one."""
+    """The post-commit ``invalid_input`` report (algorithm.md §8.3); every engine raises it."""
     message = INVALID_INPUT_MESSAGE + (f" ({detail})" if detail else "")
     return InvalidArgumentError(message, reason="invalid_input")
 
 
 def parent_cycle_error(detail: str = "") -> InvalidArgumentError:
-    """The post-commit ``parent_cycle`` report (§8.3); every engine raises this one."""
+    """The post-commit ``parent_cycle`` report (algorithm.md §8.3); every engine raises it."""
     message = PARENT_CYCLE_MESSAGE + (f" ({detail})" if detail else "")
     return InvalidArgumentError(message, reason="parent_cycle")
 

@@ -1,4 +1,4 @@
-"""``perf_ab.py engines`` and ``perf_ab.py report`` as a user runs them (exit codes of §8)."""
+"""``perf_ab.py engines`` and ``perf_ab.py report`` as a user runs them (protocol.md §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Worker processes (protocol.md §2 "Worker processes", §7 "Hierarchical interval", §8, §9).
+"""Worker processes (docs/protocol.md §2 "Worker processes"; protocol.md §7 "Hierarchical
+interval"; protocol.md §8, §9).
 
 Campaigns on the host reference with spawned worker processes: every worker's rounds carry its
 process, the workers of a cell are spread over the campaign, a worker killed mid-cell loses only
