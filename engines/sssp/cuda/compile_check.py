@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...exitcodes import ExitCode
 from .runtime import C_TYPE_NAMES, SOURCE_DIR, TYPE_PAIRS, read_source
 
 ARCH = "sm_90"
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     nvcc = find_nvcc()
     if nvcc is None:
         print("compile_check: nvcc not found on PATH", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     failed = False
     with tempfile.TemporaryDirectory(prefix="sssp_compile_check_") as tmp:
         for path in sources():
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{r.spill_stores:4d} B spill stores  {r.spill_loads:4d} B spill loads{flag}"
                 )
     print("compile_check:", "FAILED" if failed else "passed")
-    return 1 if failed else 0
+    return ExitCode.FAILURE if failed else ExitCode.OK
 
 
 if __name__ == "__main__":
