@@ -50,15 +50,23 @@ def load_module(device: int) -> runtime.CompiledModule:
     return runtime.get_module(ENGINE, device, SOURCE, KERNELS, cooperative=True)
 
 
+_max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
+
+
 def max_blocks(device: int) -> int:
     """Co-resident blocks of the fused kernels on ``device`` (the smallest over every kernel and
-    type pair); 0 means the persistent kernel does not fit on an SM (algorithm.md §10.1)."""
-    module = load_module(device)
-    return min(
-        runtime.cooperative_grid(module, kernel, v, o)
-        for kernel in KERNELS
-        for v, o in runtime.TYPE_PAIRS
-    )
+    type pair); 0 means the persistent kernel does not fit on an SM (algorithm.md §10.1). Fixed
+    for a device and the compiled module, hence computed once."""
+    device = int(device)
+    blocks = _max_blocks.get(device)
+    if blocks is None:
+        module = load_module(device)
+        blocks = _max_blocks[device] = min(
+            runtime.cooperative_grid(module, kernel, v, o)
+            for kernel in KERNELS
+            for v, o in runtime.TYPE_PAIRS
+        )
+    return blocks
 
 
 def work_blocks(num_vertices: int, co_resident: int, multiprocessors: int) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import CudaError, NotSupportedError, OutOfMemoryError
+from ...errors import CudaError, Error, NotSupportedError, OutOfMemoryError
 
 #: Every kernel of both engines runs blocks of this many threads (kernels.cuh SSSP_BLOCK).
 BLOCK_SIZE = 256
@@ -82,27 +82,37 @@ def current_device() -> int:
 # Error translation
 
 
-@contextlib.contextmanager
-def cuda_errors(what: str):
+class _CudaErrors:
+    """The context manager of ``cuda_errors``: a class rather than a generator, because a small
+    update enters it a few dozen times (about a microsecond each as a generator)."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        if exc is None or not isinstance(exc, Exception) or isinstance(exc, Error):
+            return False  # success, Ctrl-C and the like, or the engines' own errors: unchanged
+        what = self.what
+        if isinstance(exc, MemoryError):  # cupy.cuda.memory.OutOfMemoryError derives from it
+            raise OutOfMemoryError(f"out of memory while {what}: {exc}") from exc
+        if not _is_cuda_exception(exc):
+            return False
+        if _is_out_of_memory_status(exc):
+            raise OutOfMemoryError(f"out of memory while {what}: {exc}") from exc
+        raise CudaError(f"CUDA failure while {what}: {exc}", code=getattr(exc, "status", None)) from exc
+
+
+def cuda_errors(what: str) -> _CudaErrors:
     """Turn CuPy / CUDA failures inside the block into ``CudaError`` / ``OutOfMemoryError``.
 
     Errors of the engines' own hierarchy pass through unchanged.
     """
-    from ...errors import Error
-
-    try:
-        yield
-    except Error:
-        raise
-    except MemoryError as exc:  # cupy.cuda.memory.OutOfMemoryError derives from MemoryError
-        raise OutOfMemoryError(f"out of memory while {what}: {exc}") from exc
-    except Exception as exc:
-        if not _is_cuda_exception(exc):
-            raise
-        code = getattr(exc, "status", None)
-        if _is_out_of_memory_status(exc):
-            raise OutOfMemoryError(f"out of memory while {what}: {exc}") from exc
-        raise CudaError(f"CUDA failure while {what}: {exc}", code=code) from exc
+    return _CudaErrors(what)
 
 
 def _is_cuda_exception(exc: BaseException) -> bool:

@@ -134,6 +134,9 @@ class ControlBlock:
             self.device = cupy.zeros(self.nbytes, dtype=cupy.uint8)
         self.host_read, self.host_read_ptr = _pinned_array(self.nbytes, self.dtype, 1)
         self.host_init, self.host_init_ptr = _pinned_array(self.nbytes, self.dtype, 1)
+        # what upload_initial starts from: zeros with every minimum slot empty, built once
+        self._initial = np.zeros((), dtype=self.dtype)
+        self._initial["minimum"] = EMPTY_MIN
         # Readbacks issued ahead of the wait (runtime.readback_async): two pinned mirrors, each
         # with the event recorded after its copy, so one can land while the other is read.
         self.ahead = []
@@ -146,8 +149,7 @@ class ControlBlock:
         """Stage a zeroed block with every minimum slot empty (and ``fields`` set); copy it
         asynchronously to the device on ``stream``. No synchronization."""
         rec = self.host_init
-        rec[...] = np.zeros((), dtype=self.dtype)
-        rec["minimum"] = EMPTY_MIN
+        rec[...] = self._initial
         for name, value in fields.items():
             rec[name] = value
         with cuda_errors("uploading the control block"):
