@@ -341,7 +341,7 @@ def test_the_hook_has_no_cuda_source_and_cuda_check_only_the_engines():
         assert not hasattr(planted_delay, name), name
     makefile = (REPO / "Makefile").read_text()
     recipe = re.search(r"^cuda-check:.*\n\t(.*)$", makefile, re.MULTILINE).group(1)
-    assert recipe == "$(PYTHON) -m engines.sssp.cuda.compile_check"
+    assert recipe == "$(PYTHON) -m engines.cuda_check"  # the compile check behind its Ctrl-C guard (e70901f)
 
 
 def test_calibrating_a_cuda_side_needs_no_cupy(monkeypatch):
