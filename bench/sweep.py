@@ -557,7 +557,7 @@ def run_sweep(args) -> int:
         report = render_sweep(out)
         print_crossover_table(json.loads(SweepStore(out).crossover_path.read_text()))
         print(f"report: {report}", file=sys.stderr)
-        return 0
+        return ExitCode.OK
     engines = parse_engines(args.engines)
     sizes = parse_sizes(args.sizes) if args.sizes else list(DEFAULT_SIZES)
     localities = _localities(args)
