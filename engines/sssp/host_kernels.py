@@ -153,39 +153,33 @@ def _sift_down4(heap, i, size):
 
 
 @njit(nogil=True)
-def _heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, bound):
-    """The search for packed words: a 4-ary heap of ``(distance << bits) | vertex`` entries
-    (module docstring); returns (expansions, ok), ``ok`` False if the safety cap (n expansions)
-    was exceeded."""
+def _heap_run(words, heap, size, expansions, row_ptr, col_ind, weight, source, bits, bound):
+    """Pop and expand until the heap is empty, or until the next expansion might not fit in
+    ``heap`` (its entries then untouched, the top not yet popped); returns (size, expansions,
+    status, needed): status 0 done, 1 grow to at least ``needed`` entries, 2 the safety cap (n
+    expansions) was exceeded. ``heap`` is never reassigned in here: a heap array that the loop
+    may replace costs Numba about a third of the search (measured on local10k, 30 against 22 ms)."""
     n = words.shape[0]
-    inf_word = np.uint64(INF_WORD)
+    capacity = heap.shape[0]
     ubits = np.uint64(bits)
     vertex_mask = (np.uint64(1) << ubits) - np.uint64(1)
     ubound = np.uint64(bound)
-    heap = np.empty(max(16, 2 * frontier.shape[0]), dtype=np.uint64)
-    size = 0
-    for i in range(frontier.shape[0]):
-        v = frontier[i]
-        if words[v] == inf_word:
-            continue
-        heap[size] = ((words[v] >> ubits) << ubits) | np.uint64(v)
-        size += 1
-    for i in range((size - 2) // 4, -1, -1):  # bottom-up heap construction, O(size)
-        _sift_down4(heap, i, size)
-    expansions = 0
     while size > 0:
         top = heap[0]
+        u = np.int64(top & vertex_mask)
+        needed = size - 1 + (row_ptr[u + 1] - row_ptr[u])  # at most one entry per out-edge
+        if needed > capacity:
+            return size, expansions, 1, needed
         size -= 1
         if size > 0:
             heap[0] = heap[size]
             _sift_down4(heap, 0, size)
-        u = np.int64(top & vertex_mask)
         d = top >> ubits
         if (words[u] >> ubits) != d:
             continue  # stale: u was lowered after this entry was queued
         expansions += 1
         if expansions > n:
-            return expansions, False
+            return size, expansions, 2, 0
         uu = np.uint64(u)
         for e in range(row_ptr[u], row_ptr[u + 1]):
             x = col_ind[e]
@@ -199,14 +193,40 @@ def _heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, bound)
             if offer < old:
                 words[x] = offer
                 if nd < (old >> ubits):
-                    if size == heap.shape[0]:
-                        grown = np.empty(2 * size, dtype=np.uint64)
-                        grown[:size] = heap
-                        heap = grown
                     heap[size] = (nd << ubits) | np.uint64(x)
                     size += 1
                     _sift_up4(heap, size - 1)
-    return expansions, True
+    return size, expansions, 0, 0
+
+
+@njit(nogil=True)
+def _heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, bound):
+    """The search for packed words: a 4-ary heap of ``(distance << bits) | vertex`` entries
+    (module docstring); returns (expansions, ok), ``ok`` False if the safety cap (n expansions)
+    was exceeded. The loop is :func:`_heap_run`; this grows the heap between its calls."""
+    inf_word = np.uint64(INF_WORD)
+    ubits = np.uint64(bits)
+    heap = np.empty(max(16, 2 * frontier.shape[0]), dtype=np.uint64)
+    size = 0
+    for i in range(frontier.shape[0]):
+        v = frontier[i]
+        if words[v] == inf_word:
+            continue
+        heap[size] = ((words[v] >> ubits) << ubits) | np.uint64(v)
+        size += 1
+    for i in range((size - 2) // 4, -1, -1):  # bottom-up heap construction, O(size)
+        _sift_down4(heap, i, size)
+    expansions = 0
+    while True:
+        size, expansions, status, needed = _heap_run(words, heap, size, expansions, row_ptr, col_ind,
+                                                     weight, source, bits, bound)
+        if status == 0:
+            return expansions, True
+        if status == 2:
+            return expansions, False
+        grown = np.empty(max(2 * heap.shape[0], needed), dtype=np.uint64)
+        grown[:size] = heap[:size]
+        heap = grown
 
 
 def propagate_heap(words: np.ndarray, frontier: np.ndarray, row_ptr: np.ndarray, col_ind: np.ndarray,
