@@ -101,3 +101,17 @@ def test_cuda_configs_cannot_run_without_a_gpu():
 def test_operators_runs_on_every_gpu():
     assert EngineConfig.parse("cuda:operators").unavailable_reason() is None
     assert EngineConfig.parse("cuda:operators-host+vertex").unavailable_reason() is None
+
+
+def test_both_cuda_engine_modules_take_the_same_arguments():
+    """cuda.update / cuda.compute dispatch without a case per engine (they import without CuPy)."""
+    import inspect
+
+    from engines.sssp.cuda import fused, operators
+
+    for name in ("update", "compute"):
+        params = [list(inspect.signature(getattr(m, name)).parameters) for m in (fused, operators)]
+        assert params[0] == params[1], name
+        assert params[0][-1] == "loop"
+    source = inspect.getsource(__import__("engines.sssp.cuda", fromlist=["update"]))
+    assert 'if engine == "operators"' not in source

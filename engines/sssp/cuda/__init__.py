@@ -8,8 +8,11 @@ package imports on machines without CuPy, and ``is_available()`` is then False.
 Each engine module (``fused``, ``operators``) provides the same three functions:
 
 - ``load_module(device)``: compile (or fetch from the cache) the engine's module on ``device``;
-- ``update(graph, distances, parents, plan, changes, device) -> EngineReport``;
-- ``compute(graph, plan, device) -> (distances, parents, EngineReport)``.
+- ``update(graph, distances, parents, plan, changes, device, loop) -> EngineReport``;
+- ``compute(graph, plan, device, loop) -> (distances, parents, EngineReport)``;
+
+``loop`` is ``Options.operators_loop``: the operators engine's loop mode, which the fused engine
+ignores (one signature, so the dispatch below has no case per engine).
 """
 
 from __future__ import annotations
@@ -111,17 +114,12 @@ def device_bytes(graph, *results) -> int:
 def update(graph, distances, parents, plan, changes, engine: str, device: int, *,
            operators_loop: str):
     """Run ``engine`` on the device arrays in place; returns an ``EngineReport``."""
-    if engine == "operators":
-        return _engine_module(engine).update(graph, distances, parents, plan, changes, device,
-                                             loop=operators_loop)
-    return _engine_module(engine).update(graph, distances, parents, plan, changes, device)
+    return _engine_module(engine).update(graph, distances, parents, plan, changes, device, loop=operators_loop)
 
 
 def compute(graph, plan, engine: str, device: int, *, operators_loop: str):
     """A tree from scratch with ``engine``: (distances cupy int64, parents cupy, EngineReport)."""
-    if engine == "operators":
-        return _engine_module(engine).compute(graph, plan, device, loop=operators_loop)
-    return _engine_module(engine).compute(graph, plan, device)
+    return _engine_module(engine).compute(graph, plan, device, loop=operators_loop)
 
 
 __all__ = [

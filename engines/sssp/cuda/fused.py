@@ -117,9 +117,10 @@ def _scalars(plan, vertex_dtype):
     )
 
 
-def update(graph, distances, parents, plan, changes, device: int) -> EngineReport:
+def update(graph, distances, parents, plan, changes, device: int, loop: str | None = None) -> EngineReport:
     """One fused update of ``(distances, parents)`` (CuPy, already grown to n) in place
-    (algorithm.md §5).
+    (algorithm.md §5). ``loop`` (the operators engine's loop mode) is ignored: both engine
+    modules take the same arguments.
 
     ``changes`` is a ``device_apply.DeviceChangeLists``: the lists are built on the device.
     """
@@ -197,9 +198,9 @@ def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> Engine
     )
 
 
-def compute(graph, plan, device: int):
+def compute(graph, plan, device: int, loop: str | None = None):
     """A tree from scratch (algorithm.md §6): returns (distances cupy int64, parents cupy,
-    EngineReport)."""
+    EngineReport). ``loop`` is ignored, as in ``update``."""
     cupy = runtime.cupy_module()
     vertex_dtype = np.dtype(graph.vertex_dtype)
     n = int(plan.num_vertices)
