@@ -82,7 +82,7 @@ class EngineConfig:
         """``"cuda:operators-host+group"`` -> EngineConfig; EngineConfigError when it does not parse.
         Case-insensitive; the deprecated dash form (``cuda-fused``) is accepted for one release."""
         spelled = (text or "").strip().lower()
-        head, _, suffix = spelled.partition("+")
+        head, plus, suffix = spelled.partition("+")
         # DEPRECATED (issue 30, accepted for one release): the dash form of the golden replay and
         # asv, "cuda-fused", "cuda-operators-host-group", "cuda-fused-graph": rewritten to the colon
         # form, options as suffixes. Remove this branch in the release after.
@@ -92,9 +92,10 @@ class EngineConfig:
             if engine == "operators" and rest and rest[0] in OPERATORS_LOOPS:
                 engine, rest = f"operators-{rest[0]}", rest[1:]
             head = f"cuda:{engine}"
-            suffix = "+".join(rest + ([suffix] if suffix else []))
+            suffix = "+".join(rest + ([suffix] if plus else []))
+            plus = plus or bool(rest)
         try:
-            return cls._parse_colon(head, suffix.split("+") if suffix else [])
+            return cls._parse_colon(head, suffix.split("+") if plus else [])
         except EngineConfigError as exc:
             raise EngineConfigError(f"unknown engine configuration {text!r}: {exc}; expected "
                                     f"{', '.join(SPELLINGS)}, a CUDA one optionally with "

@@ -1,9 +1,11 @@
 """Side configurations of an A/B campaign: ``host``, ``cuda:fused``, ``cuda:operators`` ...
 
-``cuda:operators-host`` and ``cuda:operators-device`` pin the operators engine's loop mode
-(``Options.operators_loop``); plain ``cuda:operators`` runs its default. A CUDA side may pin the
-push expansion of both engines (``Options.push_expansion``) with a suffix: ``cuda:fused+group``,
-``cuda:operators-host+vertex``; without one it runs the library's default.
+A side's engine is an :class:`engines.config.EngineConfig` (the one spelling of an engine
+configuration, issue 30): ``cuda:operators-host`` and ``cuda:operators-device`` pin the operators
+engine's loop mode (``Options.operators_loop``); plain ``cuda:operators`` runs its default. A CUDA
+side may pin the push expansion of both engines (``Options.push_expansion``) with a suffix:
+``cuda:fused+group``, ``cuda:operators-host+vertex``, and the update's device-apply launch
+(``Options.update_launch``): ``+graph``, ``+python``; without one it runs the library's default.
 
 A side says how to build a result (backend, CUDA engine option) and runs one update through the
 public API with the runner's probe. Test code may subclass ``Side`` to alter a side's behaviour
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engines.sssp.plan import PUSH_EXPANSIONS
+from engines.config import EngineConfig, EngineConfigError
 
 from .errors import UsageError
 
@@ -33,16 +35,23 @@ class Side:
     cuda_engine: str = "automatic"
     operators_loop: str | None = None
     push_expansion: str | None = None  # pinned Options.push_expansion (None: the default)
+    update_launch: str | None = None  # pinned Options.update_launch (None: the default)
+
+    @classmethod
+    def of(cls, label: str, config: EngineConfig) -> "Side":
+        return cls(label, config.backend, config.cuda_engine, config.operators_loop, config.push_expansion,
+                   config.update_launch)
+
+    @property
+    def config(self) -> EngineConfig:
+        """This side's engine configuration."""
+        return EngineConfig(self.backend, self.cuda_engine, self.operators_loop, self.push_expansion,
+                            self.update_launch)
 
     @property
     def engine_options(self) -> dict:
         """The options of ``compute()`` / ``Result.from_arrays`` that select this side's engine."""
-        options = {"cuda_engine": self.cuda_engine}
-        if self.operators_loop is not None:
-            options["operators_loop"] = self.operators_loop
-        if self.push_expansion is not None:
-            options["push_expansion"] = self.push_expansion
-        return options
+        return self.config.options
 
     @property
     def needs_cuda(self) -> bool:
@@ -52,32 +61,20 @@ class Side:
     def short_name(self) -> str:
         """The engine's name in report columns: ``host``, ``fused``, ``operators``, ``automatic``,
         ``operators-host`` ..."""
-        if self.backend == "host":
-            return "host"
-        name = self.cuda_engine if self.operators_loop is None else f"{self.cuda_engine}-{self.operators_loop}"
-        return name if self.push_expansion is None else f"{name}+{self.push_expansion}"
+        return self.config.short_name
+
+    def unavailable_reason(self, device: int | None = None) -> str | None:
+        """Why this side's engine cannot run here (EngineConfig.unavailable_reason), or None."""
+        return self.config.unavailable_reason(device)
 
     def make_result(self, graph, source: int, objective: int, distances, parents):
         """A result of this side holding the given (prepared, canonical) tree."""
-        from engines import sssp
-
-        return sssp.Result.from_arrays(
-            graph,
-            source,
-            distances,
-            parents,
-            canonicalize=False,
-            validate=False,
-            backend=self.backend,
-            objective=objective,
-            **self.engine_options,
-        )
+        return self.config.from_arrays(graph, source, distances, parents, canonicalize=False, validate=False,
+                                       objective=objective)
 
     def compute(self, graph, source: int, objective: int):
         """compute() on this side (the once-per-cell check of a prepared tree on the device)."""
-        from engines import sssp
-
-        return sssp.compute(graph, source, backend=self.backend, objective=objective, **self.engine_options)
+        return self.config.compute(graph, source, objective=objective)
 
     def update(self, graph, batch, result, probe):
         """One update of ``result`` through the public API, the probe marking the engine region."""
@@ -87,29 +84,12 @@ class Side:
 
 
 def parse_side(text: str) -> Side:
+    """A side of ``--sides``: any :meth:`EngineConfig.parse` spelling (its label as written)."""
     label = text.strip()
-    lowered = label.lower()
-    if lowered == "host":
-        return Side(label, "host", "automatic")
-    if lowered.startswith("cuda"):
-        base, plus, expansion = lowered.partition("+")
-        pinned = expansion if plus else None
-        if plus and expansion not in PUSH_EXPANSIONS:
-            raise UsageError(f"unknown push expansion in side {text!r}: expected "
-                             f"+{' or +'.join(PUSH_EXPANSIONS)}")
-        if base == "cuda":
-            return Side(label, "cuda", "automatic", push_expansion=pinned)
-        engine = base.split(":", 1)[1] if base.startswith("cuda:") else None
-        if engine in CUDA_ENGINE_OPTIONS:
-            return Side(label, "cuda", engine, push_expansion=pinned)
-        for mode in OPERATORS_LOOP_MODES:
-            if engine == f"operators-{mode}":
-                return Side(label, "cuda", "operators", mode, push_expansion=pinned)
-    raise UsageError(
-        f"unknown side {text!r}: expected host, cuda, cuda:fused, cuda:operators, "
-        "cuda:operators-host, cuda:operators-device or cuda:automatic, a CUDA side optionally "
-        f"with +{' or +'.join(PUSH_EXPANSIONS)} (the push expansion)"
-    )
+    try:
+        return Side.of(label, EngineConfig.parse(label))
+    except EngineConfigError as exc:
+        raise UsageError(f"unknown side {text!r}: {str(exc).split(': ', 1)[1]}") from None
 
 
 def parse_sides(text: str) -> tuple[Side, Side]:

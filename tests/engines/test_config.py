@@ -46,7 +46,8 @@ def test_dash_form_is_accepted_for_one_release(dash, colon):
 
 
 @pytest.mark.parametrize("text", ["", "gpu", "host+group", "cuda:fused-host", "cuda:nope", "cuda:fused+wide",
-                                  "cuda+group+vertex", "cuda:operators-sideways", "cuda-fused-host"])
+                                  "cuda+group+vertex", "cuda:operators-sideways", "cuda-fused-host",
+                                  "cuda:fused+", "cuda-fused+", "cuda:fused++group"])
 def test_bad_spellings(text):
     with pytest.raises(EngineConfigError, match="unknown engine configuration"):
         EngineConfig.parse(text)
