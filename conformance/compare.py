@@ -1,6 +1,6 @@
 """Replay the golden corpus on engine configurations and compare every output exactly.
 
-    python -m conformance compare --configs host,cuda-fused,cuda-operators [--corpus DIR] [--cases PATTERN]
+    python -m conformance compare --configs host,cuda:fused,cuda:operators [--corpus DIR] [--cases PATTERN]
 
 Every configuration is compared with the stored expectations (the host reference's outputs,
 checked against independent oracles when the corpus was generated), hence with each other:
@@ -8,7 +8,7 @@ distances and parents by dtype and bytes, ``invalidated``, ``affected``, ``packe
 apply summary and the synchronization counters. No tolerance.
 
 Exit status: 0 all equal; 1 a mismatch or a corrupt corpus (digest); 2 usage error;
-3 a CUDA configuration without a usable GPU (or without cooperative launch for cuda-fused);
+3 a CUDA configuration without a usable GPU (or without cooperative launch for cuda:fused);
 77 no corpus.
 """
 
@@ -37,37 +37,34 @@ class UsageError(Exception):
 
 
 def parse_configs(text: str):
-    from conformance.replay import CONFIGS
+    """``--configs``: names of CONFIGS or any EngineConfig spelling (``cuda:operators-host+vertex``);
+    the dash names of earlier releases (``cuda-fused``) are accepted for one release."""
+    from conformance.replay import CONFIGS, config_named
+    from engines.config import EngineConfigError
 
     names = [c.strip() for c in text.split(",") if c.strip()]
     if not names:
         raise UsageError("--configs needs at least one configuration")
-    unknown = [c for c in names if c not in CONFIGS]
+    configs, unknown = [], []
+    for name in names:
+        try:
+            configs.append(config_named(name))
+        except EngineConfigError:
+            unknown.append(name)
     if unknown:
-        raise UsageError(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}")
-    if len(set(names)) != len(names):
+        raise UsageError(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)} "
+                         "(or any engine configuration: cuda:operators-host+vertex ...)")
+    if len({c.name for c in configs}) != len(configs):
         raise UsageError("a configuration is listed twice")
-    return [CONFIGS[c] for c in names]
+    return configs
 
 
 def gpu_problem(configs) -> str | None:
-    """Why a requested CUDA configuration cannot run here, or None."""
-    wanted = [c for c in configs if c.needs_gpu]
-    if not wanted:
-        return None
-    from engines.sssp import backends
-
-    if not backends.cuda_available():
-        return (f"configuration(s) {', '.join(c.name for c in wanted)} need CuPy and a CUDA GPU, and none is "
-                "usable here; replay with --configs host")
-    from engines.errors import Error
-    from engines.sssp import cuda
-
-    for config in wanted:
-        try:
-            cuda.select_engine(config.cuda_engine, cuda.current_device())
-        except Error as exc:
-            return f"configuration {config.name} cannot run on this GPU: {exc}"
+    """Why a requested CUDA configuration cannot run here (EngineConfig.unavailable_reason), or None."""
+    for config in configs:
+        reason = config.engine.unavailable_reason()
+        if reason:
+            return f"configuration {config.name}: {reason}; replay with --configs host"
     return None
 
 
@@ -93,8 +90,10 @@ def main(argv=None, prog: str = "python -m conformance compare") -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--configs", default="host",
-                        help="comma-separated: host, host-delta1, cuda-fused, cuda-operators, "
-                             "cuda-operators-host, cuda-automatic")
+                        help="comma-separated: host, host-delta1, cuda:fused, cuda:operators, "
+                             "cuda:operators-host, cuda (automatic), any engine configuration "
+                             "(engines.config: +vertex/+group, +graph/+python); the dash form "
+                             "cuda-fused is accepted for one release")
     parser.add_argument("--corpus", default=None, help="corpus directory (default tests/golden)")
     parser.add_argument("--cases", action="append", metavar="PATTERN",
                         help="shell-style pattern on case names (repeatable), e.g. 'packing.*'")

@@ -16,63 +16,90 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engines import Batch, Graph
-from engines import sssp
+from engines.config import EngineConfig
 
 
 @dataclass(frozen=True)
 class Config:
-    """One engine configuration a corpus can be replayed on."""
+    """One engine configuration a corpus can be replayed on: an :class:`EngineConfig` (its label is
+    the configuration's name) and, for the conformance replay alone, a delta override."""
 
     name: str
-    backend: str  # "host" | "cuda"
-    cuda_engine: str = "automatic"
-    expected_engine: str | None = None  # None: whatever the automatic choice gives
+    engine: EngineConfig
     delta: int | None = None  # overrides the case's delta (delta never changes a result)
     description: str = ""
-    operators_loop: str = "device"  # the operators engine's loop (Options.operators_loop)
-    push_expansion: str | None = None  # pinned push expansion (Options.push_expansion); None: default
-    update_launch: str | None = None  # pinned Options.update_launch (how the apply is enqueued)
+
+    @classmethod
+    def of(cls, text: str, description: str = "", delta: int | None = None, name: str | None = None) -> "Config":
+        engine = EngineConfig.parse(text)
+        return cls(name or engine.label, engine, delta, description)
+
+    @property
+    def backend(self) -> str:
+        return self.engine.backend
+
+    @property
+    def cuda_engine(self) -> str:
+        return self.engine.cuda_engine
+
+    @property
+    def expected_engine(self) -> str | None:
+        """The engine_used a run must report (None: whatever the automatic choice gives)."""
+        return self.engine.expected_engine
+
+    @property
+    def operators_loop(self) -> str:
+        """The operators engine's loop that runs (Options.operators_loop, pinned or the default)."""
+        return self.engine.effective_operators_loop
+
+    @property
+    def push_expansion(self) -> str | None:
+        return self.engine.push_expansion
+
+    @property
+    def update_launch(self) -> str | None:
+        return self.engine.update_launch
 
     @property
     def needs_gpu(self) -> bool:
-        return self.backend == "cuda"
+        return self.engine.needs_cuda
 
 
+#: The configurations ``--configs`` lists by name: their labels (EngineConfig, the colon form) and
+#: host-delta1. Any other EngineConfig spelling replays too (config_named); the dash names of earlier
+#: releases (cuda-fused, cuda-operators-host-group, cuda-fused-graph ...) are accepted for one release.
 CONFIGS = {
     c.name: c
     for c in (
-        Config("host", "host", expected_engine="host", description="host reference (NumPy)"),
-        Config("host-delta1", "host", expected_engine="host", delta=1,
-               description="host reference with delta forced to 1 (another schedule)"),
-        Config("cuda-fused", "cuda", "fused", "fused", description="CUDA fused persistent kernel"),
-        Config("cuda-operators", "cuda", "operators", "operators",
-               description="CUDA operators engine, loop driven from the device (its default)"),
-        Config("cuda-operators-host", "cuda", "operators", "operators", operators_loop="host",
-               description="CUDA operators engine, the ADR's host loop (a readback per step)"),
-        Config("cuda-automatic", "cuda", "automatic", None, description="CUDA, automatic engine choice"),
+        Config.of("host", "host reference (NumPy)"),
+        Config.of("host", "host reference with delta forced to 1 (another schedule)", delta=1, name="host-delta1"),
+        Config.of("cuda:fused", "CUDA fused persistent kernel"),
+        Config.of("cuda:operators", "CUDA operators engine, loop driven from the device (its default)"),
+        Config.of("cuda:operators-host", "CUDA operators engine, the ADR's host loop (a readback per step)"),
+        Config.of("cuda", "CUDA, automatic engine choice"),
         # both push expansions (Options.push_expansion), whichever is the default
-        Config("cuda-fused-vertex", "cuda", "fused", "fused", push_expansion="vertex",
-               description="CUDA fused, one lane per near-list vertex"),
-        Config("cuda-fused-group", "cuda", "fused", "fused", push_expansion="group",
-               description="CUDA fused, a group of lanes per near-list vertex"),
-        Config("cuda-operators-vertex", "cuda", "operators", "operators", push_expansion="vertex",
-               description="CUDA operators (device loop), one lane per near-list vertex"),
-        Config("cuda-operators-group", "cuda", "operators", "operators", push_expansion="group",
-               description="CUDA operators (device loop), a group of lanes per near-list vertex"),
-        Config("cuda-operators-host-group", "cuda", "operators", "operators", operators_loop="host",
-               push_expansion="group",
-               description="CUDA operators (host loop), a group of lanes per near-list vertex"),
+        Config.of("cuda:fused+vertex", "CUDA fused, one lane per near-list vertex"),
+        Config.of("cuda:fused+group", "CUDA fused, a group of lanes per near-list vertex"),
+        Config.of("cuda:operators+vertex", "CUDA operators (device loop), one lane per near-list vertex"),
+        Config.of("cuda:operators+group", "CUDA operators (device loop), a group of lanes per near-list vertex"),
+        Config.of("cuda:operators-host+group", "CUDA operators (host loop), a group of lanes per near-list vertex"),
         # both launches of the device apply (Options.update_launch), whichever is the default
-        Config("cuda-fused-graph", "cuda", "fused", "fused", update_launch="graph",
-               description="CUDA fused, the batch's device apply as a captured CUDA graph"),
-        Config("cuda-operators-graph", "cuda", "operators", "operators", update_launch="graph",
-               description="CUDA operators (device loop), the device apply as a captured CUDA graph"),
-        Config("cuda-fused-python", "cuda", "fused", "fused", update_launch="python",
-               description="CUDA fused, the device apply's kernels launched one by one from Python"),
-        Config("cuda-operators-python", "cuda", "operators", "operators", update_launch="python",
-               description="CUDA operators (device loop), the apply's kernels launched one by one"),
+        Config.of("cuda:fused+graph", "CUDA fused, the batch's device apply as a captured CUDA graph"),
+        Config.of("cuda:operators+graph", "CUDA operators (device loop), the device apply as a captured CUDA graph"),
+        Config.of("cuda:fused+python", "CUDA fused, the device apply's kernels launched one by one from Python"),
+        Config.of("cuda:operators+python", "CUDA operators (device loop), the apply's kernels launched one by one"),
     )
 }
+
+
+def config_named(text: str) -> Config:
+    """The configuration ``text`` names: a key of CONFIGS, else any EngineConfig spelling (the dash
+    form of earlier releases included, for one release); EngineConfigError when it does not parse."""
+    name = text.strip()
+    if name in CONFIGS:
+        return CONFIGS[name]
+    engine = EngineConfig.parse(name)
+    return CONFIGS.get(engine.label) or Config(engine.label, engine, description="as spelled")
 
 
 @dataclass
@@ -202,15 +229,11 @@ def _replay(arrays: dict, case: dict, config: Config, outcome: CaseOutcome) -> N
     expect = case["expect"]
     graph, batch = build_inputs(arrays, case)
     delta = case["delta"] if config.delta is None else config.delta
-    opts = dict(objective=case["objective"], delta=delta, cuda_engine=config.cuda_engine,
+    opts = dict(config.engine.options, objective=case["objective"], delta=delta,
                 operators_loop=config.operators_loop)
-    if config.push_expansion is not None:
-        opts["push_expansion"] = config.push_expansion
-    if config.update_launch is not None:
-        opts["update_launch"] = config.update_launch
-    result = sssp.Result.from_arrays(graph, case["source"], arrays["d_in"], arrays["p_in"], canonicalize=False,
-                                     backend=config.backend, **opts)
-    stats = sssp.update(graph, batch, result)
+    result = config.engine.from_arrays(graph, case["source"], arrays["d_in"], arrays["p_in"], canonicalize=False,
+                                       **opts)
+    stats = config.engine.update(graph, batch, result)
     d_out, p_out = result.to_numpy()
     compare_array("update distances", arrays["d_out"], d_out, outcome)
     compare_array("update parents", arrays["p_out"], p_out, outcome)
@@ -220,7 +243,7 @@ def _replay(arrays: dict, case: dict, config: Config, outcome: CaseOutcome) -> N
     _check_value("apply summary", expect["batch"], dataclasses.asdict(stats.batch), outcome)
     _check_syncs(stats, config, is_update=True, candidates=expect["candidates"], outcome=outcome, what="update")
 
-    computed = sssp.compute(graph, case["source"], backend=config.backend, **opts)
+    computed = config.engine.compute(graph, case["source"], **opts)
     d_c, p_c = computed.to_numpy()
     compare_array("compute distances", arrays["d_out"], d_c, outcome)
     compare_array("compute parents", arrays.get("compute_p", arrays["p_out"]), p_c, outcome)

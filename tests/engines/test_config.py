@@ -118,3 +118,23 @@ def test_both_cuda_engine_modules_take_the_same_arguments():
 
     for function in (cuda.update, cuda.compute):
         assert '"operators"' not in inspect.getsource(function)
+
+
+def test_conformance_configs_are_engine_configs_and_take_the_old_names():
+    from conformance import compare
+    from conformance.replay import CONFIGS, config_named
+
+    for name, config in CONFIGS.items():
+        assert name == (config.engine.label if config.delta is None else "host-delta1")
+    old = {"cuda-fused": "cuda:fused", "cuda-operators": "cuda:operators", "cuda-operators-host": "cuda:operators-host",
+           "cuda-automatic": "cuda", "cuda-fused-vertex": "cuda:fused+vertex", "cuda-operators-group": "cuda:operators+group",
+           "cuda-operators-host-group": "cuda:operators-host+group", "cuda-fused-graph": "cuda:fused+graph",
+           "cuda-operators-python": "cuda:operators+python", "host-delta1": "host-delta1"}
+    for dash, name in old.items():
+        assert config_named(dash) is CONFIGS[name]
+    assert config_named("cuda:operators-host+vertex").operators_loop == "host"
+    assert CONFIGS["cuda:operators"].operators_loop == "device"
+    with pytest.raises(compare.UsageError, match="listed twice"):
+        compare.parse_configs("cuda-fused,cuda:fused")
+    with pytest.raises(compare.UsageError, match="unknown configuration"):
+        compare.parse_configs("host,cuda:turbo")
