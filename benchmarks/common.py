@@ -35,8 +35,8 @@ import numpy as np
 import engines
 from bench import generators
 from engines import sssp
+from engines.config import EngineConfig
 from engines.io.cache import load_arrays, save_arrays
-from engines.sssp import backends
 from protocol import planted_delay
 from protocol.region import RegionProbe, timed_updates
 
@@ -51,16 +51,17 @@ SCALES = {
 NUM_WEIGHTS = 3
 SOURCE = 0
 
-#: The engine configurations every benchmark is parameterized over.
+#: The engine configurations every benchmark is parameterized over: asv parameter names (the keys
+#: of the recorded history, so they keep the spelling of earlier results) -> EngineConfig.
+ENGINE_CONFIGS = {
+    "host": EngineConfig.parse("host"),
+    "cuda-fused": EngineConfig.parse("cuda:fused"),
+    "cuda-operators": EngineConfig.parse("cuda:operators"),
+    # any usable GPU (the engine the device picks): what a device graph's Graph.apply needs
+    "cuda": EngineConfig.parse("cuda"),
+}
 ENGINES = ("host", "cuda-fused", "cuda-operators")
 BATCHES = ("uniform", "local")
-_ENGINE_OPTIONS = {
-    "host": dict(backend="host", cuda_engine="automatic"),
-    "cuda-fused": dict(backend="cuda", cuda_engine="fused"),
-    "cuda-operators": dict(backend="cuda", cuda_engine="operators"),
-    # any usable GPU (the engine the device picks): what a device graph's Graph.apply needs
-    "cuda": dict(backend="cuda", cuda_engine="automatic"),
-}
 #: Where ``Graph.apply`` runs in the apply benchmark: a host-only graph, a device-resident one.
 APPLY_WHERE = ("host", "cuda")
 #: The apply benchmark's fixed batch (50,000 changes at full scale).
@@ -81,23 +82,16 @@ def cache_dir() -> Path:
 
 
 def engine_options(engine: str) -> dict:
-    return dict(_ENGINE_OPTIONS[engine])
+    """``backend`` and the Options overrides of an asv engine parameter (EngineConfig.arguments)."""
+    return ENGINE_CONFIGS[engine].arguments
 
 
 def skip_unless_runnable(engine: str) -> None:
-    """asv skips a benchmark whose setup raises NotImplementedError: CUDA engines without a GPU."""
-    opts = _ENGINE_OPTIONS[engine]
-    if opts["backend"] == "host":
-        return
-    if not backends.cuda_available():
-        raise NotImplementedError(f"{engine} needs CuPy and a CUDA GPU")
-    from engines.errors import NotSupportedError
-    from engines.sssp import cuda
-
-    try:
-        cuda.select_engine(opts["cuda_engine"], cuda.current_device())
-    except NotSupportedError as exc:
-        raise NotImplementedError(f"{engine} cannot run on this GPU: {exc}") from exc
+    """asv skips a benchmark whose setup raises NotImplementedError: CUDA engines without a GPU
+    (or a fused engine the GPU cannot run: EngineConfig.unavailable_reason)."""
+    reason = ENGINE_CONFIGS[engine].unavailable_reason()
+    if reason:
+        raise NotImplementedError(f"{engine}: {reason}")
 
 
 def device_synchronize() -> None:
