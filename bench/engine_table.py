@@ -52,11 +52,15 @@ from bench import generators, options
 from bench.gates import GATE_NAMES
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
+from engines.config import EngineConfig
 from engines.exitcodes import ExitCode
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 from protocol.region import RegionProbe, timed_update, timed_updates
 
+#: The CUDA engines of the table (the rows' keys), each an EngineConfig with the table's push
+#: expansion (cuda_config).
 CUDA_ENGINES = ("fused", "operators")
+HOST = EngineConfig.parse("host")
 RANDOM_SEED = 4039
 RANDOM_BATCH_FRACTION = 0.01
 RANDOM_BATCH_NAME = "random1pct"
@@ -191,21 +195,22 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
+def cuda_config(engine: str, push_expansion: str | None) -> EngineConfig:
+    """The configuration of CUDA ``engine`` with the table's push expansion (None: the default)."""
+    return EngineConfig("cuda", engine, push_expansion=push_expansion)
+
+
 def cuda_options(engine: str, push_expansion: str | None) -> dict:
     """The options that select ``engine`` with the table's push expansion (None: the default)."""
-    options = {"cuda_engine": engine}
-    if push_expansion is not None:
-        options["push_expansion"] = push_expansion
-    return options
+    return cuda_config(engine, push_expansion).options
 
 
-def _compute_ms(graph, source, objective, backend, engine, repeats: int, push_expansion=None):
+def _compute_ms(graph, source, objective, config: EngineConfig, repeats: int):
     """compute()'s median wall time and its last Stats."""
     times, stats = [], None  # compute() returns after its final synchronization: no extra sync
     for _ in range(repeats):
         t0 = time.perf_counter()
-        r = sssp.compute(graph, source, backend=backend, objective=objective,
-                         **(cuda_options(engine, push_expansion) if backend == "cuda" else {}))
+        r = config.compute(graph, source, objective=objective)
         times.append((time.perf_counter() - t0) * 1e3)
         stats = r.stats
     return _median(times), stats
@@ -248,11 +253,11 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
     rows = []
     compute_rows = {}
     for engine in CUDA_ENGINES:
-        _compute_ms(graph, source, k, "cuda", engine, 1, args.push_expansion)  # compile, reserve
-        compute_rows[engine] = _compute_ms(graph, source, k, "cuda", engine, args.repeats,
-                                           args.push_expansion)
+        config = cuda_config(engine, args.push_expansion)
+        _compute_ms(graph, source, k, config, 1)  # compile, reserve
+        compute_rows[engine] = _compute_ms(graph, source, k, config, args.repeats)
     if host_ok:
-        compute_rows["host"] = _compute_ms(host_graph, source, k, "host", None, 1)
+        compute_rows["host"] = _compute_ms(host_graph, source, k, HOST, 1)
     for batch_name, batch in batches.items():
         row = {"graph": name, "origin": origin_kind, "n": graph.num_vertices,
                "m": graph.num_edges, "batch": batch_name, "batch_size": len(batch), "objective": k,
@@ -261,9 +266,8 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         whole_ok = True
         for engine in CUDA_ENGINES:
             graph.restore(graph_snapshot)
-            base = sssp.Result.from_arrays(graph, source, d0, p0, backend="cuda", objective=k,
-                                           validate=False, canonicalize=False,
-                                           **cuda_options(engine, args.push_expansion))
+            base = cuda_config(engine, args.push_expansion).from_arrays(graph, source, d0, p0, objective=k,
+                                                                         validate=False, canonicalize=False)
             snapshot = base.clone()
             times, st, whole_counters = _time_updates(graph, batch, base, snapshot, graph_snapshot,
                                                       args.repeats, args.warmup, on_device=True, whole=True)
@@ -284,8 +288,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
                            **push_columns(base, device_ms)}
         if host_ok:
             host_graph.restore(host_snapshot)
-            base = sssp.Result.from_arrays(host_graph, source, d0, p0, objective=k, validate=False,
-                                           canonicalize=False)
+            base = HOST.from_arrays(host_graph, source, d0, p0, objective=k, validate=False, canonicalize=False)
             snapshot = base.clone()
             times, st, _ = _time_updates(host_graph, batch, base, snapshot, host_snapshot,
                                          args.host_repeats, 0, on_device=False, whole=False)
@@ -415,11 +418,11 @@ def main(argv=None) -> int:
         parser.error("nothing to measure: name --graphs or give --random-graph")
     if not 0 <= args.objective < NUM_WEIGHTS:
         parser.error(f"--objective must be in [0, {NUM_WEIGHTS})")
-    from engines.sssp.backends import cuda_available
-
-    if not cuda_available():
-        print("engine_table.py needs CuPy and a CUDA GPU", file=sys.stderr)
-        return ExitCode.ENVIRONMENT
+    for engine in CUDA_ENGINES:  # every CUDA engine of the table must run here
+        reason = cuda_config(engine, args.push_expansion).unavailable_reason()
+        if reason:
+            print(f"engine_table.py: {reason}", file=sys.stderr)
+            return ExitCode.ENVIRONMENT
     rows = []
     for name in args.graphs:
         rows.extend(measure_gate(name, args))
