@@ -45,11 +45,15 @@ interrupt.guard(__name__, "stream.py")
 import numpy as np  # noqa: E402
 
 from protocol.errors import EnvironmentProblem, ProtocolError, UsageError  # noqa: E402
+from engines.config import EngineConfig  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
 
 PROG = "stream.py"
 CUDA_ENGINES = ("fused", "operators")
 ENGINES = CUDA_ENGINES + ("host",)
+#: ``--engines`` names -> their EngineConfig (engines.config).
+ENGINE_CONFIGS = {"fused": EngineConfig.parse("cuda:fused"), "operators": EngineConfig.parse("cuda:operators"),
+                  "host": EngineConfig.parse("host")}
 DEFAULT_BATCHES = 10_000
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_WARMUP = 10
@@ -269,24 +273,21 @@ def cuda_available() -> bool:
 
 def fused_problem() -> str | None:
     """Why the fused engine cannot run here (no cooperative launch), None when it can."""
-    from engines.sssp import cuda
-
-    return cuda.fused_unavailable_reason(cuda.current_device())
+    return ENGINE_CONFIGS["fused"].unavailable_reason()
 
 
 def open_engine(engine: str, data: StreamInput, objective: int):
     """``(graph, result)``: a fresh graph of the input's CSR and the initial tree imported on it,
     on the device for a CUDA engine (as a CUDA result makes it, algorithm.md §3.6) and on the host
     for the host reference (whose time then holds no device apply or download)."""
-    from engines import Graph, sssp
+    from engines import Graph
 
     graph = Graph.from_csr(data.row_ptr, data.col_ind, data.weights)
     distances, parents = data.tree
-    where = {} if engine == "host" else {"backend": "cuda", "cuda_engine": engine}
-    if where:
+    config = ENGINE_CONFIGS[engine]
+    if config.needs_cuda:
         graph.to_device()
-    result = sssp.Result.from_arrays(graph, data.source, distances, parents, canonicalize=False,
-                                     objective=objective, **where)
+    result = config.from_arrays(graph, data.source, distances, parents, canonicalize=False, objective=objective)
     return graph, result
 
 
