@@ -56,7 +56,6 @@ class RecomputeSide(Side):
     """Apply the batch, then compute() from scratch on the same engine (side B of a sweep cell)."""
 
     def update(self, graph, batch, result, probe):
-        from engines import sssp
         from engines.sssp.result import Stats
 
         paired = _PAIRED.get(id(batch))
@@ -66,8 +65,7 @@ class RecomputeSide(Side):
         graph.apply(batch)
         if probe is not None:
             probe.engine_start(None)  # host time: compute() returns with its result on the host side
-        fresh = sssp.compute(graph, result.source, backend=self.backend, objective=result.options.objective,
-                             **self.engine_options)
+        fresh = self.config.compute(graph, result.source, objective=result.options.objective)
         if probe is not None:
             probe.engine_stop(None)
         result.copy_from(fresh)
