@@ -59,7 +59,7 @@ help:
 	@echo "make test           the test suite (GPU tests skip without a GPU)"
 	@echo "make test-fast      the tests not marked slow or gpu (under 2 minutes on 2 cores)"
 	@echo "make test-gpu       only the GPU tests"
-	@echo "make compare        replay the golden corpus on CONFIGS (default host; e.g. host,cuda-fused,cuda-operators)"
+	@echo "make compare        replay the golden corpus on CONFIGS (default host; e.g. host,cuda:fused,cuda:operators)"
 	@echo "make cuda-check     compile every CUDA source with nvcc -arch=sm_90 (register/spill report)"
 	@echo "make sanitize       compute-sanitizer memcheck/racecheck/synccheck/initcheck on both CUDA engines"
 	@echo "make asv            asv benchmarks of HEAD in this Python (results under .asv/results)"
@@ -196,14 +196,14 @@ asv-semantics: asv-deps
 # the other; exit 9 when a tool reports an error. Small cases keep each tool to minutes.
 SANITIZE_TOOLS ?= memcheck racecheck synccheck initcheck
 SANITIZE_CASES ?= fixtures.* packing.* random-tiny.s00.* grid-small.s00.* grid-medium.s00.*
-# both engines, the operators engine in both loop modes
-SANITIZE_CONFIGS ?= cuda-fused,cuda-operators,cuda-operators-host
+# both engines, the operators engine in both loop modes (engines.config spellings)
+SANITIZE_CONFIGS ?= cuda:fused,cuda:operators,cuda:operators-host
 # racecheck looks for shared-memory hazards within a block, at a cost that grows with blocks x
 # block barriers: the fused kernel's per-phase block reads over its full grid (528 blocks on an
 # H200) did not finish in 420 s. A few blocks run the same code (results never depend on the grid).
 SANITIZE_RACECHECK_BLOCKS ?= 8
-# and fewer cases: on the H200 racecheck took 18 / 37 / 21 s over the 40 fixtures on cuda-fused /
-# cuda-operators / cuda-operators-host (0 hazards), and did not finish in 100 s once the packing
+# and fewer cases: on the H200 racecheck took 18 / 37 / 21 s over the 40 fixtures on cuda:fused /
+# cuda:operators / cuda:operators-host (0 hazards), and did not finish in 100 s once the packing
 # and random-tiny cases were added
 SANITIZE_RACECHECK_CASES ?= fixtures.*
 
@@ -217,7 +217,8 @@ sanitize: bench-deps
 	    --configs $(SANITIZE_CONFIGS) --quiet $$cases || exit $$?; \
 	done
 
-# The golden corpus replayed on every configuration this machine can run (CUDA ones need a GPU).
+# The golden corpus replayed on every configuration this machine can run (CUDA ones need a GPU);
+# CONFIGS: engine configurations as engines.config spells them (host,cuda:fused,cuda:operators-host+group).
 compare: bench-deps
 	$(PYTHON) -m conformance compare --configs $(or $(CONFIGS),host)
 

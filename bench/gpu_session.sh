@@ -19,8 +19,8 @@ BUDGET=${1:-570}
 shift || true
 STEPS=${*:-tests compare table campaign}
 TEST_PATHS=${TEST_PATHS:-tests}
-# the golden replay's configurations (conformance/replay.py CONFIGS)
-COMPARE_CONFIGS=${COMPARE_CONFIGS:-host,cuda-fused,cuda-operators,cuda-fused-group,cuda-operators-group,cuda-operators-host-group}
+# the golden replay's configurations (conformance/replay.py CONFIGS; engines.config spellings)
+COMPARE_CONFIGS=${COMPARE_CONFIGS:-host,cuda:fused,cuda:operators,cuda:fused+group,cuda:operators+group,cuda:operators-host+group}
 TABLE_GRAPHS=${TABLE_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0}
 CAMPAIGN_GRAPHS=${CAMPAIGN_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa}
 # the user-path table (engine region beside the whole update() call) and the small-graph target
