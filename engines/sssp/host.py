@@ -64,14 +64,16 @@ def _numba_propagate():
     return propagate_heap
 
 
-def _invalidate(parents: np.ndarray, roots: np.ndarray, compiled: bool) -> tuple[np.ndarray, bool]:
+def _invalidate(parents: np.ndarray, root_ids: np.ndarray, compiled: bool) -> tuple[np.ndarray, bool]:
     """algorithm.md §7.1 steps 4-5: the flags of the roots' old subtrees and the parent_cycle
-    condition; one memoized walk under Numba (``compiled``: host_region), pointer jumping rounds
-    otherwise."""
+    condition; one memoized walk under Numba (``compiled``: host_region, given the root ids),
+    pointer jumping rounds otherwise."""
     if compiled:
         from .host_region import invalidate_walk
 
-        return invalidate_walk(parents, roots)
+        return invalidate_walk(parents, root_ids)
+    roots = np.zeros(parents.shape[0], dtype=bool)
+    roots[root_ids] = True
     return invalidate_subtrees(parents, roots)
 
 
@@ -185,9 +187,8 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
     changed_to = np.asarray(changes.changed_to, dtype=np.int64)
     changed_from = np.asarray(changes.changed_from, dtype=np.int64)
     if changed_to.size:
-        roots = np.zeros(n, dtype=bool)
-        roots[changed_to[parents[changed_to] == changed_from]] = True
-        flagged, cycle = _invalidate(parents, roots, compiled)
+        root_ids = changed_to[parents[changed_to] == changed_from]
+        flagged, cycle = _invalidate(parents, root_ids, compiled)
         if cycle:
             raise errors.parent_cycle_error()
         invalid = np.flatnonzero(flagged)

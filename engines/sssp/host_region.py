@@ -25,11 +25,13 @@ _UNKNOWN, _ON_PATH, _FLAGGED, _CLEAR, _CYCLIC = 0, 1, 2, 3, 4
 
 
 @njit(nogil=True)
-def _walk(parents, roots, state, path):
+def _walk(parents, state, path):
     """Classify every vertex by where its parent chain ends; returns whether a chain ends in a
-    cycle without a root. Each vertex is walked once: a walk stops at the first vertex already
-    classified (or at a root, -1, or a vertex of its own path: a cycle), then classifies its
-    whole path alike, so the pass is O(n) whatever the depth of the tree."""
+    cycle without a root. ``state`` comes in with the roots _FLAGGED and every other vertex
+    _UNKNOWN (a root's chain ends at itself). Each vertex is walked once: a walk stops at the
+    first vertex already classified (a root included, or -1, or a vertex of its own path: a
+    cycle), then classifies its whole path alike, so the pass is O(n) whatever the depth of the
+    tree."""
     n = parents.shape[0]
     cycle = False
     for v in range(n):
@@ -38,15 +40,12 @@ def _walk(parents, roots, state, path):
         length = 0
         u = v
         while True:
-            if roots[u]:
-                end = _FLAGGED
-                break
             s = state[u]
             if s == _ON_PATH:
                 end = _CYCLIC  # back on this walk's own path before any root
                 break
             if s != _UNKNOWN:
-                end = s
+                end = s  # a root (_FLAGGED) or a vertex classified by an earlier walk
                 break
             state[u] = _ON_PATH
             path[length] = u
@@ -58,8 +57,6 @@ def _walk(parents, roots, state, path):
             u = p
         for i in range(length):
             state[path[i]] = end
-        if roots[u]:
-            state[u] = _FLAGGED
         if end == _CYCLIC:
             cycle = True
     return cycle
@@ -68,13 +65,19 @@ def _walk(parents, roots, state, path):
 def invalidate_walk(parents_in: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, bool]:
     """``(flag, cycle)`` exactly as :func:`.host_steps.invalidate_subtrees`: ``flag[v]`` iff v's
     parent chain (v included) reaches a root before -1; ``cycle`` iff some chain ends in a cycle
-    without a root (a vertex still jumping in the last round of the device's pointer jumping)."""
+    without a root (a vertex still jumping in the last round of the device's pointer jumping).
+    ``roots``: a boolean mask of n, or the root ids (any integer array, repeats allowed), which
+    spares the caller a mask of n."""
     n = parents_in.shape[0]
     state = np.zeros(n, dtype=np.int8)
+    roots = np.asarray(roots)
+    if roots.dtype == np.bool_:
+        state[roots] = _FLAGGED
+    else:
+        state[roots.astype(np.int64, copy=False)] = _FLAGGED
     path = np.empty(n, dtype=np.int64)
     # parents as they are (int32 in a result): widening them would be one more pass over n
-    cycle = _walk(np.ascontiguousarray(parents_in), roots.astype(np.bool_, copy=False),
-                  state, path)
+    cycle = _walk(np.ascontiguousarray(parents_in), state, path)
     return state == _FLAGGED, bool(cycle)
 
 
