@@ -1,8 +1,8 @@
 """Command line: one shortest-path update (or a compute) from files.
 
     python -m engines.cli update --graph G --batch B [--distances D --parents P] --source S
-                                 [--objective K] [--backend host|cuda] [--cuda-engine automatic|fused|operators]
-                                 --out OUT [--write-graph] [--json]
+                                 [--objective K] [--engine CONFIG | --backend host|cuda|auto
+                                 --cuda-engine automatic|fused|operators] --out OUT [--write-graph] [--json]
     python -m engines.cli compute --graph G --source S [--objective K] [--backend ...] --out OUT
 
 Inputs, by path:
@@ -46,6 +46,7 @@ interrupt.guard(__name__, "engines.cli")
 import numpy as np  # noqa: E402
 
 from . import Batch, Graph, errors, sssp
+from .config import EngineConfig
 from .exitcodes import ExitCode
 from .io import mosp
 from .io._text import regular_file_problem
@@ -187,8 +188,23 @@ def _resolve(args, found: GraphInput) -> tuple[int, int]:
     return int(source), int(objective)
 
 
-def _options(args, objective: int) -> dict:
-    return dict(objective=objective, delta=args.delta, cuda_engine=args.cuda_engine)
+def _engine_options(args) -> dict:
+    """The Options that select the engine; sets ``args.backend``. ``--engine`` (an engines.config
+    spelling: host, cuda:fused, cuda:operators-host+vertex ...) replaces ``--backend`` and
+    ``--cuda-engine``; InvalidArgumentError (exit 2) when it does not parse or both are given."""
+    if args.engine is None:
+        args.backend = args.backend or "host"
+        return dict(cuda_engine=args.cuda_engine or "automatic")
+    if args.backend is not None or args.cuda_engine is not None:
+        raise errors.InvalidArgumentError("--engine names the backend and the CUDA engine: give it without "
+                                          "--backend and --cuda-engine")
+    config = EngineConfig.parse(args.engine)
+    args.backend = config.backend
+    return config.options
+
+
+def _options(args, objective: int, engine_options: dict) -> dict:
+    return dict(engine_options, objective=objective, delta=args.delta)
 
 
 def write_output(out: Path, graph: Graph, result: sssp.Result, source: int, objective: int, report: dict,
@@ -258,12 +274,13 @@ def check_not_an_input(args) -> None:
 
 def run(args) -> dict:
     """Do the work of one command; returns the report printed at the end."""
+    engine_options = _engine_options(args)
     check_output(Path(args.out))
     check_not_an_input(args)
     found = read_graph(args.graph)
     graph = found.graph
     source, objective = _resolve(args, found)
-    opts = _options(args, objective)
+    opts = _options(args, objective, engine_options)
     report = dict(command=args.command, backend=args.backend, source=source, objective=objective,
                   num_vertices_before=graph.num_vertices, num_edges_before=graph.num_edges)
     if args.command == "compute":
@@ -343,8 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--write-graph", action="store_true", help="also write the new graph (folder output)")
         p.add_argument("--source", type=int, help="source vertex (default: the one stored in the .npz)")
         p.add_argument("--objective", type=int, help="weight column (default: stored, else 0)")
-        p.add_argument("--backend", choices=("host", "cuda", "auto"), default="host")
-        p.add_argument("--cuda-engine", choices=CUDA_ENGINES, default="automatic")
+        p.add_argument("--engine", metavar="CONFIG",
+                       help="engine configuration (host, cuda, cuda:fused, cuda:operators, cuda:operators-host, "
+                            "optionally +vertex/+group, +graph/+python): replaces --backend and --cuda-engine")
+        p.add_argument("--backend", choices=("host", "cuda", "auto"), default=None, help="default host")
+        p.add_argument("--cuda-engine", choices=CUDA_ENGINES, default=None, help="default automatic")
         p.add_argument("--delta", type=int, default=0, help="near-far width (0: the default formula)")
         p.add_argument("--out", required=True, type=Path, help="output .npz (state) or folder (MOSP text)")
         p.add_argument("--json", action="store_true", help="print the statistics as one JSON object")

@@ -138,3 +138,32 @@ def test_conformance_configs_are_engine_configs_and_take_the_old_names():
         compare.parse_configs("cuda-fused,cuda:fused")
     with pytest.raises(compare.UsageError, match="unknown configuration"):
         compare.parse_configs("host,cuda:turbo")
+
+
+def test_cli_engine_option(tmp_path, capsys):
+    """engines.cli --engine: an EngineConfig spelling in place of --backend / --cuda-engine."""
+    import json
+
+    import numpy as np
+
+    import engines
+    from engines import cli
+    from engines.io import mosp
+
+    graph = engines.Graph.from_edges(np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([[3], [4], [9]]),
+                                     num_vertices=3)
+    gdir = tmp_path / "g"
+    mosp.write_csr(gdir, graph.row_ptr, graph.col_ind, graph.weights)
+    code = cli.main(["compute", "--graph", str(gdir), "--source", "0", "--engine", "host", "--json",
+                     "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["backend"] == "host"
+    for bad in (["--engine", "cuda:turbo"], ["--engine", "host", "--backend", "host"],
+                ["--engine", "cuda:fused", "--cuda-engine", "fused"]):
+        assert cli.main(["compute", "--graph", str(gdir), "--source", "0", *bad, "--out", str(tmp_path / "p")]) == 2
+        assert "bad input" in capsys.readouterr().err
+    if not backends.cuda_available():
+        assert cli.main(["compute", "--graph", str(gdir), "--source", "0", "--engine", "cuda:operators-host",
+                         "--out", str(tmp_path / "q")]) == 3
+        assert "CUDA GPU" in capsys.readouterr().err
