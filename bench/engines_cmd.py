@@ -1,8 +1,9 @@
 """``perf_ab.py engines``: run an A/B campaign between two engine configurations (protocol.md).
 
 Prepares (or reads from the cache) the inputs of each graph (the gates of ``--graphs`` and the
-``--graph-file`` of :mod:`bench.graph_file`), runs the cells with the protocol's runner, writes the
-records under ``--out``, renders the report and prints a summary table. Exit status as
+``--graph-file`` of :mod:`bench.graph_file`) and hands them to :func:`protocol.campaign.run_campaign`,
+which runs the cells, writes the records under ``--out``, renders the report and prints a summary
+table: this module only parses and checks the arguments and names the inputs. Exit status as
 protocol.md §8 says. Before any work: the arguments, the ``--graph-file``, whether ``--out`` and the
 cache folder can be written, whether ``--out`` already holds a campaign (refused unless
 ``--resume`` continues it or ``--force`` replaces it), and with ``--resume`` whether the records
@@ -14,11 +15,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
-from engines.errors import os_error_text, print_internal_error
-from protocol.errors import EnvironmentProblem, ProtocolError, UsageError
-from protocol.exitcodes import ExitCode
+from protocol.errors import UsageError
 
 from . import graph_file, options
 
@@ -78,41 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     graph_file.add_arguments(parser)
 
 
-def _check_cuda(sides) -> int | None:
-    """The CUDA device the campaign measures, or None; exit 3 problems before anything runs."""
-    if not any(s.needs_cuda for s in sides):
-        return None
-    from engines.errors import NotSupportedError
-    from engines.sssp import cuda
-
-    if not cuda.is_available():
-        raise EnvironmentProblem(
-            "a CUDA side was requested ("
-            + ", ".join(s.label for s in sides if s.needs_cuda)
-            + ") but no CUDA GPU is usable here (CuPy missing or no device); "
-            "measure the host reference with --sides host,host"
-        )
-    device = cuda.current_device()
-    for side in sides:
-        if side.needs_cuda and side.cuda_engine == "fused":
-            try:
-                cuda.select_engine("fused", device)
-            except NotSupportedError as exc:
-                raise EnvironmentProblem(f"side {side.label}: {exc}") from exc
-    return device
-
-
-def _sync_counter_factory():
-    from engines.errors import NotSupportedError
-    from engines.sssp.cuda import syncs
-
-    try:
-        syncs.count_synchronizations()  # fails early (NotSupportedError) without CUPTI
-    except NotSupportedError as exc:
-        raise EnvironmentProblem(f"--verify-syncs needs CUPTI: {exc}") from exc
-    return syncs.count_synchronizations
-
-
 def _prepared(name, prepare, written):
     """``prepare()``, its input and environment problems as the protocol's errors (no traceback);
     ``written``: the folders this command writes (an OSError elsewhere is an input problem)."""
@@ -133,21 +96,22 @@ def _written(args, out) -> tuple:
     return default_cache_dir(args.cache_dir), out
 
 
-def _inputs(names, args, progress, out, spec=None):
-    """Prepared gates, then the graph file, one at a time (one graph in memory); unreadable
-    inputs are exit 2."""
+def _inputs(names, args, out, spec=None):
+    """The gates, then the graph file, each prepared (or read from the cache) when the campaign
+    reaches it (one graph in memory); unreadable inputs are exit 2."""
     from bench.graph_file import prepare_graph_file
     from bench.prepare import prepare_gate
+    from protocol.campaign import PendingInput
 
     written = _written(args, out)
-    for name in names:
-        progress.preparing(name)
-        yield _prepared(name, lambda name=name: prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                                                             progress=not args.no_progress), written)
+    inputs = [PendingInput(name, lambda name=name: _prepared(
+        name, lambda: prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                                   progress=not args.no_progress), written)) for name in names]
     if spec is not None:
-        progress.preparing(spec.name)
-        yield _prepared(spec.name, lambda: prepare_graph_file(spec, cache_dir=args.cache_dir,
-                                                              progress=not args.no_progress), written)
+        inputs.append(PendingInput(spec.name, lambda: _prepared(
+            spec.name, lambda: prepare_graph_file(spec, cache_dir=args.cache_dir, progress=not args.no_progress),
+            written)))
+    return inputs
 
 
 def _check_graph_names(names) -> None:
@@ -223,22 +187,6 @@ def _check_file_objectives(args, spec, out) -> None:
                              "weight column(s), numbered from 0")
 
 
-def _lock_out(out: str):
-    """The exclusive lock of ``--out`` (protocol/outlock.py), taken before anything in it is read
-    or written; an ``--out`` that cannot hold it is refused first, by what is wrong with it."""
-    from engines.io.outputs import output_problem
-    from protocol.outlock import OutLock
-
-    problem = output_problem(out, folder=True)
-    if problem:
-        raise UsageError(f"--out: the records folder cannot be written: {problem}")
-    lock = OutLock(out).acquire()
-    if lock.stale_holder:
-        print(f"perf_ab.py engines: note: took over the stale lock of --out {out} ({lock.stale_holder}; that "
-              "process ended without letting go of it)", file=sys.stderr)
-    return lock
-
-
 def _check_outputs(args, out: str) -> None:
     """Exit 2 before any work when the records or the cache cannot be written, when ``--out``
     holds a campaign (or round files) and neither ``--resume`` nor ``--force`` says what to do
@@ -246,42 +194,13 @@ def _check_outputs(args, out: str) -> None:
     records to continue are damaged."""
     from engines.io import default_cache_dir
     from engines.io.outputs import output_problem
-    from protocol.records import RecordStore
+    from protocol.campaign import check_out_records, check_out_writable
 
-    problem = output_problem(out, folder=True)
-    if problem:
-        raise UsageError(f"--out: the records folder cannot be written: {problem}")
+    check_out_writable(out)
     problem = output_problem(default_cache_dir(args.cache_dir), folder=True)
     if problem:
         raise UsageError(f"the cache folder cannot be written: {problem} (--cache-dir or $SSSPAB_CACHE_DIR)")
-    if args.resume and args.force:
-        raise UsageError("--resume continues the campaign in --out, --force replaces it: pass one of them")
-    store = RecordStore(out)
-    if args.resume and store.has_campaign():
-        store.check_readable()
-    elif not args.resume and not args.force and store.holds_records():
-        raise UsageError(overwrite_refusal(store))
-
-
-def overwrite_refusal(store) -> str:
-    """Why a new campaign may not start in a folder that holds one, and the ways on."""
-    where = f"--out {store.root}"
-    try:
-        campaign = store.read_campaign()
-    except ProtocolError:  # damaged or only round files: still records, still someone's data
-        return (f"{where} holds campaign records (round files or an unreadable campaign.json); a new campaign "
-                "would delete them. Pass --force to replace them, or choose another --out folder")
-    from protocol.runner import TERMINAL_STATUSES
-
-    cells = campaign["cells"].values()
-    done = sum(1 for c in cells if c.get("status") in TERMINAL_STATUSES)
-    state = "finished" if campaign.get("finished_utc") and done == len(cells) else "unfinished"
-    what = (f"{where} holds the {state} campaign {campaign['campaign_id']} (started {campaign['started_utc']}, "
-            f"{done} of {len(cells)} cells finished); a new campaign would delete its records. ")
-    if state == "finished":
-        return what + ("Pass --force to replace it, or choose another --out folder "
-                       "(--resume would only re-render it)")
-    return what + "Continue it with --resume, replace it with --force, or choose another --out folder"
+    check_out_records(out, resume=args.resume, force=args.force)
 
 
 def _reproduce_command(argv) -> str:
@@ -292,20 +211,14 @@ def build_config(args, spec=None):
     """The campaign's parameters; a ``--graph-file`` (``spec``, hashed by
     :func:`bench.graph_file.identified`) is recorded by its identity, so that ``--resume`` refuses
     another file or other options."""
-    from protocol import planted_delay
-    from protocol.runner import CampaignConfig
-    from protocol.sides import parse_sides
+    from protocol.campaign import campaign_config
 
-    sides = parse_sides(args.sides)
-    plant = planted_delay.parse(args.plant_delay, sides) if args.plant_delay else None
-    sides = planted_delay.plant(sides, plant)
-    objectives = _objectives(args)
-    return CampaignConfig(
-        sides=sides,
+    return campaign_config(
+        sides=args.sides,
         graphs=_gate_names(args, spec) + ([spec.name] if spec is not None else []),
         graph_file=None if spec is None else spec.identity(),
         batches=_split_list(args.batches),
-        objectives=objectives,
+        objectives=_objectives(args),
         rounds=args.rounds,
         warmup=args.warmup,
         processes=args.processes,
@@ -322,7 +235,7 @@ def build_config(args, spec=None):
         verify_syncs=args.verify_syncs,
         control=not args.no_control,
         allow_dirty=args.allow_dirty,
-        planted_delay=None if plant is None else plant.record(),
+        plant_delay=args.plant_delay,
     )
 
 
@@ -383,13 +296,10 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
 
 
 def main(args) -> int:
-    from protocol.console import CampaignProgress, print_summary_table
-    from protocol.environment import REPO_ROOT, cuda_device_info, host_info
-    from protocol.instruments import Instruments
+    """Parse, check, prepare the inputs lazily and run the campaign (:func:`protocol.campaign.run_campaign`)."""
+    from protocol.campaign import failure_exit_code, lock_out, run_campaign
     from protocol.clocks import LockRequest
-    from protocol.records import RecordStore
-    from protocol.report import render_report
-    from protocol.runner import CampaignRunner
+    from protocol.environment import REPO_ROOT
 
     from .worker_inputs import CachedInputs
 
@@ -397,67 +307,24 @@ def main(args) -> int:
     lock = None
     try:
         spec = _graph_file_spec(args)
-        lock_request = LockRequest.parse(args.lock_clocks) if args.lock_clocks else None
+        if args.lock_clocks:
+            LockRequest.parse(args.lock_clocks)  # a usage error before the folder is touched
         _check_selection(args, spec)
-        lock = _lock_out(out)
+        lock = lock_out(out)
         _check_outputs(args, out)
         if spec is not None:  # its SHA-256, for the parameters and the preparation (hashed once)
             spec = _prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
             _check_file_objectives(args, spec, out)
         config = build_config(args, spec)
-        device = _check_cuda(config.sides)
-        sync_factory = _sync_counter_factory() if args.verify_syncs else None
-        store = RecordStore(out)
-        pci = cuda_device_info(device)["pci_bus_id"] if device is not None else None
-        with Instruments.open(gpu=device is not None, pci_bus_id=pci, own_context=device is not None,
-                              lock_request=lock_request) as instruments:
-            environment = {"host": host_info()}
-            if device is not None:
-                environment["gpu"] = {**cuda_device_info(device), "nvml": instruments.device}
-            gates = [g for g in config.graphs if spec is None or g != spec.name]
-            with CampaignProgress(enabled=not args.no_progress) as progress:
-                runner = CampaignRunner(
-                    config, store, instruments, resume=args.resume, progress=progress,
-                    sync_counter_factory=sync_factory,
-                    reproduce_command=_reproduce_command(_rebuild_argv(args, spec, gates=gates, out=out)),
-                    environment=environment,
-                    input_loader=CachedInputs(args.data_dir, args.cache_dir, spec),
-                )
-                code = runner.run(_inputs(gates, args, progress, out, spec))
-        report_path = render_report(store)
-        print_summary_table(store)
-        print(f"report: {report_path}", file=sys.stderr)
-        if config.planted_delay:
-            p = config.planted_delay
-            print(f"perf_ab.py engines: note: side {p['side']} ({p['label']}) carried a PLANTED delay of "
-                  f"{p['percent']:g} % (--plant-delay): a test of the statistics, not a measurement of the "
-                  "engines", file=sys.stderr)
-        if code == ExitCode.TOO_NOISY:
-            from protocol.rejections import too_noisy_explanation
-
-            for line in too_noisy_explanation(store.read_summary(), config.parameters()):
-                print(f"perf_ab.py engines: exit 4: {line}", file=sys.stderr)
-        return int(code)
-    except ProtocolError as exc:
-        print(f"perf_ab.py engines: error: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
-        print("perf_ab.py engines: interrupted; the finished rounds are recorded, continue with --resume",
-              file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except OSError as exc:  # the environment: a record that could not be written (disk full, permissions)
-        print(f"perf_ab.py engines: error: cannot write the records: {os_error_text(exc)}; the rounds "
-              f"written before this are kept in {out}; fix the cause and continue with --resume",
-              file=sys.stderr)
-        return int(EnvironmentProblem.exit_code)
-    except MemoryError as exc:
-        print(f"perf_ab.py engines: error: not enough host memory ({exc}); the rounds written before this "
-              f"are kept in {out}; continue with --resume on a machine with more memory", file=sys.stderr)
-        return int(EnvironmentProblem.exit_code)
-    except Exception as exc:  # a bug: keep what was measured, show the traceback, say how to go on
-        print_internal_error("perf_ab.py engines: ", exc, then=f". The rounds finished before it are recorded "
-                                                           f"in {out}; once fixed, continue with --resume")
-        return int(ExitCode.CORRECTNESS)
+        gates = [g for g in config.graphs if spec is None or g != spec.name]
+        return int(run_campaign(
+            config, _inputs(gates, args, out, spec), out, resume=args.resume, force=args.force,
+            progress=not args.no_progress, out_lock=lock,
+            reproduce_command=_reproduce_command(_rebuild_argv(args, spec, gates=gates, out=out)),
+            input_loader=CachedInputs(args.data_dir, args.cache_dir, spec),
+        ))
+    except (Exception, KeyboardInterrupt) as exc:
+        return int(failure_exit_code(exc, out))
     finally:
         if lock is not None:
             lock.release()
