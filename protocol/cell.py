@@ -11,7 +11,8 @@ and contamination, and flushed to the records at once.
 
 A ``CellRun`` is one unit (``units.Unit``): worker ``unit.process`` of the cell, measuring its
 share of the pairs. It runs wherever that worker runs (the campaign process, or a worker process
-of ``workers.py``) and reads what it measures with from ``runner``, a ``measurer.Measurer``.
+of ``workers.py``); what it measures with (the graph's snapshot, the instruments, the progress,
+the sync counter, the initial-tree check) is passed in by its caller, ``measurer.Measurer``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
-from typing import TYPE_CHECKING
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -32,9 +33,6 @@ from .region import RegionProbe, timed_update  # RegionProbe re-exported: the ti
 from .sides import Side
 from .stats import paired_ratio
 from .units import Unit
-
-if TYPE_CHECKING:
-    from .measurer import Measurer
 
 ROLES = ("A", "B")
 
@@ -67,13 +65,32 @@ class _SideState:
 class CellRun:
     """Runs one cell to a terminal status; rows go to ``rounds`` as they finish."""
 
-    def __init__(self, *, runner: "Measurer", gi, unit: Unit, rounds, sides: tuple[Side, Side] | None = None):
-        self.r = runner
-        self.config = runner.config
+    def __init__(self, *, config, gi, unit: Unit, rounds, graph_snapshot, instruments, progress,
+                 campaign_id: str, session: int, device_graph: bool = False,
+                 sync_counter_factory: Callable[[], object] | None = None,
+                 check_initial_tree: Callable[..., None] | None = None,
+                 sides: tuple[Side, Side] | None = None):
+        """``config``: the campaign's (order, seed, warm-up, precision, verification); ``gi`` the
+        open graph and ``graph_snapshot`` its pre-batch state every round restores
+        (``device_graph``: a device-resident graph, whose restores are waited for outside the
+        timers); ``instruments`` judge the rounds (clocks, contamination); ``progress`` hears of
+        every round; ``campaign_id`` and ``session`` go into every row; ``sync_counter_factory``:
+        the counter of the untimed verification rounds (None: none run);
+        ``check_initial_tree(gi, side, objective)``: the once-per-graph check of compute()
+        against the prepared tree (None: not checked); ``sides``: the A/A control passes
+        (side A, side A)."""
+        self.config = config
         self.unit = unit
-        # the A/A control cell passes (side A, side A)
-        self.sides = sides or self.config.sides
+        self.sides = sides or config.sides
         self.gi = gi
+        self.graph_snapshot = graph_snapshot
+        self.device_graph = device_graph
+        self.instruments = instruments
+        self.progress = progress
+        self.campaign_id = campaign_id
+        self.session = session
+        self.sync_counter_factory = sync_counter_factory
+        self.check_initial_tree = check_initial_tree
         self.batch_name = unit.batch
         self.batch = gi.batches[unit.batch].batch
         self.objective = unit.objective
@@ -86,14 +103,14 @@ class CellRun:
     # -- state ----------------------------------------------------------------------------------
     def _restore(self, state: _SideState, *, verify: bool = False) -> None:
         graph = self.gi.graph
-        graph.restore(self.r.graph_snapshot)
+        graph.restore(self.graph_snapshot)
         state.result.copy_from(state.snapshot)
-        if self.r.device_graph:
+        if self.device_graph:
             # the restore's device copies are queued asynchronously: finish them here, outside
             # the timers, so the timed update() does not wait for them
             _device_synchronize()
         if verify:
-            if graph.state_id != self.r.graph_snapshot.state_id:
+            if graph.state_id != self.graph_snapshot.state_id:
                 raise CheckFailure("the graph restore did not return to the snapshot's state")
             got = result_digest(state.result.distances, state.result.parents)
             want = result_digest(state.snapshot.distances, state.snapshot.parents)
@@ -101,11 +118,12 @@ class CellRun:
                 raise CheckFailure(f"side {state.role}: the restored result differs from its snapshot")
 
     def _make_states(self) -> dict[str, _SideState]:
-        self.gi.graph.restore(self.r.graph_snapshot)  # the previous cell left its post-batch state
+        self.gi.graph.restore(self.graph_snapshot)  # the previous cell left its post-batch state
         d, p = self.gi.trees[self.objective]
         states = {}
         for role, side in zip(ROLES, self.sides):
-            self.r.check_initial_tree(self.gi, side, self.objective)
+            if self.check_initial_tree is not None:
+                self.check_initial_tree(self.gi, side, self.objective)
             result = side.make_result(self.gi.graph, self.gi.source, self.objective, d, p)
             states[role] = _SideState(role, side, result)
         return states
@@ -159,13 +177,13 @@ class CellRun:
         """One round; ``verify``: untimed, with the sync counter around the update (only then)."""
         untimed = warmup or verify  # a verification round is recorded as untimed (warmup = true)
         self._restore(state)
-        counter = self.r.sync_counter() if verify else contextlib.nullcontext()
-        window = self.r.instruments.begin_round()
+        counter = self.sync_counter_factory() if verify and self.sync_counter_factory else contextlib.nullcontext()
+        window = self.instruments.begin_round()
         with counter:  # an engine error in a round is a correctness failure: caught, then failed below
             timed = timed_update(lambda probe: state.side.update(self.gi.graph, self.batch, state.result, probe),
                                  self.probe, catch=True)
         stats, error = timed.stats, timed.error
-        fields, reason = self.r.instruments.end_round(window)
+        fields, reason = self.instruments.end_round(window)
         row = self._row(state, untimed, pair_index, position)
         row["verification"] = verify
         row.update(fields)
@@ -226,8 +244,8 @@ class CellRun:
     def _row(self, state: _SideState, warmup: bool, pair_index: int, position: int) -> dict:
         row = dict.fromkeys(ROUND_COLUMNS)
         row.update(
-            campaign_id=self.r.campaign_id,
-            session=self.r.session,
+            campaign_id=self.campaign_id,
+            session=self.session,
             process=self.unit.process,
             cell=self.key,
             graph=self.gi.name,
@@ -250,7 +268,7 @@ class CellRun:
     def _emit(self, *rows: dict) -> None:
         self.rounds.append(*rows)
         for row in rows:
-            self.r.progress.round_done(self.key, row)
+            self.progress.round_done(self.key, row)
 
     # -- order ----------------------------------------------------------------------------------
     def _orientation(self, accepted_pairs: int, pair_index: int) -> tuple[str, str]:
@@ -280,7 +298,7 @@ class CellRun:
             return "check_failed", str(exc), {}
         if problem:
             return "guard_failed", problem, {}
-        self.r.instruments.start_cell()
+        self.instruments.start_cell()
         try:
             first_warmup = len(self.rounds.rows)
             for _ in range(self.config.warmup):
@@ -288,12 +306,12 @@ class CellRun:
                     self._emit(self._round(states[role], warmup=True, pair_index=-1, position=-1))
             # a planted delay (a test hook) is calibrated on this cell's warm-up; rows record it
             planted_delay.calibrate_cell(states, self.rounds.rows[first_warmup:])
-            if self.r.verifies_syncs:
+            if self.sync_counter_factory is not None:
                 for _ in range(self.config.verify_rounds):
                     for role in ROLES:
                         self._emit(self._round(states[role], warmup=False, pair_index=-1, position=-1,
                                                verify=True))
-            self.r.instruments.after_warmup()
+            self.instruments.after_warmup()
             return self._pairs(states)
         except CheckFailure as exc:
             return "check_failed", str(exc), {}
@@ -316,7 +334,7 @@ class CellRun:
             else:
                 rejected_pairs += 1
         pair_index = max(by_pair, default=-1) + 1
-        self.r.progress.cell_progress(self.key, accepted_pairs, unit.target)
+        self.progress.cell_progress(self.key, accepted_pairs, unit.target)
         while True:
             if rejected_pairs > unit.rejects_allowed:
                 counts = {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
@@ -352,7 +370,7 @@ class CellRun:
             else:
                 self._emit(second_row)
                 accepted_pairs += 1
-            self.r.progress.cell_progress(self.key, accepted_pairs, unit.target)
+            self.progress.cell_progress(self.key, accepted_pairs, unit.target)
             pair_index += 1
         return "done", None, {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
 

@@ -13,7 +13,6 @@ campaign process.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Callable
 
 from .cell import CellRun, CheckFailure, compare_trees
@@ -39,25 +38,12 @@ class Measurer:
         self.instruments = instruments
         self.campaign_id = campaign_id
         self.session = session
-        self.progress = None  # the unit's, set by run_unit
         self._sync_counter_factory = sync_counter_factory
         self._record_cell = record_cell
         self._checked_trees: set = set()
         self.gi = None
         self.graph_snapshot = None
         self.device_graph = False  # the open graph is device-resident (a CUDA side runs)
-
-    # -- what cell.CellRun reads ----------------------------------------------------------------
-    @property
-    def verifies_syncs(self) -> bool:
-        """Cells run verification rounds (an independent sync counter was given)."""
-        return self._sync_counter_factory is not None
-
-    def sync_counter(self):
-        """The counter of one verification round (cell.CellRun._round with verify=True)."""
-        if self._sync_counter_factory is None:
-            return contextlib.nullcontext()
-        return self._sync_counter_factory()
 
     def _set_cell(self, key: str, **values) -> None:
         if self._record_cell is not None:
@@ -106,16 +92,17 @@ class Measurer:
     # -- a unit ---------------------------------------------------------------------------------
     def run_unit(self, unit: Unit, rounds, progress) -> tuple[str, str | None, dict]:
         """Worker ``unit.process`` of one cell of the open graph, to a terminal status."""
-        self.progress = progress
         side_a = self.config.sides[0]
-        cell = CellRun(runner=self, gi=self.gi, unit=unit, rounds=rounds,
+        cell = CellRun(config=self.config, gi=self.gi, unit=unit, rounds=rounds,
+                       graph_snapshot=self.graph_snapshot, device_graph=self.device_graph,
+                       instruments=self.instruments, progress=progress, campaign_id=self.campaign_id,
+                       session=self.session, sync_counter_factory=self._sync_counter_factory,
+                       check_initial_tree=self.check_initial_tree,
                        sides=(side_a, side_a) if unit.control else None)
         try:
             return cell.run()
         except CheckFailure as exc:  # the initial-tree check
             return "guard_failed", str(exc), {}
-        finally:
-            self.progress = None
 
 
 __all__ = ["Measurer", "INITIAL_TREE_CHECK_LIMIT"]
