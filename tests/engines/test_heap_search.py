@@ -49,8 +49,41 @@ def test_packed_heap_matches_the_pair_heap(data):
     assert np.array_equal(packed[finite] >> np.uint64(bits), plain[finite])
 
 
+@njit(nogil=True)
+def _reference_sift_up4(heap, i):
+    x = heap[i]
+    while i > 0:
+        parent = (i - 1) >> 2
+        if heap[parent] <= x:
+            break
+        heap[i] = heap[parent]
+        i = parent
+    heap[i] = x
+
+
+@njit(nogil=True)
+def _reference_sift_down4(heap, i, size):
+    x = heap[i]
+    while True:
+        first = 4 * i + 1
+        if first >= size:
+            break
+        best = first
+        least = heap[first]
+        for c in range(first + 1, min(first + 4, size)):
+            if heap[c] < least:
+                least = heap[c]
+                best = c
+        if least >= x:
+            break
+        heap[i] = least
+        i = best
+    heap[i] = x
+
+
 # The packed search before its loop moved into _heap_run (the heap array reassigned inside the
-# loop when it grew), kept verbatim as the reference: the heap holds the same entries at the same
+# loop when it grew) and before the branch-free choice of the least of four children, kept
+# verbatim as the reference with its sift functions: the heap holds the same entries at the same
 # positions after every step (growth copies them in place), so the pops, words and counts agree.
 @njit(nogil=True)
 def _reference_heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, bound):
@@ -68,14 +101,14 @@ def _reference_heap_search(words, frontier, row_ptr, col_ind, weight, source, bi
         heap[size] = ((words[v] >> ubits) << ubits) | np.uint64(v)
         size += 1
     for i in range((size - 2) // 4, -1, -1):
-        host_kernels._sift_down4(heap, i, size)
+        _reference_sift_down4(heap, i, size)
     expansions = 0
     while size > 0:
         top = heap[0]
         size -= 1
         if size > 0:
             heap[0] = heap[size]
-            host_kernels._sift_down4(heap, 0, size)
+            _reference_sift_down4(heap, 0, size)
         u = np.int64(top & vertex_mask)
         d = top >> ubits
         if (words[u] >> ubits) != d:
@@ -102,7 +135,7 @@ def _reference_heap_search(words, frontier, row_ptr, col_ind, weight, source, bi
                         heap = grown
                     heap[size] = (nd << ubits) | np.uint64(x)
                     size += 1
-                    host_kernels._sift_up4(heap, size - 1)
+                    _reference_sift_up4(heap, size - 1)
     return expansions, True
 
 
@@ -139,3 +172,24 @@ def test_packed_heap_matches_its_previous_version(data):
     want = _reference_heap_search(want_words, *args)
     assert got == want
     assert np.array_equal(got_words, want_words)
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.lists(st.integers(0, 40), max_size=200))
+def test_sift_down4_builds_and_pops_as_before(values):
+    """The branch-free sift gives the same heap, entry for entry, and pops the same sequence
+    (repeated keys included: the first least child wins in both)."""
+    got = np.array(values, dtype=np.uint64)
+    want = got.copy()
+    size = got.shape[0]
+    for i in range((size - 2) // 4, -1, -1):
+        host_kernels._sift_down4(got, i, size)
+        _reference_sift_down4(want, i, size)
+    assert np.array_equal(got, want)
+    while size > 0:
+        assert got[0] == want[0]
+        size -= 1
+        got[0], want[0] = got[size], want[size]
+        host_kernels._sift_down4(got, 0, size)
+        _reference_sift_down4(want, 0, size)
+        assert np.array_equal(got[:size], want[:size])
