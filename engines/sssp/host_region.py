@@ -37,6 +37,16 @@ def _walk(parents, state, path):
     for v in range(n):
         if state[v] != _UNKNOWN:
             continue
+        p = parents[v]
+        if p < 0:
+            state[v] = _CLEAR
+            continue
+        s = state[p]
+        if s >= _FLAGGED:  # the parent is classified: what the walk below gives in one step
+            state[v] = s
+            if s == _CYCLIC:
+                cycle = True
+            continue
         length = 0
         u = v
         while True:
