@@ -489,26 +489,11 @@ def _rebuild_argv(args, engines, sizes, localities, objectives, gates, spec, out
 
 
 def _check_cuda(engines) -> int | None:
+    from protocol.campaign import check_cuda
     from protocol.sides import parse_side
 
-    sides = [parse_side(e) for e in engines]
-    if not any(s.needs_cuda for s in sides):
-        return None
-    from engines.sssp import cuda
-
-    if not cuda.is_available():
-        raise EnvironmentProblem("a CUDA engine was requested (" + ", ".join(s.label for s in sides if s.needs_cuda)
-                                 + ") but no CUDA GPU is usable here; sweep the host reference with --engines host")
-    device = cuda.current_device()
-    for side in sides:
-        if side.needs_cuda and side.cuda_engine == "fused":
-            from engines.errors import NotSupportedError
-
-            try:
-                cuda.select_engine("fused", device)
-            except NotSupportedError as exc:
-                raise EnvironmentProblem(f"engine {side.label}: {exc}") from exc
-    return device
+    return check_cuda([parse_side(e) for e in engines], kind="engine", missing="",
+                      hint="sweep the host reference with --engines host")
 
 
 def _campaign_finished(folder: Path) -> bool:

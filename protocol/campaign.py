@@ -157,27 +157,28 @@ def overwrite_refusal(store) -> str:
 
 
 # -- what the sides need ------------------------------------------------------------------------
-def check_cuda(sides) -> int | None:
-    """The CUDA device the campaign measures, or None; exit 3 problems before anything runs."""
+def check_cuda(sides, *, kind: str = "side", missing: str = " (CuPy missing or no device)",
+               hint: str = "measure the host reference with --sides host,host") -> int | None:
+    """The CUDA device the campaign measures, or None; exit 3 problems before anything runs: no
+    usable GPU, or a CUDA side whose engine cannot run here (``Side.unavailable_reason``, the one
+    check of engines.config). ``kind``, ``missing`` and ``hint`` word the message for the command
+    (``perf_ab.py sweep`` names engines, not sides)."""
     if not any(s.needs_cuda for s in sides):
         return None
-    from engines.errors import NotSupportedError
     from engines.sssp import cuda
 
     if not cuda.is_available():
         raise EnvironmentProblem(
-            "a CUDA side was requested ("
+            f"a CUDA {kind} was requested ("
             + ", ".join(s.label for s in sides if s.needs_cuda)
-            + ") but no CUDA GPU is usable here (CuPy missing or no device); "
-            "measure the host reference with --sides host,host"
+            + f") but no CUDA GPU is usable here{missing}; {hint}"
         )
     device = cuda.current_device()
     for side in sides:
-        if side.needs_cuda and side.cuda_engine == "fused":
-            try:
-                cuda.select_engine("fused", device)
-            except NotSupportedError as exc:
-                raise EnvironmentProblem(f"side {side.label}: {exc}") from exc
+        if side.needs_cuda:
+            reason = side.unavailable_reason(device)
+            if reason is not None:
+                raise EnvironmentProblem(f"{kind} {side.label}: {reason}")
     return device
 
 

@@ -131,7 +131,7 @@ class PlantedSide(Side):
     @classmethod
     def around(cls, base: Side, percent: float) -> "PlantedSide":
         return cls(base.label, base.backend, base.cuda_engine, base.operators_loop, base.push_expansion,
-                   base=base, percent=percent)
+                   base.update_launch, base=base, percent=percent)
 
     def calibrated(self, median_ms: float | None) -> "PlantedSide":
         """This side delayed by ``percent`` % of ``median_ms``."""

@@ -348,3 +348,15 @@ def test_calibrating_a_cuda_side_needs_no_cupy(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # an import of cupy would raise
     side = planted_delay.PlantedSide.around(FUSED_OPERATORS[1], 3.0).calibrated(2.0)
     assert side.delay_ns == 60_000 and side.needs_cuda
+
+
+def test_a_planted_side_keeps_every_pin_of_its_base():
+    """The planted side runs its base's engine configuration: every pinned option, the update
+    launch included (it was dropped once, when sides learned +graph / +python)."""
+    from protocol.sides import parse_side
+
+    for label in ("cuda:fused+vertex+python", "cuda:operators-host+group+graph", "host"):
+        base = parse_side(label)
+        planted = planted_delay.PlantedSide.around(base, 10.0)
+        assert planted.config == base.config, label
+        assert planted.engine_options == base.engine_options, label
