@@ -17,7 +17,7 @@ USAGE = ("usage: python -m conformance {generate,verify,check,list,compare} ...\
          "  verify    check the manifest digests\n"
          "  check     regenerate and compare with the stored corpus\n"
          "  list      list the cases\n"
-         "  compare   replay the corpus on engine configurations (--configs host,cuda-fused,...)\n")
+         "  compare   replay the corpus on engine configurations (--configs host,cuda:fused,...)\n")
 
 
 def main(argv=None) -> int:
