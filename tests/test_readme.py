@@ -61,10 +61,16 @@ def has_gpu() -> bool:
     return subprocess.run([sys.executable, "bench/has_gpu.py"], cwd=ROOT, capture_output=True).returncode == 0
 
 
+#: What a make running these tests (``make test``, CI) exports to its sub-makes: a README command
+#: runs as typed in a fresh shell, not as a sub-make (which would print "Entering directory").
+MAKE_RECURSION = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")
+
+
 def run(args, *, input=None, env=None, timeout=TIMEOUT):
+    fresh = {k: v for k, v in os.environ.items() if k not in MAKE_RECURSION}
     return subprocess.run(
         args, cwd=ROOT, input=input, capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env={**fresh, **(env or {})},
     )
 
 
