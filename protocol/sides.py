@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engines.config import EngineConfig, EngineConfigError
+# the engines' own tables (Options.cuda_engine, Options.operators_loop), under the names this
+# module exported before engines.config parsed the sides
+from engines.sssp.result import CUDA_ENGINES as CUDA_ENGINE_OPTIONS
+from engines.sssp.result import OPERATORS_LOOPS as OPERATORS_LOOP_MODES  # noqa: F401
 
 from .errors import UsageError
-
-CUDA_ENGINE_OPTIONS = ("fused", "operators", "automatic")
-#: Operators loop modes a side can pin, as ``cuda:operators-<mode>``.
-OPERATORS_LOOP_MODES = ("host", "device")
 
 
 @dataclass(frozen=True)
