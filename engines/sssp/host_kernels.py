@@ -68,12 +68,53 @@ def _sift_down(keys, verts, i, size):
 
 
 @njit(nogil=True)
+def _heap_run_distances(words, keys, verts, size, expansions, row_ptr, col_ind, weight, source, bound):
+    """:func:`_heap_run` for distance-only words and the pair heap: pop and expand until the heap
+    is empty or the next expansion might not fit (the top then not yet popped); returns (size,
+    expansions, status, needed) as :func:`_heap_run` does. ``keys`` and ``verts`` are never
+    reassigned in here, for the same code-generation reason."""
+    n = words.shape[0]
+    capacity = keys.shape[0]
+    ubound = np.uint64(bound)
+    while size > 0:
+        u = verts[0]
+        needed = size - 1 + (row_ptr[u + 1] - row_ptr[u])  # at most one entry per out-edge
+        if needed > capacity:
+            return size, expansions, 1, needed
+        d = keys[0]
+        size -= 1
+        if size > 0:
+            keys[0] = keys[size]
+            verts[0] = verts[size]
+            _sift_down(keys, verts, 0, size)
+        if words[u] != d:
+            continue  # stale: u was lowered after this entry was queued
+        expansions += 1
+        if expansions > n:
+            return size, expansions, 2, 0
+        for e in range(row_ptr[u], row_ptr[u + 1]):
+            x = col_ind[e]
+            if x == source:
+                continue
+            nd = d + np.uint64(weight[e])
+            if nd > ubound:
+                continue
+            if nd < words[x]:
+                words[x] = nd
+                keys[size] = nd
+                verts[size] = x
+                size += 1
+                _sift_up(keys, verts, size - 1)
+    return size, expansions, 0, 0
+
+
+@njit(nogil=True)
 def _heap_search_distances(words, frontier, row_ptr, col_ind, weight, source, bound):
     """The search for distance-only words (a binary heap of (distance, vertex) pairs); returns
-    (expansions, ok), ``ok`` False if the safety cap (n expansions) was exceeded."""
-    n = words.shape[0]
+    (expansions, ok), ``ok`` False if the safety cap (n expansions) was exceeded. The loop is
+    :func:`_heap_run_distances`; this grows the heap between its calls (the same entries at the
+    same places: growing never reorders it)."""
     inf_word = np.uint64(INF_WORD)
-    ubound = np.uint64(bound)
     capacity = max(16, 2 * frontier.shape[0])
     keys = np.empty(capacity, dtype=np.uint64)
     verts = np.empty(capacity, dtype=np.int64)
@@ -88,40 +129,20 @@ def _heap_search_distances(words, frontier, row_ptr, col_ind, weight, source, bo
     for i in range(size // 2 - 1, -1, -1):  # bottom-up heap construction, O(size)
         _sift_down(keys, verts, i, size)
     expansions = 0
-    while size > 0:
-        d = keys[0]
-        u = verts[0]
-        size -= 1
-        if size > 0:
-            keys[0] = keys[size]
-            verts[0] = verts[size]
-            _sift_down(keys, verts, 0, size)
-        if words[u] != d:
-            continue  # stale: u was lowered after this entry was queued
-        expansions += 1
-        if expansions > n:
+    while True:
+        size, expansions, status, needed = _heap_run_distances(words, keys, verts, size, expansions, row_ptr,
+                                                               col_ind, weight, source, bound)
+        if status == 0:
+            return expansions, True
+        if status == 2:
             return expansions, False
-        for e in range(row_ptr[u], row_ptr[u + 1]):
-            x = col_ind[e]
-            if x == source:
-                continue
-            nd = d + np.uint64(weight[e])
-            if nd > ubound:
-                continue
-            if nd < words[x]:
-                words[x] = nd
-                if size == keys.shape[0]:
-                    grown_keys = np.empty(2 * size, dtype=np.uint64)
-                    grown_verts = np.empty(2 * size, dtype=np.int64)
-                    grown_keys[:size] = keys
-                    grown_verts[:size] = verts
-                    keys = grown_keys
-                    verts = grown_verts
-                keys[size] = nd
-                verts[size] = x
-                size += 1
-                _sift_up(keys, verts, size - 1)
-    return expansions, True
+        capacity = max(2 * keys.shape[0], needed)
+        grown_keys = np.empty(capacity, dtype=np.uint64)
+        grown_verts = np.empty(capacity, dtype=np.int64)
+        grown_keys[:size] = keys[:size]
+        grown_verts[:size] = verts[:size]
+        keys = grown_keys
+        verts = grown_verts
 
 
 @njit(nogil=True)
