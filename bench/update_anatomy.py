@@ -48,24 +48,6 @@ extern "C" __global__ void spin(long long cycles) {
 """
 
 
-def random_input(spec: str, seed: int = 7):
-    """(row_ptr, col_ind, weights (m, 3), source) of a symmetric random graph ``n,m``."""
-    n, m = (int(x) for x in spec.split(","))
-    rng = np.random.default_rng(seed)
-    half = m // 2
-    u = rng.integers(0, n, size=half)
-    v = (u + rng.integers(1, n, size=half)) % n
-    src = np.concatenate([u, v])
-    dst = np.concatenate([v, u])
-    order = np.lexsort((dst, src))
-    src, dst = src[order], dst[order]
-    row_ptr = np.zeros(n + 1, dtype=np.int32)
-    np.add.at(row_ptr, src + 1, 1)
-    row_ptr = np.cumsum(row_ptr).astype(np.int32)
-    w = rng.integers(1, 101, size=(src.size, 3)).astype(np.int32)
-    return row_ptr, dst.astype(np.int32), w, 0
-
-
 class Stages:
     """Host time per stage, accumulated over the timed updates (ns)."""
 
@@ -86,7 +68,6 @@ class Stages:
                 self.total[label] = self.total.get(label, 0) + time.perf_counter_ns() - start
 
         setattr(owner, name, wrapped)
-        return original
 
 
 MICRO_SOURCE = r"""
@@ -222,8 +203,12 @@ def main(argv=None) -> int:
     from protocol.region import RegionProbe
 
     if args.random_graph:
-        row_ptr, col_ind, weights, source = random_input(args.random_graph)
-        tree = None
+        from bench.engine_table import random_graph  # the one random-graph generator of the tables
+
+        graph = random_graph(*(int(x) for x in args.random_graph.split(",")))
+        row_ptr, col_ind = np.asarray(graph.row_ptr), np.asarray(graph.col_ind)
+        weights = np.asarray(graph.weights).reshape(graph.num_weights, -1).T.copy()
+        source, tree = 0, None
         name = f"random {args.random_graph}"
     else:
         data = st.load_input(graph=args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=False)

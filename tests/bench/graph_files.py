@@ -123,3 +123,17 @@ def write_format(name: str, folder: Path, edges=None) -> tuple[Path, list[str], 
     writer, options, fmt = FORMATS[name]
     folder.mkdir(parents=True, exist_ok=True)
     return writer(folder, undirected_edges() if edges is None else edges), list(options), fmt
+
+
+def connected_edge_list(folder: Path, name: str, n: int, m: int, seed: int) -> Path:
+    """``folder/name``: a connected undirected graph of ``n`` vertices (a path through all, then
+    random pairs up to ``m`` edges) as a 1-based edge list, one edge per line (the sweep's tests)."""
+    rng = np.random.default_rng(seed)
+    pairs = {(i, i + 1) for i in range(n - 1)}
+    while len(pairs) < m:
+        u, v = (int(x) for x in rng.integers(0, n, 2))
+        if u != v:
+            pairs.add((min(u, v), max(u, v)))
+    path = folder / name
+    path.write_text("".join(f"{u + 1} {v + 1}\n" for u, v in sorted(pairs)))
+    return path

@@ -14,6 +14,8 @@ from bench.sweep_sides import RecomputeSide, UpdateSide, sweep_sides
 from protocol.crossover import (BELOW_RANGE, CROSSOVER, NO_DATA, NONE_IN_RANGE, SizePoint, find_crossover,
                                 log_interpolate, size_point)
 
+from .graph_files import connected_edge_list
+
 
 # -- sizes ----------------------------------------------------------------------------------------
 def test_default_series_is_geometric_from_10_to_1M():
@@ -201,15 +203,7 @@ def test_sweep_store_refuses_other_versions_and_damage(tmp_path):
 
 # -- end to end on a tiny graph (host engine) -----------------------------------------------------
 def _tiny_graph_file(folder, n=300, m=900, seed=1):
-    rng = np.random.default_rng(seed)
-    pairs = {(i, i + 1) for i in range(n - 1)}
-    while len(pairs) < m:
-        u, v = (int(x) for x in rng.integers(0, n, 2))
-        if u != v:
-            pairs.add((min(u, v), max(u, v)))
-    path = folder / "tiny.edges"
-    path.write_text("".join(f"{u + 1} {v + 1}\n" for u, v in sorted(pairs)))
-    return path
+    return connected_edge_list(folder, "tiny.edges", n, m, seed)
 
 
 def _argv(graph, out, cache, *extra):

@@ -5,27 +5,19 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from bench import sweep
 from protocol.records import RecordStore
 
+from ..bench.graph_files import connected_edge_list
 from .ops_support import GPU
 
 pytestmark = GPU
 
 
 def _graph_file(folder, n=400, m=1_600, seed=5):
-    rng = np.random.default_rng(seed)
-    pairs = {(i, i + 1) for i in range(n - 1)}
-    while len(pairs) < m:
-        u, v = (int(x) for x in rng.integers(0, n, 2))
-        if u != v:
-            pairs.add((min(u, v), max(u, v)))
-    path = folder / "tinygpu.edges"
-    path.write_text("".join(f"{u + 1} {v + 1}\n" for u, v in sorted(pairs)))
-    return path
+    return connected_edge_list(folder, "tinygpu.edges", n, m, seed)
 
 
 @pytest.mark.slow
