@@ -80,8 +80,8 @@ class Crossover:
         if self.status == BELOW_RANGE:
             return (f"{subject} faster already at {self.above.size:,} changes, the smallest size measured"
                     if self.first_confident_size == self.above.size else
-                    f"below the range: the ratio is above 1 from the smallest size; interval above 1 from "
-                    f"{self.first_confident_size:,}")
+                    f"{subject} faster below the range: the ratio is above 1 from the smallest size; "
+                    f"interval above 1 from {self.first_confident_size:,}")
         if self.status == NONE_IN_RANGE:
             return "no crossover in range: update() pays (or cannot be told apart) at every size measured"
         return "no measured size"

@@ -135,6 +135,10 @@ def test_crossover_below_the_smallest_size():
 def test_median_above_1_everywhere_is_below_the_range():
     found = find_crossover([pt(10, 1.02, half=0.1), pt(100, 1.3)])
     assert found.status == BELOW_RANGE and found.first_confident_size == 100
+    # every sentence that reports a crossover names what side B is (the sweep also describes the
+    # comparison against apply + compute() with the same function)
+    assert found.describe("apply + compute()").startswith("apply + compute() faster below the range")
+    assert found.describe().startswith("compute() faster below the range")
 
 
 def test_no_data():
