@@ -183,23 +183,26 @@ class ApplyScratch:
                 cap = max(_grown(self.event_cap, num_events), MIN_EVENTS)
                 k = self.num_weights
                 self.keys = self.stage_key = self.stage_ins = self.increased = self.staging = None
-                self.record = self.sizes = None
+                self.record = self.sizes = self.ev_src = self.ev_dst = self.ev_weights = None
                 # both sides' sort keys in one array, sorted by one call (as unsigned: the side
                 # bit is the top bit, device_apply.cu apply_keys)
                 self.keys = cupy.empty(2 * cap, dtype=cupy.uint64)
                 self.stage_key = cupy.empty(cap, dtype=cupy.int32)
                 self.stage_ins = cupy.empty(cap, dtype=cupy.int32)
                 self.increased = cupy.zeros(cap * max(k, 1), dtype=cupy.uint8)
-                nbytes = self._events_at() + (8 + 4 * k) * cap
-                self.staging = cupy.empty(nbytes, dtype=cupy.uint8)
-                self.record = self.staging[: 8 * record_length(k)].view(cupy.int64)
-                self.sizes = self.staging[8 * record_length(k): self._events_at()].view(cupy.int64)
+                at = self._events_at()  # header (record | sizes), then the events at capacity
+                nbytes = at + (8 + 4 * k) * cap
+                staging = self.staging = cupy.empty(nbytes, dtype=cupy.uint8)
+                self.record = staging[: 8 * record_length(k)].view(cupy.int64)
+                self.sizes = staging[8 * record_length(k): at].view(cupy.int64)
+                self.ev_src = staging[at: at + 4 * cap].view(cupy.int32)
+                self.ev_dst = staging[at + 4 * cap: at + 8 * cap].view(cupy.int32)
+                self.ev_weights = staging[at + 8 * cap: nbytes].view(cupy.int32)
                 mem = cupy.cuda.alloc_pinned_memory(nbytes)
                 self._pinned = np.ndarray((nbytes,), dtype=np.uint8, buffer=mem)
                 self._pinned_ptr = int(mem.ptr)
                 self._upload_done = None
                 self.event_cap = cap
-                self.ev_src, self.ev_dst, self.ev_weights = self.event_views()
         if (self.m_cap, self.n_cap, self.event_cap) != caps or not layout:
             layout = next(_serials)
         self.layout = layout
@@ -207,14 +210,6 @@ class ApplyScratch:
     def _events_at(self) -> int:
         """Where the event list starts in the staging buffer: past the record and the sizes."""
         return 8 * (record_length(self.num_weights) + SIZE_SLOTS)
-
-    def event_views(self):
-        """(src, dst, insertion weights): device views of the staged event list at capacity."""
-        cupy = cupy_module()
-        cap, k, at = self.event_cap, self.num_weights, self._events_at()
-        staged = self.staging
-        return (staged[at: at + 4 * cap].view(cupy.int32), staged[at + 4 * cap: at + 8 * cap].view(cupy.int32),
-                staged[at + 8 * cap: at + (8 + 4 * k) * cap].view(cupy.int32))
 
     def reset_after_failure(self, stream) -> None:
         """Re-zero the zero-invariant scratch after a commit failed half-way."""
@@ -264,12 +259,11 @@ class PendingCommit:
     commit, which resolves this one first.
     """
 
-    def __init__(self, scratch: ApplyScratch, events, buffers, ev_src, ev_dst, weight_sum_before,
-                 old_max, record_pending: bool):
+    def __init__(self, scratch: ApplyScratch, events, buffers, weight_sum_before, old_max,
+                 record_pending: bool):
         self.scratch = scratch
         self.events = events
         self.buffers = buffers
-        self.ev_src, self.ev_dst = ev_src, ev_dst
         self._weight_sum_before = tuple(int(x) for x in weight_sum_before)
         self._old_max = tuple(int(x) for x in old_max)
         self._pending = record_pending
@@ -345,8 +339,10 @@ class PendingCommit:
         ev = self.events
         module = load_module(self.scratch.device)
         fn = module.function("apply_changes", np.int32, np.int32)
-        fn((1,), (1024,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), self.ev_src,
-                           self.ev_dst, self.scratch.increased, np.int32(self.scratch.num_weights),
+        # the scratch's event views: they change only when the next commit reserves, which
+        # expires this one first
+        fn((1,), (1024,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), self.scratch.ev_src,
+                           self.scratch.ev_dst, self.scratch.increased, np.int32(self.scratch.num_weights),
                            np.int32(objective), changed_from, changed_to, heads, changed_count),
            stream=stream)
 
@@ -399,11 +395,10 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
     if count == 0:
         # An empty batch changes no array: the new state shares the current set (it differs only
         # in its identity, which Graph keeps).
-        return PendingCommit(_scratch(dgraph), events, cur, None, None, weight_sum, old_max, False)
+        return PendingCommit(_scratch(dgraph), events, cur, weight_sum, old_max, False)
     scratch = _scratch(dgraph)
     target = dgraph.target(n_after, m_old + events.num_insertions, k, cur.offset_dtype)
     scratch.reserve(n_after, m_old, count, stream)
-    ev_src, ev_dst = scratch.ev_src, scratch.ev_dst
     try:
         with cuda_errors("applying the batch on the device"), cupy.cuda.Device(dgraph.device), stream:
             scratch.stage(events, old_max, m_old, stream)
@@ -423,7 +418,7 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
     target.num_vertices = n_after
     target.num_edges = m_old + events.num_insertions  # an upper bound until resolved
     dgraph.publish(target)
-    return PendingCommit(scratch, events, target, ev_src, ev_dst, weight_sum, old_max, True)
+    return PendingCommit(scratch, events, target, weight_sum, old_max, True)
 
 
 def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
@@ -529,11 +524,9 @@ def _replay(dgraph, scratch, cur, target, n_after: int, stream) -> None:
             graph = runtime.capture(dgraph.device, lambda s: _enqueue(steps, scratch, s))
         except Exception as exc:  # noqa: BLE001 - any capture failure falls back to launches
             scratch.capture_problem = f"{type(exc).__name__}: {exc}"
-            scratch.arena.reset()
-            _enqueue(steps, scratch, stream)
-            return
-        if scratch.arena.overflow:
-            scratch.arena.reset()  # grows the arena: the next commit captures again
+            graph = None
+        if graph is None or scratch.arena.overflow:
+            scratch.arena.reset()  # after an overflow it grows: the next commit captures again
             _enqueue(steps, scratch, stream)
             return
         while len(scratch.captured) >= MAX_CAPTURED:
