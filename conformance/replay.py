@@ -77,12 +77,15 @@ CONFIGS = {
         Config.of("cuda:operators", "CUDA operators engine, loop driven from the device (its default)"),
         Config.of("cuda:operators-host", "CUDA operators engine, the ADR's host loop (a readback per step)"),
         Config.of("cuda", "CUDA, automatic engine choice"),
-        # both push expansions (Options.push_expansion), whichever is the default
+        # every push expansion (Options.push_expansion), whichever is the default
         Config.of("cuda:fused+vertex", "CUDA fused, one lane per near-list vertex"),
         Config.of("cuda:fused+group", "CUDA fused, a group of lanes per near-list vertex"),
         Config.of("cuda:operators+vertex", "CUDA operators (device loop), one lane per near-list vertex"),
         Config.of("cuda:operators+group", "CUDA operators (device loop), a group of lanes per near-list vertex"),
         Config.of("cuda:operators-host+group", "CUDA operators (host loop), a group of lanes per near-list vertex"),
+        Config.of("cuda:fused+batched", "CUDA fused, group lanes relaxing their edges in batches of four"),
+        Config.of("cuda:operators+batched", "CUDA operators (device loop), edges relaxed in batches of four"),
+        Config.of("cuda:operators-host+batched", "CUDA operators (host loop), edges relaxed in batches of four"),
         # both launches of the device apply (Options.update_launch), whichever is the default
         Config.of("cuda:fused+graph", "CUDA fused, the batch's device apply as a captured CUDA graph"),
         Config.of("cuda:operators+graph", "CUDA operators (device loop), the device apply as a captured CUDA graph"),

@@ -22,8 +22,10 @@ DEVICE_DELTA_CLAMP = 1 << 62
 #: How the CUDA engines' push expands a near-list vertex (engines/sssp/cuda/push.py): "vertex",
 #: one lane walks its out-edges; "group", up to a warp of lanes share them (the default: on the
 #: H200 it took roadNet-PA safe50k from 2.20 to 1.44 ms, local10k from 3.10 to 1.12 ms, issue
-#: 26). The host ignores it.
-PUSH_EXPANSIONS = ("vertex", "group")
+#: 26); "batched", the group's lanes relax their edges four at a time, each step's loads issued
+#: together (issue 34: for the long lists that fill the grid, where a lane walks a whole vertex).
+#: The host ignores it.
+PUSH_EXPANSIONS = ("vertex", "group", "batched")
 DEFAULT_PUSH_EXPANSION = "group"
 
 

@@ -107,9 +107,9 @@ def test_the_option_reaches_the_plan_of_an_update(monkeypatch):
     seen = []
     real = host.update
 
-    def spy(graph, d, p, plan, changes):
+    def spy(graph, d, p, plan, changes, **engine_args):
         seen.append(plan.push_expansion)
-        return real(graph, d, p, plan, changes)
+        return real(graph, d, p, plan, changes, **engine_args)
 
     monkeypatch.setattr(host, "update", spy)
     g = small_graph()
@@ -136,6 +136,20 @@ def test_log_capacity_is_the_headers():
     header = (CUDA_DIR / "kernels.cuh").read_text()
     assert f"#define SSSP_NEAR_LOG_CAPACITY {push.NEAR_LOG_CAPACITY}\n" in header
     assert f"#define SSSP_PUSH_GROUP_SHIFT {push.MAX_GROUP_SHIFT}\n" in header
+    assert f"#define SSSP_PUSH_SHIFT_MASK {push.SHIFT_MASK:#x}u\n" in header
+    assert f"#define SSSP_PUSH_BATCHED {push.BATCHED_FLAG:#x}u\n" in header
+    assert f"#define SSSP_PUSH_EDGE_BATCH {push.EDGE_BATCH}\n" in header
+
+
+def test_kernel_mode_is_the_cap_and_the_batched_flag():
+    assert push.kernel_mode("vertex") == 0
+    assert push.kernel_mode("group") == push.MAX_GROUP_SHIFT
+    assert push.kernel_mode("batched") == push.MAX_GROUP_SHIFT | push.BATCHED_FLAG
+    for expansion in PUSH_EXPANSIONS:  # the cap survives the mask, whatever the flags
+        assert push.kernel_mode(expansion) & push.SHIFT_MASK == push.max_shift(expansion)
+    assert push.BATCHED_FLAG & push.SHIFT_MASK == 0
+    with pytest.raises(ValueError, match="unknown push expansion"):
+        push.kernel_mode("warp")
 
 
 def test_host_results_have_no_grid_syncs_and_no_push_profile():

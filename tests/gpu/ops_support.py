@@ -43,17 +43,18 @@ CUDA_CONFIGS = {
     "operators-host": {"cuda_engine": "operators", "operators_loop": "host"},
 }
 CUDA_ENGINES = tuple(CUDA_CONFIGS)
-#: The push expansion the default configurations do not run (Options.push_expansion), pinned:
-#: both engines' pushes are tested whichever expansion is the default.
-OTHER_EXPANSION = next(e for e in PUSH_EXPANSIONS if e != DEFAULT_PUSH_EXPANSION)
-CUDA_CONFIGS.update({
-    f"fused+{OTHER_EXPANSION}": {"cuda_engine": "fused", "push_expansion": OTHER_EXPANSION},
-    f"operators+{OTHER_EXPANSION}": {"cuda_engine": "operators", "operators_loop": "device",
-                                     "push_expansion": OTHER_EXPANSION},
-    f"operators-host+{OTHER_EXPANSION}": {"cuda_engine": "operators", "operators_loop": "host",
-                                          "push_expansion": OTHER_EXPANSION},
-})
-#: Every configuration: both loop modes of the operators engine, both push expansions.
+#: The push expansions the default configurations do not run (Options.push_expansion), pinned:
+#: every expansion of both engines' pushes is tested whichever is the default.
+OTHER_EXPANSIONS = tuple(e for e in PUSH_EXPANSIONS if e != DEFAULT_PUSH_EXPANSION)
+for _expansion in OTHER_EXPANSIONS:
+    CUDA_CONFIGS.update({
+        f"fused+{_expansion}": {"cuda_engine": "fused", "push_expansion": _expansion},
+        f"operators+{_expansion}": {"cuda_engine": "operators", "operators_loop": "device",
+                                    "push_expansion": _expansion},
+        f"operators-host+{_expansion}": {"cuda_engine": "operators", "operators_loop": "host",
+                                         "push_expansion": _expansion},
+    })
+#: Every configuration: both loop modes of the operators engine, every push expansion.
 ALL_CUDA_CONFIGS = tuple(CUDA_CONFIGS)
 
 

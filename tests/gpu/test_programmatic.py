@@ -10,6 +10,7 @@ import pytest
 import engines
 from engines import sssp
 from engines.sssp.cuda import programmatic
+from engines.sssp.plan import PUSH_EXPANSIONS
 
 from .. import harness as H
 from . import ops_support as S
@@ -23,7 +24,7 @@ def pdl(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("expansion", ["group", "vertex"])
+@pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_programmatic_loop_gives_the_reference_bytes(pdl, seed, expansion):
     rng = np.random.default_rng(seed + 7100)
     n, src, dst, w = H.random_graph(rng, "sparse", 2500, 1, "mid")

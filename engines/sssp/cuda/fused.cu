@@ -59,7 +59,7 @@ __device__ __forceinline__ T block_read(const T* p, T* slot) {
 template <typename V, typename O>
 __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridStride& gs,
                               const CsrView<V, O>& out, const Packing& k, V source, u64 bound,
-                              u64 delta, u64 threshold, u32 push_shift, u64* words, i32* stamp,
+                              u64 delta, u64 threshold, u32 push_mode, u64* words, i32* stamp,
                               i32* in_far, V* near_a, V* near_b, V* far_a, V* far_b,
                               V* near_log, FusedControl<V>* ctl,
                               BlockSlots<V>& slots, i32& generation, i32& iterations,
@@ -83,7 +83,7 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
                 log_near_count(near_log, it, near_count);
             }
             push_list<V, O>(near_count, (it & 1u) ? near_b : near_a, out, k, source, bound,
-                            threshold, generation, push_shift, words, stamp, in_far,
+                            threshold, generation, push_mode, words, stamp, in_far,
                             (it & 1u) ? near_a : near_b, &ctl->near[(it + 1) % 3],
                             (ep & 1u) ? far_b : far_a, &ctl->far[ep % 3]);
             grid.sync();
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     const V* __restrict__ changed_from, const V* __restrict__ changed_to,
     const V* __restrict__ changed_count,
     const V* __restrict__ heads, V num_heads,
-    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_shift,
+    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_mode,
     sssp::i32 base_generation, sssp::i32 max_rounds, sssp::FusedControl<V>* ctl) {
     using namespace sssp;
     namespace cg = cooperative_groups;
@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     // The near-far loop (algorithm.md §5.9 (c)).
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
-    fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, push_shift,
+    fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, push_mode,
                                words, stamp, in_far, near_a, near_b, far_a, far_b, near_log, ctl,
                                slots, generation, iterations, epochs, pushes);
 
@@ -250,7 +250,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     sssp::i64* distances, V* parents,
     sssp::u64* words, sssp::i32* stamp, sssp::i32* in_far,
     V* near_a, V* near_b, V* far_a, V* far_b, V* near_log,
-    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_shift,
+    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_mode,
     sssp::i32 base_generation, sssp::FusedControl<V>* ctl) {
     using namespace sssp;
     namespace cg = cooperative_groups;
@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
     fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, /*threshold=*/delta,
-                               push_shift, words, stamp, in_far, near_a, near_b, far_a, far_b,
+                               push_mode, words, stamp, in_far, near_a, near_b, far_a, far_b,
                                near_log, ctl, slots, generation, iterations, epochs, pushes);
 
     if (k.bits != 0) {

@@ -112,7 +112,7 @@ def _scalars(plan, vertex_dtype):
         np.uint64(packing.no_parent),
         np.uint64(packing.bound),
         np.uint64(plan.device_delta),
-        np.uint32(push.max_shift(plan.push_expansion)),
+        np.uint32(push.kernel_mode(plan.push_expansion)),
         vt,
     )
 
@@ -133,7 +133,7 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     module = load_module(device)
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_mode, vt = _scalars(plan, vertex_dtype)
     max_rounds = pointer_jumping_rounds(n)
 
     with ws.lock:
@@ -161,7 +161,7 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                         ws.near_log,
                         changed_from, changed_to, changed_count,
                         heads, vt(num_heads),
-                        bits, no_parent, bound, delta, push_shift,
+                        bits, no_parent, bound, delta, push_mode,
                         np.int32(base), np.int32(max_rounds), control.device,
                     ),
                 )
@@ -208,7 +208,7 @@ def compute(graph, plan, device: int, loop: str | None = None):
     module = load_module(device)
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_shift, _vt = _scalars(plan, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_mode, _vt = _scalars(plan, vertex_dtype)
 
     with ws.lock:
         try:
@@ -232,7 +232,7 @@ def compute(graph, plan, device: int, loop: str | None = None):
                         distances, parents,
                         ws.word, ws.stamp, ws.in_far,
                         ws.near_a, ws.near_b, ws.far_a, ws.far_b, ws.near_log,
-                        bits, no_parent, bound, delta, push_shift,
+                        bits, no_parent, bound, delta, push_mode,
                         np.int32(base), control.device,
                     ),
                 )

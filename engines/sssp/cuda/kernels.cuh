@@ -31,6 +31,12 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // The widest push group (a warp, 2^5 lanes): the cap of push_group_shift under the "group"
 // expansion (engines/sssp/cuda/push.py MAX_GROUP_SHIFT).
 #define SSSP_PUSH_GROUP_SHIFT 5
+// The push kernels' `push_mode` argument (engines/sssp/cuda/push.py kernel_mode): the group
+// shift's cap in the low byte, and this flag for the "batched" expansion, under which a lane
+// relaxes its out-edges SSSP_PUSH_EDGE_BATCH at a time (push_edges_batched).
+#define SSSP_PUSH_SHIFT_MASK 0xffu
+#define SSSP_PUSH_BATCHED 0x100u
+#define SSSP_PUSH_EDGE_BATCH 4
 // Entries of the near-list length log (engines/sssp/cuda/push.py NEAR_LOG_CAPACITY): push
 // iteration i of a run writes its near count at i while i is below it (push_profile).
 #define SSSP_NEAR_LOG_CAPACITY 65536
@@ -251,7 +257,8 @@ struct OperatorsControl {
     i32 loop_input_error;  // LoopInputError
     i64* loop_distances;
     V* loop_parents;
-    // The push expansion's widest group, as a shift (push_group_shift's cap; ops_loop_init).
+    // The push kernels' push_mode: the widest group as a shift (push_group_shift's cap) and the
+    // batched flag (push_list; ops_loop_init).
     u32 loop_push_shift;
 };
 
@@ -550,17 +557,74 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
     }
 }
 
+// The "batched" expansion's walk of one lane's out-edges of u (edges first, first + width, ...
+// before end): SSSP_PUSH_EDGE_BATCH edges at a time, each step's loads issued together (the
+// neighbours and weights, then the filter's words, then the atomic minima) before any result is
+// used, so that a lane waits for one memory latency per step instead of one per edge. The same
+// offers as push_edge, in another order; the result does not depend on it (algorithm.md §5.12).
+template <typename V, typename O>
+__device__ __forceinline__ void push_edges_batched(const CsrView<V, O>& out, const Packing& k,
+                                                   V u, u64 du, O first, O end, O width,
+                                                   V source, u64 bound, u64 threshold,
+                                                   bool filter, i32 generation, u64* words,
+                                                   i32* stamp, i32* in_far, V* next_list,
+                                                   V* next_count, V* pile, V* pile_count) {
+    for (O e0 = first; e0 < end; e0 += width * SSSP_PUSH_EDGE_BATCH) {
+        V w[SSSP_PUSH_EDGE_BATCH];
+        u64 cand[SSSP_PUSH_EDGE_BATCH];
+        bool live[SSSP_PUSH_EDGE_BATCH];
+#pragma unroll
+        for (int j = 0; j < SSSP_PUSH_EDGE_BATCH; ++j) {
+            const O e = e0 + static_cast<O>(j) * width;
+            live[j] = e < end;
+            w[j] = live[j] ? out.neighbour(e) : source;
+            const u64 nd = du + (live[j] ? out.weight_of(e) : 0ull);
+            // the source is never relaxed; an offer above the bound is never packed (§4.2)
+            live[j] = live[j] && w[j] != source && nd <= bound;
+            cand[j] = live[j] ? pack(k, nd, static_cast<i64>(u)) : INF_WORD;
+        }
+        if (filter) {
+            u64 seen[SSSP_PUSH_EDGE_BATCH];
+#pragma unroll
+            for (int j = 0; j < SSSP_PUSH_EDGE_BATCH; ++j) {
+                seen[j] = live[j] ? load_cg(words + w[j]) : 0ull;
+            }
+#pragma unroll
+            for (int j = 0; j < SSSP_PUSH_EDGE_BATCH; ++j) live[j] = live[j] && cand[j] < seen[j];
+        }
+        u64 old[SSSP_PUSH_EDGE_BATCH];
+#pragma unroll
+        for (int j = 0; j < SSSP_PUSH_EDGE_BATCH; ++j) {
+            old[j] = live[j] ? atomicMin(words + w[j], cand[j]) : 0ull;
+        }
+#pragma unroll
+        for (int j = 0; j < SSSP_PUSH_EDGE_BATCH; ++j) {
+            const u64 nd = cand[j] >> k.bits;
+            if (live[j] && nd < word_distance(k, old[j])) {  // this lane lowered w's distance
+                if (nd < threshold) {
+                    if (claim(stamp, w[j], generation)) next_list[append(next_count)] = w[j];
+                } else if (atomicExch(in_far + w[j], 1) == 0) {
+                    pile[append(pile_count)] = w[j];
+                }
+            }
+        }
+    }
+}
+
 // One push iteration (algorithm.md §5.9 (c)): every vertex of the near list expands, its out-edges
 // spread over a group of 2^shift lanes of one warp (push_group_shift), lane j taking edges j, j +
 // width, ... The word and the edge range of u are loaded together (independent loads).
+// `push_mode`: the cap of the shift (SSSP_PUSH_SHIFT_MASK) and SSSP_PUSH_BATCHED.
 template <typename V, typename O>
 __device__ __forceinline__ void push_list(V count, const V* near_list, const CsrView<V, O>& out,
                                           const Packing& k, V source, u64 bound, u64 threshold,
-                                          i32 generation, u32 max_shift, u64* words, i32* stamp,
+                                          i32 generation, u32 push_mode, u64* words, i32* stamp,
                                           i32* in_far, V* next_list, V* next_count, V* pile,
                                           V* pile_count) {
     const GridStride g;
-    const u32 shift = push_group_shift(static_cast<i64>(count), g.stride, max_shift);
+    const u32 shift = push_group_shift(static_cast<i64>(count), g.stride,
+                                       push_mode & SSSP_PUSH_SHIFT_MASK);
+    const bool batched = (push_mode & SSSP_PUSH_BATCHED) != 0u;
     const O width = static_cast<O>(1u << shift);
     const O lane = static_cast<O>(lane_id() & ((1u << shift) - 1u));
     const bool filter = shift < SSSP_PUSH_GROUP_SHIFT;
@@ -573,6 +637,12 @@ __device__ __forceinline__ void push_list(V count, const V* near_list, const Csr
         const O end = out.end(u);
         if (x == INF_WORD) continue;
         const u64 du = x >> k.bits;
+        if (batched) {
+            push_edges_batched<V, O>(out, k, u, du, begin + lane, end, width, source, bound,
+                                     threshold, filter, generation, words, stamp, in_far,
+                                     next_list, next_count, pile, pile_count);
+            continue;
+        }
         for (O e = begin + lane; e < end; e += width) {
             push_edge<V, O>(out, k, u, du, e, source, bound, threshold, filter, generation,
                             words, stamp, in_far, next_list, next_count, pile, pile_count);

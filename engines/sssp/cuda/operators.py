@@ -207,7 +207,8 @@ class _Run:
         self.bits = np.uint32(packing.bits)
         self.no_parent = np.uint64(packing.no_parent)
         self.delta = np.uint64(plan.device_delta)
-        self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
+        self.push_shift = push.max_shift(plan.push_expansion)  # sizes the host loop's launch
+        self.push_mode = np.uint32(push.kernel_mode(plan.push_expansion))  # the kernels' argument
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0
@@ -260,13 +261,13 @@ class _Run:
                 self.pushes += near_count
                 # each vertex's lanes (push.py): the kernel finds the same width in its grid
                 threads = push.launch_threads(near_count, launch.grid_cap * runtime.BLOCK_SIZE,
-                                              int(self.push_shift))
+                                              self.push_shift)
                 launch.over("ops_push", threads, launch.v(near_count), near_lists[near_slot],
                             self.g.out_ptr, self.g.out_index, self.g.out_weight, ws.word,
                             launch.v(self.source), self.bound, self.bits, self.no_parent, ws.stamp,
                             self.generation(), ws.in_far, near_lists[1 - near_slot],
                             far_lists[far_slot], np.int32(near_slot), np.int32(far_slot),
-                            self.push_shift, ws.near_log, np.int32(self.iterations - 1), ctl)
+                            self.push_mode, ws.near_log, np.int32(self.iterations - 1), ctl)
                 record = self.sync()
                 near_slot = 1 - near_slot
                 near_count = self._check_length("near list", record["near"][near_slot])
@@ -312,7 +313,7 @@ class _Run:
         launch.single("ops_loop_init", np.int32(start), np.int32(finish),
                       np.int32(1 if is_update else 0), np.int32(generation), self.delta,
                       self.bound, self.bits, self.no_parent, launch.v(self.source),
-                      launch.v(self.n), self.push_shift, np.int32(jump_rounds),
+                      launch.v(self.n), self.push_mode, np.int32(jump_rounds),
                       # compute() has no changed list: any buffer, never read (jump_rounds 0)
                       changed_count if changed_count is not None else ws.flag, distances, parents,
                       ctl)

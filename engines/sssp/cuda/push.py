@@ -4,7 +4,11 @@ Under the ``"vertex"`` expansion one lane walks all the out-edges of a vertex on
 an iteration lasts as long as the longest adjacency list it holds, while most of the grid idles
 when the list is short (the usual case). Under ``"group"`` a vertex's out-edges are spread over a
 group of ``2^shift`` lanes of one warp, the widest group up to a warp such that the list still
-fits the grid (``group_shift``). The result never depends on the width (algorithm.md §5.12).
+fits the grid (``group_shift``). ``"batched"`` is ``"group"`` with each lane relaxing its edges
+``EDGE_BATCH`` at a time: the neighbours, the filter's words and the atomic minima of a step are
+loaded together before any is used (kernels.cuh push_edges_batched), so a lane that walks a whole
+vertex (a list that fills the grid) waits for one memory latency per step instead of one per edge.
+The result never depends on the width or the order (algorithm.md §5.12).
 
 ``kernels.cuh push_group_shift`` is the device twin of ``group_shift`` (every thread of a push
 computes it from the list's length and the launch's threads); the operators host loop sizes its
@@ -24,8 +28,15 @@ MAX_GROUP_SHIFT = 5
 #: Push iterations whose near-list length a run logs on the device (kernels.cuh
 #: SSSP_NEAR_LOG_CAPACITY; the workspace's ``near_log``): far above the gates' 2,416 at most.
 NEAR_LOG_CAPACITY = 1 << 16
-_MAX_SHIFT = {"vertex": 0, "group": MAX_GROUP_SHIFT}
+_MAX_SHIFT = {"vertex": 0, "group": MAX_GROUP_SHIFT, "batched": MAX_GROUP_SHIFT}
 assert set(_MAX_SHIFT) == set(PUSH_EXPANSIONS)
+#: The push kernels' ``push_mode`` argument (kernels.cuh push_list): the shift's cap in the low
+#: byte (SSSP_PUSH_SHIFT_MASK) and this flag (SSSP_PUSH_BATCHED) for the "batched" expansion,
+#: whose lanes relax SSSP_PUSH_EDGE_BATCH edges per step with the step's loads issued together.
+SHIFT_MASK = 0xFF
+BATCHED_FLAG = 0x100
+EDGE_BATCH = 4
+_BATCHED = {"batched"}
 
 
 def max_shift(expansion: str) -> int:
@@ -35,6 +46,12 @@ def max_shift(expansion: str) -> int:
     except KeyError:
         raise ValueError(f"unknown push expansion {expansion!r}: expected one of "
                          f"{', '.join(PUSH_EXPANSIONS)}") from None
+
+
+def kernel_mode(expansion: str) -> int:
+    """The push kernels' ``push_mode`` argument for ``expansion``: ``max_shift`` and the batched
+    flag."""
+    return max_shift(expansion) | (BATCHED_FLAG if expansion in _BATCHED else 0)
 
 
 def group_shift(count: int, threads: int, cap: int) -> int:
