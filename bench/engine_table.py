@@ -9,8 +9,9 @@ engine, as a user pays it; the call returns after the engine's final synchroniza
 reference's update time (wall clock, ``--host-repeats`` runs, skipped above
 ``--host-max-vertices``), ``compute()`` per engine, with iterations, epochs and host syncs, and the
 derived cost of one host round trip ((operators - fused) / (syncs_ops - syncs_fused)), and the
-fused engine's grid syncs per run beside the latency floor they imply (floor_ms: PHASE_FLOOR_US
-per phase), so a row says how far each engine is from that floor.
+fused engine's grid syncs per run beside the latency floor they imply (bench/floor.py: grid syncs x
+(one barrier + one dependent chain of loads), both measured on this GPU at the fused engine's grid
+for the graph before its cells, and printed), so a row says how far each engine is from that floor.
 
 Every run starts from the same state: the graph (device-resident, as a CUDA result makes it,
 algorithm.md §3.6) restored from its device snapshot and the result re-copied, outside every timer
@@ -48,7 +49,7 @@ interrupt.guard(__name__, "engine_table.py")
 
 import numpy as np
 
-from bench import generators, options
+from bench import floor, generators, options
 from bench.gates import GATE_NAMES
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
@@ -67,16 +68,6 @@ RANDOM_BATCH_NAME = "random1pct"
 NUM_WEIGHTS = 3
 WEIGHT_LOW, WEIGHT_HIGH = 1, 100
 SOURCE = 0
-#: The latency floor of one phase (issue 13's model, from the H200's measured barrier and load
-#: latencies): one grid barrier (about 1.8 us) plus one dependent chain of loads and an atomic
-#: (about 2.7 us). A run of P phases (the fused engine's grid syncs) cannot take less than about
-#: P x this unless phases merge; throughput-bound phases (millions of pushes) take more.
-PHASE_FLOOR_US = 4.5
-
-
-def floor_ms(grid_syncs: int | None) -> float | None:
-    """The latency floor of a run of ``grid_syncs`` phases (PHASE_FLOOR_US each), in ms."""
-    return None if grid_syncs is None else grid_syncs * PHASE_FLOOR_US / 1e3
 
 
 def push_columns(result, device_ms: float | None) -> dict:
@@ -248,6 +239,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
     host_graph = host_copy(graph) if host_ok else None
     graph.to_device()  # as a CUDA result makes it (algorithm.md §3.6): a device snapshot below
     graph_snapshot = graph.snapshot()
+    constants = floor_constants(graph, args)
     host_snapshot = host_graph.snapshot() if host_ok else None
     d0, p0 = tree
     rows = []
@@ -303,7 +295,8 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         row["identical_counters"] = whole_ok and len(
             {(row[e]["invalidated"], row[e]["affected"]) for e in names}) == 1
         f, o = row["fused"], row["operators"]
-        row.update(floor_columns(f, o))
+        row.update(floor_columns(f, o, constants))
+        row["floor_constants"] = None if constants is None else constants.to_dict()
         extra_syncs = o["host_syncs"] - f["host_syncs"]
         if extra_syncs > 0 and f["device_ms"] is not None and o["device_ms"] is not None:
             row["round_trip_us"] = (o["host_ms"] - f["host_ms"]) / extra_syncs * 1e3
@@ -313,19 +306,36 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
     return rows
 
 
-def floor_columns(fused_row: dict, operators_row: dict) -> dict:
-    """The latency floor of the cell (the fused engine's phases: the operators engine runs the
-    same phases, one kernel each) and each engine's engine region over it; compute() likewise."""
-    floor = floor_ms(fused_row.get("grid_syncs"))
-    compute_floor = floor_ms(fused_row.get("compute_grid_syncs"))
+_floor_cache: dict[int, floor.FloorConstants | None] = {}  # grid (blocks) -> constants
 
-    def over(ms, base):
-        return ms / base if ms is not None and base else None
 
-    return {"floor_ms": floor, "compute_floor_ms": compute_floor,
-            "fused_over_floor": over(fused_row.get("device_ms"), floor),
-            "operators_over_floor": over(operators_row.get("device_ms"), floor),
-            "compute_over_floor": over(fused_row.get("compute_ms"), compute_floor)}
+def floor_constants(graph, args) -> floor.FloorConstants | None:
+    """The floor model's constants at the fused engine's grid for ``graph``, measured once per
+    grid size in this process and printed; None with ``--no-floor`` or where they cannot
+    be measured (a profiler attached: said on stderr)."""
+    if getattr(args, "no_floor", False):
+        return None
+    blocks = floor.engine_grid(graph)
+    if blocks not in _floor_cache:
+        try:
+            _floor_cache[blocks] = floor.measure(blocks=blocks)
+            print(_floor_cache[blocks].describe(), flush=True)
+        except floor.FloorError as exc:
+            _floor_cache[blocks] = None
+            print(f"engine_table.py: no floor column: {exc}", file=sys.stderr, flush=True)
+    return _floor_cache[blocks]
+
+
+def floor_columns(fused_row: dict, operators_row: dict, constants: floor.FloorConstants | None) -> dict:
+    """The latency floor of the cell (bench/floor.py: the fused engine's grid syncs x the measured
+    cost of a barrier and a chain; the operators engine runs the same phases, one kernel each) and
+    each engine's engine region over it; compute() likewise."""
+    cell_floor = floor.floor_ms(fused_row.get("grid_syncs"), constants)
+    compute_floor = floor.floor_ms(fused_row.get("compute_grid_syncs"), constants)
+    return {"floor_ms": cell_floor, "compute_floor_ms": compute_floor,
+            "fused_over_floor": floor.over_floor(fused_row.get("device_ms"), cell_floor),
+            "operators_over_floor": floor.over_floor(operators_row.get("device_ms"), cell_floor),
+            "compute_over_floor": floor.over_floor(fused_row.get("compute_ms"), compute_floor)}
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -335,11 +345,11 @@ def _fmt(v, digits=2):
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| graph | batch | fused ms (dev / host) | operators ms (dev / host) | ops / fused | "
-        "whole update ms (fused / ops) | host ref ms | "
+        "| graph | batch | fused ms (dev / host) | floor ms | fused / floor | operators ms (dev / host) | "
+        "ops / fused | whole update ms (fused / ops) | host ref ms | "
         "compute ms (fused / ops / host) | fused it+ep | ops it+ep | near median | µs / push it (fused / ops) | "
         "ops syncs / budget | round trip µs | "
-        "fused grid syncs | floor ms | fused / floor | ops / floor | compute floor ms (fused / floor) | identical |",
+        "fused grid syncs | ops / floor | compute floor ms (fused / floor) | identical |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -347,6 +357,7 @@ def markdown(rows: list[dict]) -> str:
         ratio = (o["device_ms"] / f["device_ms"]) if f["device_ms"] and o["device_ms"] else None
         lines.append(
             f"| {r['graph']} | {r['batch']} | {_fmt(f['device_ms'])} / {_fmt(f['host_ms'])} | "
+            f"{_fmt(r.get('floor_ms'), 3)} | {_fmt(r.get('fused_over_floor'), 1)} | "
             f"{_fmt(o['device_ms'])} / {_fmt(o['host_ms'])} | {_fmt(ratio)} | "
             f"{_fmt(f.get('whole_ms'))} / {_fmt(o.get('whole_ms'))} | "
             f"{_fmt(h['host_ms'], 0) if h else 'not run'} | "
@@ -355,8 +366,7 @@ def markdown(rows: list[dict]) -> str:
             f"{_fmt(f.get('near_median'), 0)} | {_fmt(f.get('us_per_iteration'), 1)} / "
             f"{_fmt(o.get('us_per_iteration'), 1)} | "
             f"{o['host_syncs']} / {o['sync_budget']} | {_fmt(r.get('round_trip_us'), 1)} | "
-            f"{f.get('grid_syncs', '–')} | {_fmt(r.get('floor_ms'), 3)} | {_fmt(r.get('fused_over_floor'), 1)} | "
-            f"{_fmt(r.get('operators_over_floor'), 1)} | "
+            f"{f.get('grid_syncs', '–')} | {_fmt(r.get('operators_over_floor'), 1)} | "
             f"{_fmt(r.get('compute_floor_ms'), 3)} ({_fmt(r.get('compute_over_floor'), 1)}) | "
             f"{'yes' if r['identical'] and r['identical_counters'] else 'NO'} |"
         )
@@ -365,21 +375,35 @@ def markdown(rows: list[dict]) -> str:
 
 def user_path_table(rows: list[dict]) -> str:
     """One line per (graph, batch, CUDA engine): the engine region (device events) beside the
-    whole update() call as a user pays it."""
+    fused engine's floor (bench/floor.py; on the fused line) and the whole update() call as a
+    user pays it."""
     lines = [
-        "| graph | batch | engine | engine ms (device) | whole ms | whole - engine (ms) | whole / engine | "
-        "iterations | host syncs |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| graph | batch | engine | engine ms (device) | floor ms | engine / floor | whole ms | "
+        "whole - engine (ms) | whole / engine | iterations | host syncs |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         for engine in CUDA_ENGINES:
             e = r[engine]
+            fused = engine == "fused"
             lines.append(
-                f"| {r['graph']} | {r['batch']} | {engine} | {_fmt(e['device_ms'], 3)} | {_fmt(e.get('whole_ms'), 3)} | "
+                f"| {r['graph']} | {r['batch']} | {engine} | {_fmt(e['device_ms'], 3)} | "
+                f"{_fmt(r.get('floor_ms') if fused else None, 3)} | "
+                f"{_fmt(r.get('fused_over_floor') if fused else None, 1)} | {_fmt(e.get('whole_ms'), 3)} | "
                 f"{_fmt(e.get('whole_minus_engine_ms'), 3)} | {_fmt(e.get('whole_over_engine'), 2)} | "
                 f"{e['iterations']} | {e['host_syncs']} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def floor_lines(rows: list[dict]) -> str:
+    """The floor constants the rows used, one line each (grid sizes differ by graph)."""
+    seen = []
+    for r in rows:
+        c = r.get("floor_constants")
+        if c is not None and c not in seen:
+            seen.append(c)
+    return "".join(floor.FloorConstants.from_dict(c).describe() + "\n" for c in seen)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -400,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="timed host-reference updates per batch (0: no host column)")
     parser.add_argument("--host-max-vertices", type=int, default=3_000_000)
     options.add_input_options(parser)
+    parser.add_argument("--no-floor", action="store_true",
+                        help="do not measure the floor constants (bench/floor.py); the floor columns read –")
     parser.add_argument("--table", action="store_true",
                         help="print the user-path table (engine region beside the whole update() call) and "
                              "write it as whole_update.md with --out")
@@ -428,7 +454,8 @@ def main(argv=None) -> int:
         rows.extend(measure_gate(name, args))
     for n, m in args.random_graph:
         rows.extend(measure_random_graph(n, m, args))
-    table = markdown(rows)
+    constants = floor_lines(rows)
+    table = markdown(rows) + ("\n" + constants if constants else "")
     print(table)
     whole = user_path_table(rows) if args.table else None
     if whole:

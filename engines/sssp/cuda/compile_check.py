@@ -1,11 +1,13 @@
 """The CI compile check of the CUDA sources (algorithm.md §12.1, D8).
 
-``python -m engines.sssp.cuda.compile_check`` compiles every ``.cu`` beside this file with
-``nvcc -arch=sm_90 -Werror all-warnings -Xptxas -v``. Each source is compiled as the string CuPy
-hands NVRTC (the shared header inlined by ``runtime.read_source``), followed by a generated
-block that takes the address of every kernel template at every supported (vertex, offset) type
-pair, so that the templates produce code. It prints the registers, stack frame and spills of
-every kernel and exits non-zero on any compiler error or warning, or if any kernel spills.
+``python -m engines.sssp.cuda.compile_check`` compiles every ``.cu`` beside this file, and in a
+checkout the micro-benchmarks under ``bench/`` that are loaded the same way (``bench/floor.cu``,
+the floor model's constants), with ``nvcc -arch=sm_90 -Werror all-warnings -Xptxas -v``. Each
+source is compiled as the string CuPy hands NVRTC (the shared header inlined by
+``runtime.read_source``), followed by a generated block that takes the address of every kernel
+template at every supported (vertex, offset) type pair, so that the templates produce code. It
+prints the registers, stack frame and spills of every kernel and exits non-zero on any compiler
+error or warning, or if any kernel spills.
 No GPU is needed.
 """
 
@@ -136,7 +138,7 @@ def find_nvcc() -> str | None:
 
 def compile_source(path: Path, nvcc: str, workdir: Path) -> tuple[int, str, list[KernelReport]]:
     """Compile one source (header inlined + instantiations) to a cubin; (returncode, log, reports)."""
-    code = read_source(path.name)
+    code = read_source(str(path))  # an absolute path: read_source's folder does not apply
     kernels = template_kernels(code)
     unit = workdir / f"{path.stem}_check.cu"
     unit.write_text(code + instantiation_block(kernels))
@@ -151,6 +153,17 @@ def sources(directory: Path = SOURCE_DIR) -> list[Path]:
     return sorted(directory.glob("*.cu"))
 
 
+#: The checkout's bench/ folder: its ``.cu`` files are micro-benchmarks loaded through the engines'
+#: runtime (header inlined, templates at every type pair), so they pass the same check. Absent
+#: from an installed package.
+BENCH_DIR = SOURCE_DIR.parents[2] / "bench"
+
+
+def checked_sources() -> list[Path]:
+    """The engines' sources, then the checkout's bench/ micro-benchmarks."""
+    return sources() + (sources(BENCH_DIR) if BENCH_DIR.is_dir() else [])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print the full compiler output")
@@ -161,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.USAGE
     failed = False
     with tempfile.TemporaryDirectory(prefix="sssp_compile_check_") as tmp:
-        for path in sources():
+        for path in checked_sources():
             rc, log, reports = compile_source(path, nvcc, Path(tmp))
             status = "ok" if rc == 0 else f"FAILED (nvcc exit {rc})"
             print(f"{path.name}: {status}")
