@@ -252,7 +252,7 @@ def grid_syncs(record, *, update: bool, packed: bool) -> int:
     update's pack and roots, its pointer-jumping rounds, invalidation, heads, pull, first minimum
     and split (6 + rounds), compute()'s seeding (1); then one per push iteration and two per epoch
     (minimum, re-split); distance-only words add the parent recovery's barriers (2 for an update,
-    1 for compute()). The phases of a run: what bench/engine_table.py's floor model counts."""
+    1 for compute()). The phases of a run: what the floor model (bench/floor.py) counts."""
     loop = int(record["iterations"]) + 2 * int(record["epochs"])
     if update:
         return 6 + int(record["rounds"]) + loop + (0 if packed else 2)

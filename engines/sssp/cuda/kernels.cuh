@@ -579,7 +579,7 @@ __device__ __forceinline__ void push_edges_batched(const CsrView<V, O>& out, con
             live[j] = e < end;
             w[j] = live[j] ? out.neighbour(e) : source;
             const u64 nd = du + (live[j] ? out.weight_of(e) : 0ull);
-            // the source is never relaxed; an offer above the bound is never packed (§4.2)
+            // the source is never relaxed; an offer above the bound is never packed (algorithm.md §4.2)
             live[j] = live[j] && w[j] != source && nd <= bound;
             cand[j] = live[j] ? pack(k, nd, static_cast<i64>(u)) : INF_WORD;
         }
