@@ -89,8 +89,8 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
         from . import host
 
         d, p, report = host.compute(graph, plan)
-        return Result(graph, source, d, p, backend="host", device=None, options=opts,
-                      stats=_stats(report, plan.packed, None))
+        return _known(Result(graph, source, d, p, backend="host", device=None, options=opts,
+                             stats=_stats(report, plan.packed, None)))
     cuda = cuda_module()
     device = cuda.current_device()
     engine = _select_engine("cuda", opts, device)
@@ -100,8 +100,17 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
         d, p, report = cuda.compute(graph, plan, engine, device, operators_loop=opts.operators_loop)
     except Exception as exc:  # nothing was created: no result to poison
         raise _wrap_device_errors(exc) from exc
-    return Result(graph, source, d, p, backend="cuda", device=device, options=opts,
-                  stats=_stats(report, plan.packed, None))
+    return _known(Result(graph, source, d, p, backend="cuda", device=device, options=opts,
+                         stats=_stats(report, plan.packed, None)))
+
+
+def _known(result: Result) -> Result:
+    """Mark a compute() output as the library's own tree (``Result._tree_known``): acyclic, every
+    parent edge in the graph. update() keeps the mark (its output from such a tree is such a tree
+    again) and the host engine then skips the O(n) cycle walk; a tree from Result.from_arrays is
+    never marked, so a user's tree is always checked (algorithm.md §7.1 step 4)."""
+    result._tree_known = True
+    return result
 
 
 # -- update -------------------------------------------------------------------------------------
@@ -221,6 +230,7 @@ def update(graph, batch, *results, probe=None):
             stats.append(_run_update(graph, item, commit, probe))
         except Exception as exc:
             item.result._poisoned = True
+            item.result._tree_known = False
             item.result._version = graph.version
             item.result._state = graph.state_id
             stats.append(None)
@@ -241,7 +251,7 @@ def _run_update(graph: Graph, item: _Pending, commit, probe) -> Stats:
 
         changes = change_lists(commit.delta(), item.opts.objective)
         _call_probe(probe, "engine_start", None)
-        report = host.update(graph, r._d, r._p, item.plan, changes)
+        report = host.update(graph, r._d, r._p, item.plan, changes, tree_known=r._tree_known)
         _call_probe(probe, "engine_stop", None)
     else:
         cuda = cuda_module()

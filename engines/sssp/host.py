@@ -64,10 +64,18 @@ def _numba_propagate():
     return propagate_heap
 
 
-def _invalidate(parents: np.ndarray, root_ids: np.ndarray, compiled: bool) -> tuple[np.ndarray, bool]:
+def _invalidate(parents: np.ndarray, root_ids: np.ndarray, compiled: bool, graph=None,
+                tree_known: bool = False) -> tuple[np.ndarray, bool]:
     """algorithm.md §7.1 steps 4-5: the flags of the roots' old subtrees and the parent_cycle
     condition; one memoized walk under Numba (``compiled``: host_region, given the root ids),
-    pointer jumping rounds otherwise."""
+    pointer jumping rounds otherwise. A ``tree_known`` (this library's own output on G_t, so
+    acyclic with every parent edge in the graph) is searched down from the roots over
+    ``graph``'s out-edges instead, in time proportional to the subtrees
+    (host_region.flag_known_subtrees): the same flags, and no cycle to report."""
+    if compiled and tree_known:
+        from .host_region import flag_known_subtrees
+
+        return flag_known_subtrees(parents, root_ids, graph.row_ptr, graph.col_ind)
     if compiled:
         from .host_region import invalidate_walk
 
@@ -164,12 +172,15 @@ def _check_shapes(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan)
         raise errors.InternalError(f"host engine: distances must be int64, got {distances.dtype}")
 
 
-def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, changes: ChangeLists) -> EngineReport:
+def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, changes: ChangeLists, *,
+           tree_known: bool = False) -> EngineReport:
     """Update ``(distances, parents)`` in place from G_t's tree to G_{t+1}'s (algorithm.md §7.1).
 
     ``graph`` is G_{t+1}; the arrays are already grown with (INF, -1) and rewritten to INF where
     ``>= INF/2``. Raises ``invalid_input`` / ``parent_cycle`` (InvalidArgumentError with that
-    ``reason``) before touching the arrays; invalid_input wins.
+    ``reason``) before touching the arrays; invalid_input wins. ``tree_known``: the arrays are
+    this library's own compute()/update() output on G_t (never a tree a user handed in), which
+    lets the invalidation skip the O(n) cycle walk (:func:`_invalidate`); same bytes either way.
     """
     _check_shapes(graph, distances, parents, plan)
     n = plan.num_vertices
@@ -188,7 +199,7 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
     changed_from = np.asarray(changes.changed_from, dtype=np.int64)
     if changed_to.size:
         root_ids = changed_to[parents[changed_to] == changed_from]
-        flagged, cycle = _invalidate(parents, root_ids, compiled)
+        flagged, cycle = _invalidate(parents, root_ids, compiled, graph, tree_known)
         if cycle:
             raise errors.parent_cycle_error()
         invalid = np.flatnonzero(flagged)

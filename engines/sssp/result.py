@@ -143,6 +143,10 @@ class Result:
         self._state = graph.state_id  # the exact graph state the arrays describe
         self._stats = stats
         self._poisoned = False
+        # True only for this library's own compute()/update() output (api.py sets it): the tree
+        # is acyclic and every parent edge is in the graph, so update() may skip the cycle walk.
+        # Carried by clone() and copy_from(); from_arrays() never sets it.
+        self._tree_known = False
 
     # -- always readable ------------------------------------------------------------------------
 
@@ -225,6 +229,7 @@ class Result:
                        options=dataclasses.replace(self._options), stats=self._stats)
         clone._version = self._version
         clone._state = self._state
+        clone._tree_known = self._tree_known
         return clone
 
     def copy_from(self, other: "Result") -> None:
@@ -258,6 +263,7 @@ class Result:
         self._version = other._version
         self._state = other._state
         self._stats = other._stats
+        self._tree_known = other._tree_known
 
     @classmethod
     def from_arrays(cls, graph, source, distances, parents, *, canonicalize: bool = True, validate=None,

@@ -187,8 +187,8 @@ def test_generation_rejects_a_wrong_parent(monkeypatch, name):
 
     real = host.update
 
-    def faulty(graph, distances, parents, plan, changes):
-        report = real(graph, distances, parents, plan, changes)
+    def faulty(graph, distances, parents, plan, changes, **engine_args):
+        report = real(graph, distances, parents, plan, changes, **engine_args)
         reach = np.flatnonzero((distances < O.INF) & (parents >= 0))
         v = int(reach[-1])
         parents[v] = (parents[v] + 1) % graph.num_vertices
@@ -204,8 +204,8 @@ def test_generation_rejects_a_wrong_counter(monkeypatch):
 
     real = host.update
 
-    def miscounting(*args):
-        report = real(*args)
+    def miscounting(*args, **engine_args):
+        report = real(*args, **engine_args)
         return dataclasses.replace(report, invalidated=report.invalidated + 1)
 
     monkeypatch.setattr(host, "update", miscounting)
