@@ -3,7 +3,13 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign bench planted sanitize asv (default: tests compare table campaign).
+# steps: tests compare table campaign bench planted sanitize asv ab sweep (default: tests compare
+#   table campaign).
+#   ab        an interleaved A/B of two configurations into $OUT/ab: AB_SIDES (default
+#             cuda:fused+group,cuda:fused+batched), AB_GRAPHS (roadNet-PA), AB_BATCHES (safe50k
+#             local10k), AB_ARGS (more perf_ab.py engines options)
+#   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
+#             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
 #   bench     `make bench-commit`: the campaign into results/, replacing the committed one
 #             (--force), unless BENCH_ARGS=--resume continues a cut campaign
@@ -92,6 +98,12 @@ for s in $STEPS; do
       for tool in memcheck racecheck synccheck initcheck; do
         step "sanitize_$tool" 150 make sanitize SANITIZE_TOOLS="$tool"
       done ;;
+    ab) step ab 540 python3 bench/perf_ab.py engines --graphs ${AB_GRAPHS:-roadNet-PA} \
+          --batches ${AB_BATCHES:-safe50k local10k} --objectives 0 \
+          --sides "${AB_SIDES:-cuda:fused+group,cuda:fused+batched}" ${AB_ARGS:-} \
+          --out "$OUT/ab" --force --no-progress $DIRTY_ARG ;;
+    sweep) step sweep 570 make sweep DATA_DIR="$SSSPAB_DATA_DIR" SWEEP_OUT=results/sweep \
+             SWEEP_ARGS="--resume --no-progress $DIRTY_ARG ${SWEEP_ARGS:-}" ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \
