@@ -39,7 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--adaptive", action="store_true",
                    help="after --rounds, continue until the 95%% interval of the ratio is within --precision")
     r.add_argument("--precision", type=float, default=0.01, help="relative half-width target (default 0.01)")
-    r.add_argument("--max-rounds", type=int, default=None, help="adaptive limit (default 4 x --rounds)")
+    r.add_argument("--max-rounds", type=int, default=None,
+                   help="adaptive limit (default 4 x --rounds): per cell with --adaptive-scope cell, split over the "
+                        "workers with process")
+    r.add_argument("--adaptive-scope", choices=("process", "cell"), default="process",
+                   help="what --adaptive judges: process, each worker's own pairs (default); cell, the cell's "
+                        "interval over its processes and pairs, adding worker processes until it is within "
+                        "--precision or the budget is spent (then the cell is flagged noisy)")
+    r.add_argument("--max-processes", type=int, default=None, metavar="P",
+                   help="with --adaptive-scope cell: worker processes per cell at most (default 4 x --processes)")
     r.add_argument("--max-rejects", type=int, default=None,
                    help="rejected pairs before a cell is too noisy (default: --rounds)")
     r.add_argument("--order", choices=("abba", "random"), default="abba", help="round order (default abba)")
@@ -225,6 +233,8 @@ def build_config(args, spec=None):
         adaptive=args.adaptive,
         precision=args.precision,
         max_rounds=args.max_rounds,
+        adaptive_scope=args.adaptive_scope,
+        max_processes=args.max_processes,
         max_rejects=args.max_rejects,
         order=args.order,
         seed=args.seed,
@@ -272,6 +282,10 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
             argv += [flag, str(value)]
     if args.adaptive:
         argv += ["--adaptive", "--precision", str(args.precision)]
+        if getattr(args, "adaptive_scope", "process") != "process":
+            argv += ["--adaptive-scope", args.adaptive_scope]
+    if getattr(args, "max_processes", None) is not None:
+        argv += ["--max-processes", str(args.max_processes)]
     if args.min_clock_fraction != 0.9:
         argv += ["--min-clock-fraction", str(args.min_clock_fraction)]
     if args.max_foreign_cpu != 1.0:

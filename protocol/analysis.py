@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import SCHEMA_VERSION
+from .adaptive import imprecise
 from .nvml import reason_names
 from .stats import (hierarchical_ratio, process_spread, provisional, ratio_of_medians, round_trip_cost_ms,
                     summarize, verdict)
@@ -85,6 +86,14 @@ def paired_values(rows: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarr
     """(A, B) values of the accepted pairs, aligned by worker and pair index."""
     a, b, _ = paired_groups(rows, column)
     return a, b
+
+
+def primary_interval(rows: pd.DataFrame, *, resamples: int, seed: int):
+    """The cell's paired ratio B / A on its primary region with the hierarchical interval over its
+    processes and pairs (``stats.PairedRatio``): the ratio, interval and verdict the summary states
+    for the cell (:func:`cell_summary`), and what the cell's adaptive stop judges (protocol/adaptive.py)."""
+    a, b, processes = paired_groups(rows, REGIONS[primary_region(rows)])
+    return hierarchical_ratio(a, b, processes, resamples=resamples, seed=seed)
 
 
 def _median(series: pd.Series) -> float | None:
@@ -267,6 +276,12 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
             "detail": cell.get("detail"),
         }
         entry.update(cell_summary(rows, resamples=resamples, seed=seed))
+        if cell.get("adaptive") is not None:
+            # the cell's adaptive stop (protocol/adaptive.py): its judgement as the runner recorded
+            # it; a cell whose budget ran out before its interval reached --precision is noisy
+            entry["adaptive"] = cell["adaptive"]
+            entry["imprecise"] = imprecise(cell["adaptive"])
+            entry["noisy"] = bool(entry["noisy"] or entry["imprecise"])
         if cell.get("control"):  # the A/A control: reported on its own, never among the A/B cells
             control = dict(entry, control=True)
             continue
@@ -283,4 +298,4 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
 
 
 __all__ = ["REGIONS", "control_trust", "timed", "verification", "accepted", "primary_region", "with_process",
-           "paired_groups", "paired_values", "cell_summary", "build_summary"]
+           "paired_groups", "paired_values", "primary_interval", "cell_summary", "build_summary"]

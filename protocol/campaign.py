@@ -48,7 +48,8 @@ class PendingInput:
 
 def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batches=None, objectives=None,
                     rounds: int = 21, warmup: int = 2, processes: int = 3, adaptive: bool = False,
-                    precision: float = 0.01, max_rounds: int | None = None, max_rejects: int | None = None,
+                    precision: float = 0.01, max_rounds: int | None = None, adaptive_scope: str = "process",
+                    max_processes: int | None = None, max_rejects: int | None = None,
                     order: str = "abba", seed: int = 0, control: bool = True, min_clock_fraction: float = 0.9,
                     max_foreign_cpu: float = 1.0, lock_clocks: str | None = None, verify_host: bool = False,
                     verify_syncs: bool = False, allow_dirty: bool = False,
@@ -79,6 +80,8 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
         adaptive=adaptive,
         precision=precision,
         max_rounds=max_rounds,
+        adaptive_scope=adaptive_scope,
+        max_processes=max_processes,
         max_rejects=max_rejects,
         order=order,
         seed=seed,

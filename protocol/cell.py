@@ -342,9 +342,12 @@ class CellRun:
                     f"{rejected_pairs + rejected_elsewhere} rejected pairs exceed --max-rejects {cfg.max_rejects}"
                 ), counts
             if accepted_pairs >= unit.target:
-                # --adaptive judges this worker's own pairs: more pairs in one process narrow the
-                # within-process interval only; the between-process part needs more processes
-                if not cfg.adaptive or accepted_pairs >= unit.max_pairs or self._precise_enough():
+                # --adaptive (scope process) judges this worker's own pairs: more pairs in one
+                # process narrow the within-process interval only; the between-process part needs
+                # more processes, which --adaptive-scope cell adds (the runner judges the cell
+                # between its workers, protocol/adaptive.py): its workers stop at their target
+                if (not cfg.adaptive or cfg.cell_adaptive or accepted_pairs >= unit.max_pairs
+                        or self._precise_enough()):
                     break
             first, second = self._orientation(accepted_pairs, pair_index)
             # every round is flushed as it finishes, so both positions of a pair follow the same

@@ -14,6 +14,11 @@ from dataclasses import asdict, dataclass, field
 from .errors import UsageError
 from .sides import Side
 
+#: What ``--adaptive`` judges (docs/protocol.md §3): ``process``, each worker process's own pairs
+#: (the behaviour before issue 32, the default); ``cell``, the cell's hierarchical interval over its
+#: processes and pairs, adding worker processes until it is narrow enough (protocol/adaptive.py).
+ADAPTIVE_SCOPES = ("process", "cell")
+
 
 @dataclass
 class BatchInput:
@@ -50,6 +55,11 @@ class CampaignConfig:
     adaptive: bool = False
     precision: float = 0.01
     max_rounds: int | None = None  # default 4 x rounds (adaptive only)
+    #: what --adaptive judges (ADAPTIVE_SCOPES); recorded only when "cell"
+    adaptive_scope: str = "process"
+    #: the most worker processes a cell may have with --adaptive-scope cell (default 4 x processes);
+    #: recorded only then
+    max_processes: int | None = None
     max_rejects: int | None = None  # default: rounds
     order: str = "abba"
     seed: int = 0
@@ -91,6 +101,16 @@ class CampaignConfig:
             self.max_rounds = 4 * self.rounds
         if self.max_rounds < self.rounds:
             raise UsageError(f"--max-rounds {self.max_rounds} is below --rounds {self.rounds}")
+        if self.adaptive_scope not in ADAPTIVE_SCOPES:
+            raise UsageError(f"--adaptive-scope {self.adaptive_scope!r}: expected one of {', '.join(ADAPTIVE_SCOPES)}")
+        if self.adaptive_scope == "cell" and not self.adaptive:
+            raise UsageError("--adaptive-scope cell needs --adaptive")
+        if self.max_processes is not None and not self.cell_adaptive:
+            raise UsageError(f"--max-processes {self.max_processes} needs --adaptive --adaptive-scope cell")
+        if self.max_processes is None:
+            self.max_processes = 4 * self.processes if self.cell_adaptive else self.processes
+        if self.max_processes < self.processes:
+            raise UsageError(f"--max-processes {self.max_processes} is below --processes {self.processes}")
         if self.max_rejects is None:
             self.max_rejects = self.rounds
         if self.max_rejects < 0:
@@ -104,6 +124,17 @@ class CampaignConfig:
         if not self.max_foreign_cpu >= 0 or math.isinf(self.max_foreign_cpu):
             raise UsageError(f"--max-foreign-cpu {self.max_foreign_cpu}: expected a number of CPU cores >= 0 "
                              "(the other processes' load a round may see; default 1.0)")
+
+    @property
+    def cell_adaptive(self) -> bool:
+        """--adaptive judges the cell's interval (protocol/adaptive.py), not each worker's."""
+        return self.adaptive and self.adaptive_scope == "cell"
+
+    @property
+    def passes(self) -> int:
+        """The most worker passes of the campaign: ``processes``, and with the cell's adaptive stop
+        up to ``max_processes`` (the passes past ``processes`` measure only cells that want more)."""
+        return self.max_processes if self.cell_adaptive else self.processes
 
     @property
     def rounds_per_process(self) -> int:
@@ -125,7 +156,10 @@ class CampaignConfig:
             p.pop("graph_file")
         if p["planted_delay"] is None:  # nor do campaigns without a planted delay
             p.pop("planted_delay")
+        if self.adaptive_scope == "process":  # nor do campaigns whose --adaptive (if any) judges each worker
+            p.pop("adaptive_scope")
+            p.pop("max_processes")
         return p
 
 
-__all__ = ["BatchInput", "GraphInput", "CampaignConfig"]
+__all__ = ["ADAPTIVE_SCOPES", "BatchInput", "GraphInput", "CampaignConfig"]

@@ -137,11 +137,17 @@ def findings(summary: dict, campaign: dict) -> list[str]:
         )
     else:
         out.append("No cell has a difference in host synchronizations, so no round-trip cost is derived.")
-    noisy = [c["cell"] for c in measured if c["noisy"]]
+    imprecise = [c for c in measured if c.get("imprecise")]
+    # noisy by spread: the primary region's own flag (a cell's "noisy" also carries the adaptive stop's)
+    noisy = [c["cell"] for c in measured
+             if (c.get("regions", {}).get(c.get("primary_region")) or {}).get("noisy", c["noisy"] and not c.get("imprecise"))]
     out.append(
         f"Noisy cells (interquartile spread above 5 %): {', '.join(noisy)}." if noisy
         else "No measured cell is noisy (every interquartile spread is at most 5 %)."
     )
+    if imprecise:
+        out.append("Noisy, their interval wider than --precision when the adaptive stop's budget was spent: "
+                   + ", ".join(f"{c['cell']} ({adaptive_text(c['adaptive'])})" for c in imprecise) + ".")
     provisional = [c["cell"] for c in measured if c["provisional"]]
     if provisional:
         out.append(f"Provisional (under 10 ms with fewer than 20 accepted rounds): {', '.join(provisional)}.")
@@ -225,17 +231,42 @@ def workers_line(campaign: dict) -> str:
     count = int(params.get("processes", 1))
     modes = {s.get("workers") for s in campaign.get("sessions") or []}
     if count == 1:
-        return "one process per cell (the campaign's own)"
+        return "one process per cell (the campaign's own)" + adaptive_line(params)
     share = -(-int(params["rounds"]) // count)
     if modes == {"in_process"}:
         return (f"{count} workers per cell ({share} accepted pairs each) run inside the campaign's process "
-                "(in-process mode: no fresh process per worker)")
-    return f"{count} worker processes per cell ({share} accepted pairs each, a fresh spawned process per worker pass)"
+                "(in-process mode: no fresh process per worker)" + adaptive_line(params))
+    line = f"{count} worker processes per cell ({share} accepted pairs each, a fresh spawned process per worker pass)"
+    return line + adaptive_line(params)
+
+
+def adaptive_line(params: dict) -> str:
+    """The cell's adaptive stop, when the campaign had it (empty otherwise)."""
+    if not params.get("adaptive") or params.get("adaptive_scope") != "cell":
+        return ""
+    return (f"; with the cell's adaptive stop: more worker processes until the cell's interval is within "
+            f"±{100 * float(params['precision']):.2f} %, at most {params['max_processes']} processes and "
+            f"{params['max_rounds']} pairs")
+
+
+def adaptive_text(record: dict) -> str:
+    """The adaptive stop's judgement of a cell in words: the half-width reached against the target,
+    with the workers and pairs it took."""
+    width = record.get("half_width")
+    reached = "no interval" if width is None else f"±{100 * width:.2f} %"
+    return (f"{reached} against ±{100 * record['precision']:.2f} % after {record['processes']} processes "
+            f"and {record['pairs']} pairs")
 
 
 def cell_flags(cell: dict) -> str:
     flags = [] if cell["status"] == "done" else [cell["status"]]
-    flags += [name for name in ("noisy", "provisional") if cell[name]]
+    for name in ("noisy", "provisional"):
+        if not cell[name]:
+            continue
+        if name == "noisy" and cell.get("imprecise"):
+            width = cell["adaptive"].get("half_width")
+            name = "noisy (±" + ("?" if width is None else f"{100 * width:.2f}") + " % at the budget)"
+        flags.append(name)
     return ", ".join(flags)
 
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from . import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION
-from .analysis import build_summary
+from .adaptive import STATES, Judgement, judge_config
+from .analysis import build_summary, primary_interval
 from .cell import CellRun, CheckFailure, RegionProbe, utc_now
 from .config import BatchInput, CampaignConfig, GraphInput
 from .environment import REPO_ROOT, git_state, host_info, tool_version
@@ -35,6 +36,7 @@ from .exitcodes import ExitCode, campaign_exit_code
 from .instruments import Instruments
 from .measurer import INITIAL_TREE_CHECK_LIMIT, Measurer
 from .records import RecordStore, cell_key
+from .stats import PairedRatio
 from .units import CELL_TERMINAL, CRASHED, UNIT_TERMINAL, Unit, UnitRounds, cell_state, pair_counts
 from .workers import InputSource, UnitHandlers, WorkerCrash, WorkerPass, WorkerSetup
 
@@ -147,7 +149,8 @@ class CampaignRunner:
         self._reproduce = reproduce_command
         self._environment = environment
         self._input_loader = input_loader
-        self.in_process = config.processes == 1 if in_process is None else bool(in_process)
+        # one worker pass (no added ones: protocol/adaptive.py) runs in this process by default
+        self.in_process = config.passes == 1 if in_process is None else bool(in_process)
         self._started_cells: set = set()
         self.campaign: dict = {}
         self.session = 0
@@ -293,11 +296,14 @@ class CampaignRunner:
         if not self.in_process and any(side.needs_cuda for side in self.config.sides):
             self.instruments.worker_contexts = 1  # NVML lists the worker's context beside ours
         plans: list[_GraphPlan] = []
-        for process in range(self.config.processes):
+        passes = self.config.passes
+        for process in range(passes):
+            if process >= self.config.processes and not self._added_work(plans, process):
+                break  # the cell's adaptive stop wants no further worker anywhere (protocol/adaptive.py)
             worker = self._pass(process)
             try:
                 graphs = self._first_pass(inputs, plans) if process == 0 else plans
-                last = process == self.config.processes - 1
+                last = process == passes - 1
                 for plan in graphs:
                     pending = [c for c in plan.cells if self._pending(c, process)]
                     if pending:
@@ -318,9 +324,57 @@ class CampaignRunner:
 
     def _pending(self, cell: _CellPlan, process: int) -> bool:
         record = self.campaign["cells"].get(cell.key, {})
+        if process >= self.config.processes:
+            return self._added_pending(cell.key, record, process)
         if record.get("status") in TERMINAL_STATUSES:
             return False
         return self._units(cell.key).get(str(process), {}).get("status") not in UNIT_TERMINAL
+
+    def _added_work(self, plans: list, process: int) -> bool:
+        """Pass ``process`` (beyond ``--processes``) or a later one has a unit to run: a cell wants
+        another worker now, or has a worker of this index or above recorded (resumed campaigns)."""
+        for plan in plans:
+            for cell in plan.cells:
+                if self._pending(cell, process) or any(int(w) > process for w in self._units(cell.key)):
+                    return True
+        return False
+
+    def _added_pending(self, key: str, record: dict, process: int) -> bool:
+        """Worker ``process`` beyond ``--processes`` (the cell's adaptive stop): one that started
+        and did not finish (a cut or crashed campaign) runs again; a new one runs when every
+        earlier worker is done and the cell's judgement wants another."""
+        units = self._units(key)
+        unit = units.get(str(process))
+        if unit is not None:
+            return (unit.get("status") not in UNIT_TERMINAL
+                    and record.get("status") not in ("too_noisy", "guard_failed", "check_failed"))
+        if record.get("status") != "done" or len(units) != process:
+            return False
+        return self._judgement(key, record).wants_more
+
+    def _judgement(self, key: str, record: dict):
+        """The cell's adaptive judgement: as recorded after its latest worker, else judged now
+        from its rows (the same rows give the same judgement: the bootstrap is seeded)."""
+        recorded = record.get("adaptive")
+        units = self._units(key)
+        if recorded and recorded.get("processes") == len(units) and recorded.get("state") in STATES:
+            try:
+                return Judgement(**{k: v for k, v in recorded.items() if k != "scope"})
+            except TypeError:  # a record of another shape: judge again
+                pass
+        return self._judge(key, units)
+
+    def _judge(self, key: str, units: dict):
+        """The cell's hierarchical interval judged against --precision (protocol/adaptive.py)."""
+        import pandas as pd
+
+        rows = self.store.cell_rounds(key).rows
+        frame = pd.DataFrame(rows) if rows else None
+        accepted, _ = pair_counts(rows)
+        ratio = primary_interval(frame, resamples=self.config.bootstrap_resamples, seed=self.config.seed) \
+            if frame is not None else PairedRatio(float("nan"), float("nan"), float("nan"), 0,
+                                                  self.config.bootstrap_resamples, self.config.seed)
+        return judge_config(ratio, self.config, processes=len(units), pairs=accepted)
 
     def _run_unit(self, worker, cell: _CellPlan, process: int) -> None:
         config = self.config
@@ -328,13 +382,18 @@ class CampaignRunner:
             return
         rounds = UnitRounds(self.store.cell_rounds(cell.key), process)
         others_accepted, others_rejected = pair_counts(rounds.others())
-        unit = Unit(key=cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
-                    control=cell.control, process=process, target=config.rounds_per_process,
-                    max_pairs=config.max_rounds_per_process,
-                    rejects_allowed=config.max_rejects - others_rejected)
         units = dict(self._units(cell.key))
+        target = config.rounds_per_process
+        if process >= config.processes:  # a worker added by the cell's adaptive stop: its recorded
+            # target when it ran before (cut or crashed), else the judgement's
+            record = self.campaign["cells"].get(cell.key, {})
+            target = units.get(str(process), {}).get("target") or self._judgement(cell.key, record).next_target
+        unit = Unit(key=cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
+                    control=cell.control, process=process, target=target,
+                    max_pairs=target if config.cell_adaptive else config.max_rounds_per_process,
+                    rejects_allowed=config.max_rejects - others_rejected)
         units[str(process)] = {"status": "running", "detail": None, "session": self.session,
-                               "started_utc": utc_now()}
+                               "started_utc": utc_now(), "target": target}
         status, detail = cell_state(units, config.processes)
         self._set_cell(cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
                        status="running" if status == "done" else status, detail=detail, workers=units,
@@ -356,7 +415,11 @@ class CampaignRunner:
         units[str(process)].update(status=unit_status, detail=unit_detail, finished_utc=utc_now(), **counts)
         status, detail = cell_state(units, config.processes)
         totals = {name: sum(u.get(name, 0) for u in units.values()) for name in ("accepted_pairs", "rejected_pairs")}
-        self._set_cell(cell.key, status=status, detail=detail, workers=units, **totals)
+        extra = {}
+        if config.cell_adaptive and status == "done":
+            # judged after every worker of a finished cell and recorded with its status, in one write
+            extra["adaptive"] = self._judge(cell.key, units).as_record()
+        self._set_cell(cell.key, status=status, detail=detail, workers=units, **totals, **extra)
         if status != "running":
             self.progress.cell_finished(cell.key, status, detail)
 

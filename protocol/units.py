@@ -121,7 +121,8 @@ class LocalRounds:
 def cell_state(units: dict, processes: int) -> tuple[str, str | None]:
     """A cell's (status, detail) from its units' records (``units``: worker index as a string ->
     {"status", "detail", ...}). A correctness failure outranks noise, noise a crashed worker, and
-    the cell is done only when every worker is."""
+    the cell is done only when every worker is, the ``processes`` it has at least and any added by
+    the cell's adaptive stop (protocol/adaptive.py)."""
     def detail(w: str) -> str | None:
         text = units[w].get("detail")
         if processes == 1:
@@ -137,7 +138,8 @@ def cell_state(units: dict, processes: int) -> tuple[str, str | None]:
     if crashed:
         return WORKER_FAILED, "; ".join(detail(w) or "" for w in crashed) + "; continue with --resume"
     done = [w for w in ordered if units[w].get("status") == "done"]
-    if len(done) == processes:
+    # every worker done, and at least ``processes`` of them (the cell's adaptive stop may add more)
+    if len(done) == len(ordered) and len(done) >= processes:
         return "done", None
     return "running", None
 
