@@ -600,6 +600,31 @@ def _edit_side(ptr, keys, weights, ev_row, ev_key, events: BatchEvents, max_w, e
     return new_ptr, new_keys, new_w, counts, increased, sum_delta, new_max, rescan
 
 
+@njit(nogil=True)
+def _holds(column, value):
+    """Whether ``value`` occurs in ``column``; stops at the first occurrence."""
+    for i in range(column.shape[0]):
+        if column[i] == value:
+            return True
+    return False
+
+
+def _max_after_removal(column: np.ndarray, old_max: int, new_max: int) -> int:
+    """``column.max()`` (0 when empty) of a column whose batch removed or lowered an entry equal to
+    its old maximum ``old_max``; ``new_max``: the largest weight the batch wrote. Every other entry
+    is an old one, at most ``old_max``, so the answer is ``new_max`` when that reaches ``old_max``,
+    else ``old_max`` while one entry still holds it (usually found within a few entries: weights
+    repeat), and only else the full scan (3 columns of 3 M entries took 2.5 ms per commit on
+    roadNet-PA, where nearly every batch deletes some edge of the maximum weight)."""
+    if column.shape[0] == 0:
+        return 0
+    if new_max >= old_max:
+        return new_max
+    if _holds(column, column.dtype.type(old_max)):
+        return old_max
+    return int(column.max())
+
+
 def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares: Spares | None = None):
     """Apply one validated batch to a host state; returns ``(new_csr, summary, weight_increased,
     new_scalars)``. The entry arrays are taken from ``spares`` where given (same bytes).
@@ -667,7 +692,7 @@ def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares
     for k in range(k_cols):
         weight_sum.append(int(scalars.weight_sum[k]) + int(sum_delta[k]))
         if rescan[k]:
-            max_weight.append(int(new_w[k].max()) if m_new else 0)
+            max_weight.append(_max_after_removal(new_w[k], int(scalars.max_weight[k]), int(new_max[k])))
         else:
             max_weight.append(max(int(scalars.max_weight[k]), int(new_max[k])))
     new_csr = HostCsr(*_finish(new_ptr, new_col, new_w, new_in_ptr, new_in_src, new_in_w))

@@ -355,3 +355,19 @@ def test_two_sides_on_threads_give_the_same_bytes(monkeypatch):
     for a, b in zip(results[0][0], results[1][0]):
         same(a, b, "threaded vs serial")
     assert results[0][1] == results[1][1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(column=st.lists(st.integers(1, 6), max_size=40), old_max=st.integers(1, 7),
+       new_max=st.integers(0, 8))
+def test_max_after_removal_is_the_column_max(column, old_max, new_max):
+    """The rescan shortcut of apply_host's scalars: every entry the batch did not write is at most
+    the old maximum and every written one at most ``new_max`` (the kernel's contract); then the
+    shortcut gives ``column.max()`` (0 for an empty column) whatever the case: a write reaching the
+    old maximum, the old maximum still held somewhere, or gone (the full scan)."""
+    from engines.apply_host import _max_after_removal
+
+    col = np.array([min(x, old_max) for x in column] + ([new_max] if new_max and column else []),
+                   dtype=np.int32)
+    expected = int(col.max()) if col.size else 0
+    assert _max_after_removal(col, old_max, new_max if col.size else 0) == expected
