@@ -52,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="rejected pairs before a cell is too noisy (default: --rounds)")
     r.add_argument("--order", choices=("abba", "random"), default="abba", help="round order (default abba)")
     r.add_argument("--seed", type=int, default=0, help="seed of the random order and the bootstrap")
+    n = parser.add_argument_group("noise sources (issue 32; off by default, recorded when used)")
+    n.add_argument("--alloc-order", choices=("fixed", "alternate", "random"), default="fixed",
+                   help="the order each worker process allocates the two sides' results and workspaces in: "
+                        "fixed, A then B (default); alternate, B first in odd workers; random, drawn per "
+                        "worker from --seed. Recorded per worker and round, replayed on --resume")
     r.add_argument("--no-control", action="store_true",
                    help="skip the A/A control cell (side A against itself on the first graph and batch)")
     c = parser.add_argument_group("clocks and contamination")
@@ -246,6 +251,7 @@ def build_config(args, spec=None):
         control=not args.no_control,
         allow_dirty=args.allow_dirty,
         plant_delay=args.plant_delay,
+        alloc_order=args.alloc_order,
     )
 
 
@@ -286,6 +292,8 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
             argv += ["--adaptive-scope", args.adaptive_scope]
     if getattr(args, "max_processes", None) is not None:
         argv += ["--max-processes", str(args.max_processes)]
+    if getattr(args, "alloc_order", "fixed") != "fixed":
+        argv += ["--alloc-order", args.alloc_order]
     if args.min_clock_fraction != 0.9:
         argv += ["--min-clock-fraction", str(args.min_clock_fraction)]
     if args.max_foreign_cpu != 1.0:

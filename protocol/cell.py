@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from . import planted_delay
+from . import placement, planted_delay
 from .analysis import REGIONS, paired_values, primary_region
 from .digest import result_digest
 from .records import ROUND_COLUMNS
@@ -120,19 +120,24 @@ class CellRun:
     def _make_states(self) -> dict[str, _SideState]:
         self.gi.graph.restore(self.graph_snapshot)  # the previous cell left its post-batch state
         d, p = self.gi.trees[self.objective]
-        states = {}
-        for role, side in zip(ROLES, self.sides):
+        sides = dict(zip(ROLES, self.sides))
+        made = {}
+        # the sides allocate their results (and, in the guard, their workspaces) in the worker's
+        # allocation order (--alloc-order, protocol/placement.py); the states stay keyed A, B
+        for role in placement.roles(self.unit.alloc_order):
+            side = sides[role]
             if self.check_initial_tree is not None:
                 self.check_initial_tree(self.gi, side, self.objective)
             result = side.make_result(self.gi.graph, self.gi.source, self.objective, d, p)
-            states[role] = _SideState(role, side, result)
-        return states
+            made[role] = _SideState(role, side, result)
+        return {role: made[role] for role in ROLES}
 
     # -- guard ----------------------------------------------------------------------------------
     def _guard(self, states) -> str | None:
         """One untimed update per side (and the host reference with --verify host)."""
         outcomes = {}
-        parties = [(role, st) for role, st in states.items()]
+        # the first update allocates a side's workspace: in the worker's allocation order too
+        parties = [(role, states[role]) for role in placement.roles(self.unit.alloc_order)]
         if self.config.verify_host:
             host = Side("host (reference)", "host")
             d, p = self.gi.trees[self.objective]
@@ -261,6 +266,7 @@ class CellRun:
             timestamp=utc_now(),
         )
         row["planted_delay_ns"] = getattr(state.side, "delay_ns", None)  # a test hook's delay, if any
+        row["alloc_order"] = self.unit.alloc_order
         state.rounds_done += 1
         self.sequence += 1
         return row

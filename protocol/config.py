@@ -18,6 +18,16 @@ from .sides import Side
 #: (the behaviour before issue 32, the default); ``cell``, the cell's hierarchical interval over its
 #: processes and pairs, adding worker processes until it is narrow enough (protocol/adaptive.py).
 ADAPTIVE_SCOPES = ("process", "cell")
+#: The order in which a worker process makes the two sides' results in a cell (their workspaces are
+#: allocated by their first update, the guard, in the same order; docs/protocol.md §2.5,
+#: protocol/placement.py): ``fixed``, A then B (the behaviour before issue 32, the default);
+#: ``alternate``, A first in even workers and B first in odd ones; ``random``, drawn per worker
+#: from the seed.
+ALLOC_ORDERS = ("fixed", "alternate", "random")
+
+
+#: Parameters recorded only when they differ from this value (the behaviour before them).
+OFF_BY_DEFAULT = {"alloc_order": "fixed"}
 
 
 @dataclass
@@ -82,6 +92,8 @@ class CampaignConfig:
     #: a planted slowdown (a test hook, protocol/planted_delay.py): {"side", "label", "percent"};
     #: the side itself is wrapped in sides. Recorded only when set.
     planted_delay: dict | None = None
+    #: the order the sides allocate in per worker process (ALLOC_ORDERS); recorded only when not fixed
+    alloc_order: str = "fixed"
 
     def __post_init__(self):
         if self.rounds < 5:
@@ -95,6 +107,8 @@ class CampaignConfig:
         if self.rounds <= self.processes:
             raise UsageError(f"--processes {self.processes} needs --rounds above it (got {self.rounds}): every "
                              "worker process measures at least 2 accepted pairs")
+        if self.alloc_order not in ALLOC_ORDERS:
+            raise UsageError(f"--alloc-order {self.alloc_order!r}: expected one of {', '.join(ALLOC_ORDERS)}")
         if self.order not in ("abba", "random"):
             raise UsageError(f"--order {self.order!r}: expected abba or random")
         if self.max_rounds is None:
@@ -159,7 +173,12 @@ class CampaignConfig:
         if self.adaptive_scope == "process":  # nor do campaigns whose --adaptive (if any) judges each worker
             p.pop("adaptive_scope")
             p.pop("max_processes")
+        # issue 32's options that remove or randomize a source of noise: recorded only when used, so
+        # that campaigns recorded before them (and their resumes) keep their parameters
+        for name, default in OFF_BY_DEFAULT.items():
+            if p[name] == default:
+                p.pop(name)
         return p
 
 
-__all__ = ["ADAPTIVE_SCOPES", "BatchInput", "GraphInput", "CampaignConfig"]
+__all__ = ["ADAPTIVE_SCOPES", "ALLOC_ORDERS", "OFF_BY_DEFAULT", "BatchInput", "GraphInput", "CampaignConfig"]

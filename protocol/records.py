@@ -90,12 +90,15 @@ ROUND_SCHEMA = pa.schema(
         ("timestamp", pa.string()),  # UTC, ISO 8601
         # the planted delay of the round's side (--plant-delay, a test hook); null: none planted
         ("planted_delay_ns", pa.int64()),
+        # the order the round's worker process allocated the sides in, "AB" or "BA" (--alloc-order,
+        # protocol/placement.py); null: A then B, the option off
+        ("alloc_order", pa.string()),
     ]
 )
 ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
 #: Columns added after the first campaigns were recorded, and the value they had then.
 LATER_COLUMNS = {"verification": False, "process": 0, "planted_delay_ns": None,
-                 "grid_syncs": None, "near_median": None}
+                 "grid_syncs": None, "near_median": None, "alloc_order": None}
 
 
 def cell_key(graph: str, batch: str, objective: int) -> str:

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from . import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION
+from . import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION, placement
 from .adaptive import STATES, Judgement, judge_config
 from .analysis import build_summary, primary_interval
 from .cell import CellRun, CheckFailure, RegionProbe, utc_now
@@ -388,12 +388,16 @@ class CampaignRunner:
             # target when it ran before (cut or crashed), else the judgement's
             record = self.campaign["cells"].get(cell.key, {})
             target = units.get(str(process), {}).get("target") or self._judgement(cell.key, record).next_target
+        # the worker's allocation order (--alloc-order): replayed from its record when it ran before
+        alloc_order = units.get(str(process), {}).get("alloc_order") or placement.process_order(
+            config.alloc_order, config.seed, process)
         unit = Unit(key=cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
                     control=cell.control, process=process, target=target,
                     max_pairs=target if config.cell_adaptive else config.max_rounds_per_process,
-                    rejects_allowed=config.max_rejects - others_rejected)
+                    rejects_allowed=config.max_rejects - others_rejected, alloc_order=alloc_order)
         units[str(process)] = {"status": "running", "detail": None, "session": self.session,
-                               "started_utc": utc_now(), "target": target}
+                               "started_utc": utc_now(), "target": target,
+                               **({"alloc_order": alloc_order} if alloc_order else {})}
         status, detail = cell_state(units, config.processes)
         self._set_cell(cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
                        status="running" if status == "done" else status, detail=detail, workers=units,

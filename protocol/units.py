@@ -43,6 +43,9 @@ class Unit:
     target: int
     max_pairs: int
     rejects_allowed: int
+    #: the roles in the order this worker allocates them ("AB" / "BA", protocol/placement.py); None:
+    #: A then B, not recorded (--alloc-order fixed)
+    alloc_order: str | None = None
 
 
 def pair_counts(rows) -> tuple[int, int]:

@@ -1,0 +1,160 @@
+"""Issue 32 item 2: the options that remove or randomize a source of noise (docs/protocol.md §2.5).
+
+The allocation order per worker process (``--alloc-order``): recorded per worker and round,
+replayed on resume. Campaigns of host sides, their workers in this process, so that every order
+is a pure function of the seed and the records; the sides log what they allocate.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from protocol import placement
+from protocol.errors import UsageError
+from protocol.exitcodes import ExitCode
+from protocol.instruments import Instruments
+from protocol.records import RecordStore
+from protocol.runner import CampaignRunner
+from protocol.sides import Side
+
+from .helpers import host_config, small_graph_input
+
+KEY = "toy/mixed/0"
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return small_graph_input()
+
+
+class LoggingSide(Side):
+    """The host reference, logging (label, what) to a shared list when it makes a result and when
+    it updates; raises KeyboardInterrupt (Ctrl-C) at its ``cut_at``-th update."""
+
+    def __init__(self, label, log, cut_at=None):
+        super().__init__(label, "host")
+        object.__setattr__(self, "log", log)
+        object.__setattr__(self, "cut_at", cut_at)
+        object.__setattr__(self, "calls", [0])
+
+    def make_result(self, graph, source, objective, distances, parents):
+        self.log.append((self.label, "make"))
+        return super().make_result(graph, source, objective, distances, parents)
+
+    def update(self, graph, batch, result, probe):
+        self.calls[0] += 1
+        if self.calls[0] == self.cut_at:
+            raise KeyboardInterrupt
+        self.log.append((self.label, "update"))
+        return super().update(graph, batch, result, probe)
+
+
+def _run(config, toy, out, *, resume=False):
+    store = RecordStore(out)
+    with Instruments.open(gpu=False) as inst:
+        code = CampaignRunner(config, store, inst, resume=resume, in_process=True).run([toy])
+    return code, store
+
+
+def _first_allocations(log):
+    """Per unit (in the order they ran), the labels in the order they made their results."""
+    makes = [label for label, what in log if what == "make"]
+    return [tuple(makes[i:i + 2]) for i in range(0, len(makes), 2)]
+
+
+# -- the allocation order --------------------------------------------------------------------------
+def test_process_order_rules():
+    assert placement.process_order("fixed", 0, 5) is None
+    assert [placement.process_order("alternate", 9, w) for w in range(4)] == ["AB", "BA", "AB", "BA"]
+    drawn = [placement.process_order("random", 0, w) for w in range(64)]
+    assert set(drawn) == {"AB", "BA"}  # both orders occur
+    assert drawn == [placement.process_order("random", 0, w) for w in range(64)]  # seeded
+    assert drawn != [placement.process_order("random", 1, w) for w in range(64)]  # the seed matters
+    assert placement.roles(None) == ("A", "B") and placement.roles("BA") == ("B", "A")
+    with pytest.raises(UsageError, match="--alloc-order 'reversed'"):
+        host_config(alloc_order="reversed")
+
+
+def test_fixed_is_the_default_and_records_nothing(toy, tmp_path):
+    log = []
+    config = host_config(sides=(LoggingSide("host", log), LoggingSide("host-b", log)), rounds=6, processes=2)
+    assert "alloc_order" not in config.parameters()  # the records of campaigns before the option
+    code, store = _run(config, toy, tmp_path)
+    assert code == ExitCode.OK
+    assert _first_allocations(log) == [("host", "host-b")] * 2
+    assert store.read_rounds()["alloc_order"].isna().all()
+    assert all("alloc_order" not in u for u in store.read_campaign()["cells"][KEY]["workers"].values())
+
+
+def test_alternate_allocates_b_first_in_odd_workers_and_records_it(toy, tmp_path):
+    log = []
+    config = host_config(sides=(LoggingSide("host", log), LoggingSide("host-b", log)), rounds=6, processes=3,
+                         alloc_order="alternate")
+    assert config.parameters()["alloc_order"] == "alternate"
+    code, store = _run(config, toy, tmp_path)
+    assert code == ExitCode.OK
+    assert _first_allocations(log) == [("host", "host-b"), ("host-b", "host"), ("host", "host-b")]
+    # the guard (each side's first update, which allocates its workspace) follows the same order
+    first_updates, makes = [], 0
+    for label, what in log:
+        if what == "make":
+            makes += 1
+            if makes % 2:
+                first_updates.append([])
+        elif len(first_updates[-1]) < 2:
+            first_updates[-1].append(label)
+    assert first_updates == [["host", "host-b"], ["host-b", "host"], ["host", "host-b"]]
+    rows = store.read_rounds()
+    assert {w: set(rows[rows["process"] == w]["alloc_order"]) for w in range(3)} == {0: {"AB"}, 1: {"BA"}, 2: {"AB"}}
+    workers = store.read_campaign()["cells"][KEY]["workers"]
+    assert [workers[w]["alloc_order"] for w in ("0", "1", "2")] == ["AB", "BA", "AB"]
+    # the roles keep their meaning: side A's rows are host's whatever allocated first
+    assert set(rows[rows["role"] == "A"]["side"]) == {"host"}
+
+
+def test_random_orders_are_recorded_and_replayed_on_resume(toy, tmp_path):
+    seed = next(s for s in range(100) if [placement.process_order("random", s, w) for w in range(2)] == ["AB", "AB"])
+    log = []
+    # side A updates 1 (guard) + 2 (warm-up) + 3 (pairs) times per worker: call 9 is in worker 1's pairs
+    sides = (LoggingSide("host", log, cut_at=9), LoggingSide("host-b", log))
+    config = host_config(sides=sides, rounds=6, processes=2, alloc_order="random", seed=seed)
+    with pytest.raises(KeyboardInterrupt):
+        _run(config, toy, tmp_path)
+    store = RecordStore(tmp_path)
+    campaign = store.read_campaign()
+    unit = campaign["cells"][KEY]["workers"]["1"]
+    assert unit["status"] == "running" and unit["alloc_order"] == "AB"
+    # the record, not the seed, decides a resumed worker's order: edit it, and the resume follows
+    unit["alloc_order"] = "BA"
+    (tmp_path / "campaign.json").write_text(json.dumps(campaign))
+    log.clear()
+    resumed = host_config(sides=(LoggingSide("host", log), LoggingSide("host-b", log)), rounds=6, processes=2,
+                          alloc_order="random", seed=seed)
+    code, store = _run(resumed, toy, tmp_path, resume=True)
+    assert code == ExitCode.OK
+    assert _first_allocations(log) == [("host-b", "host")]  # only worker 1 ran again, B first
+    rows = store.read_rounds()
+    assert set(rows[(rows["process"] == 1) & (rows["session"] == 1)]["alloc_order"]) == {"BA"}
+    assert set(rows[(rows["process"] == 1) & (rows["session"] == 0)]["alloc_order"]) == {"AB"}
+    assert set(rows[rows["process"] == 0]["alloc_order"]) == {"AB"}
+    assert store.read_campaign()["cells"][KEY]["workers"]["1"]["alloc_order"] == "BA"
+
+
+# -- the command line ------------------------------------------------------------------------------
+def _args(*argv):
+    from bench import perf_ab
+
+    return perf_ab.build_parser().parse_args(["engines", "--sides", "host,host", "--graphs", "uspowergrid", *argv])
+
+
+def test_the_options_reach_the_config_and_the_reproduce_line(tmp_path):
+    from bench.engines_cmd import _rebuild_argv, build_config
+
+    args = _args("--alloc-order", "random")
+    assert build_config(args).alloc_order == "random"
+    argv = _rebuild_argv(args, out=tmp_path)
+    assert argv[argv.index("--alloc-order") + 1] == "random"
+    plain = _args()
+    assert build_config(plain).alloc_order == "fixed" and "--alloc-order" not in _rebuild_argv(plain)
