@@ -577,10 +577,11 @@ def _fresh(size: int) -> np.ndarray:
     return np.empty(size, dtype=np.int32)
 
 
-def _edit_side(ptr, keys, weights, ev_row, ev_key, events: BatchEvents, max_w, extras: bool, take=_fresh):
+def _edit_side(ptr, keys, weights, ev_row, ev_key, events: BatchEvents, max_w, extras: bool, take=_fresh,
+               ptr_dtype=np.int64):
     """Edit one side (rows ``ev_row``, keys ``ev_key``): group the b events by (row, key), plan,
     take the outputs (``take(size)``: a writable int32 array), copy. Returns the new arrays and
-    the plan's counters."""
+    the plan's counters; the new offsets are ``ptr_dtype`` (int32 only when they fit)."""
     stride = np.int64(max(events.n_after, 1))
     comp = ev_row.astype(np.int64) * stride + ev_key.astype(np.int64)
     order = np.argsort(comp)
@@ -588,7 +589,7 @@ def _edit_side(ptr, keys, weights, ev_row, ev_key, events: BatchEvents, max_w, e
     ev_w = _ro(np.ascontiguousarray(events.weights, dtype=np.int32))
     n_old = np.int64(events.n_old)
     n_after = np.int64(events.n_after)
-    new_ptr = np.empty(int(n_after) + 1, dtype=np.int64)
+    new_ptr = np.empty(int(n_after) + 1, dtype=ptr_dtype)
     (t_row, t_app, t_scr, state, app_key, app_from, counts, increased, sum_delta, new_max,
      rescan) = _plan_kernel(ptr, keys, weights, n_old, n_after, _ro(ev_row), _ro(ev_key), order,
                             np.int64(events.num_deletions), ev_w, max_w, extras, new_ptr)
@@ -625,9 +626,19 @@ def _max_after_removal(column: np.ndarray, old_max: int, new_max: int) -> int:
     return int(column.max())
 
 
-def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares: Spares | None = None):
+#: The largest offset an int32 offset array holds (engines.graph.OFFSET32_MAX).
+_INT32_MAX = (1 << 31) - 1
+
+
+def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares: Spares | None = None,
+               offset_dtype=np.int64):
     """Apply one validated batch to a host state; returns ``(new_csr, summary, weight_increased,
     new_scalars)``. The entry arrays are taken from ``spares`` where given (same bytes).
+
+    ``offset_dtype``: the dtype the caller keeps offsets in. int32 is honoured when every offset
+    of the new state fits whatever the batch does (m plus its insertions), else the offsets come
+    back int64 as by default: a graph with int32 offsets then publishes the new ones without a
+    narrowing copy of both sides' n + 1 offsets (1.6 ms a commit on roadNet-PA).
 
     Pure: ``csr``, ``events`` and ``scalars`` are untouched and the new arrays are read-only, so a
     failure at any point leaves the previous state as it was (algorithm.md §3.6, §3.3 step 6). The
@@ -665,11 +676,13 @@ def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares
     # The two sides are independent and the kernels release the GIL: on a large graph the in
     # side runs on a helper thread while this one does the out side (same bytes either way).
     take = _fresh if spares is None else spares.take
-    in_args = (in_ptr, in_src, in_w, dst, src, events, max_w, False, take)
+    narrow = np.dtype(offset_dtype) == np.int32 and m + int(events.num_insertions) <= _INT32_MAX
+    ptr_dtype = np.int32 if narrow else np.int64
+    in_args = (in_ptr, in_src, in_w, dst, src, events, max_w, False, take, ptr_dtype)
     in_side = _pool().submit(_edit_side, *in_args) if m >= _THREAD_MIN_EDGES else None
     try:
         (new_ptr, new_col, new_w, counts, increased, sum_delta, new_max, rescan) = _edit_side(
-            row_ptr, col, w, src, dst, events, max_w, True, take)
+            row_ptr, col, w, src, dst, events, max_w, True, take, ptr_dtype)
     finally:
         if in_side is not None:
             new_in = in_side.result()

@@ -549,7 +549,10 @@ class Graph:
     def _commit_host(self, events: BatchEvents) -> Commit:
         out, inn = self._host_out(), self._host_in()
         csr = HostCsr(out[0], out[1], out[2], inn[0], inn[1], inn[2])
-        new, summary, increased, scalars = apply_host(csr, events, self._scalars, self._spares)
+        # the offsets come back in the dtype _publish_host keeps where they surely fit (no copy)
+        keep = np.int64 if self._forced_offset is not None and np.dtype(self._forced_offset) == np.int64 else np.int32
+        new, summary, increased, scalars = apply_host(csr, events, self._scalars, self._spares,
+                                                      offset_dtype=keep)
         del out, inn, csr  # the old state's last local references: let _publish_host retire it
         self._publish_host((new.row_ptr, new.col_ind, new.weights), (new.in_ptr, new.in_src, new.in_weights),
                            scalars, next(_state_ids))

@@ -371,3 +371,44 @@ def test_max_after_removal_is_the_column_max(column, old_max, new_max):
                    dtype=np.int32)
     expected = int(col.max()) if col.size else 0
     assert _max_after_removal(col, old_max, new_max if col.size else 0) == expected
+
+
+def test_int32_offsets_when_they_fit(monkeypatch):
+    """offset_dtype=int32 gives the default's offsets as int32 (the rest byte for byte) while
+    m + insertions fits int32, and int64 offsets once it might not (a lowered limit stands in for
+    2**31 - 1); a graph keeps int32 offsets through commits with the same arrays as int64 ones."""
+    import engines
+    import engines.apply_host as AH
+
+    csr = csr_from_edges(6, [(0, 1, (3, 4)), (0, 1, (5, 6)), (1, 2, (7, 8)), (2, 2, (1, 1)),
+                             (5, 0, (2, 9))], 2)
+    events = batch_events(batch_of([(0, 1, (9, 9)), (6, 6, (1, 1)), (2, 0, (4, 4))], [(0, 1), (9, 9)], 2), 6, 2)
+    wide = apply_host(csr, events, scalars_of(csr.weights))
+    narrow = apply_host(csr, events, scalars_of(csr.weights), offset_dtype=np.int32)
+    assert wide[0].row_ptr.dtype == wide[0].in_ptr.dtype == np.int64
+    assert narrow[0].row_ptr.dtype == narrow[0].in_ptr.dtype == np.int32
+    for a, b in zip(snapshot(wide[0]), snapshot(narrow[0])):
+        assert np.array_equal(a, b)
+    assert wide[1] == narrow[1] and np.array_equal(wide[2], narrow[2]) and wide[3] == narrow[3]
+    monkeypatch.setattr(AH, "_INT32_MAX", 5 + 3 - 1)  # m = 5 plus 3 insertions no longer fits
+    assert apply_host(csr, events, scalars_of(csr.weights), offset_dtype=np.int32)[0].row_ptr.dtype == np.int64
+    monkeypatch.undo()
+
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 40, 200), rng.integers(0, 40, 200)
+    w = rng.integers(1, 9, (200, 2))
+    graphs = [engines.Graph.from_edges(src, dst, w, num_vertices=40, offset_dtype=dt) for dt in (None, np.int64)]
+    for _ in range(3):
+        ins = rng.integers(0, 45, (30, 2))
+        batch = Batch(ins[:, 0], ins[:, 1], rng.integers(1, 9, (30, 2)), rng.integers(0, 40, 20),
+                      rng.integers(0, 40, 20))
+        for g in graphs:
+            g.commit(g.events_for(batch))
+        assert graphs[0].row_ptr.dtype == graphs[0].in_edges(0).ptr.dtype == np.int32
+        assert graphs[1].row_ptr.dtype == graphs[1].in_edges(0).ptr.dtype == np.int64
+        for k in range(2):
+            a, b = graphs[0].in_edges(k), graphs[1].in_edges(k)
+            assert np.array_equal(a.ptr, b.ptr) and np.array_equal(a.src, b.src) and np.array_equal(a.weight, b.weight)
+            assert np.array_equal(graphs[0].weight_column(k), graphs[1].weight_column(k))
+        assert np.array_equal(graphs[0].row_ptr, graphs[1].row_ptr)
+        assert np.array_equal(graphs[0].col_ind, graphs[1].col_ind)
