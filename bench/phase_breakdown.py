@@ -34,6 +34,7 @@ from engines import interrupt  # noqa: E402  (standard library only: before the 
 interrupt.guard(__name__, "phase_breakdown.py")
 
 from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
+from engines.sssp.plan import PUSH_EXPANSIONS  # noqa: E402  (NumPy and the packing rule only)
 
 METRIC = "gpu__time_duration.sum"
 CHILD_ENV = "SSSPAB_PHASE_BREAKDOWN_CHILD"
@@ -104,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", required=True)
     parser.add_argument("--objective", type=int, default=0)
     parser.add_argument("--launch-count", type=int, default=0, help="profile at most this many launches")
-    parser.add_argument("--push-expansion", choices=("vertex", "group"), default=None,
+    parser.add_argument("--push-expansion", choices=PUSH_EXPANSIONS, default=None,
                         help="the push expansion (Options.push_expansion; default: the library's)")
     options.add_input_options(parser)
     parser.add_argument("--table-file", "--out", dest="out", default=None, metavar="FILE",

@@ -92,7 +92,7 @@ def main(argv=None, prog: str = "python -m conformance compare") -> int:
     parser.add_argument("--configs", default="host",
                         help="comma-separated: host, host-delta1, cuda:fused, cuda:operators, "
                              "cuda:operators-host, cuda (automatic), any engine configuration "
-                             "(engines.config: +vertex/+group, +graph/+python); the dash form "
+                             "(engines.config: +vertex/+group/+batched, +graph/+python); the dash form "
                              "cuda-fused is accepted for one release")
     parser.add_argument("--corpus", default=None, help="corpus directory (default tests/golden)")
     parser.add_argument("--cases", action="append", metavar="PATTERN",

@@ -362,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--objective", type=int, help="weight column (default: stored, else 0)")
         p.add_argument("--engine", metavar="CONFIG",
                        help="engine configuration (host, cuda, cuda:fused, cuda:operators, cuda:operators-host, "
-                            "optionally +vertex/+group, +graph/+python): replaces --backend and --cuda-engine")
+                            "optionally +vertex/+group/+batched, +graph/+python): replaces --backend and --cuda-engine")
         p.add_argument("--backend", choices=("host", "cuda", "auto"), default=None, help="default host")
         p.add_argument("--cuda-engine", choices=CUDA_ENGINES, default=None, help="default automatic")
         p.add_argument("--delta", type=int, default=0, help="near-far width (0: the default formula)")

@@ -7,9 +7,9 @@
     cuda:operators-host       the operators engine with its loop pinned: -host or -device
 
 A CUDA configuration may pin options with ``+`` suffixes, each at most once and in any order:
-the push expansion of both engines (``+vertex``, ``+group``: ``Options.push_expansion``) and how
-an update enqueues its device apply (``+graph``, ``+python``: ``Options.update_launch``). Without a
-suffix the library's default runs. ``label`` is the canonical spelling (the colon form, suffixes in
+the push expansion of both engines (``+vertex``, ``+group``, ``+batched``:
+``Options.push_expansion``) and how an update enqueues its device apply (``+graph``, ``+python``:
+``Options.update_launch``). Without a suffix the library's default runs. ``label`` is the canonical spelling (the colon form, suffixes in
 that order: ``cuda:operators-host+group+graph``).
 
 :meth:`EngineConfig.parse` also accepts, **for one release only** (deprecated by issue 30), the

@@ -115,7 +115,7 @@ def test_command_line_refusals(capsys):
 def test_grid_syncs_count_the_fused_kernels_barriers():
     from engines.sssp.cuda import fused
 
-    record = {"iterations": 84, "epochs": 3, "rounds": 10}
+    record = {"iterations": 84, "epochs": 3, "rounds": 10, "solo_runs": 0, "solo_iterations": 0}
     # pack+roots, 10 rounds, invalidate, heads, pull, first minimum, first split; 84 + 2 x 3
     assert fused.grid_syncs(record, update=True, packed=True) == 1 + 10 + 5 + 84 + 6
     assert fused.grid_syncs(record, update=True, packed=False) == 1 + 10 + 5 + 84 + 6 + 2

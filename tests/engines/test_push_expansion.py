@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from engines import errors, sssp
-from engines.sssp.cuda import push
+from engines.sssp.cuda import push, runtime
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 
 from .test_errors import small_graph
@@ -136,20 +136,41 @@ def test_log_capacity_is_the_headers():
     header = (CUDA_DIR / "kernels.cuh").read_text()
     assert f"#define SSSP_NEAR_LOG_CAPACITY {push.NEAR_LOG_CAPACITY}\n" in header
     assert f"#define SSSP_PUSH_GROUP_SHIFT {push.MAX_GROUP_SHIFT}\n" in header
-    assert f"#define SSSP_PUSH_SHIFT_MASK {push.SHIFT_MASK:#x}u\n" in header
-    assert f"#define SSSP_PUSH_BATCHED {push.BATCHED_FLAG:#x}u\n" in header
     assert f"#define SSSP_PUSH_EDGE_BATCH {push.EDGE_BATCH}\n" in header
+    # the variants' defaults: a module compiled without a define is the plain one
+    for define in runtime.VARIANT_DEFINES:
+        assert f"#ifndef {define}\n#define {define} 0\n#endif\n" in header
 
 
-def test_kernel_mode_is_the_cap_and_the_batched_flag():
-    assert push.kernel_mode("vertex") == 0
-    assert push.kernel_mode("group") == push.MAX_GROUP_SHIFT
-    assert push.kernel_mode("batched") == push.MAX_GROUP_SHIFT | push.BATCHED_FLAG
-    for expansion in PUSH_EXPANSIONS:  # the cap survives the mask, whatever the flags
-        assert push.kernel_mode(expansion) & push.SHIFT_MASK == push.max_shift(expansion)
-    assert push.BATCHED_FLAG & push.SHIFT_MASK == 0
+def test_module_defines_put_only_batched_in_its_own_variant():
+    assert push.module_defines("vertex") == push.module_defines("group") == ()
+    assert push.module_defines("batched") == ("SSSP_PUSH_BATCHED",)
+    for expansion in PUSH_EXPANSIONS:
+        assert set(push.module_defines(expansion)) <= set(runtime.VARIANT_DEFINES)
     with pytest.raises(ValueError, match="unknown push expansion"):
-        push.kernel_mode("warp")
+        push.module_defines("warp")
+
+
+def test_variant_code_defines_ahead_of_the_source():
+    assert runtime.variant_code("body", ()) == "body"
+    both = runtime.variant_code("body", ["SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_FUSED_SOLO"])
+    assert both == "#define SSSP_FUSED_SOLO 1\n#define SSSP_PUSH_BATCHED 1\nbody"  # sorted, once
+    assert runtime.variant_defines(["SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO"]) == (
+        "SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED")
+    with pytest.raises(ValueError, match="unknown module variant SSSP_NOPE"):
+        runtime.variant_code("body", ["SSSP_NOPE"])
+
+
+def test_every_engine_variant_is_a_set_of_known_defines():
+    from engines.sssp.cuda import fused, operators
+
+    for variants in (fused.VARIANTS, operators.VARIANTS):
+        assert () in variants  # the default module
+        for defines in variants:
+            assert runtime.variant_defines(defines) == tuple(defines)
+    for expansion in PUSH_EXPANSIONS:  # every expansion's module is compiled by make cuda-check
+        assert push.module_defines(expansion) in operators.VARIANTS
+        assert push.module_defines(expansion) in fused.VARIANTS
 
 
 def test_host_results_have_no_grid_syncs_and_no_push_profile():

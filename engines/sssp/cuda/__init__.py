@@ -88,7 +88,7 @@ def prepare(graph, plan, engine: str, device: int, num_changes: int) -> None:
     from . import workspace
 
     module = _engine_module(engine)
-    module.load_module(device)
+    module.load_module(device, module.run_defines(plan))  # the variant the run will load
     s = runtime.stream(device)
     ws = workspace.get(device, graph.vertex_dtype)
     with ws.lock:

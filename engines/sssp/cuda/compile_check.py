@@ -1,6 +1,7 @@
 """The CI compile check of the CUDA sources (algorithm.md §12.1, D8).
 
-``python -m engines.sssp.cuda.compile_check`` compiles every ``.cu`` beside this file, and in a
+``python -m engines.sssp.cuda.compile_check`` compiles every ``.cu`` beside this file (each in every
+module variant its engine compiles: fused.VARIANTS, operators.VARIANTS), and in a
 checkout the micro-benchmarks under ``bench/`` that are loaded the same way (``bench/floor.cu``,
 the floor model's constants), with ``nvcc -arch=sm_90 -Werror all-warnings -Xptxas -v``. Each
 source is compiled as the string CuPy hands NVRTC (the shared header inlined by
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...exitcodes import ExitCode
-from .runtime import C_TYPE_NAMES, SOURCE_DIR, TYPE_PAIRS, read_source
+from .runtime import C_TYPE_NAMES, SOURCE_DIR, TYPE_PAIRS, read_source, variant_code
 
 ARCH = "sm_90"
 NVCC_FLAGS = ("-std=c++17", f"-arch={ARCH}", "-Werror", "all-warnings", "-Xptxas", "-v")
@@ -136,13 +137,17 @@ def find_nvcc() -> str | None:
     return shutil.which("nvcc")
 
 
-def compile_source(path: Path, nvcc: str, workdir: Path) -> tuple[int, str, list[KernelReport]]:
-    """Compile one source (header inlined + instantiations) to a cubin; (returncode, log, reports)."""
-    code = read_source(str(path))  # an absolute path: read_source's folder does not apply
+def compile_source(path: Path, nvcc: str, workdir: Path,
+                   defines: tuple[str, ...] = ()) -> tuple[int, str, list[KernelReport]]:
+    """Compile one source (its variant's defines, header inlined + instantiations) to a cubin;
+    (returncode, log, reports)."""
+    # an absolute path: read_source's folder does not apply
+    code = variant_code(read_source(str(path)), defines)
     kernels = template_kernels(code)
-    unit = workdir / f"{path.stem}_check.cu"
+    tag = "".join(f"_{d.lower()}" for d in defines)
+    unit = workdir / f"{path.stem}{tag}_check.cu"
     unit.write_text(code + instantiation_block(kernels))
-    cubin = workdir / f"{path.stem}.cubin"
+    cubin = workdir / f"{path.stem}{tag}.cubin"
     cmd = [nvcc, *NVCC_FLAGS, "-cubin", "-o", str(cubin), str(unit)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     log = proc.stdout + proc.stderr
@@ -164,6 +169,15 @@ def checked_sources() -> list[Path]:
     return sources() + (sources(BENCH_DIR) if BENCH_DIR.is_dir() else [])
 
 
+def variants_of(path: Path) -> tuple[tuple[str, ...], ...]:
+    """The module variants (runtime.VARIANT_DEFINES) the engines compile from ``path``: each
+    engine's VARIANTS for its own source, the plain source for every other."""
+    from . import fused, operators
+
+    owners = {fused.SOURCE: fused.VARIANTS, operators.SOURCE_FILE: operators.VARIANTS}
+    return owners.get(path.name, ((),)) if path.parent == SOURCE_DIR else ((),)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print the full compiler output")
@@ -174,10 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.USAGE
     failed = False
     with tempfile.TemporaryDirectory(prefix="sssp_compile_check_") as tmp:
-        for path in checked_sources():
-            rc, log, reports = compile_source(path, nvcc, Path(tmp))
+        for path, defines in ((p, d) for p in checked_sources() for d in variants_of(p)):
+            rc, log, reports = compile_source(path, nvcc, Path(tmp), defines)
             status = "ok" if rc == 0 else f"FAILED (nvcc exit {rc})"
-            print(f"{path.name}: {status}")
+            variant = f" [{' '.join(defines)}]" if defines else ""
+            print(f"{path.name}{variant}: {status}")
             if args.verbose:
                 print(log.rstrip())
             elif rc != 0:  # the first errors are the useful ones

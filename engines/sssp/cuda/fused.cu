@@ -44,6 +44,8 @@ struct BlockSlots {
     V count;
     i32 active;
     u64 minimum;
+    V solo[3];  // the solo push's list counts, rotating by its iterations (solo_push)
+    i32 done;   // a solo stretch's iterations, as every block reads them after it
 };
 
 // Thread 0 of the block loads *p into *slot; every thread returns it after the block met.
@@ -54,17 +56,66 @@ __device__ __forceinline__ T block_read(const T* p, T* slot) {
     return *slot;
 }
 
+// The solo push (issue 34): block 0 alone runs push iterations over a short near list, meeting
+// with __syncthreads instead of a grid barrier, until the list is empty or longer than `limit`;
+// the other blocks wait at the grid barrier that follows. The same iterations as the grid's (one
+// generation each, the same lists, the same far pile), on fewer threads: worth it where an
+// iteration's work is a few edges per thread and the grid barrier and the L2 round trips around
+// it are most of its time (small updates; compute()'s first iterations). The result does not
+// depend on the schedule (algorithm.md §5.12).
+//
+// Entered with the list of parity `it & 1` and its `count` (0 < count <= limit). The counts of
+// the lists it makes rotate over three shared slots (slots.solo) as the control block's do over
+// the grid's, so an iteration needs one __syncthreads. Returns the iterations run; the last list
+// (empty, or too long for the block) is in the buffer of parity (it + done) & 1 and its count in
+// `count`. pushes, as in the grid loop, sums the lists' lengths.
+template <typename V, typename O>
+__device__ __forceinline__ i32 solo_push(const CsrView<V, O>& out, const Packing& k, V source,
+                                         u64 bound, u64 threshold, u32 push_shift,
+                                         i32 generation, i32 iterations, u32 it, V limit,
+                                         u64* words, i32* stamp, i32* in_far, V* near_a,
+                                         V* near_b, V* pile, V* pile_count, V* near_log,
+                                         BlockSlots<V>& slots, V& count, i64& pushes) {
+    const GridStride b = block_stride();
+    if (threadIdx.x == 0) {
+        slots.solo[1] = V(0);
+        slots.solo[2] = V(0);
+    }
+    __syncthreads();
+    i32 done = 0;
+    for (;;) {
+        // iteration `done`: its list's count was read from slot done % 3 (or given), it appends
+        // to slot (done + 1) % 3, and thread 0 zeroes slot (done + 2) % 3, which every thread
+        // read before the previous __syncthreads
+        pushes += static_cast<i64>(count);
+        if (threadIdx.x == 0) {
+            slots.solo[(done + 2) % 3] = V(0);
+            log_near_count(near_log, static_cast<i64>(iterations) + done, count);
+        }
+        const bool odd = ((it + static_cast<u32>(done)) & 1u) != 0u;
+        push_list<V, O>(b, count, odd ? near_b : near_a, out, k, source, bound, threshold,
+                        generation + done + 1, push_shift, words, stamp, in_far,
+                        odd ? near_a : near_b, &slots.solo[(done + 1) % 3], pile, pile_count);
+        __syncthreads();
+        ++done;
+        count = slots.solo[done % 3];
+        if (count == V(0) || count > limit) return done;
+    }
+}
+
 // The near-far loop (algorithm.md §5.9 (c)), entered after the first split: near list 0 holds
 // near[0] entries, far pile 0 holds far[0] entries. Returns through the counters by reference.
+// `solo_limit`: the longest near list block 0 pushes alone (solo_push; 0: never; read only in a
+// module compiled with SSSP_FUSED_SOLO).
 template <typename V, typename O>
 __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridStride& gs,
                               const CsrView<V, O>& out, const Packing& k, V source, u64 bound,
-                              u64 delta, u64 threshold, u32 push_mode, u64* words, i32* stamp,
-                              i32* in_far, V* near_a, V* near_b, V* far_a, V* far_b,
+                              u64 delta, u64 threshold, u32 push_shift, V solo_limit, u64* words,
+                              i32* stamp, i32* in_far, V* near_a, V* near_b, V* far_a, V* far_b,
                               V* near_log, FusedControl<V>* ctl,
                               BlockSlots<V>& slots, i32& generation, i32& iterations,
                               i32& epochs, i64& pushes) {
-    u32 it = 0;  // push iterations so far: near list it & 1, near count slot it % 3
+    u32 it = 0;  // the near-list rotation: near list it & 1, near count slot it % 3
     u32 ep = 0;  // epochs so far: far pile ep & 1, far count slot ep % 3, minimum (ep + 1) % 3
     for (;;) {
         // Both counts at once (stable after the barrier): one block meeting per decision.
@@ -74,17 +125,51 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
         }
         __syncthreads();
         const V near_count = slots.near;
+        // a solo stretch (solo_push), compiled only into the SSSP_FUSED_SOLO module
+        if (SSSP_FUSED_SOLO && near_count > 0 && near_count <= solo_limit) {
+            if (blockIdx.x == 0) {
+                V count = near_count;
+                const i32 done = solo_push<V, O>(out, k, source, bound, threshold, push_shift,
+                                                 generation, iterations, it, solo_limit, words,
+                                                 stamp, in_far, near_a, near_b,
+                                                 (ep & 1u) ? far_b : far_a, &ctl->far[ep % 3],
+                                                 near_log, slots, count, pushes);
+                // Hand the last list to the grid's rotation without touching near[it % 3],
+                // which a slower block may still be reading: the rotation moves on to a
+                // position it_end = it + 1 or it + 4 (below), whose count slot near[(it + 1) % 3]
+                // is zero and unread and whose successor near[(it + 2) % 3] every block read
+                // before the previous barrier; it_end has the parity of the list's buffer.
+                if (threadIdx.x == 0) {
+                    ctl->near[(it + 1) % 3] = count;
+                    ctl->near[(it + 2) % 3] = V(0);
+                    ctl->solo_done = done;
+                    ctl->solo_runs += 1;  // statistics: block 0's thread 0 is their only writer
+                    ctl->solo_iterations += done;
+                }
+            }
+            grid.sync();
+            // Every block takes the stretch's iterations from the control block. One slot is
+            // enough: a stretch ends with an empty list (then the loop ends, or an epoch's
+            // barriers come first) or a long one (a grid iteration's barrier comes first), so the
+            // next stretch writes it only after a barrier that every block reaches after
+            // reading it.
+            const i32 done = block_read(&ctl->solo_done, &slots.done);
+            generation += done;
+            iterations += done;
+            it += (done & 1) ? 1u : 4u;  // it + 1 (mod 3), it + done (mod 2)
+            continue;
+        }
         if (near_count > 0) {  // one push iteration
             ++generation;
             ++iterations;
             pushes += static_cast<i64>(near_count);
             if (gs.first == 0) {
                 ctl->near[(it + 2) % 3] = V(0);
-                log_near_count(near_log, it, near_count);
+                log_near_count(near_log, iterations - 1, near_count);
             }
-            push_list<V, O>(near_count, (it & 1u) ? near_b : near_a, out, k, source, bound,
-                            threshold, generation, push_mode, words, stamp, in_far,
-                            (it & 1u) ? near_a : near_b, &ctl->near[(it + 1) % 3],
+            push_list<V, O>(GridStride(), near_count, (it & 1u) ? near_b : near_a, out, k,
+                            source, bound, threshold, generation, push_shift, words, stamp,
+                            in_far, (it & 1u) ? near_a : near_b, &ctl->near[(it + 1) % 3],
                             (ep & 1u) ? far_b : far_a, &ctl->far[ep % 3]);
             grid.sync();
             ++it;
@@ -159,8 +244,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     const V* __restrict__ changed_from, const V* __restrict__ changed_to,
     const V* __restrict__ changed_count,
     const V* __restrict__ heads, V num_heads,
-    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_mode,
-    sssp::i32 base_generation, sssp::i32 max_rounds, sssp::FusedControl<V>* ctl) {
+    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_shift,
+    sssp::i32 base_generation, sssp::i32 max_rounds, V solo_limit,
+    sssp::FusedControl<V>* ctl) {
     using namespace sssp;
     namespace cg = cooperative_groups;
     cg::grid_group grid = cg::this_grid();
@@ -223,9 +309,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     // The near-far loop (algorithm.md §5.9 (c)).
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
-    fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, push_mode,
-                               words, stamp, in_far, near_a, near_b, far_a, far_b, near_log, ctl,
-                               slots, generation, iterations, epochs, pushes);
+    fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, threshold, push_shift,
+                               solo_limit, words, stamp, in_far, near_a, near_b, far_a, far_b,
+                               near_log, ctl, slots, generation, iterations, epochs, pushes);
 
     // Unpack (algorithm.md §5.10): only changed entries are written, and counted.
     if (k.bits != 0) {
@@ -250,8 +336,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     sssp::i64* distances, V* parents,
     sssp::u64* words, sssp::i32* stamp, sssp::i32* in_far,
     V* near_a, V* near_b, V* far_a, V* far_b, V* near_log,
-    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_mode,
-    sssp::i32 base_generation, sssp::FusedControl<V>* ctl) {
+    sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_shift,
+    sssp::i32 base_generation, V solo_limit, sssp::FusedControl<V>* ctl) {
     using namespace sssp;
     namespace cg = cooperative_groups;
     cg::grid_group grid = cg::this_grid();
@@ -272,8 +358,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
     fused::near_far_loop<V, O>(grid, gs, out, k, source, bound, delta, /*threshold=*/delta,
-                               push_mode, words, stamp, in_far, near_a, near_b, far_a, far_b,
-                               near_log, ctl, slots, generation, iterations, epochs, pushes);
+                               push_shift, solo_limit, words, stamp, in_far, near_a, near_b, far_a,
+                               far_b, near_log, ctl, slots, generation, iterations, epochs, pushes);
 
     if (k.bits != 0) {
         unpack_all<V>(nn, words, k, distances, parents);

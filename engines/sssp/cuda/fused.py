@@ -43,11 +43,57 @@ GRIDS = ("work", "device")
 #: 1,760-change batches 0.996x, roadNet-PA with 100 and 10,000 changes 1.000x and 0.995x: the
 #: barrier's cost hardly depends on the grid here, so the rule saves little (and costs nothing).
 VERTICES_PER_BLOCK = 2048
+#: The solo push (fused.cu solo_push, issue 34): block 0 alone runs the push iterations of a
+#: near list whose expected edges (its length x the mean out-degree) are at most this many,
+#: meeting with __syncthreads instead of a grid barrier, until the list is empty or longer. An
+#: integer (edges), or 0 / unset for never (the default until the GPU measurements say
+#: otherwise); results never depend on it (algorithm.md §5.12).
+SOLO_ENV = "ENGINES_FUSED_SOLO"
+#: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
+#: (push.module_defines) with and without the solo push; make cuda-check compiles each.
+VARIANTS = ((), ("SSSP_PUSH_BATCHED",), ("SSSP_FUSED_SOLO",),
+            ("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))
 
 
-def load_module(device: int) -> runtime.CompiledModule:
-    """Compile (or fetch) the fused module on ``device``; CudaError on failure."""
-    return runtime.get_module(ENGINE, device, SOURCE, KERNELS, cooperative=True)
+def load_module(device: int, defines=()) -> runtime.CompiledModule:
+    """Compile (or fetch) the fused module on ``device`` in the variant ``defines``
+    (``module_defines``); CudaError on failure."""
+    return runtime.get_module(ENGINE, device, SOURCE, KERNELS, cooperative=True, defines=defines)
+
+
+def solo_edges() -> int:
+    """``ENGINES_FUSED_SOLO``: the edges of the longest near list the solo push takes (0: off); a
+    bad value is an error naming it."""
+    text = os.environ.get(SOLO_ENV, "").strip().lower()
+    if text in ("", "0", "off"):
+        return 0
+    try:
+        edges = int(text)
+    except ValueError:
+        edges = -1
+    if edges < 0:
+        raise errors.InvalidArgumentError(
+            f"{SOLO_ENV}={text!r}: expected a number of edges (a non-negative integer) or off")
+    return edges
+
+
+def solo_limit(num_vertices: int, num_edges: int, edges: int) -> int:
+    """The longest near list the solo push takes on a graph of ``num_vertices`` and ``num_edges``
+    arcs for an ``edges`` budget: edges / (mean out-degree), at least 1, at most n; 0 when off."""
+    n, m, edges = int(num_vertices), int(num_edges), int(edges)
+    if edges <= 0 or n <= 0:
+        return 0
+    return min(n, max(1, edges * n // max(m, 1)))
+
+
+def module_defines(plan, edges: int) -> tuple[str, ...]:
+    """The module variant of a run: its push expansion's, and the solo push when ``edges``."""
+    return push.module_defines(plan.push_expansion) + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
+
+
+def run_defines(plan) -> tuple[str, ...]:
+    """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO`` read)."""
+    return module_defines(plan, solo_edges())
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -130,10 +176,11 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     num_changed = changes.upper
     num_heads = changes.num_heads
     s = runtime.stream(device)
-    module = load_module(device)
+    edges = solo_edges()
+    module = load_module(device, module_defines(plan, edges))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_mode, vt = _scalars(plan, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
     max_rounds = pointer_jumping_rounds(n)
 
     with ws.lock:
@@ -141,6 +188,9 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
             runtime.order_after_current_stream(s, device)
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
                 dg = graph._device.view(plan.objective)
+                # the view's edge count: no read of a pending commit's exact one (a sync); the
+                # solo rule needs only the mean degree
+                solo = vt(solo_limit(n, dg.num_edges, edges))
                 fn = module.function("fused_update", vertex_dtype, dg.offset_dtype)
                 blocks = grid_blocks(module, "fused_update", vertex_dtype, dg.offset_dtype, n)
                 ws.reserve(n, max(num_changed, num_heads, 1), s)  # within capacity: nothing
@@ -161,8 +211,8 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                         ws.near_log,
                         changed_from, changed_to, changed_count,
                         heads, vt(num_heads),
-                        bits, no_parent, bound, delta, push_mode,
-                        np.int32(base), np.int32(max_rounds), control.device,
+                        bits, no_parent, bound, delta, push_shift,
+                        np.int32(base), np.int32(max_rounds), solo, control.device,
                     ),
                 )
                 record = runtime.synchronize(control, s, syncs)
@@ -205,16 +255,18 @@ def compute(graph, plan, device: int, loop: str | None = None):
     vertex_dtype = np.dtype(graph.vertex_dtype)
     n = int(plan.num_vertices)
     s = runtime.stream(device)
-    module = load_module(device)
+    edges = solo_edges()
+    module = load_module(device, module_defines(plan, edges))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_mode, _vt = _scalars(plan, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
 
     with ws.lock:
         try:
             runtime.order_after_current_stream(s, device)
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
                 dg = graph._device.view(plan.objective)
+                solo = vt(solo_limit(n, dg.num_edges, edges))
                 fn = module.function("fused_compute", vertex_dtype, dg.offset_dtype)
                 blocks = grid_blocks(module, "fused_compute", vertex_dtype, dg.offset_dtype, n)
                 ws.reserve(n, 1, s)
@@ -232,8 +284,8 @@ def compute(graph, plan, device: int, loop: str | None = None):
                         distances, parents,
                         ws.word, ws.stamp, ws.in_far,
                         ws.near_a, ws.near_b, ws.far_a, ws.far_b, ws.near_log,
-                        bits, no_parent, bound, delta, push_mode,
-                        np.int32(base), control.device,
+                        bits, no_parent, bound, delta, push_shift,
+                        np.int32(base), solo, control.device,
                     ),
                 )
                 record = runtime.synchronize(control, s, syncs)
@@ -251,9 +303,11 @@ def grid_syncs(record, *, update: bool, packed: bool) -> int:
     """The grid.sync() calls of the fused run whose control block is ``record`` (fused.cu): an
     update's pack and roots, its pointer-jumping rounds, invalidation, heads, pull, first minimum
     and split (6 + rounds), compute()'s seeding (1); then one per push iteration and two per epoch
-    (minimum, re-split); distance-only words add the parent recovery's barriers (2 for an update,
-    1 for compute()). The phases of a run: what the floor model (bench/floor.py) counts."""
-    loop = int(record["iterations"]) + 2 * int(record["epochs"])
+    (minimum, re-split), except that the push iterations of a solo stretch (block 0 alone) share
+    one; distance-only words add the parent recovery's barriers (2 for an update, 1 for
+    compute()). The phases of a run: what the floor model (bench/floor.py) counts."""
+    grid_iterations = int(record["iterations"]) - int(record["solo_iterations"])
+    loop = grid_iterations + int(record["solo_runs"]) + 2 * int(record["epochs"])
     if update:
         return 6 + int(record["rounds"]) + loop + (0 if packed else 2)
     return 1 + loop + (0 if packed else 1)
@@ -268,5 +322,6 @@ def _reset_quietly(ws, s) -> None:
         workspace.discard(ws.device, ws.vertex_dtype)
 
 
-__all__ = ["ENGINE", "KERNELS", "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module",
-           "max_blocks", "update", "work_blocks"]
+__all__ = ["ENGINE", "KERNELS", "SOLO_ENV", "VARIANTS", "compute", "grid_blocks", "grid_rule",
+           "grid_syncs", "load_module", "max_blocks", "module_defines", "run_defines", "solo_edges",
+           "solo_limit", "update", "work_blocks"]

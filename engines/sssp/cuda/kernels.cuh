@@ -31,12 +31,19 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // The widest push group (a warp, 2^5 lanes): the cap of push_group_shift under the "group"
 // expansion (engines/sssp/cuda/push.py MAX_GROUP_SHIFT).
 #define SSSP_PUSH_GROUP_SHIFT 5
-// The push kernels' `push_mode` argument (engines/sssp/cuda/push.py kernel_mode): the group
-// shift's cap in the low byte, and this flag for the "batched" expansion, under which a lane
-// relaxes its out-edges SSSP_PUSH_EDGE_BATCH at a time (push_edges_batched).
-#define SSSP_PUSH_SHIFT_MASK 0xffu
-#define SSSP_PUSH_BATCHED 0x100u
+// Edges a lane relaxes per step under the "batched" push expansion (push_edges_batched).
 #define SSSP_PUSH_EDGE_BATCH 4
+// Compile-time variants (engines/sssp/cuda/runtime.py VARIANT_DEFINES): the launcher compiles a
+// module per set of these, defined as 1 ahead of the source, so that a variant's code and
+// registers exist only in its own module and the default kernels compile as without it.
+// SSSP_PUSH_BATCHED: the "batched" push expansion (push.py module_defines); SSSP_FUSED_SOLO: the
+// fused engine's solo push (fused.cu solo_push; fused.py ENGINES_FUSED_SOLO).
+#ifndef SSSP_PUSH_BATCHED
+#define SSSP_PUSH_BATCHED 0
+#endif
+#ifndef SSSP_FUSED_SOLO
+#define SSSP_FUSED_SOLO 0
+#endif
 // Entries of the near-list length log (engines/sssp/cuda/push.py NEAR_LOG_CAPACITY): push
 // iteration i of a run writes its near count at i while i is below it (push_profile).
 #define SSSP_NEAR_LOG_CAPACITY 65536
@@ -169,7 +176,14 @@ struct GridStride {
     __device__ __forceinline__ GridStride()
         : first(static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x),
           stride(static_cast<i64>(gridDim.x) * blockDim.x) {}
+    __device__ __forceinline__ GridStride(i64 first_item, i64 step)
+        : first(first_item), stride(step) {}
 };
+
+// The iteration of one block alone over [0, count) (the fused engine's solo push, fused.cu).
+__device__ __forceinline__ GridStride block_stride() {
+    return GridStride(static_cast<i64>(threadIdx.x), static_cast<i64>(blockDim.x));
+}
 
 // ---------------------------------------------------------------------------------------------
 // A device view of a CSR (out-CSR or in-CSR) with one weight column. The mirror's arrays are
@@ -212,6 +226,10 @@ struct FusedControl {
     i64 pushes;        // sum of near-list lengths over the iterations
     u64 minimum[3];    // minimum slots: [0] first threshold, then rotating by epoch
     u64 affected;      // vertices whose (distance, parent) changed
+    i32 solo_done;     // the last solo stretch's iterations, for every block (fused.cu)
+    i32 solo_runs;     // solo stretches: each costs one grid barrier
+    i32 solo_iterations;  // push iterations run by one block alone, without a grid barrier
+    i32 solo_pad;      // keeps the layout a multiple of 8 bytes
 };
 
 // The operators layout (algorithm.md §5.2 [ops]); the operators engine owns its use.
@@ -257,8 +275,7 @@ struct OperatorsControl {
     i32 loop_input_error;  // LoopInputError
     i64* loop_distances;
     V* loop_parents;
-    // The push kernels' push_mode: the widest group as a shift (push_group_shift's cap) and the
-    // batched flag (push_list; ops_loop_init).
+    // The push expansion's widest group, as a shift (push_group_shift's cap; ops_loop_init).
     u32 loop_push_shift;
 };
 
@@ -562,23 +579,25 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
 // neighbours and weights, then the filter's words, then the atomic minima) before any result is
 // used, so that a lane waits for one memory latency per step instead of one per edge. The same
 // offers as push_edge, in another order; the result does not depend on it (algorithm.md §5.12).
+// Edge positions are 64-bit here: with 32-bit offsets, end may be 2^31 - 1, and a step's last
+// position e0 + 3 width would wrap.
 template <typename V, typename O>
 __device__ __forceinline__ void push_edges_batched(const CsrView<V, O>& out, const Packing& k,
-                                                   V u, u64 du, O first, O end, O width,
+                                                   V u, u64 du, i64 first, i64 end, i64 width,
                                                    V source, u64 bound, u64 threshold,
                                                    bool filter, i32 generation, u64* words,
                                                    i32* stamp, i32* in_far, V* next_list,
                                                    V* next_count, V* pile, V* pile_count) {
-    for (O e0 = first; e0 < end; e0 += width * SSSP_PUSH_EDGE_BATCH) {
+    for (i64 e0 = first; e0 < end; e0 += width * SSSP_PUSH_EDGE_BATCH) {
         V w[SSSP_PUSH_EDGE_BATCH];
         u64 cand[SSSP_PUSH_EDGE_BATCH];
         bool live[SSSP_PUSH_EDGE_BATCH];
 #pragma unroll
         for (int j = 0; j < SSSP_PUSH_EDGE_BATCH; ++j) {
-            const O e = e0 + static_cast<O>(j) * width;
+            const i64 e = e0 + j * width;
             live[j] = e < end;
-            w[j] = live[j] ? out.neighbour(e) : source;
-            const u64 nd = du + (live[j] ? out.weight_of(e) : 0ull);
+            w[j] = live[j] ? out.neighbour(static_cast<O>(e)) : source;
+            const u64 nd = du + (live[j] ? out.weight_of(static_cast<O>(e)) : 0ull);
             // the source is never relaxed; an offer above the bound is never packed (algorithm.md §4.2)
             live[j] = live[j] && w[j] != source && nd <= bound;
             cand[j] = live[j] ? pack(k, nd, static_cast<i64>(u)) : INF_WORD;
@@ -614,17 +633,16 @@ __device__ __forceinline__ void push_edges_batched(const CsrView<V, O>& out, con
 // One push iteration (algorithm.md §5.9 (c)): every vertex of the near list expands, its out-edges
 // spread over a group of 2^shift lanes of one warp (push_group_shift), lane j taking edges j, j +
 // width, ... The word and the edge range of u are loaded together (independent loads).
-// `push_mode`: the cap of the shift (SSSP_PUSH_SHIFT_MASK) and SSSP_PUSH_BATCHED.
+// `g` is the threads that share the list: the whole grid, or one block (block_stride, the fused
+// solo push). In a module compiled with SSSP_PUSH_BATCHED, lanes relax their edges in batches
+// (push_edges_batched).
 template <typename V, typename O>
-__device__ __forceinline__ void push_list(V count, const V* near_list, const CsrView<V, O>& out,
-                                          const Packing& k, V source, u64 bound, u64 threshold,
-                                          i32 generation, u32 push_mode, u64* words, i32* stamp,
-                                          i32* in_far, V* next_list, V* next_count, V* pile,
-                                          V* pile_count) {
-    const GridStride g;
-    const u32 shift = push_group_shift(static_cast<i64>(count), g.stride,
-                                       push_mode & SSSP_PUSH_SHIFT_MASK);
-    const bool batched = (push_mode & SSSP_PUSH_BATCHED) != 0u;
+__device__ __forceinline__ void push_list(const GridStride& g, V count, const V* near_list,
+                                          const CsrView<V, O>& out, const Packing& k, V source,
+                                          u64 bound, u64 threshold, i32 generation, u32 max_shift,
+                                          u64* words, i32* stamp, i32* in_far, V* next_list,
+                                          V* next_count, V* pile, V* pile_count) {
+    const u32 shift = push_group_shift(static_cast<i64>(count), g.stride, max_shift);
     const O width = static_cast<O>(1u << shift);
     const O lane = static_cast<O>(lane_id() & ((1u << shift) - 1u));
     const bool filter = shift < SSSP_PUSH_GROUP_SHIFT;
@@ -637,16 +655,19 @@ __device__ __forceinline__ void push_list(V count, const V* near_list, const Csr
         const O end = out.end(u);
         if (x == INF_WORD) continue;
         const u64 du = x >> k.bits;
-        if (batched) {
-            push_edges_batched<V, O>(out, k, u, du, begin + lane, end, width, source, bound,
-                                     threshold, filter, generation, words, stamp, in_far,
-                                     next_list, next_count, pile, pile_count);
-            continue;
+#if SSSP_PUSH_BATCHED
+        push_edges_batched<V, O>(out, k, u, du, static_cast<i64>(begin) + lane,
+                                 static_cast<i64>(end), static_cast<i64>(width), source, bound,
+                                 threshold, filter, generation, words, stamp, in_far, next_list,
+                                 next_count, pile, pile_count);
+#else
+        // 64-bit positions: with 32-bit offsets e + width must not wrap near 2^31 - 1
+        for (i64 e = static_cast<i64>(begin) + lane; e < static_cast<i64>(end); e += width) {
+            push_edge<V, O>(out, k, u, du, static_cast<O>(e), source, bound, threshold, filter,
+                            generation, words, stamp, in_far, next_list, next_count, pile,
+                            pile_count);
         }
-        for (O e = begin + lane; e < end; e += width) {
-            push_edge<V, O>(out, k, u, du, e, source, bound, threshold, filter, generation,
-                            words, stamp, in_far, next_list, next_count, pile, pile_count);
-        }
+#endif
     }
 }
 

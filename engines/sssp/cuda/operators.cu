@@ -284,16 +284,16 @@ __device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_l
                                            i32* __restrict__ stamp, i32 generation,
                                            i32* __restrict__ in_far, V* __restrict__ next_list,
                                            V* __restrict__ far_list, i32 near_slot, i32 far_slot,
-                                           u32 push_mode, V* __restrict__ near_log,
+                                           u32 push_shift, V* __restrict__ near_log,
                                            i32 iteration, OperatorsControl<V>* ctl) {
     const u64 threshold = load_cg(&ctl->threshold);
     if (GridStride().first == 0) {
         ctl->near[near_slot] = 0;
         log_near_count(near_log, iteration, count);
     }
-    push_list<V, O>(count, near_list, out, k, source, bound, threshold, generation, push_mode,
-                    words, stamp, in_far, next_list, &ctl->near[1 - near_slot], far_list,
-                    &ctl->far[far_slot]);
+    push_list<V, O>(GridStride(), count, near_list, out, k, source, bound, threshold, generation,
+                    push_shift, words, stamp, in_far, next_list, &ctl->near[1 - near_slot],
+                    far_list, &ctl->far[far_slot]);
 }
 
 template <typename V, typename O>
@@ -303,11 +303,11 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
              u64* __restrict__ words, V source, u64 bound, u32 bits, u64 no_parent,
              i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
              V* __restrict__ next_list, V* __restrict__ far_list, i32 near_slot, i32 far_slot,
-             u32 push_mode, V* __restrict__ near_log, i32 iteration, OperatorsControl<V>* ctl) {
+             u32 push_shift, V* __restrict__ near_log, i32 iteration, OperatorsControl<V>* ctl) {
     const CsrView<V, O> out{out_ptr, out_dst, out_weight};
     push_phase<V, O>(count, near_list, out, words, source, bound, sssp::ops::make_packing(bits, no_parent),
                      stamp, generation, in_far, next_list, far_list, near_slot, far_slot,
-                     push_mode, near_log, iteration, ctl);
+                     push_shift, near_log, iteration, ctl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 template <typename V>
 __device__ __forceinline__ void start_loop(OperatorsControl<V>* ctl, i32 generation, u64 delta,
                                            u64 bound, u32 bits, u64 no_parent, V source, V n,
-                                           u32 push_mode) {
+                                           u32 push_shift) {
     reset_loop(ctl, generation);
     ctl->loop_delta = delta;
     ctl->loop_bound = bound;
@@ -333,7 +333,7 @@ __device__ __forceinline__ void start_loop(OperatorsControl<V>* ctl, i32 generat
     ctl->loop_bits = bits;
     ctl->loop_source = source;
     ctl->loop_n = n;
-    ctl->loop_push_shift = push_mode;
+    ctl->loop_push_shift = push_shift;
 }
 
 
@@ -405,11 +405,11 @@ __device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_loop_init(i32 start, i32 finish, i32 count_affected, i32 generation, u64 delta, u64 bound,
-                  u32 bits, u64 no_parent, V source, V n, u32 push_mode, i32 jump_rounds,
+                  u32 bits, u64 no_parent, V source, V n, u32 push_shift, i32 jump_rounds,
                   const V* __restrict__ changed_count, i64* distances, V* parents,
                   OperatorsControl<V>* ctl) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    start_loop(ctl, generation, delta, bound, bits, no_parent, source, n, push_mode);
+    start_loop(ctl, generation, delta, bound, bits, no_parent, source, n, push_shift);
     ctl->loop_finish = finish;
     ctl->loop_count_affected = count_affected;
     ctl->loop_distances = distances;

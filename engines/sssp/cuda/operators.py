@@ -105,9 +105,21 @@ KERNELS = (
 )
 
 
-def load_module(device: int) -> runtime.CompiledModule:
-    """The compiled operators module of ``device`` (compiled at first use, then cached)."""
-    return runtime.get_module(ENGINE, int(device), SOURCE_FILE, KERNELS, cooperative=False)
+#: Every module variant this engine compiles (runtime.VARIANT_DEFINES): one per push expansion's
+#: (push.module_defines); make cuda-check compiles each.
+VARIANTS = ((), ("SSSP_PUSH_BATCHED",))
+
+
+def run_defines(plan) -> tuple[str, ...]:
+    """The module variant a run of ``plan`` loads: its push expansion's."""
+    return push.module_defines(plan.push_expansion)
+
+
+def load_module(device: int, defines=()) -> runtime.CompiledModule:
+    """The compiled operators module of ``device`` in the variant ``defines`` (compiled at first
+    use, then cached)."""
+    return runtime.get_module(ENGINE, int(device), SOURCE_FILE, KERNELS, cooperative=False,
+                              defines=defines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,8 +151,8 @@ class _Launcher:
     """Launches the kernels of one run on the device's stream with algorithm.md §10.2's grid
     sizes."""
 
-    def __init__(self, device: int, vertex_dtype, offset_dtype, stream):
-        self.module = load_module(device)
+    def __init__(self, device: int, vertex_dtype, offset_dtype, stream, defines=()):
+        self.module = load_module(device, defines)
         self.loop_blocks = loop_blocks(int(device))
         self.device = int(device)
         self.vertex = np.dtype(vertex_dtype)
@@ -198,7 +210,8 @@ class _Run:
         # The offset type of the device buffers, as the fused engine takes it: Graph.offset_dtype
         # would read the commit's edge count, a hidden wait for the device apply before sync #1
         # (and the host rule can differ from the buffers' type, which the commit chose).
-        self.launch = _Launcher(device, graph.vertex_dtype, dgraph.offset_dtype, stream)
+        self.launch = _Launcher(device, graph.vertex_dtype, dgraph.offset_dtype, stream,
+                                run_defines(plan))
         self.control = ws.control("operators")
         self.ctl = self.control.device
         self.syncs = runtime.SyncCounter()
@@ -207,8 +220,7 @@ class _Run:
         self.bits = np.uint32(packing.bits)
         self.no_parent = np.uint64(packing.no_parent)
         self.delta = np.uint64(plan.device_delta)
-        self.push_shift = push.max_shift(plan.push_expansion)  # sizes the host loop's launch
-        self.push_mode = np.uint32(push.kernel_mode(plan.push_expansion))  # the kernels' argument
+        self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0
@@ -261,13 +273,13 @@ class _Run:
                 self.pushes += near_count
                 # each vertex's lanes (push.py): the kernel finds the same width in its grid
                 threads = push.launch_threads(near_count, launch.grid_cap * runtime.BLOCK_SIZE,
-                                              self.push_shift)
+                                              int(self.push_shift))
                 launch.over("ops_push", threads, launch.v(near_count), near_lists[near_slot],
                             self.g.out_ptr, self.g.out_index, self.g.out_weight, ws.word,
                             launch.v(self.source), self.bound, self.bits, self.no_parent, ws.stamp,
                             self.generation(), ws.in_far, near_lists[1 - near_slot],
                             far_lists[far_slot], np.int32(near_slot), np.int32(far_slot),
-                            self.push_mode, ws.near_log, np.int32(self.iterations - 1), ctl)
+                            self.push_shift, ws.near_log, np.int32(self.iterations - 1), ctl)
                 record = self.sync()
                 near_slot = 1 - near_slot
                 near_count = self._check_length("near list", record["near"][near_slot])
@@ -313,7 +325,7 @@ class _Run:
         launch.single("ops_loop_init", np.int32(start), np.int32(finish),
                       np.int32(1 if is_update else 0), np.int32(generation), self.delta,
                       self.bound, self.bits, self.no_parent, launch.v(self.source),
-                      launch.v(self.n), self.push_mode, np.int32(jump_rounds),
+                      launch.v(self.n), self.push_shift, np.int32(jump_rounds),
                       # compute() has no changed list: any buffer, never read (jump_rounds 0)
                       changed_count if changed_count is not None else ws.flag, distances, parents,
                       ctl)
@@ -321,7 +333,8 @@ class _Run:
         self._next_slot = 0
         # The launches' arguments are fixed for the run: the graph key is built once.
         self._loop_args = self._loop_arguments()
-        self._loop_base_key = ("loop", self.device, launch.vertex, launch.offset, launch.loop_blocks,
+        self._loop_base_key = ("loop", self.device, launch.module.defines, launch.vertex,
+                               launch.offset, launch.loop_blocks,
                                launch.programmatic, tuple(_address(a) for a in self._loop_args))
         in_flight = 2 if READ_AHEAD else 1
         queued: list[int] = []  # readback slots in flight, oldest first
@@ -383,7 +396,8 @@ class _Run:
         graph: the rounds' arguments depend only on n and the workspace's buffers."""
         ws, launch = self.ws, self.launch
         args = (changed_count, ws.ancestor, ws.flag, self.ctl)
-        key = ("jump", self.device, launch.vertex, launch.offset, self.n, rounds,
+        key = ("jump", self.device, launch.module.defines, launch.vertex, launch.offset, self.n,
+               rounds,
                launch.blocks_for(self.n), tuple(_address(a) for a in args))
 
         def enqueue(stream):
@@ -576,5 +590,5 @@ def compute(graph, plan: Plan, device: int, loop: str):
     return distances, parents, run.report(0, 0, budget_base=2)
 
 
-__all__ = ["ENGINE", "KERNELS", "LOOP_MODES", "SOURCE_FILE", "compute", "load_module",
-           "update"]
+__all__ = ["ENGINE", "KERNELS", "LOOP_MODES", "SOURCE_FILE", "VARIANTS", "compute", "load_module",
+           "run_defines", "update"]

@@ -30,13 +30,12 @@ MAX_GROUP_SHIFT = 5
 NEAR_LOG_CAPACITY = 1 << 16
 _MAX_SHIFT = {"vertex": 0, "group": MAX_GROUP_SHIFT, "batched": MAX_GROUP_SHIFT}
 assert set(_MAX_SHIFT) == set(PUSH_EXPANSIONS)
-#: The push kernels' ``push_mode`` argument (kernels.cuh push_list): the shift's cap in the low
-#: byte (SSSP_PUSH_SHIFT_MASK) and this flag (SSSP_PUSH_BATCHED) for the "batched" expansion,
-#: whose lanes relax SSSP_PUSH_EDGE_BATCH edges per step with the step's loads issued together.
-SHIFT_MASK = 0xFF
-BATCHED_FLAG = 0x100
+#: Edges a lane relaxes per step under "batched" (kernels.cuh SSSP_PUSH_EDGE_BATCH).
 EDGE_BATCH = 4
-_BATCHED = {"batched"}
+#: The compile-time variant of each expansion's module (runtime.VARIANT_DEFINES): "batched" is
+#: its own module, so the other expansions' kernels compile without its code and registers.
+_DEFINES = {"vertex": (), "group": (), "batched": ("SSSP_PUSH_BATCHED",)}
+assert set(_DEFINES) == set(PUSH_EXPANSIONS)
 
 
 def max_shift(expansion: str) -> int:
@@ -48,10 +47,10 @@ def max_shift(expansion: str) -> int:
                          f"{', '.join(PUSH_EXPANSIONS)}") from None
 
 
-def kernel_mode(expansion: str) -> int:
-    """The push kernels' ``push_mode`` argument for ``expansion``: ``max_shift`` and the batched
-    flag."""
-    return max_shift(expansion) | (BATCHED_FLAG if expansion in _BATCHED else 0)
+def module_defines(expansion: str) -> tuple[str, ...]:
+    """The defines of the module variant that runs ``expansion``'s push."""
+    max_shift(expansion)  # the same error for an unknown expansion
+    return _DEFINES[expansion]
 
 
 def group_shift(count: int, threads: int, cap: int) -> int:
@@ -117,5 +116,5 @@ def push_profile(result) -> PushProfile:
     return profile_from_log(stats.iterations, log)
 
 
-__all__ = ["MAX_GROUP_SHIFT", "NEAR_LOG_CAPACITY", "PushProfile", "group_shift", "launch_threads",
-           "max_shift", "profile_from_log", "push_profile"]
+__all__ = ["EDGE_BATCH", "MAX_GROUP_SHIFT", "NEAR_LOG_CAPACITY", "PushProfile", "group_shift",
+           "launch_threads", "max_shift", "module_defines", "profile_from_log", "push_profile"]

@@ -213,6 +213,28 @@ def read_source(filename: str) -> str:
     return inlined
 
 
+#: Compile-time variants of the engines' modules (kernels.cuh): each is defined as 1 ahead of the
+#: source of its own module, so a variant's code and registers never reach the default kernels.
+#: SSSP_PUSH_BATCHED: the "batched" push expansion (push.module_defines); SSSP_FUSED_SOLO: the
+#: fused engine's solo push (fused.solo_limit).
+VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO")
+
+
+def variant_defines(defines) -> tuple[str, ...]:
+    """``defines`` as a module key: sorted, unique, each one of VARIANT_DEFINES."""
+    chosen = tuple(sorted(set(defines)))
+    unknown = [d for d in chosen if d not in VARIANT_DEFINES]
+    if unknown:
+        raise ValueError(f"unknown module variant {', '.join(unknown)}: expected some of "
+                         f"{', '.join(VARIANT_DEFINES)}")
+    return chosen
+
+
+def variant_code(code: str, defines) -> str:
+    """A source with its variant's defines ahead of it (the header reads them)."""
+    return "".join(f"#define {d} 1\n" for d in variant_defines(defines)) + code
+
+
 def instantiation_name(kernel: str, vertex_dtype, offset_dtype) -> str:
     """The C++ name expression of a kernel template instantiation, e.g. ``k<int, long long>``."""
     v = C_TYPE_NAMES[np.dtype(vertex_dtype)]
@@ -223,9 +245,11 @@ def instantiation_name(kernel: str, vertex_dtype, offset_dtype) -> str:
 class CompiledModule:
     """One engine's module on one device: every kernel template at every supported type pair."""
 
-    def __init__(self, engine: str, device: int, raw_module, kernels: tuple[str, ...]):
+    def __init__(self, engine: str, device: int, raw_module, kernels: tuple[str, ...],
+                 defines: tuple[str, ...] = ()):
         self.engine = engine
         self.device = device
+        self.defines = defines  # the compile-time variant (VARIANT_DEFINES)
         self._raw = raw_module
         self._kernels = kernels
         self._functions: dict[tuple[str, np.dtype, np.dtype], object] = {}
@@ -279,19 +303,23 @@ def get_module(
     kernels: tuple[str, ...],
     *,
     cooperative: bool,
+    defines=(),
 ) -> CompiledModule:
-    """The compiled module of ``engine`` on ``device``, from the in-process cache or compiled now.
+    """The compiled module of ``engine`` on ``device`` in the variant ``defines``
+    (VARIANT_DEFINES), from the in-process cache or compiled now.
 
     Compiles under ``cuda_errors`` (NVRTC failures become ``CudaError``). CuPy's on-disk cache
-    keeps the binary across processes; its key covers the full source string, header included.
+    keeps the binary across processes; its key covers the full source string, header and defines
+    included.
     """
-    key = (engine, int(device))
+    defines = variant_defines(defines)
+    key = (engine, int(device), defines)
     with _module_lock:
         module = _modules.get(key)
         if module is not None:
             return module
         cupy = cupy_module()
-        code = read_source(source_file)
+        code = variant_code(read_source(source_file), defines)
         names = [instantiation_name(k, v, o) for k in kernels for v, o in TYPE_PAIRS]
         with cuda_errors(f"compiling the {engine} engine"), cupy.cuda.Device(int(device)):
             raw = cupy.RawModule(
@@ -300,7 +328,7 @@ def get_module(
                 name_expressions=names,
                 enable_cooperative_groups=cooperative,
             )
-            module = CompiledModule(engine, int(device), raw, tuple(kernels))
+            module = CompiledModule(engine, int(device), raw, tuple(kernels), defines)
             module.load_all()
         _modules[key] = module
         return module
@@ -458,6 +486,7 @@ __all__ = [
     "readback_async",
     "wait_readback",
     "TYPE_PAIRS",
+    "VARIANT_DEFINES",
     "CompiledModule",
     "DeviceInfo",
     "SyncCounter",
@@ -469,6 +498,8 @@ __all__ = [
     "device_info",
     "get_module",
     "instantiation_name",
+    "variant_code",
+    "variant_defines",
     "is_available",
     "operators_blocks",
     "operators_grid_cap",

@@ -59,6 +59,10 @@ def fused_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("pushes", np.int64),
             ("minimum", np.uint64, (3,)),
             ("affected", np.uint64),
+            ("solo_done", np.int32),
+            ("solo_runs", np.int32),
+            ("solo_iterations", np.int32),
+            ("solo_pad", np.int32),
         ],
         align=True,
     )
