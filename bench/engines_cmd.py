@@ -57,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the order each worker process allocates the two sides' results and workspaces in: "
                         "fixed, A then B (default); alternate, B first in odd workers; random, drawn per "
                         "worker from --seed. Recorded per worker and round, replayed on --resume")
+    n.add_argument("--l2-flush", action="store_true",
+                   help="before every round of a CUDA side, outside the timers, write a device buffer twice the "
+                        "L2's size so that each round starts with the sides' data out of the L2 (a no-op, "
+                        "recorded as such, on a host side)")
     r.add_argument("--no-control", action="store_true",
                    help="skip the A/A control cell (side A against itself on the first graph and batch)")
     c = parser.add_argument_group("clocks and contamination")
@@ -252,6 +256,7 @@ def build_config(args, spec=None):
         allow_dirty=args.allow_dirty,
         plant_delay=args.plant_delay,
         alloc_order=args.alloc_order,
+        l2_flush=args.l2_flush,
     )
 
 
@@ -294,6 +299,8 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
         argv += ["--max-processes", str(args.max_processes)]
     if getattr(args, "alloc_order", "fixed") != "fixed":
         argv += ["--alloc-order", args.alloc_order]
+    if getattr(args, "l2_flush", False):
+        argv += ["--l2-flush"]
     if args.min_clock_fraction != 0.9:
         argv += ["--min-clock-fraction", str(args.min_clock_fraction)]
     if args.max_foreign_cpu != 1.0:

@@ -53,7 +53,8 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
                     order: str = "abba", seed: int = 0, control: bool = True, min_clock_fraction: float = 0.9,
                     max_foreign_cpu: float = 1.0, lock_clocks: str | None = None, verify_host: bool = False,
                     verify_syncs: bool = False, allow_dirty: bool = False,
-                    plant_delay: str | None = None, alloc_order: str = "fixed") -> CampaignConfig:
+                    plant_delay: str | None = None, alloc_order: str = "fixed",
+                    l2_flush: bool = False) -> CampaignConfig:
     """The campaign's parameters with ``perf_ab.py engines``' defaults and checks (UsageError).
 
     ``sides``: ``"A,B"`` as ``--sides`` spells it, or two ``protocol.sides.Side``; ``graphs``: the
@@ -94,6 +95,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
         allow_dirty=allow_dirty,
         planted_delay=None if plant is None else plant.record(),
         alloc_order=alloc_order,
+        l2_flush=l2_flush,
     )
 
 

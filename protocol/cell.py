@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from . import placement, planted_delay
+from . import l2flush, placement, planted_delay
 from .analysis import REGIONS, paired_values, primary_region
 from .digest import result_digest
 from .records import ROUND_COLUMNS
@@ -182,6 +182,9 @@ class CellRun:
         """One round; ``verify``: untimed, with the sync counter around the update (only then)."""
         untimed = warmup or verify  # a verification round is recorded as untimed (warmup = true)
         self._restore(state)
+        # --l2-flush: after the restore (whose copies pass through the L2), before every timer and
+        # the round's clock window (protocol/l2flush.py)
+        flushed = l2flush.flush_before_round(state.side) if self.config.l2_flush else None
         counter = self.sync_counter_factory() if verify and self.sync_counter_factory else contextlib.nullcontext()
         window = self.instruments.begin_round()
         with counter:  # an engine error in a round is a correctness failure: caught, then failed below
@@ -191,6 +194,7 @@ class CellRun:
         fields, reason = self.instruments.end_round(window)
         row = self._row(state, untimed, pair_index, position)
         row["verification"] = verify
+        row["l2_flush"] = flushed
         row.update(fields)
         row["update_host_ms"] = timed.update_host_ms
         row["engine_host_ms"] = self.probe.host_ms()

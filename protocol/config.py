@@ -27,7 +27,7 @@ ALLOC_ORDERS = ("fixed", "alternate", "random")
 
 
 #: Parameters recorded only when they differ from this value (the behaviour before them).
-OFF_BY_DEFAULT = {"alloc_order": "fixed"}
+OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False}
 
 
 @dataclass
@@ -94,6 +94,8 @@ class CampaignConfig:
     planted_delay: dict | None = None
     #: the order the sides allocate in per worker process (ALLOC_ORDERS); recorded only when not fixed
     alloc_order: str = "fixed"
+    #: flush the GPU's L2 before every round of a CUDA side (protocol/l2flush.py); recorded only when set
+    l2_flush: bool = False
 
     def __post_init__(self):
         if self.rounds < 5:

@@ -93,12 +93,16 @@ ROUND_SCHEMA = pa.schema(
         # the order the round's worker process allocated the sides in, "AB" or "BA" (--alloc-order,
         # protocol/placement.py); null: A then B, the option off
         ("alloc_order", pa.string()),
+        # what --l2-flush did before the round: "flushed N bytes" (a CUDA side), "no-op: host side";
+        # null: the option off (protocol/l2flush.py)
+        ("l2_flush", pa.string()),
     ]
 )
 ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
 #: Columns added after the first campaigns were recorded, and the value they had then.
 LATER_COLUMNS = {"verification": False, "process": 0, "planted_delay_ns": None,
-                 "grid_syncs": None, "near_median": None, "alloc_order": None}
+                 "grid_syncs": None, "near_median": None, "alloc_order": None,
+                 "l2_flush": None}
 
 
 def cell_key(graph: str, batch: str, objective: int) -> str:

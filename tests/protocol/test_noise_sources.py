@@ -1,8 +1,11 @@
 """Issue 32 item 2: the options that remove or randomize a source of noise (docs/protocol.md §2.5).
 
 The allocation order per worker process (``--alloc-order``): recorded per worker and round,
-replayed on resume. Campaigns of host sides, their workers in this process, so that every order
-is a pure function of the seed and the records; the sides log what they allocate.
+replayed on resume. The L2 flush (``--l2-flush``): before every round of a device side, never
+inside its timers, a no-op recorded on a host side. Campaigns of host sides, their workers in this
+process, so that every order is a pure function of the seed and the records; the sides log what
+they allocate, and timed sides run on a virtual clock (helpers.VirtualSide), so no test reads the
+machine's time.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ import json
 
 import pytest
 
-from protocol import placement
+import numpy as np
+
+from protocol import l2flush, placement
 from protocol.errors import UsageError
 from protocol.exitcodes import ExitCode
 from protocol.instruments import Instruments
@@ -19,7 +24,7 @@ from protocol.records import RecordStore
 from protocol.runner import CampaignRunner
 from protocol.sides import Side
 
-from .helpers import host_config, small_graph_input
+from .helpers import VirtualClock, VirtualSide, host_config, small_graph_input
 
 KEY = "toy/mixed/0"
 
@@ -142,6 +147,74 @@ def test_random_orders_are_recorded_and_replayed_on_resume(toy, tmp_path):
     assert store.read_campaign()["cells"][KEY]["workers"]["1"]["alloc_order"] == "BA"
 
 
+# -- the L2 flush ---------------------------------------------------------------------------------
+@pytest.fixture
+def virtual(monkeypatch):
+    import protocol.region
+
+    clock = VirtualClock()
+    monkeypatch.setattr(protocol.region, "time", clock)  # the engine timing reads the virtual clock
+    return clock
+
+
+FLUSH_NS = 50_000_000  # a flush "takes" 50 virtual ms: 50 times a round, unmissable inside a timer
+
+
+@pytest.fixture
+def fake_device(monkeypatch, virtual):
+    """Side "host-b" counts as a device side; its flush advances the virtual clock by FLUSH_NS."""
+    flushes = []
+
+    def device_flush():
+        virtual.now_ns += FLUSH_NS
+        flushes.append(virtual.now_ns)
+        return 123
+
+    monkeypatch.setattr(l2flush, "is_device_side", lambda side: side.label == "host-b")
+    monkeypatch.setattr(l2flush, "device_flush", device_flush)
+    return flushes
+
+
+def _virtual_sides(clock):
+    rng = np.random.default_rng(0)
+    return VirtualSide("host", clock, rng, sigma=0.01), VirtualSide("host-b", clock, rng, sigma=0.01)
+
+
+def test_l2_flush_runs_before_every_device_round_outside_the_timers(toy, tmp_path, virtual, fake_device):
+    config = host_config(sides=_virtual_sides(virtual), rounds=6, processes=2, l2_flush=True)
+    assert config.parameters()["l2_flush"] is True
+    code, store = _run(config, toy, tmp_path)
+    assert code == ExitCode.OK
+    rows = store.read_rounds()
+    b, a = rows[rows["role"] == "B"], rows[rows["role"] == "A"]
+    assert len(fake_device) == len(b)  # every round of the device side, warm-up included; none else
+    assert set(b["l2_flush"]) == {"flushed 123 bytes"} and set(a["l2_flush"]) == {l2flush.HOST_NOOP}
+    # the flush's 50 ms are in no timer: every region is the side's own ~1 ms draw
+    for column in ("engine_host_ms", "update_host_ms"):
+        assert rows[column].max() < 1.2, column
+    cell = store.read_summary()["cells"][0]
+    assert 0.95 < cell["ratio"] < 1.05
+
+
+def test_without_the_option_nothing_is_flushed_or_recorded(toy, tmp_path, virtual, fake_device):
+    config = host_config(sides=_virtual_sides(virtual), rounds=6, processes=2)
+    assert "l2_flush" not in config.parameters()
+    code, store = _run(config, toy, tmp_path)
+    assert code == ExitCode.OK and fake_device == []
+    assert store.read_rounds()["l2_flush"].isna().all()
+
+
+def test_host_sides_are_a_recorded_no_op(toy, tmp_path, monkeypatch):
+    monkeypatch.setattr(l2flush, "device_flush", lambda: pytest.fail("a host side must not touch the device"))
+    code, store = _run(host_config(rounds=5, l2_flush=True), toy, tmp_path)
+    assert code == ExitCode.OK and set(store.read_rounds()["l2_flush"]) == {l2flush.HOST_NOOP}
+
+
+def test_the_flush_writes_twice_the_l2():
+    assert l2flush.flush_bytes(50 * 2**20) == 100 * 2**20
+    assert l2flush.flush_bytes(0) == 2**20  # an unknown size still writes something
+
+
 # -- the command line ------------------------------------------------------------------------------
 def _args(*argv):
     from bench import perf_ab
@@ -152,9 +225,12 @@ def _args(*argv):
 def test_the_options_reach_the_config_and_the_reproduce_line(tmp_path):
     from bench.engines_cmd import _rebuild_argv, build_config
 
-    args = _args("--alloc-order", "random")
-    assert build_config(args).alloc_order == "random"
+    args = _args("--alloc-order", "random", "--l2-flush")
+    config = build_config(args)
+    assert config.alloc_order == "random" and config.l2_flush
     argv = _rebuild_argv(args, out=tmp_path)
-    assert argv[argv.index("--alloc-order") + 1] == "random"
+    assert argv[argv.index("--alloc-order") + 1] == "random" and "--l2-flush" in argv
     plain = _args()
-    assert build_config(plain).alloc_order == "fixed" and "--alloc-order" not in _rebuild_argv(plain)
+    config = build_config(plain)
+    assert config.alloc_order == "fixed" and not config.l2_flush
+    assert "--alloc-order" not in _rebuild_argv(plain) and "--l2-flush" not in _rebuild_argv(plain)
