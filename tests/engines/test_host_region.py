@@ -125,15 +125,27 @@ def test_recomputing_gives_the_update_bytes(monkeypatch, seed, perturb):
 
 
 def test_the_fallback_runs_on_a_canonical_chain(monkeypatch):
-    """The criterion is not vacuous: with fraction 0, updates of a canonical tree recompute."""
+    """The criterion is not vacuous: with fraction 0, updates of a canonical tree recompute. The
+    chain's tree is compute()'s own (known: it recomputes without the check, host._known_recompute),
+    so the check is watched with that shortcut off, and the shortcut on its own."""
     from engines.sssp import host
 
     decisions = []
     real = host._recompute_instead
     monkeypatch.setattr(host, "_recompute_instead",
                         lambda *a: decisions.append(real(*a)) or decisions[-1])
+    monkeypatch.setattr(host, "_known_recompute", lambda *a: False)
     _chain_outputs(905, 0.0, monkeypatch, perturb=False)
     assert decisions and all(decisions), decisions
+
+    monkeypatch.undo()
+    scratch = []
+    real_scratch = host._from_scratch
+    monkeypatch.setattr(host, "_from_scratch", lambda *a: scratch.append(1) or real_scratch(*a))
+    monkeypatch.setattr(host, "_recompute_instead", lambda *a: pytest.fail("the known tree was checked"))
+    outputs = _chain_outputs(905, 0.0, monkeypatch, perturb=False)
+    # one for the compute() that starts the chain, one per invalidating update
+    assert len(scratch) - 1 == sum(inv > 0 for _, inv, _, _ in outputs) == len(decisions)
 
 
 def _diamond():

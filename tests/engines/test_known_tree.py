@@ -7,6 +7,8 @@ rootless cycle is ``parent_cycle`` and poisons the result, whatever result the a
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,6 +21,24 @@ from engines.sssp import host_region
 from .. import harness as H
 
 COUNTERS = ("invalidated", "affected", "iterations", "epochs", "pushes", "packed_parents")
+
+
+@contextlib.contextmanager
+def knobs(limit=None, fraction=None):
+    """Set the known search's give-up share (``limit``; 1.0 also turns off the walk-at-once guess
+    on the number of roots, so the search always runs) and RECOMPUTE_FRACTION for a block."""
+    from engines.sssp import host
+
+    saved = host_region.KNOWN_SEARCH_LIMIT, host_region.KNOWN_ROOT_SPAN, host.RECOMPUTE_FRACTION
+    if limit is not None:
+        host_region.KNOWN_SEARCH_LIMIT = limit
+        host_region.KNOWN_ROOT_SPAN = 0 if limit == 1.0 else saved[1]
+    if fraction is not None:
+        host.RECOMPUTE_FRACTION = fraction
+    try:
+        yield
+    finally:
+        host_region.KNOWN_SEARCH_LIMIT, host_region.KNOWN_ROOT_SPAN, host.RECOMPUTE_FRACTION = saved
 
 
 def scipy_distances(graph, source: int, objective: int) -> np.ndarray:
@@ -44,23 +64,26 @@ def scipy_distances(graph, source: int, objective: int) -> np.ndarray:
     return out
 
 
-def assert_same(a, b, sa, sb):
+def assert_same(a, b, sa, sb, counters=COUNTERS):
     da, pa = a.to_numpy()
     db, pb = b.to_numpy()
     assert np.array_equal(da, db) and np.array_equal(pa, pb)
-    for name in COUNTERS:
+    for name in counters:
         assert getattr(sa, name) == getattr(sb, name), name
 
 
 @settings(max_examples=H.examples(120), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), shape=st.sampled_from(H.SHAPES), n=st.integers(1, 60),
        K=st.integers(1, 2), wclass=st.sampled_from(H.WEIGHT_CLASSES), multi=st.booleans(),
-       limit=st.sampled_from([0.0, 0.125, 1.0]),
+       limit=st.sampled_from([0.0, 0.125, 1.0]), fallback=st.sampled_from([None, 2.0, 1e-9]),
        kinds=st.lists(st.sampled_from(H.BATCH_KINDS), min_size=2, max_size=5))
-def test_known_chain_equals_the_walk_and_scipy(seed, shape, n, K, wclass, multi, limit, kinds):
+def test_known_chain_equals_the_walk_and_scipy(seed, shape, n, K, wclass, multi, limit, fallback, kinds):
     """A compute() result (known) and its copy treated as a user's tree (walked) ride the same
-    chain of batches in one update(): the same bytes and counters after every batch, and SciPy's
-    distances. ``limit`` 0 makes every known search give up and walk, 1.0 never."""
+    chain of batches in one update(): the same bytes after every batch, and SciPy's distances.
+    ``limit`` 0 makes every known search give up and walk, 1.0 never. ``fallback`` sets
+    RECOMPUTE_FRACTION: 2.0 (never recompute: the same counters too), the default, or any
+    invalidation (the known tree recomputes without the survivors check, the walked one only
+    where the check allows: bytes, invalidated and affected equal)."""
     rng = np.random.default_rng(seed)
     n, src, dst, w = H.random_graph(rng, shape, n, K, wclass, multi=multi)
     g = engines.Graph.from_edges(src, dst, w, num_vertices=n)
@@ -70,17 +93,16 @@ def test_known_chain_equals_the_walk_and_scipy(seed, shape, n, K, wclass, multi,
     walked = known.clone()
     assert known._tree_known and walked._tree_known  # clone carries the mark
     walked._tree_known = False
-    saved = host_region.KNOWN_SEARCH_LIMIT
-    host_region.KNOWN_SEARCH_LIMIT = limit
-    try:
+    counters = COUNTERS if fallback == 2.0 else ("invalidated", "affected", "packed_parents")
+    with knobs(limit, fallback):
         for kind in kinds:
             arrays = H.random_batch(rng, kind, H.ref_of(g), known.to_numpy()[1], s, wclass)
             sa, sb = sssp.update(g, H.make_batch(arrays), known, walked)
             assert known._tree_known and not walked._tree_known
-            assert_same(known, walked, sa, sb)
+            assert_same(known, walked, sa, sb, counters)
             assert np.array_equal(known.to_numpy()[0], scipy_distances(g, s, k))
-    finally:
-        host_region.KNOWN_SEARCH_LIMIT = saved
+            fresh = sssp.compute(g, s, objective=k)  # a known tree is canonical (algorithm.md §5.12)
+            assert_same(known, fresh, sa, fresh.stats, ())
 
 
 @settings(max_examples=300, deadline=None)
@@ -93,12 +115,8 @@ def test_flag_known_subtrees_equals_the_walk(seed, shape, n, multi, limit):
     g = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     parents = sssp.compute(g, int(rng.integers(0, n))).to_numpy()[1]
     roots = rng.integers(0, n, size=int(rng.integers(0, n + 1)))
-    saved = host_region.KNOWN_SEARCH_LIMIT
-    host_region.KNOWN_SEARCH_LIMIT = limit
-    try:
+    with knobs(limit):
         flag, cycle = host_region.flag_known_subtrees(parents, roots, g.row_ptr, g.col_ind)
-    finally:
-        host_region.KNOWN_SEARCH_LIMIT = saved
     ref_flag, ref_cycle = host_region.invalidate_walk(parents, roots.astype(np.int64))
     assert cycle is False and ref_cycle is False
     assert np.array_equal(flag, ref_flag)
@@ -170,14 +188,14 @@ def _edge_consistent_and_acyclic(graph, parents) -> bool:
 def test_golden_corpus_through_the_known_search():
     """Every golden case whose input tree is one a known tree can be (parent edges in G_t, no
     cycle: all of them, canonical and perturbed) replayed with the mark forced on and the search
-    never giving up: the corpus's update bytes, invalidated and affected."""
+    never giving up: the corpus's update bytes, invalidated and affected. A known tree is also
+    taken for canonical (the recompute fallback without its check): a perturbed one is replayed
+    with the fallback off, a canonical one with it on every invalidating batch."""
     from conformance import golden
     from conformance.replay import build_inputs
     from conformance.store import load_corpus
 
     corpus = load_corpus(golden.DEFAULT_CORPUS)
-    saved = host_region.KNOWN_SEARCH_LIMIT
-    host_region.KNOWN_SEARCH_LIMIT = 1.0
     replayed = 0
     try:
         for case in corpus.cases:
@@ -189,7 +207,8 @@ def test_golden_corpus_through_the_known_search():
                                              canonicalize=False, objective=case["objective"],
                                              delta=case["delta"])
             result._tree_known = True
-            stats = sssp.update(graph, batch, result)
+            with knobs(1.0, 1e-9 if case["input_tree"] == "canonical" else 2.0):
+                stats = sssp.update(graph, batch, result)
             d_out, p_out = result.to_numpy()
             assert np.array_equal(d_out, arrays["d_out"]), case["name"]
             assert np.array_equal(p_out, arrays["p_out"]), case["name"]
@@ -198,7 +217,6 @@ def test_golden_corpus_through_the_known_search():
             assert stats.affected == case["expect"]["affected"], case["name"]
             replayed += 1
     finally:
-        host_region.KNOWN_SEARCH_LIMIT = saved
         corpus.close()
     print(f"{replayed} golden cases replayed through the known search")
     assert replayed >= 500, replayed
