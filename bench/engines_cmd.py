@@ -61,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="before every round of a CUDA side, outside the timers, write a device buffer twice the "
                         "L2's size so that each round starts with the sides' data out of the L2 (a no-op, "
                         "recorded as such, on a host side)")
+    n.add_argument("--discard-after-clock-change", type=int, default=0, metavar="N",
+                   help="reject (and repeat) the first N rounds from each observed change of the SM clock "
+                        "between rounds (NVML, observe mode); counted per worker and cell (default 0: none)")
     r.add_argument("--no-control", action="store_true",
                    help="skip the A/A control cell (side A against itself on the first graph and batch)")
     c = parser.add_argument_group("clocks and contamination")
@@ -257,6 +260,7 @@ def build_config(args, spec=None):
         plant_delay=args.plant_delay,
         alloc_order=args.alloc_order,
         l2_flush=args.l2_flush,
+        discard_after_clock_change=args.discard_after_clock_change,
     )
 
 
@@ -301,6 +305,8 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
         argv += ["--alloc-order", args.alloc_order]
     if getattr(args, "l2_flush", False):
         argv += ["--l2-flush"]
+    if getattr(args, "discard_after_clock_change", 0):
+        argv += ["--discard-after-clock-change", str(args.discard_after_clock_change)]
     if args.min_clock_fraction != 0.9:
         argv += ["--min-clock-fraction", str(args.min_clock_fraction)]
     if args.max_foreign_cpu != 1.0:

@@ -54,7 +54,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
                     max_foreign_cpu: float = 1.0, lock_clocks: str | None = None, verify_host: bool = False,
                     verify_syncs: bool = False, allow_dirty: bool = False,
                     plant_delay: str | None = None, alloc_order: str = "fixed",
-                    l2_flush: bool = False) -> CampaignConfig:
+                    l2_flush: bool = False, discard_after_clock_change: int = 0) -> CampaignConfig:
     """The campaign's parameters with ``perf_ab.py engines``' defaults and checks (UsageError).
 
     ``sides``: ``"A,B"`` as ``--sides`` spells it, or two ``protocol.sides.Side``; ``graphs``: the
@@ -96,6 +96,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
         planted_delay=None if plant is None else plant.record(),
         alloc_order=alloc_order,
         l2_flush=l2_flush,
+        discard_after_clock_change=discard_after_clock_change,
     )
 
 

@@ -35,6 +35,10 @@ from .stats import paired_ratio
 from .units import Unit
 
 ROLES = ("A", "B")
+#: --discard-after-clock-change: a change of a round's median SM clock from the previous round's by
+#: at least this much (NVML reports whole MHz) starts the rounds discarded; the reason they carry
+CLOCK_CHANGE_MHZ = 1.0
+CLOCK_SETTLING = "clock change"
 
 
 class CheckFailure(Exception):
@@ -99,6 +103,10 @@ class CellRun:
         self.probe = RegionProbe()
         self.sequence = len(rounds.rows)
         self.guard: dict | None = None
+        # --discard-after-clock-change: the previous round's SM clock, and how many rounds of the
+        # latest change are still to be discarded (with what the change was)
+        self._last_sm_mhz: float | None = None
+        self._settling: tuple[int, str] = (0, "")
 
     # -- state ----------------------------------------------------------------------------------
     def _restore(self, state: _SideState, *, verify: bool = False) -> None:
@@ -218,9 +226,28 @@ class CellRun:
             row["reject_reason"] = f"check failed: {failure}"
             self._emit(row)
             raise CheckFailure(f"side {state.role} ({state.side.label}): {failure}")
+        settling = self._clock_settling(row.get("sm_clock_median_mhz"))
+        if reason is None:
+            reason = settling
         row["accepted"] = not untimed and reason is None
         row["reject_reason"] = None if untimed else reason
         return row
+
+    def _clock_settling(self, sm_mhz) -> str | None:
+        """--discard-after-clock-change N: the reason to discard this round when it is one of the
+        first N rounds (warm-up rounds included: they count, untimed) from the round whose median
+        SM clock differs from the previous round's by at least CLOCK_CHANGE_MHZ; None otherwise."""
+        n = self.config.discard_after_clock_change
+        if not n or sm_mhz is None or sm_mhz != sm_mhz:  # off, or the clock unknown (None, NaN)
+            return None
+        previous, self._last_sm_mhz = self._last_sm_mhz, float(sm_mhz)
+        left, change = self._settling
+        if previous is not None and abs(float(sm_mhz) - previous) >= CLOCK_CHANGE_MHZ:
+            left, change = n, f"SM {previous:g} -> {float(sm_mhz):g} MHz"
+        if left <= 0:
+            return None
+        self._settling = (left - 1, change)
+        return f"{CLOCK_SETTLING} ({change}): round {n - left + 1} of {n} discarded"
 
     @staticmethod
     def _near_median(state: _SideState) -> float | None:
@@ -333,7 +360,7 @@ class CellRun:
         for i, r in enumerate(self.rounds.rows):
             if not r["warmup"]:
                 by_pair.setdefault(r["pair_index"], []).append(i)
-        accepted_pairs = rejected_pairs = 0
+        accepted_pairs = rejected_pairs = settling_pairs = 0
         for indexes in by_pair.values():
             rows = [self.rounds.rows[i] for i in indexes]
             if len(rows) < 2:  # an interrupted campaign's half pair: never used, not noise either
@@ -343,11 +370,18 @@ class CellRun:
                 accepted_pairs += 1
             else:
                 rejected_pairs += 1
+                settling_pairs += _settling_pair(rows)
         pair_index = max(by_pair, default=-1) + 1
         self.progress.cell_progress(self.key, accepted_pairs, unit.target)
+        def counts_of() -> dict:
+            counts = {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
+            if cfg.discard_after_clock_change:  # of the rejected pairs, those discarded after a clock change
+                counts["clock_discarded_pairs"] = settling_pairs
+            return counts
+
         while True:
             if rejected_pairs > unit.rejects_allowed:
-                counts = {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
+                counts = counts_of()
                 return "too_noisy", (
                     f"{rejected_pairs + rejected_elsewhere} rejected pairs exceed --max-rejects {cfg.max_rejects}"
                 ), counts
@@ -380,12 +414,18 @@ class CellRun:
                     self.rounds.amend(first_at, accepted=False,
                                       reject_reason=f"pair repeated (other round: {second_row['reject_reason']})")
                 rejected_pairs += 1
+                settling_pairs += _settling_pair([first_row, second_row])
             else:
                 self._emit(second_row)
                 accepted_pairs += 1
             self.progress.cell_progress(self.key, accepted_pairs, unit.target)
             pair_index += 1
-        return "done", None, {"accepted_pairs": accepted_pairs, "rejected_pairs": rejected_pairs}
+        return "done", None, counts_of()
+
+
+def _settling_pair(rows) -> int:
+    """1 when a rejected pair was rejected because a round of it was discarded after a clock change."""
+    return int(any((r["reject_reason"] or "").startswith(CLOCK_SETTLING) for r in rows))
 
 
 def compare_trees(tree_a, tree_b, name_a: str, name_b: str) -> str | None:

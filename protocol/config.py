@@ -27,7 +27,7 @@ ALLOC_ORDERS = ("fixed", "alternate", "random")
 
 
 #: Parameters recorded only when they differ from this value (the behaviour before them).
-OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False}
+OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False, "discard_after_clock_change": 0}
 
 
 @dataclass
@@ -96,6 +96,9 @@ class CampaignConfig:
     alloc_order: str = "fixed"
     #: flush the GPU's L2 before every round of a CUDA side (protocol/l2flush.py); recorded only when set
     l2_flush: bool = False
+    #: discard this many rounds from each observed change of the SM clock between rounds (the round
+    #: that shows it first; cell.CellRun._clock_settling); 0: none. Recorded only when set
+    discard_after_clock_change: int = 0
 
     def __post_init__(self):
         if self.rounds < 5:
@@ -111,6 +114,9 @@ class CampaignConfig:
                              "worker process measures at least 2 accepted pairs")
         if self.alloc_order not in ALLOC_ORDERS:
             raise UsageError(f"--alloc-order {self.alloc_order!r}: expected one of {', '.join(ALLOC_ORDERS)}")
+        if self.discard_after_clock_change < 0:
+            raise UsageError(f"--discard-after-clock-change {self.discard_after_clock_change}: expected a number "
+                             "of rounds >= 0")
         if self.order not in ("abba", "random"):
             raise UsageError(f"--order {self.order!r}: expected abba or random")
         if self.max_rounds is None:

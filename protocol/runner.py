@@ -419,6 +419,8 @@ class CampaignRunner:
         units[str(process)].update(status=unit_status, detail=unit_detail, finished_utc=utc_now(), **counts)
         status, detail = cell_state(units, config.processes)
         totals = {name: sum(u.get(name, 0) for u in units.values()) for name in ("accepted_pairs", "rejected_pairs")}
+        if config.discard_after_clock_change:  # --discard-after-clock-change: the cell's count
+            totals["clock_discarded_pairs"] = sum(u.get("clock_discarded_pairs", 0) for u in units.values())
         extra = {}
         if config.cell_adaptive and status == "done":
             # judged after every worker of a finished cell and recorded with its status, in one write

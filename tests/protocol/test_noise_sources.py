@@ -2,7 +2,8 @@
 
 The allocation order per worker process (``--alloc-order``): recorded per worker and round,
 replayed on resume. The L2 flush (``--l2-flush``): before every round of a device side, never
-inside its timers, a no-op recorded on a host side. Campaigns of host sides, their workers in this
+inside its timers, a no-op recorded on a host side. The rounds discarded after an SM clock change
+(``--discard-after-clock-change``), on scripted clock readings. Campaigns of host sides, their workers in this
 process, so that every order is a pure function of the seed and the records; the sides log what
 they allocate, and timed sides run on a virtual clock (helpers.VirtualSide), so no test reads the
 machine's time.
@@ -17,6 +18,7 @@ import pytest
 import numpy as np
 
 from protocol import l2flush, placement
+from protocol.cell import CLOCK_SETTLING
 from protocol.errors import UsageError
 from protocol.exitcodes import ExitCode
 from protocol.instruments import Instruments
@@ -215,6 +217,80 @@ def test_the_flush_writes_twice_the_l2():
     assert l2flush.flush_bytes(0) == 2**20  # an unknown size still writes something
 
 
+# -- rounds discarded after a clock change ---------------------------------------------------------
+def _run_with_clocks(config, toy, out, clocks):
+    """A campaign whose rounds' median SM clocks are ``clocks(n)`` for the n-th round (from 1)."""
+    store = RecordStore(out)
+    with Instruments.open(gpu=False) as inst:
+        real_end = inst.end_round
+        calls = [0]
+
+        def end_round(window):
+            fields, reason = real_end(window)
+            calls[0] += 1
+            fields["sm_clock_median_mhz"] = clocks(calls[0])
+            fields["sm_clock_min_mhz"] = clocks(calls[0])
+            return fields, reason
+
+        inst.end_round = end_round
+        code = CampaignRunner(config, store, inst, in_process=True).run([toy])
+    return code, store
+
+
+def _step_at(n_change, before=1980.0, after=1755.0):
+    return lambda n: before if n < n_change else after
+
+
+@pytest.mark.parametrize("discard,discarded_rounds,discarded_pairs", [(2, 2, 1), (3, 3, 2)])
+def test_rounds_after_a_clock_change_are_discarded_and_counted(toy, tmp_path, discard, discarded_rounds,
+                                                               discarded_pairs):
+    # rounds 1-4 warm up (2 per side), 5-6 the first pair; the clock drops at round 7, the first of
+    # the second pair: rounds 7 .. 6 + discard are discarded, their pairs repeated
+    config = host_config(rounds=5, discard_after_clock_change=discard)
+    code, store = _run_with_clocks(config, toy, tmp_path, _step_at(7))
+    assert code == ExitCode.OK
+    rows = store.read_rounds()
+    timed = rows[~rows["warmup"]].sort_values("sequence")
+    reasons = timed["reject_reason"].fillna("")
+    settled = timed[reasons.str.startswith(CLOCK_SETTLING)]
+    assert len(settled) == discarded_rounds
+    assert list(settled["sequence"]) == list(range(6, 6 + discarded_rounds))  # sequence counts from 0
+    assert settled["reject_reason"].iloc[0] == f"{CLOCK_SETTLING} (SM 1980 -> 1755 MHz): round 1 of {discard} discarded"
+    record = store.read_campaign()["cells"][KEY]
+    assert record["clock_discarded_pairs"] == discarded_pairs == record["workers"]["0"]["clock_discarded_pairs"]
+    assert record["rejected_pairs"] == discarded_pairs and record["accepted_pairs"] == 5
+    # after the discarded rounds every round is accepted again (the clock stays at its new value)
+    assert timed[timed["sequence"] >= 6 + 2 * discarded_pairs]["accepted"].all()
+
+
+def test_a_change_during_the_warm_up_is_settled_there(toy, tmp_path):
+    # the change at round 2 (warm-up): rounds 2 and 3 are the discarded ones, both untimed anyway
+    config = host_config(rounds=5, discard_after_clock_change=2)
+    code, store = _run_with_clocks(config, toy, tmp_path, _step_at(2))
+    rows = store.read_rounds()
+    assert code == ExitCode.OK and rows[~rows["warmup"]]["accepted"].all()
+    assert store.read_campaign()["cells"][KEY]["clock_discarded_pairs"] == 0
+
+
+def test_without_the_option_a_clock_change_rejects_nothing(toy, tmp_path):
+    config = host_config(rounds=5)
+    assert "discard_after_clock_change" not in config.parameters()
+    assert host_config(discard_after_clock_change=2).parameters()["discard_after_clock_change"] == 2
+    code, store = _run_with_clocks(config, toy, tmp_path, _step_at(7))
+    rows = store.read_rounds()
+    assert code == ExitCode.OK and rows[~rows["warmup"]]["accepted"].all()
+    assert "clock_discarded_pairs" not in store.read_campaign()["cells"][KEY]
+    with pytest.raises(UsageError, match="--discard-after-clock-change -1"):
+        host_config(discard_after_clock_change=-1)
+
+
+def test_unknown_clocks_discard_nothing(toy, tmp_path):
+    code, store = _run_with_clocks(host_config(rounds=5, discard_after_clock_change=3), toy, tmp_path,
+                                   lambda n: None)
+    rows = store.read_rounds()
+    assert code == ExitCode.OK and rows[~rows["warmup"]]["accepted"].all()
+
+
 # -- the command line ------------------------------------------------------------------------------
 def _args(*argv):
     from bench import perf_ab
@@ -225,12 +301,14 @@ def _args(*argv):
 def test_the_options_reach_the_config_and_the_reproduce_line(tmp_path):
     from bench.engines_cmd import _rebuild_argv, build_config
 
-    args = _args("--alloc-order", "random", "--l2-flush")
+    args = _args("--alloc-order", "random", "--l2-flush", "--discard-after-clock-change", "2")
     config = build_config(args)
-    assert config.alloc_order == "random" and config.l2_flush
+    assert config.alloc_order == "random" and config.l2_flush and config.discard_after_clock_change == 2
     argv = _rebuild_argv(args, out=tmp_path)
     assert argv[argv.index("--alloc-order") + 1] == "random" and "--l2-flush" in argv
+    assert argv[argv.index("--discard-after-clock-change") + 1] == "2"
     plain = _args()
     config = build_config(plain)
     assert config.alloc_order == "fixed" and not config.l2_flush
-    assert "--alloc-order" not in _rebuild_argv(plain) and "--l2-flush" not in _rebuild_argv(plain)
+    assert config.discard_after_clock_change == 0
+    assert not {"--alloc-order", "--l2-flush", "--discard-after-clock-change"} & set(_rebuild_argv(plain))
