@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "--precision or the budget is spent (then the cell is flagged noisy)")
     r.add_argument("--max-processes", type=int, default=None, metavar="P",
                    help="with --adaptive-scope cell: worker processes per cell at most (default 4 x --processes)")
+    r.add_argument("--min-processes", type=int, default=None, metavar="P",
+                   help="with --adaptive-scope cell: worker processes a cell needs before its interval may be "
+                        "judged precise (default 3, or --max-processes when lower: two processes can agree by chance)")
     r.add_argument("--max-rejects", type=int, default=None,
                    help="rejected pairs before a cell is too noisy (default: --rounds)")
     r.add_argument("--order", choices=("abba", "random"), default="abba", help="round order (default abba)")
@@ -247,6 +250,7 @@ def build_config(args, spec=None):
         max_rounds=args.max_rounds,
         adaptive_scope=args.adaptive_scope,
         max_processes=args.max_processes,
+        min_processes=getattr(args, "min_processes", None),
         max_rejects=args.max_rejects,
         order=args.order,
         seed=args.seed,
@@ -301,6 +305,8 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
             argv += ["--adaptive-scope", args.adaptive_scope]
     if getattr(args, "max_processes", None) is not None:
         argv += ["--max-processes", str(args.max_processes)]
+    if getattr(args, "min_processes", None) is not None:
+        argv += ["--min-processes", str(args.min_processes)]
     if getattr(args, "alloc_order", "fixed") != "fixed":
         argv += ["--alloc-order", args.alloc_order]
     if getattr(args, "l2_flush", False):

@@ -51,6 +51,9 @@ class Judgement:
     max_processes: int
     max_pairs: int  # --max-rounds: the cell's accepted pairs at most
     next_target: int  # pairs the next worker measures; 0 unless MEASURING
+    #: worker processes a cell needs before it may be judged precise (--min-processes; records made
+    #: before the option judged from one)
+    min_processes: int = 1
 
     @property
     def wants_more(self) -> bool:
@@ -71,25 +74,27 @@ def next_unit_target(*, processes: int, pairs: int, per_process: int, max_proces
 
 
 def judge(ratio: PairedRatio, *, processes: int, pairs: int, precision: float, per_process: int,
-          max_processes: int, max_pairs: int) -> Judgement:
-    """The rule: precise when the interval's relative half-width is at most ``precision``; else
-    another worker of ``next_unit_target`` pairs while the budget allows one; else budget spent,
-    with the half-width reached. ``ratio``: the cell's interval (``analysis.primary_interval``)."""
+          max_processes: int, max_pairs: int, min_processes: int = 1) -> Judgement:
+    """The rule: precise when the interval's relative half-width is at most ``precision`` and the
+    cell has at least ``min_processes`` workers (two processes can agree by chance: an interval
+    that resamples two processes is narrow whenever they happen to); else another worker of
+    ``next_unit_target`` pairs while the budget allows one; else budget spent, with the half-width
+    reached. ``ratio``: the cell's interval (``analysis.primary_interval``)."""
     half_width = ratio.relative_half_width
     finite = half_width is not None and math.isfinite(half_width)
     budget = dict(processes=processes, pairs=pairs, max_processes=max_processes, max_pairs=max_pairs)
-    if finite and half_width <= precision:
-        return Judgement(PRECISE, half_width, precision, next_target=0, **budget)
+    if finite and half_width <= precision and processes >= min_processes:
+        return Judgement(PRECISE, half_width, precision, next_target=0, min_processes=min_processes, **budget)
     target = next_unit_target(per_process=per_process, **budget)
     return Judgement(MEASURING if target else BUDGET_SPENT, half_width if finite else None, precision,
-                     next_target=target, **budget)
+                     next_target=target, min_processes=min_processes, **budget)
 
 
 def judge_config(ratio: PairedRatio, config, *, processes: int, pairs: int) -> Judgement:
     """:func:`judge` with the budget and precision of a ``config.CampaignConfig``."""
     return judge(ratio, processes=processes, pairs=pairs, precision=config.precision,
                  per_process=config.rounds_per_process, max_processes=config.max_processes,
-                 max_pairs=config.max_rounds)
+                 max_pairs=config.max_rounds, min_processes=config.min_processes)
 
 
 def imprecise(record: dict | None) -> bool:

@@ -26,6 +26,9 @@ ADAPTIVE_SCOPES = ("process", "cell")
 ALLOC_ORDERS = ("fixed", "alternate", "random")
 
 
+#: Worker processes a cell needs, by default, before the cell's adaptive stop may judge it precise:
+#: the interval of two processes is narrow whenever the two happen to agree.
+MIN_JUDGED_PROCESSES = 3
 #: Parameters recorded only when they differ from this value (the behaviour before them).
 OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False, "discard_after_clock_change": 0}
 
@@ -70,6 +73,9 @@ class CampaignConfig:
     #: the most worker processes a cell may have with --adaptive-scope cell (default 4 x processes);
     #: recorded only then
     max_processes: int | None = None
+    #: with --adaptive-scope cell: worker processes a cell needs before it may be judged precise
+    #: (default MIN_JUDGED_PROCESSES, at most max_processes); recorded only then
+    min_processes: int | None = None
     max_rejects: int | None = None  # default: rounds
     order: str = "abba"
     seed: int = 0
@@ -133,6 +139,15 @@ class CampaignConfig:
             self.max_processes = 4 * self.processes if self.cell_adaptive else self.processes
         if self.max_processes < self.processes:
             raise UsageError(f"--max-processes {self.max_processes} is below --processes {self.processes}")
+        if self.min_processes is not None and not self.cell_adaptive:
+            raise UsageError(f"--min-processes {self.min_processes} needs --adaptive --adaptive-scope cell")
+        if self.min_processes is None:
+            self.min_processes = min(MIN_JUDGED_PROCESSES, self.max_processes) if self.cell_adaptive else 1
+        if self.min_processes < 1:
+            raise UsageError(f"--min-processes {self.min_processes}: at least 1")
+        if self.min_processes > self.max_processes:
+            raise UsageError(f"--min-processes {self.min_processes} is above --max-processes {self.max_processes}: "
+                             "no cell could be judged precise")
         if self.max_rejects is None:
             self.max_rejects = self.rounds
         if self.max_rejects < 0:
@@ -181,6 +196,7 @@ class CampaignConfig:
         if self.adaptive_scope == "process":  # nor do campaigns whose --adaptive (if any) judges each worker
             p.pop("adaptive_scope")
             p.pop("max_processes")
+            p.pop("min_processes")
         # issue 32's options that remove or randomize a source of noise: recorded only when used, so
         # that campaigns recorded before them (and their resumes) keep their parameters
         for name, default in OFF_BY_DEFAULT.items():
@@ -189,4 +205,4 @@ class CampaignConfig:
         return p
 
 
-__all__ = ["ADAPTIVE_SCOPES", "ALLOC_ORDERS", "OFF_BY_DEFAULT", "BatchInput", "GraphInput", "CampaignConfig"]
+__all__ = ["ADAPTIVE_SCOPES", "ALLOC_ORDERS", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "BatchInput", "GraphInput", "CampaignConfig"]

@@ -244,9 +244,25 @@ def adaptive_line(params: dict) -> str:
     """The cell's adaptive stop, when the campaign had it (empty otherwise)."""
     if not params.get("adaptive") or params.get("adaptive_scope") != "cell":
         return ""
+    least = params.get("min_processes")  # campaigns recorded before --min-processes judged from one
     return (f"; with the cell's adaptive stop: more worker processes until the cell's interval is within "
-            f"±{100 * float(params['precision']):.2f} %, at most {params['max_processes']} processes and "
-            f"{params['max_rounds']} pairs")
+            f"±{100 * float(params['precision']):.2f} %"
+            + (f" with at least {least} processes" if least else "")
+            + f", at most {params['max_processes']} processes and {params['max_rounds']} pairs")
+
+
+def adaptive_scope_text(params: dict) -> str:
+    """The protocol row's words for --adaptive: its target and what it judges (its scope)."""
+    if not params.get("adaptive"):
+        return ""
+    target = f"±{100 * float(params['precision']):.2f} %"
+    if params.get("adaptive_scope") == "cell":
+        least = params.get("min_processes")
+        return (f", adaptive to {target} judged per cell (scope cell: the cell's interval over its processes"
+                + (f", at least {least} processes" if least else "")
+                + f", at most {params['max_processes']} processes and {params['max_rounds']} pairs)")
+    return (f", adaptive to {target} judged per worker process (scope process: each worker's own pairs, "
+            f"at most {params['max_rounds']} rounds per cell)")
 
 
 def adaptive_text(record: dict) -> str:
@@ -316,6 +332,7 @@ def build_context(campaign: dict, summary: dict, plots: dict, *, records_dir: Pa
         "process_spreads": {c["cell"]: process_spread_text(c) for c in summary["cells"]},
         "per_process": process_rows(summary),
         "workers_line": workers_line(campaign),
+        "adaptive_scope": adaptive_scope_text(campaign["parameters"]),
         "by_graph": by_graph,
         "findings": findings(summary, campaign),
         "plots": plots,

@@ -81,6 +81,13 @@ def test_options_are_checked_and_recorded_only_with_the_cell_scope():
         host_config(adaptive=True, max_processes=4)
     with pytest.raises(UsageError, match="below --processes"):
         host_config(rounds=9, processes=3, adaptive=True, adaptive_scope="cell", max_processes=2)
+    with pytest.raises(UsageError, match="--min-processes 3 needs --adaptive --adaptive-scope cell"):
+        host_config(adaptive=True, min_processes=3)
+    with pytest.raises(UsageError, match="--min-processes 5 is above --max-processes 4"):
+        host_config(rounds=9, processes=2, adaptive=True, adaptive_scope="cell", max_processes=4, min_processes=5)
+    # the default never exceeds the budget of processes
+    assert host_config(rounds=9, processes=1, adaptive=True, adaptive_scope="cell", max_processes=2).min_processes == 2
+    assert "min_processes" not in host_config(adaptive=True).parameters()
     with pytest.raises(UsageError, match="--adaptive-scope 'both'"):
         host_config(adaptive=True, adaptive_scope="both")
     plain = host_config(adaptive=True).parameters()
@@ -207,11 +214,42 @@ def test_the_budget_of_pairs_limits_the_last_worker(toy, tmp_path, virtual):
 
 
 def test_precise_after_the_first_workers_adds_none(toy, tmp_path, virtual):
-    config = _cell_config(_sides(virtual, 0, sigma=0.02), precision=0.5)
+    config = _cell_config(_sides(virtual, 0, sigma=0.02), precision=0.5, min_processes=2)
     code, store = _run(config, toy, tmp_path)
     record, cell, _ = _measured(store)
     assert code == ExitCode.OK and len(record["workers"]) == 2 and record["adaptive"]["state"] == PRECISE
     assert cell["accepted"] == {"A": 6, "B": 6}
+
+
+def test_two_processes_are_not_enough_by_default(toy, tmp_path, virtual):
+    # the same cell, precise after its two workers: the default --min-processes 3 adds a third
+    config = _cell_config(_sides(virtual, 0, sigma=0.02), precision=0.5)
+    assert config.min_processes == 3 and config.parameters()["min_processes"] == 3
+    code, store = _run(config, toy, tmp_path)
+    record, cell, rows = _measured(store)
+    assert _half_width(rows, config, 2) <= config.precision  # precise already after two
+    assert code == ExitCode.OK and len(record["workers"]) == 3
+    judged = record["adaptive"]
+    assert judged["state"] == PRECISE and judged["processes"] == 3 and judged["min_processes"] == 3
+    assert cell["accepted"] == {"A": 9, "B": 9}
+    text = report_text(store)
+    assert "at least 3 processes" in text
+    # the protocol row names the scope
+    assert ("adaptive to ±50.00 % judged per cell (scope cell: the cell's interval over its processes, at least "
+            "3 processes, at most 12 processes and 200 pairs)") in text
+
+
+def test_the_minimum_of_processes_in_the_rule():
+    narrow = _ratio(0.999, 1.001)
+    early = judge(narrow, processes=2, pairs=14, precision=0.01, min_processes=3, **BUDGET)
+    assert early.state == MEASURING and early.next_target == 7 and early.half_width == pytest.approx(0.001)
+    assert judge(narrow, processes=3, pairs=21, precision=0.01, min_processes=3, **BUDGET).state == PRECISE
+    # the pairs' budget spent before the minimum: flagged, with the (narrow) width reached
+    spent = judge(narrow, processes=2, pairs=84, precision=0.01, min_processes=3, **BUDGET)
+    assert spent.state == BUDGET_SPENT and adaptive.imprecise(spent.as_record())
+    # a judgement recorded before the option reads back (judged from one process)
+    old = {k: v for k, v in early.as_record().items() if k not in ("scope", "min_processes")}
+    assert adaptive.Judgement(**old).min_processes == 1
 
 
 def test_a_cut_adaptive_campaign_resumes_where_it_stopped(toy, tmp_path, virtual):
@@ -267,6 +305,7 @@ def test_process_scope_keeps_judging_each_worker(toy, tmp_path, virtual):
     record, cell, _ = _measured(store)
     assert code == ExitCode.OK and len(record["workers"]) == 2 and "adaptive" not in record
     assert cell["accepted"] == {"A": 10, "B": 10} and "imprecise" not in cell
+    assert "adaptive to ±0.00 % judged per worker process (scope process: each worker's own pairs" in report_text(store)
 
 
 def test_the_judged_interval_is_the_hierarchical_interval():
@@ -295,10 +334,13 @@ def _args(*argv):
 def test_the_options_reach_the_config_and_the_reproduce_line(tmp_path):
     from bench.engines_cmd import _rebuild_argv, build_config
 
-    args = _args("--adaptive", "--adaptive-scope", "cell", "--max-processes", "9", "--precision", "0.005")
+    args = _args("--adaptive", "--adaptive-scope", "cell", "--max-processes", "9", "--precision", "0.005",
+                 "--min-processes", "4")
     config = build_config(args)
     assert config.cell_adaptive and config.max_processes == 9 and config.precision == 0.005
+    assert config.min_processes == 4
     argv = _rebuild_argv(args, out=tmp_path)
+    assert argv[argv.index("--min-processes") + 1] == "4"
     assert argv[argv.index("--adaptive-scope") + 1] == "cell" and argv[argv.index("--max-processes") + 1] == "9"
     plain = _args("--adaptive")
     assert build_config(plain).adaptive_scope == "process" and "--adaptive-scope" not in _rebuild_argv(plain)
