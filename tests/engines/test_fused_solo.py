@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from engines import errors
-from engines.sssp.cuda import compile_check, fused, operators, runtime, workspace
+from engines.sssp.plan import PUSH_EXPANSIONS
+from engines.sssp.cuda import compile_check, fused, operators, push, runtime, workspace
 
 
 @pytest.mark.parametrize("text, edges", [(None, 0), ("", 0), ("0", 0), ("off", 0), (" OFF ", 0),
@@ -80,3 +81,14 @@ def test_cuda_check_compiles_every_variant_of_each_engine():
     assert compile_check.variants_of(cuda_dir / operators.SOURCE_FILE) == operators.VARIANTS
     assert compile_check.variants_of(cuda_dir / "device_apply.cu") == ((),)
     assert compile_check.variants_of(Path("/elsewhere") / fused.SOURCE) == ((),)  # not an engine's
+
+
+@pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
+def test_the_kernels_get_the_shift_cap_of_the_expansion(expansion):
+    """fused._scalars, the arguments both fused kernels take, without a GPU (a name it calls that
+    no longer exists would otherwise wait for a device to fail)."""
+    plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion=expansion,
+                           packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
+    scalars = fused._scalars(plan, np.int32)
+    assert scalars[6] == push.max_shift(expansion) and scalars[6].dtype == np.uint32
+    assert scalars[0] == 5 and scalars[0].dtype == np.int32 and scalars[-1] is np.int32

@@ -158,7 +158,7 @@ def _scalars(plan, vertex_dtype):
         np.uint64(packing.no_parent),
         np.uint64(packing.bound),
         np.uint64(plan.device_delta),
-        np.uint32(push.kernel_mode(plan.push_expansion)),
+        np.uint32(push.max_shift(plan.push_expansion)),
         vt,
     )
 
