@@ -26,7 +26,7 @@ from .test_push_width import SHAPES
 pytestmark = S.GPU
 
 BUDGETS = ("1", "1024", "1000000000")
-CONFIGS = ("fused", "fused+batched")
+CONFIGS = ("fused", "fused+batched", "fused+vertex")
 
 
 @pytest.fixture(autouse=True)
@@ -77,8 +77,8 @@ def test_a_run_whose_lists_all_fit_spends_fewer_grid_barriers(monkeypatch, confi
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     options = S.CUDA_CONFIGS[config]
 
-    # a delta above every distance: one epoch whose near lists hold one vertex each, thousands
-    # of push iterations in a row
+    # a delta above every distance: no epoch, near lists of one vertex each, thousands of push
+    # iterations in a row
     monkeypatch.setenv(fused.SOLO_ENV, "0")
     grid = engines.sssp.compute(graph, 0, backend="cuda", delta=10**9, **options)
     monkeypatch.setenv(fused.SOLO_ENV, "1000000000")
@@ -97,6 +97,53 @@ def test_a_run_whose_lists_all_fit_spends_fewer_grid_barriers(monkeypatch, confi
     assert (profile.near_lengths > 0).all()
 
 
+def _broom(k: int, leaves: int, j: int, fan_weight: int):
+    """A path 0 -> ... -> k-1, a fan k-1 -> `leaves` leaves (weight `fan_weight`), every leaf -> z
+    (distinct weights: z's parent is unique), then z -> a path of j vertices. Unique shortest
+    paths; compute()'s near lists are exactly [1] * k, [leaves], [1] * (j + 1)."""
+    path = np.arange(k, dtype=np.int64)
+    leaf = np.arange(k, k + leaves, dtype=np.int64)
+    z = k + leaves
+    tail = np.arange(z + 1, z + 1 + j, dtype=np.int64)
+    src = np.concatenate([path[:-1], np.full(leaves, k - 1), leaf, [z], tail[:-1]])
+    dst = np.concatenate([path[1:], leaf, np.full(leaves, z), tail[:1], tail[1:]])
+    w = np.concatenate([np.ones(k - 1, dtype=np.int64), np.full(leaves, fan_weight),
+                        1 + np.arange(leaves), np.ones(j, dtype=np.int64)])
+    return z + 1 + j, src, dst, w
+
+
+@pytest.mark.parametrize("fan_weight, delta", [(1, 10**6), (100, 10)], ids=["one-epoch", "far-pile"])
+@pytest.mark.parametrize("j", [1, 2, 3])
+@pytest.mark.parametrize("k", range(1, 7))
+def test_stretches_hand_their_list_back_at_every_parity(monkeypatch, k, j, fan_weight, delta):
+    """A budget of one edge takes only the one-vertex lists: a stretch of k iterations (k odd and
+    even: both ways of advancing the rotation), one grid iteration over the fan (through the far
+    pile and an epoch when the fan's weight is above delta), a stretch of j + 1. A wrong hand-over
+    (count slot, buffer parity, generation) loses or repeats a list and changes the lengths, the
+    bytes or the barrier count."""
+    leaves = 64
+    n, src, dst, w = _broom(k, leaves, j, fan_weight)
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    monkeypatch.setenv(fused.SOLO_ENV, "0")
+    plain = engines.sssp.compute(graph, 0, backend="cuda", cuda_engine="fused", delta=delta)
+    monkeypatch.setenv(fused.SOLO_ENV, "1")
+    assert fused.solo_limit(n, src.size, 1) == 1
+    solo = engines.sssp.compute(graph, 0, backend="cuda", cuda_engine="fused", delta=delta)
+
+    H.assert_result_bytes_equal(plain, solo)
+    exp_d, exp_p = O.canonical_tree(n, 0, src, dst, w)
+    H.assert_tree_equals(solo, exp_d, exp_p, f"broom k={k} j={j}")
+    expected = [1] * k + [leaves] + [1] * (j + 1)
+    # the log of the device's last run: solo's (it ran after plain)
+    assert push.push_profile(solo).near_lengths.tolist() == expected
+    assert solo.stats.iterations == plain.stats.iterations == len(expected)
+    assert solo.stats.pushes == sum(expected)
+    assert solo.stats.epochs == plain.stats.epochs
+    # two stretches and one grid iteration instead of len(expected) grid iterations
+    assert plain.stats.grid_syncs == 1 + len(expected) + 2 * plain.stats.epochs
+    assert solo.stats.grid_syncs == 1 + 2 + 1 + 2 * solo.stats.epochs
+
+
 def test_a_bad_switch_is_an_error_and_changes_nothing(monkeypatch):
     rng = np.random.default_rng(3)
     n, src, dst, w = SHAPES["grid"](rng)
@@ -107,3 +154,15 @@ def test_a_bad_switch_is_an_error_and_changes_nothing(monkeypatch):
         engines.sssp.compute(graph, 0, backend="cuda", cuda_engine="fused")
     monkeypatch.delenv(fused.SOLO_ENV)
     H.assert_result_bytes_equal(before, engines.sssp.compute(graph, 0, backend="cuda", cuda_engine="fused"))
+
+    # update(): refused before the commit (the engine's module is prepared first), so the graph
+    # keeps its version and the result is neither changed nor poisoned
+    d0, p0 = before.to_numpy()
+    version = graph.version
+    batch = H.make_batch(H.random_batch(rng, "mixed", H.ref_of(graph), p0, 0, "mid"))
+    monkeypatch.setenv(fused.SOLO_ENV, "lots")
+    with pytest.raises(engines.errors.InvalidArgumentError, match=fused.SOLO_ENV):
+        engines.sssp.update(graph, batch, before)
+    assert graph.version == version and not before.poisoned
+    d1, p1 = before.to_numpy()
+    assert d1.tobytes() == d0.tobytes() and p1.tobytes() == p0.tobytes()
