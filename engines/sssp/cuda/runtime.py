@@ -293,7 +293,7 @@ class CompiledModule:
 
 
 _module_lock = threading.Lock()
-_modules: dict[tuple[str, int], CompiledModule] = {}
+_modules: dict[tuple[str, int, tuple[str, ...]], CompiledModule] = {}  # (engine, device, defines)
 
 
 def get_module(
