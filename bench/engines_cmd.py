@@ -69,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "between rounds (NVML, observe mode); counted per worker and cell (default 0: none)")
     r.add_argument("--no-control", action="store_true",
                    help="skip the A/A control cell (side A against itself on the first graph and batch)")
+    r.add_argument("--control", choices=("first", "every-gate"), default="first", dest="control_scope",
+                   help="where the A/A control cell runs: first, on the first graph's first batch and objective "
+                        "(default); every-gate, on every graph's (one control row per gate in the report)")
     c = parser.add_argument_group("clocks and contamination")
     c.add_argument("--lock-clocks", metavar="base|max|MHZ[,MEM]", default=None,
                    help="lock the GPU clocks via NVML (needs admin rights; never on shared machines). "
@@ -260,6 +263,7 @@ def build_config(args, spec=None):
         verify_host=args.verify == "host",
         verify_syncs=args.verify_syncs,
         control=not args.no_control,
+        control_scope=getattr(args, "control_scope", "first"),
         allow_dirty=args.allow_dirty,
         plant_delay=args.plant_delay,
         alloc_order=args.alloc_order,
@@ -323,6 +327,8 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
         argv += ["--verify-syncs"]
     if args.no_control:
         argv += ["--no-control"]
+    if getattr(args, "control_scope", "first") != "first":
+        argv += ["--control", args.control_scope]
     if args.plant_delay:
         from protocol import planted_delay
         from protocol.sides import parse_sides

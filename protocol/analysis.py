@@ -258,13 +258,28 @@ def control_trust(control: dict | None) -> dict:
                       "itself differs, so differences in this campaign may be the machine's"}
 
 
+def controls_trust(controls: list) -> dict:
+    """What the A/A controls say (``--control every-gate``: one per graph): untrustworthy when any
+    interval excludes 1 (or any control did not measure); one control: :func:`control_trust`."""
+    if len(controls) <= 1:
+        return control_trust(controls[0] if controls else None)
+    judged = [control_trust(c) for c in controls]
+    bad = [t for t in judged if t["untrustworthy"]]
+    if bad:
+        return {"control": bad[0]["control"], "untrustworthy": True,
+                "detail": "; ".join(f"{t['control']}: {t['detail']}" for t in bad)}
+    return {"control": judged[0]["control"], "untrustworthy": False,
+            "detail": f"all {len(controls)} A/A controls contain 1"}
+
+
 def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
     """The summary record: campaign-level facts plus one entry per cell in campaign order."""
     params = campaign["parameters"]
     resamples = int(params.get("bootstrap_resamples", 2000))
     seed = int(params.get("seed", 0))
     cells = []
-    control = None
+    control = None  # the first control (the only one unless --control every-gate)
+    controls = []
     for key, cell in campaign.get("cells", {}).items():
         rows = rounds[rounds["cell"] == key]
         entry = {
@@ -283,7 +298,8 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
             entry["imprecise"] = imprecise(cell["adaptive"])
             entry["noisy"] = bool(entry["noisy"] or entry["imprecise"])
         if cell.get("control"):  # the A/A control: reported on its own, never among the A/B cells
-            control = dict(entry, control=True)
+            controls.append(dict(entry, control=True))
+            control = control or controls[0]
             continue
         cells.append(entry)
     return {
@@ -293,9 +309,10 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
         "bootstrap": {"resamples": resamples, "seed": seed, "confidence": 0.95},
         "cells": cells,
         "control": control,
-        "trust": control_trust(control),
+        "trust": controls_trust(controls),
+        **({"controls": controls} if len(controls) > 1 else {}),
     }
 
 
-__all__ = ["REGIONS", "control_trust", "timed", "verification", "accepted", "primary_region", "with_process",
+__all__ = ["REGIONS", "control_trust", "controls_trust", "timed", "verification", "accepted", "primary_region", "with_process",
            "paired_groups", "paired_values", "primary_interval", "cell_summary", "build_summary"]

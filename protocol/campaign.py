@@ -54,7 +54,8 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
                     max_foreign_cpu: float = 1.0, lock_clocks: str | None = None, verify_host: bool = False,
                     verify_syncs: bool = False, allow_dirty: bool = False,
                     plant_delay: str | None = None, alloc_order: str = "fixed",
-                    l2_flush: bool = False, discard_after_clock_change: int = 0) -> CampaignConfig:
+                    l2_flush: bool = False, discard_after_clock_change: int = 0,
+                    control_scope: str = "first") -> CampaignConfig:
     """The campaign's parameters with ``perf_ab.py engines``' defaults and checks (UsageError).
 
     ``sides``: ``"A,B"`` as ``--sides`` spells it, or two ``protocol.sides.Side``; ``graphs``: the
@@ -93,6 +94,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
         verify_host=verify_host,
         verify_syncs=verify_syncs,
         control=control,
+        control_scope=control_scope,
         allow_dirty=allow_dirty,
         planted_delay=None if plant is None else plant.record(),
         alloc_order=alloc_order,

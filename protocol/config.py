@@ -26,11 +26,16 @@ ADAPTIVE_SCOPES = ("process", "cell")
 ALLOC_ORDERS = ("fixed", "alternate", "random")
 
 
+#: Where the A/A control runs (docs/protocol.md §7): ``first``, one control cell on the first graph's
+#: first batch and objective (the behaviour before issue 32 item 4, the default); ``every-gate``, one
+#: on every graph's first batch and objective.
+CONTROL_SCOPES = ("first", "every-gate")
 #: Worker processes a cell needs, by default, before the cell's adaptive stop may judge it precise:
 #: the interval of two processes is narrow whenever the two happen to agree.
 MIN_JUDGED_PROCESSES = 3
 #: Parameters recorded only when they differ from this value (the behaviour before them).
-OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False, "discard_after_clock_change": 0}
+OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False, "discard_after_clock_change": 0,
+                  "control_scope": "first"}
 
 
 @dataclass
@@ -88,6 +93,9 @@ class CampaignConfig:
     verify_rounds: int = 1
     #: run the A/A control cell (side A against itself on the first graph, batch and objective)
     control: bool = True
+    #: where the control runs (CONTROL_SCOPES): the first graph, or every graph; recorded only when
+    #: every-gate
+    control_scope: str = "first"
     bootstrap_resamples: int = 2000
     allow_dirty: bool = False
     #: worker processes per cell (docs/protocol.md §2): each measures ceil(rounds / processes) accepted
@@ -120,6 +128,10 @@ class CampaignConfig:
                              "worker process measures at least 2 accepted pairs")
         if self.alloc_order not in ALLOC_ORDERS:
             raise UsageError(f"--alloc-order {self.alloc_order!r}: expected one of {', '.join(ALLOC_ORDERS)}")
+        if self.control_scope not in CONTROL_SCOPES:
+            raise UsageError(f"--control {self.control_scope!r}: expected one of {', '.join(CONTROL_SCOPES)}")
+        if self.control_scope != "first" and not self.control:
+            raise UsageError(f"--control {self.control_scope} and --no-control contradict each other")
         if self.discard_after_clock_change < 0:
             raise UsageError(f"--discard-after-clock-change {self.discard_after_clock_change}: expected a number "
                              "of rounds >= 0")
@@ -205,4 +217,4 @@ class CampaignConfig:
         return p
 
 
-__all__ = ["ADAPTIVE_SCOPES", "ALLOC_ORDERS", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "BatchInput", "GraphInput", "CampaignConfig"]
+__all__ = ["ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "BatchInput", "GraphInput", "CampaignConfig"]

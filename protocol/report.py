@@ -206,10 +206,37 @@ def process_spread_text(cell: dict) -> str:
     return f"{count}: {fmt_pct(cell.get('within_spread'))} / {fmt_pct(between) if between is not None else '–'}"
 
 
+def summary_controls(summary: dict) -> list[dict]:
+    """The A/A control cells of a summary: every gate's with ``--control every-gate``, else the one."""
+    return list(summary.get("controls") or ([summary["control"]] if summary.get("control") else []))
+
+
+def control_rows(summary: dict) -> list[dict]:
+    """The control table (``--control every-gate``: one row per gate): the cell, the medians of
+    both roles, the ratio and interval, its relative half-width and whether it contains 1."""
+    rows = []
+    for c in summary_controls(summary):
+        r = (c.get("regions") or {}).get(c.get("primary_region")) or {}
+        lo, hi, ratio = c.get("ratio_lo"), c.get("ratio_hi"), c.get("ratio")
+        measured = c.get("status") == "done" and None not in (lo, hi, ratio)
+        rows.append({
+            "cell": c["cell"],
+            "graph": c["graph"],
+            "a_ms": fmt_ms((r.get("A") or {}).get("median")),
+            "b_ms": fmt_ms((r.get("B") or {}).get("median")),
+            "ratio": f"{fmt_ratio(ratio)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]" if measured else "–",
+            "half_width": f"±{100 * (hi - lo) / 2 / ratio:.2f} %" if measured else "–",
+            "pairs": (c.get("accepted") or {}).get("A", 0),
+            "judgement": ("contains 1" if lo <= 1 <= hi else "excludes 1") if measured
+            else f"not measured ({c.get('status')})",
+        })
+    return rows
+
+
 def process_rows(summary: dict) -> list[dict]:
     """The per-process table of section 2 (cells measured by more than one process, the A/A
     control first); empty when every cell ran in one process."""
-    cells = ([summary["control"]] if summary.get("control") else []) + summary["cells"]
+    cells = summary_controls(summary) + summary["cells"]
     rows = []
     for c in cells:
         spread = (c.get("regions", {}).get(c.get("primary_region")) or {}).get("processes")
@@ -327,6 +354,7 @@ def build_context(campaign: dict, summary: dict, plots: dict, *, records_dir: Pa
         "clock_overview": _clock_overview(summary, campaign),
         "cells": summary["cells"],
         "control": summary.get("control"),
+        "control_rows": control_rows(summary) if summary.get("controls") else [],
         "trust": summary.get("trust") or control_trust(summary.get("control")),
         "flags": {c["cell"]: cell_flags(c) for c in summary["cells"]},
         "process_spreads": {c["cell"]: process_spread_text(c) for c in summary["cells"]},

@@ -245,7 +245,8 @@ class CampaignRunner:
 
     # -- the plan -------------------------------------------------------------------------------
     def _plan_graph(self, gi, first: bool) -> _GraphPlan:
-        """The cells of one graph (the A/A control first on the first graph); usage errors for a
+        """The cells of one graph (the A/A control first on the first graph, or on every graph with
+        ``--control every-gate``); usage errors for a
         batch or objective the graph does not have."""
         batch_names = self.config.batches or list(gi.batches)
         for name in batch_names:
@@ -258,9 +259,9 @@ class CampaignRunner:
             if not 0 <= k < gi.graph.num_weights:
                 raise UsageError(f"objective {k} outside [0, {gi.graph.num_weights}) for {gi.name}")
         cells = []
-        if self.config.control and first:
-            # the A/A control first (docs/protocol.md §7): side A against itself on the first graph,
-            # batch and objective; its interval must contain 1
+        if self.config.control and (first or self.config.control_scope == "every-gate"):
+            # the A/A control first (docs/protocol.md §7): side A against itself on the first graph's
+            # (--control every-gate: every graph's) first batch and objective; its interval must contain 1
             key = cell_key(gi.name, batch_names[0], objectives[0]) + CONTROL_SUFFIX
             cells.append(_CellPlan(key, gi.name, batch_names[0], objectives[0], control=True))
         for name in batch_names:
