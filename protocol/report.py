@@ -278,6 +278,18 @@ def adaptive_line(params: dict) -> str:
             + f", at most {params['max_processes']} processes and {params['max_rounds']} pairs")
 
 
+def noise_options_text(params: dict) -> str:
+    """The protocol row's words for the noise options used (docs/protocol.md §2.5; empty when none)."""
+    parts = []
+    if params.get("alloc_order", "fixed") != "fixed":
+        parts.append(f"allocation order {params['alloc_order']} per worker")
+    if params.get("l2_flush"):
+        parts.append("L2 flushed before every CUDA round")
+    if params.get("discard_after_clock_change"):
+        parts.append(f"{params['discard_after_clock_change']} rounds discarded from each SM clock change")
+    return "".join(", " + p for p in parts)
+
+
 def adaptive_scope_text(params: dict) -> str:
     """The protocol row's words for --adaptive: its target and what it judges (its scope)."""
     if not params.get("adaptive"):
@@ -361,6 +373,7 @@ def build_context(campaign: dict, summary: dict, plots: dict, *, records_dir: Pa
         "per_process": process_rows(summary),
         "workers_line": workers_line(campaign),
         "adaptive_scope": adaptive_scope_text(campaign["parameters"]),
+        "noise_options": noise_options_text(campaign["parameters"]),
         "by_graph": by_graph,
         "findings": findings(summary, campaign),
         "plots": plots,

@@ -291,6 +291,21 @@ def test_unknown_clocks_discard_nothing(toy, tmp_path):
     assert code == ExitCode.OK and rows[~rows["warmup"]]["accepted"].all()
 
 
+# -- the report ------------------------------------------------------------------------------------
+def test_the_protocol_row_names_the_options_used(toy, tmp_path):
+    from protocol.report import report_text
+
+    config = host_config(rounds=6, processes=2, alloc_order="alternate", l2_flush=True, discard_after_clock_change=2)
+    code, store = _run(config, toy, tmp_path / "on")
+    row = next(line for line in report_text(store).splitlines() if line.startswith("| protocol |"))
+    assert code == ExitCode.OK
+    assert ("allocation order alternate per worker, L2 flushed before every CUDA round, 2 rounds discarded "
+            "from each SM clock change") in row
+    _, store = _run(host_config(rounds=6, processes=2), toy, tmp_path / "off")
+    row = next(line for line in report_text(store).splitlines() if line.startswith("| protocol |"))
+    assert "allocation order" not in row and "L2" not in row and "discarded" not in row
+
+
 # -- the command line ------------------------------------------------------------------------------
 def _args(*argv):
     from bench import perf_ab
