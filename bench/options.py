@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import argparse
 
+from protocol.sides import DEFAULT_SIDES  # the protocol owns the default pair
+
 from .gates import ALL_GATES, DATA_DIR_VARIABLE, GATE_NAMES
 
-DEFAULT_SIDES = "cuda:fused,cuda:operators"
 SIDE_NAMES = ("host", "cuda", "cuda:fused", "cuda:operators")
 
 

@@ -30,9 +30,8 @@ from engines.errors import os_error_text, print_internal_error
 from .config import CampaignConfig
 from .errors import EnvironmentProblem, ProtocolError, UsageError
 from .exitcodes import ExitCode
+from .sides import DEFAULT_SIDES  # the two sides when none are named (re-exported)
 
-#: The two sides when none are named (``perf_ab.py engines --sides``' default).
-DEFAULT_SIDES = "cuda:fused,cuda:operators"
 #: How messages name the command (the command line's own name).
 PROG = "perf_ab.py engines"
 

@@ -24,6 +24,11 @@ from engines.sssp.result import OPERATORS_LOOPS as OPERATORS_LOOP_MODES  # noqa:
 
 from .errors import UsageError
 
+#: The two sides a campaign compares unless told otherwise (``perf_ab.py engines --sides`` and
+#: ``protocol.campaign.campaign_config`` both take it from here): the fused engine against the
+#: operators engine.
+DEFAULT_SIDES = "cuda:fused,cuda:operators"
+
 
 @dataclass(frozen=True)
 class Side:
@@ -100,4 +105,4 @@ def parse_sides(text: str) -> tuple[Side, Side]:
     return parse_side(parts[0]), parse_side(parts[1])
 
 
-__all__ = ["Side", "parse_side", "parse_sides", "CUDA_ENGINE_OPTIONS"]
+__all__ = ["DEFAULT_SIDES", "Side", "parse_side", "parse_sides", "CUDA_ENGINE_OPTIONS"]

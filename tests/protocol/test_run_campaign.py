@@ -99,8 +99,11 @@ def test_the_config_checks_as_the_command_line_does():
 
 def test_the_config_has_the_command_line_defaults():
     from bench import engines_cmd, options
+    from protocol import campaign, sides
 
-    assert engines_cmd.DEFAULT_SIDES == options.DEFAULT_SIDES == campaign_config().parameters()["sides"]["A"] \
+    # one owner: the command line's default is the protocol's object, not a copy of its text
+    assert engines_cmd.DEFAULT_SIDES is options.DEFAULT_SIDES is campaign.DEFAULT_SIDES is sides.DEFAULT_SIDES
+    assert sides.DEFAULT_SIDES == campaign_config().parameters()["sides"]["A"] \
         + "," + campaign_config().parameters()["sides"]["B"]
     args = perf_ab.build_parser().parse_args(["engines", "--graphs", "roadNet-PA"])
     from_command = engines_cmd.build_config(args).parameters()
