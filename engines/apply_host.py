@@ -151,6 +151,15 @@ class Spares:
     if the batch grows m a little. The price is memory: a graph keeps one retired state's entry
     arrays (KEEP buffers) beside its current one. Thread-safe: the two sides take their buffers
     concurrently.
+
+    A buffer also remembers what it holds (:meth:`mark`, :meth:`known_prefix`): the entries before
+    a commit's first touched row are the old state's at the same places, so a buffer that holds a
+    sibling of the new state (restore, commit, restore, commit: the benchmarks' loop) or the
+    state the current one was made from (a chain of commits) already has a prefix of the output,
+    and the copy starts after it (roadNet-PA's local10k touches rows from 75 % of the arrays on:
+    the commit moved a quarter of the entries). What a buffer holds is known from this pool's
+    own writes (a take count per buffer says it was not rewritten since); a state's arrays that
+    this pool did not allocate are trusted unchanged, as the graph trusts them anyway.
     """
 
     KEEP = 4  # keys and weights of both sides: one retired state's worth
@@ -159,24 +168,119 @@ class Spares:
         self._free: list[np.ndarray] = []
         self._made = weakref.WeakValueDictionary()  # id -> buffer, for those allocated here
         self._lock = threading.Lock()
+        # What a buffer is known to hold (see :meth:`known_prefix`): id -> _Tag, for buffers
+        # allocated here; and how many times each was taken (a retake rewrites it).
+        self._tags: dict = {}
+        self._taken: dict = {}
+        self._gen: dict = {}
 
     def __reduce__(self):
         # A pickled or copied graph starts with an empty pool: the buffers are a cache, and
         # neither the lock nor the weak map can be pickled.
         return (Spares, ())
 
-    def take(self, size: int) -> np.ndarray:
+    def take(self, size: int, like: np.ndarray | None = None) -> np.ndarray:
         """A writable int32 array of ``size`` elements: a view of the smallest free buffer that
-        holds it, else of a new one with slack."""
+        holds it, else of a new one with slack. ``like``: the array the output is made from; a
+        buffer known to hold part of it (:meth:`known_prefix`) is preferred."""
+        related = set()
+        if like is not None:
+            key = self._key(like)
+            sbuf = like.base
+            with self._lock:
+                for b in self._free:
+                    tag = self._tags.get(id(b))
+                    if tag is not None and self._same(tag.src, key):
+                        related.add(id(b))
+                stag = self._tags.get(id(sbuf)) if sbuf is not None else None
+            if stag is not None and stag.src is not None:
+                related.add(id(stag.src[0]()))
         with self._lock:
             fits = [i for i, b in enumerate(self._free) if b.shape[0] >= size]
             if fits:
-                best = min(fits, key=lambda i: self._free[i].shape[0])
-                return self._free.pop(best)[:size]
+                best = min(fits, key=lambda i: (id(self._free[i]) not in related, self._free[i].shape[0]))
+                buf = self._free.pop(best)
+                self._gen[id(buf)] = self._gen.get(id(buf), 0) + 1
+                # the content's tag, readable by known_prefix until this take's mark; a take
+                # that fails before its mark leaves no tag (the content is then unknown)
+                self._taken[id(buf)] = self._tags.pop(id(buf), None)
+                return buf[:size]
         buf = np.empty(size + size // 64 + 4096, dtype=np.int32)
         with self._lock:
             self._made[id(buf)] = buf
+            for book in (self._tags, self._taken, self._gen):  # entries of buffers gone (rare)
+                for key in [key for key in book if key not in self._made]:
+                    del book[key]
+            self._tags.pop(id(buf), None)
+            self._taken.pop(id(buf), None)
+            self._gen[id(buf)] = self._gen.get(id(buf), 0) + 1
         return buf[:size]
+
+    def _key(self, arr: np.ndarray):
+        """What identifies ``arr``'s bytes: a weak reference to the memory's owner, the address,
+        the shape and the owner's generation (a pool buffer's take count, 0 for any other owner,
+        which this module never writes); None when the owner cannot be referenced weakly."""
+        root = arr.base if arr.base is not None else arr
+        if not isinstance(root, np.ndarray):
+            return None
+        try:
+            ref = weakref.ref(root)
+        except TypeError:
+            return None
+        with self._lock:
+            gen = self._gen.get(id(root), 0) if self._made.get(id(root)) is root else 0
+        return (ref, arr.__array_interface__["data"][0], arr.shape, gen)
+
+    @staticmethod
+    def _same(key_a, key_b) -> bool:
+        if key_a is None or key_b is None:
+            return False
+        root = key_a[0]()
+        return root is not None and root is key_b[0]() and key_a[1:] == key_b[1:]
+
+    def mark(self, out: np.ndarray, src: np.ndarray, prefix: int) -> None:
+        """Record that ``out`` (a view at the start of a pool buffer, just written) begins with
+        ``prefix`` entries per row equal to ``src``'s (both 1-D or both (K, m))."""
+        buf = out.base
+        if buf is None or self._made.get(id(buf)) is not buf:
+            return
+        tag = _Tag(self._key(src), out.shape, int(prefix))
+        with self._lock:
+            self._tags[id(buf)] = tag
+            self._taken.pop(id(buf), None)
+
+    def known_prefix(self, out: np.ndarray, src: np.ndarray) -> tuple[int, bool]:
+        """How many leading entries per row of ``out`` (a view at the start of a buffer just
+        taken, shaped like the array about to be written there) already equal ``src``'s, known
+        without reading them: the buffer was written from ``src`` (a sibling state: a restore,
+        then the same kind of commit again), or ``src`` was written from the buffer's content (a
+        chain: the buffer holds the state before ``src``). Rows (weight columns) past the first
+        count only where the buffer's layout is ``out``'s. Returns ``(prefix, every_row)``:
+        ``every_row`` False means the first row only; (0, False) when nothing is known."""
+        none = (0, False)
+        buf = out.base
+        if buf is None or self._made.get(id(buf)) is not buf:
+            return none
+        with self._lock:
+            tag = self._taken.get(id(buf))
+        if tag is not None and self._same(tag.src, self._key(src)):
+            layout, prefix = tag.layout, tag.prefix  # the buffer holds a sibling of what comes
+        else:
+            sbuf = src.base
+            with self._lock:
+                stag = self._tags.get(id(sbuf)) if sbuf is not None and self._made.get(id(sbuf)) is sbuf else None
+            if stag is None or stag.src is None:
+                return none
+            root = stag.src[0]()
+            if root is not buf or stag.src[1] != out.__array_interface__["data"][0]:
+                return none
+            with self._lock:  # what src was written from is still there: taken once since, now
+                if stag.src[3] != self._gen.get(id(buf), 0) - 1:
+                    return none
+            layout, prefix = stag.src[2], stag.prefix
+        if len(layout) != out.ndim or (out.ndim == 2 and layout[0] != out.shape[0]):
+            return none
+        return min(prefix, layout[-1], out.shape[-1]), layout == out.shape
 
     def retire(self, arrays: list) -> None:
         """Offer the entry arrays of a state being replaced; ``arrays`` must be the only list
@@ -190,6 +294,16 @@ class Spares:
                     self._free.append(buf)
                     if len(self._free) > self.KEEP:  # drop the smallest (by position: no ==)
                         self._free.pop(min(range(len(self._free)), key=lambda i: self._free[i].shape[0]))
+
+
+@dataclass(frozen=True)
+class _Tag:
+    """A pool buffer's content: an array of shape ``layout`` at its start, whose first ``prefix``
+    entries per row equal those of the array identified by ``src`` (a key of Spares._key)."""
+
+    src: tuple | None
+    layout: tuple
+    prefix: int
 
 
 def _sole_view(view: np.ndarray, made) -> np.ndarray | None:
@@ -493,7 +607,7 @@ def _plan_kernel(ptr, keys, w, n_old, n_after, ev_row, ev_key, order, num_del, e
 
 @njit(nogil=True)
 def _copy_kernel(ptr, keys, w, n_old, n_after, new_ptr, t_row, t_app, t_scr, state, app_key,
-                 app_from, ev_w, new_keys, new_w):
+                 app_from, ev_w, new_keys, new_w, skip_keys, skip_w):
     """Move the entries: the untouched rows between two touched rows share one shift, so each
     such run is one block move per array; touched rows are rebuilt entry by entry.
 
@@ -502,6 +616,9 @@ def _copy_kernel(ptr, keys, w, n_old, n_after, new_ptr, t_row, t_app, t_scr, sta
     assignment per run was no better: its view and overlap checks cost more than the short moves
     themselves); the outputs are allocated by NumPy, which asks for huge pages, as first-touch
     page faults on a fresh Numba allocation made the copy three times slower.
+
+    ``skip_keys`` / ``skip_w[k]``: how many leading entries of the keys / of weight column k the
+    outputs already hold (never past the first touched row's offset, where old and new agree).
     """
     k_cols = w.shape[0]
     nt = t_row.shape[0]
@@ -516,10 +633,17 @@ def _copy_kernel(ptr, keys, w, n_old, n_after, new_ptr, t_row, t_app, t_scr, sta
             os_ = _U(ptr[a])
             ln = _U(ptr[b]) - os_
             ns = _U(new_ptr[prev])
-            for i in range(ln):
+            # entries the output buffer already holds (Spares.known_prefix) are not moved
+            lo = _U(0)
+            if _U(skip_keys) > ns:
+                lo = min(_U(skip_keys) - ns, ln)
+            for i in range(lo, ln):
                 new_keys[ns + i] = keys[os_ + i]
             for k in range(k_cols):
-                for i in range(ln):
+                lo = _U(0)
+                if _U(skip_w[k]) > ns:
+                    lo = min(_U(skip_w[k]) - ns, ln)
+                for i in range(lo, ln):
                     new_w[k, ns + i] = w[k, os_ + i]
         if t == nt:
             break
@@ -577,10 +701,10 @@ def _fresh(size: int) -> np.ndarray:
     return np.empty(size, dtype=np.int32)
 
 
-def _edit_side(ptr, keys, weights, ev_row, ev_key, events: BatchEvents, max_w, extras: bool, take=_fresh,
-               ptr_dtype=np.int64):
+def _edit_side(ptr, keys, weights, ev_row, ev_key, events: BatchEvents, max_w, extras: bool,
+               spares: Spares | None = None, ptr_dtype=np.int64):
     """Edit one side (rows ``ev_row``, keys ``ev_key``): group the b events by (row, key), plan,
-    take the outputs (``take(size)``: a writable int32 array), copy. Returns the new arrays and
+    take the outputs (from ``spares`` where given, else fresh), copy. Returns the new arrays and
     the plan's counters; the new offsets are ``ptr_dtype`` (int32 only when they fit)."""
     stride = np.int64(max(events.n_after, 1))
     comp = ev_row.astype(np.int64) * stride + ev_key.astype(np.int64)
@@ -594,10 +718,27 @@ def _edit_side(ptr, keys, weights, ev_row, ev_key, events: BatchEvents, max_w, e
      rescan) = _plan_kernel(ptr, keys, weights, n_old, n_after, _ro(ev_row), _ro(ev_key), order,
                             np.int64(events.num_deletions), ev_w, max_w, extras, new_ptr)
     m_new = int(new_ptr[-1])
-    new_keys = take(m_new)
-    new_w = take(weights.shape[0] * m_new).reshape(weights.shape[0], m_new)
+    k_cols = weights.shape[0]
+    if spares is None:
+        new_keys = _fresh(m_new)
+        new_w = _fresh(k_cols * m_new).reshape(k_cols, m_new)
+    else:
+        new_keys = spares.take(m_new, like=keys)
+        new_w = spares.take(k_cols * m_new, like=weights).reshape(k_cols, m_new)
+    # Entries before the first touched row are the old ones at the same places; an output buffer
+    # that already holds some of them (Spares.known_prefix) keeps those.
+    same = int(new_ptr[t_row[0]]) if t_row.shape[0] else m_new
+    skip_keys = 0
+    skip_w = np.zeros(k_cols, dtype=np.int64)
+    if spares is not None:
+        skip_keys = min(spares.known_prefix(new_keys, keys)[0], same)
+        prefix, every_column = spares.known_prefix(new_w, weights)
+        skip_w[:k_cols if every_column else 1] = min(prefix, same)
     _copy_kernel(ptr, keys, weights, n_old, n_after, new_ptr, t_row, t_app, t_scr, state, app_key,
-                 app_from, ev_w, new_keys, new_w)
+                 app_from, ev_w, new_keys, new_w, np.int64(skip_keys), skip_w)
+    if spares is not None:
+        spares.mark(new_keys, keys, same)
+        spares.mark(new_w, weights, same)
     return new_ptr, new_keys, new_w, counts, increased, sum_delta, new_max, rescan
 
 
@@ -675,14 +816,13 @@ def apply_host(csr: HostCsr, events: BatchEvents, scalars: WeightScalars, spares
 
     # The two sides are independent and the kernels release the GIL: on a large graph the in
     # side runs on a helper thread while this one does the out side (same bytes either way).
-    take = _fresh if spares is None else spares.take
     narrow = np.dtype(offset_dtype) == np.int32 and m + int(events.num_insertions) <= _INT32_MAX
     ptr_dtype = np.int32 if narrow else np.int64
-    in_args = (in_ptr, in_src, in_w, dst, src, events, max_w, False, take, ptr_dtype)
+    in_args = (in_ptr, in_src, in_w, dst, src, events, max_w, False, spares, ptr_dtype)
     in_side = _pool().submit(_edit_side, *in_args) if m >= _THREAD_MIN_EDGES else None
     try:
         (new_ptr, new_col, new_w, counts, increased, sum_delta, new_max, rescan) = _edit_side(
-            row_ptr, col, w, src, dst, events, max_w, True, take, ptr_dtype)
+            row_ptr, col, w, src, dst, events, max_w, True, spares, ptr_dtype)
     finally:
         if in_side is not None:
             new_in = in_side.result()
