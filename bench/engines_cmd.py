@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 
-from protocol.errors import UsageError
+from protocol.errors import EnvironmentProblem, UsageError
 
 from . import graph_file, options
 
@@ -85,6 +86,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="host: the host reference is the third party of every guard")
     v.add_argument("--verify-syncs", action="store_true",
                    help="count synchronizing CUDA calls with CUPTI and compare with the engines' count")
+    v.add_argument("--floor", action="store_true",
+                   help="before the campaign, measure the floor constants on this GPU (bench/floor.py: one "
+                        "grid barrier + one dependent chain of loads, at the fused engine's whole-device "
+                        "grid), record them with the GPU and show each fused side's floor and measured / "
+                        "floor in the report's push section (issue 34; a resumed campaign keeps its own)")
     o = parser.add_argument_group("records")
     options.add_campaign_out_option(o)
     o.add_argument("--resume", action="store_true", help="continue the campaign recorded in --out")
@@ -325,6 +331,8 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
         argv += ["--verify", args.verify]
     if args.verify_syncs:
         argv += ["--verify-syncs"]
+    if getattr(args, "floor", False):
+        argv += ["--floor"]
     if args.no_control:
         argv += ["--no-control"]
     if getattr(args, "control_scope", "first") != "first":
@@ -340,6 +348,25 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
     if data_dir is not None:
         argv += ["--data-dir", line_path(data_dir)]
     return argv + graph_file.argv_of(spec)
+
+
+def measure_floor(sides):
+    """``--floor``: the floor constants of this GPU (bench/floor.py), printed; a UsageError when no
+    side runs on CUDA, an EnvironmentProblem when they cannot be measured here."""
+    if not any(side.needs_cuda for side in sides):
+        raise UsageError("--floor measures the fused engine's floor on a GPU: neither side runs on CUDA")
+    from engines.sssp.cuda import runtime
+
+    from . import floor
+
+    if not runtime.is_available():
+        raise EnvironmentProblem("--floor needs CuPy and a CUDA GPU")
+    try:
+        constants = floor.measure()
+    except floor.FloorError as exc:
+        raise EnvironmentProblem(f"--floor: {exc}") from exc
+    print(f"perf_ab.py engines: {constants.describe()}", file=sys.stderr, flush=True)
+    return constants
 
 
 def main(args) -> int:
@@ -364,11 +391,14 @@ def main(args) -> int:
             _check_file_objectives(args, spec, out)
         config = build_config(args, spec)
         gates = [g for g in config.graphs if spec is None or g != spec.name]
+        # before the campaign opens its instruments (CUPTI with --verify-syncs); a resume keeps the
+        # constants its campaign recorded
+        floor = measure_floor(config.sides) if args.floor and not args.resume else None
         return int(run_campaign(
             config, _inputs(gates, args, out, spec), out, resume=args.resume, force=args.force,
             progress=not args.no_progress, out_lock=lock,
             reproduce_command=_reproduce_command(_rebuild_argv(args, spec, gates=gates, out=out)),
-            input_loader=CachedInputs(args.data_dir, args.cache_dir, spec),
+            input_loader=CachedInputs(args.data_dir, args.cache_dir, spec), floor=floor,
         ))
     except (Exception, KeyboardInterrupt) as exc:
         return int(failure_exit_code(exc, out))
@@ -377,4 +407,4 @@ def main(args) -> int:
             lock.release()
 
 
-__all__ = ["add_arguments", "main", "build_config", "DEFAULT_SIDES"]
+__all__ = ["add_arguments", "main", "build_config", "measure_floor", "DEFAULT_SIDES"]

@@ -35,7 +35,6 @@ import json
 import os
 import statistics
 import sys
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -47,13 +46,15 @@ interrupt.guard(__name__, "floor.py")
 
 import numpy as np  # noqa: E402
 
+# the model (pure arithmetic) is the protocol's, so that the campaign report applies the same one;
+# this module measures its constants
+from protocol.floor import (CHAIN_DEPTH, FloorConstants, floor_ms, over_floor,  # noqa: E402,F401
+                            stats_floor_ms)
+
 #: The micro-benchmark's source, beside this file (make cuda-check compiles it too).
 SOURCE = Path(__file__).resolve().with_name("floor.cu")
 KERNEL = "floor_phases"
 MODULE = "floor"  # its name in the engines' module cache (runtime.get_module)
-#: Dependent loads of one chain before its atomic: a control-block count, a list entry, a row
-#: offset, the word (the shortest chain of a push iteration after its barrier).
-CHAIN_DEPTH = 4
 #: Entries of the chain's permutation (int32: 4 MiB, inside an H200's L2, as the engine's hot
 #: control block, lists and words of the phases that only wait on latency are).
 CHASE_ENTRIES = 1 << 20
@@ -69,60 +70,6 @@ PROFILER_PRELOADS = ("ToolsInjection", "sanitizer", "nsys", "cupti")
 
 class FloorError(RuntimeError):
     """The constants cannot be measured here (a profiler is attached, or nonsense came out)."""
-
-
-@dataclass(frozen=True)
-class FloorConstants:
-    """The measured constants of the floor model, and where they were measured."""
-
-    barrier_us: float  # one grid.sync() over `blocks` blocks
-    chain_us: float  # one chain of `chain_depth` dependent L2 loads and an atomic minimum
-    blocks: int  # the cooperative grid they were measured on (blocks of 256 threads)
-    device_name: str = ""
-    phase_us: float | None = None  # barrier and chain measured together (a check, not used)
-    chain_depth: int = CHAIN_DEPTH
-
-    @property
-    def per_sync_us(self) -> float:
-        """The floor of one phase: one barrier plus one chain."""
-        return self.barrier_us + self.chain_us
-
-    def describe(self) -> str:
-        """One line: the constants, as the engine table prints them."""
-        where = f"{self.device_name}, " if self.device_name else ""
-        check = f" (together: {self.phase_us:.2f} µs)" if self.phase_us is not None else ""
-        return (f"floor constants ({where}{self.blocks} blocks): barrier {self.barrier_us:.2f} µs + "
-                f"chain of {self.chain_depth} loads and an atomic {self.chain_us:.2f} µs = "
-                f"{self.per_sync_us:.2f} µs a grid sync{check}")
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "per_sync_us": self.per_sync_us}
-
-    @classmethod
-    def from_dict(cls, record: dict) -> "FloorConstants":
-        """The constants of a ``to_dict()`` record (an engine table's JSON row)."""
-        return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
-
-
-# -- the model --------------------------------------------------------------------------------------
-def floor_ms(grid_syncs: int | None, constants: FloorConstants | None) -> float | None:
-    """The floor of a run of ``grid_syncs`` phases, in ms (None when either is unknown)."""
-    if grid_syncs is None or constants is None:
-        return None
-    return int(grid_syncs) * constants.per_sync_us / 1e3
-
-
-def stats_floor_ms(stats, constants: FloorConstants | None) -> float | None:
-    """The floor of the run ``stats`` (an engines.sssp Stats) describes: None on engines that
-    have no grid syncs (operators, host)."""
-    return floor_ms(getattr(stats, "grid_syncs", None), constants)
-
-
-def over_floor(measured_ms: float | None, floor: float | None) -> float | None:
-    """measured / floor, or None when either is missing or the floor is 0."""
-    if measured_ms is None or not floor:
-        return None
-    return measured_ms / floor
 
 
 def per_phase_us(low_ms: float, high_ms: float, phases_low: int = PHASES_LOW,

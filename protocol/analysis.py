@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import SCHEMA_VERSION
+from . import floor as floor_model
 from .adaptive import imprecise
 from .nvml import reason_names
 from .stats import (hierarchical_ratio, process_spread, provisional, ratio_of_medians, round_trip_cost_ms,
@@ -112,8 +113,9 @@ def _clean(value):
     return value
 
 
-def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
-    """The statistics of one cell's rounds (every region, both sides)."""
+def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int, floor=None) -> dict:
+    """The statistics of one cell's rounds (every region, both sides); ``floor``: the GPU's floor
+    constants (protocol.floor.FloorConstants) or None."""
     acc = accepted(rows)
     t = timed(rows)
     by_role = {role: acc[acc["role"] == role] for role in ("A", "B")}
@@ -172,7 +174,7 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
                 r["A"]["median"], r["B"]["median"], syncs["host_syncs_A"], syncs["host_syncs_B"]
             )
     syncs["round_trip_ms"] = cost
-    push = push_summary(rows, by_role, regions.get(primary))
+    push = push_summary(rows, by_role, regions.get(primary), floor)
     reasons_seen = 0
     for v in t["event_reasons"].dropna():
         reasons_seen |= int(v)
@@ -214,12 +216,15 @@ def cell_summary(rows: pd.DataFrame, *, resamples: int, seed: int) -> dict:
     )
 
 
-def push_summary(rows: pd.DataFrame, accepted_by_role: dict, primary: dict | None) -> dict:
+def push_summary(rows: pd.DataFrame, accepted_by_role: dict, primary: dict | None,
+                 floor=None) -> dict:
     """Per side: the push iterations of an update (median over accepted rounds), the median
     near-list length of its push iterations (recorded in the untimed rounds, where reading the
     device's log costs no timed round anything), the fused kernel's grid syncs, and the primary
     region's median time per push iteration in µs (issue 26: a short near list waits on latency,
-    a long one on throughput)."""
+    a long one on throughput). With the GPU's ``floor`` constants, also the floor of the median
+    grid syncs (protocol/floor.py) and the primary region's median over it (issue 34); None on a
+    side without grid syncs."""
     out = {}
     for role, part in accepted_by_role.items():
         iterations = _median(part["iterations"])
@@ -227,12 +232,16 @@ def push_summary(rows: pd.DataFrame, accepted_by_role: dict, primary: dict | Non
         near = mine["near_median"] if "near_median" in mine else pd.Series(dtype=float)
         grid = part["grid_syncs"] if "grid_syncs" in part else pd.Series(dtype=float)
         median_ms = primary[role]["median"] if primary else None
+        grid_syncs = _median(grid)
+        floor_ms = floor_model.floor_ms(grid_syncs, floor)
         out[role] = {
             "iterations": iterations,
             "near_median": _median(near),
-            "grid_syncs": _median(grid),
+            "grid_syncs": grid_syncs,
             "us_per_iteration": (median_ms * 1e3 / iterations
                                  if median_ms is not None and iterations else None),
+            "floor_ms": floor_ms,
+            "over_floor": floor_model.over_floor(median_ms, floor_ms),
         }
     return out
 
@@ -272,11 +281,19 @@ def controls_trust(controls: list) -> dict:
             "detail": f"all {len(controls)} A/A controls contain 1"}
 
 
+def gpu_floor(campaign: dict):
+    """The floor constants recorded with the campaign's GPU (``perf_ab.py engines --floor``), or
+    None."""
+    record = (campaign.get("gpu") or {}).get("floor")
+    return floor_model.FloorConstants.from_dict(record) if record else None
+
+
 def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
     """The summary record: campaign-level facts plus one entry per cell in campaign order."""
     params = campaign["parameters"]
     resamples = int(params.get("bootstrap_resamples", 2000))
     seed = int(params.get("seed", 0))
+    floor = gpu_floor(campaign)
     cells = []
     control = None  # the first control (the only one unless --control every-gate)
     controls = []
@@ -290,7 +307,7 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
             "status": cell["status"],
             "detail": cell.get("detail"),
         }
-        entry.update(cell_summary(rows, resamples=resamples, seed=seed))
+        entry.update(cell_summary(rows, resamples=resamples, seed=seed, floor=floor))
         if cell.get("adaptive") is not None:
             # the cell's adaptive stop (protocol/adaptive.py): its judgement as the runner recorded
             # it; a cell whose budget ran out before its interval reached --precision is noisy

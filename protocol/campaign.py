@@ -241,7 +241,8 @@ def _inputs(inputs: Iterable, progress):
 
 def run_campaign(config: CampaignConfig, inputs: Iterable, out, *, resume: bool = False, force: bool = False,
                  progress: bool = True, reproduce_command: str | None = None,
-                 input_loader: Callable | None = None, out_lock=None, prog: str = PROG) -> ExitCode:
+                 input_loader: Callable | None = None, out_lock=None, prog: str = PROG,
+                 floor=None) -> ExitCode:
     """Measure ``config``'s sides on ``inputs`` into the records folder ``out``; the exit status.
 
     ``resume``: continue the campaign recorded in ``out`` (same parameters and inputs);
@@ -251,6 +252,9 @@ def run_campaign(config: CampaignConfig, inputs: Iterable, out, *, resume: bool 
     how a worker process loads a graph (picklable; default: the campaign process's input, pickled:
     for small inputs). ``out_lock``: the lock of ``out`` the caller already took (:func:`lock_out`)
     with ``out`` checked (:func:`check_out_records`); it stays the caller's to release.
+    ``floor``: the floor model's constants measured on this GPU (``protocol.floor.FloorConstants``,
+    bench/floor.py), recorded with the GPU (``gpu.floor``; a resumed campaign keeps the first
+    session's) so that the report shows each fused cell's floor beside its time; None: no floor.
     """
     out = str(out)
     lock = None
@@ -259,7 +263,7 @@ def run_campaign(config: CampaignConfig, inputs: Iterable, out, *, resume: bool 
             lock = lock_out(out, prog=prog)
             check_out_records(out, resume=resume, force=force)
         return _run(config, inputs, out, resume=resume, progress=progress, reproduce_command=reproduce_command,
-                    input_loader=input_loader, prog=prog)
+                    input_loader=input_loader, prog=prog, floor=floor)
     except (Exception, KeyboardInterrupt) as exc:
         return failure_exit_code(exc, out, prog=prog)
     finally:
@@ -268,7 +272,8 @@ def run_campaign(config: CampaignConfig, inputs: Iterable, out, *, resume: bool 
 
 
 def _run(config: CampaignConfig, inputs: Iterable, out: str, *, resume: bool, progress: bool,
-         reproduce_command: str | None, input_loader: Callable | None, prog: str) -> ExitCode:
+         reproduce_command: str | None, input_loader: Callable | None, prog: str,
+         floor=None) -> ExitCode:
     from .console import CampaignProgress, print_summary_table
     from .environment import cuda_device_info, host_info
     from .clocks import LockRequest
@@ -287,6 +292,8 @@ def _run(config: CampaignConfig, inputs: Iterable, out: str, *, resume: bool, pr
         environment = {"host": host_info()}
         if device is not None:
             environment["gpu"] = {**cuda_device_info(device), "nvml": instruments.device}
+            if floor is not None:  # the GPU's floor constants (a new campaign records them)
+                environment["gpu"]["floor"] = floor.to_dict()
         with CampaignProgress(enabled=progress) as shown:
             runner = CampaignRunner(
                 config, store, instruments, resume=resume, progress=shown,

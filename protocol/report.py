@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 
 from . import UPDATE_REGION
-from .analysis import build_summary, control_trust
+from .analysis import build_summary, control_trust, gpu_floor
 from .environment import REPO_ROOT
 from .nvml import reason_names
 from .plots import DISTRIBUTIONS, RATIO_VS_SYNCS, engine_time_distributions, ratio_against_syncs
@@ -374,6 +374,7 @@ def build_context(campaign: dict, summary: dict, plots: dict, *, records_dir: Pa
         "workers_line": workers_line(campaign),
         "adaptive_scope": adaptive_scope_text(campaign["parameters"]),
         "noise_options": noise_options_text(campaign["parameters"]),
+        "floor": gpu_floor(campaign),  # the floor constants of section 4b (--floor), or None
         "by_graph": by_graph,
         "findings": findings(summary, campaign),
         "plots": plots,

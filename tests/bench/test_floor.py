@@ -198,3 +198,39 @@ def test_user_path_table_has_the_floor_on_the_fused_line():
     assert lines[0].startswith("| graph | batch | engine | engine ms (device) | floor ms | engine / floor | whole ms")
     assert lines[2] == "| roadNet-PA | safe50k | fused | 0.900 | 0.450 | 2.0 | 1.200 | 0.300 | 1.33 | 84 | 1 |"
     assert lines[3] == "| roadNet-PA | safe50k | operators | 1.800 | – | – | 1.200 | 0.300 | 1.33 | 84 | 40 |"
+
+
+def test_perf_ab_floor_needs_a_cuda_side_and_a_gpu(monkeypatch):
+    """``perf_ab.py engines --floor`` (bench/engines_cmd.measure_floor): refused without a CUDA
+    side (a usage error), an environment problem without a GPU, and on a GPU the constants
+    bench/floor.py measures (here a stand-in measurement: the wiring, not the GPU, is under test)."""
+    from bench import engines_cmd
+    from engines.sssp.cuda import runtime
+    from protocol.errors import EnvironmentProblem, UsageError
+    from protocol.sides import parse_sides
+
+    with pytest.raises(UsageError, match="neither side runs on CUDA"):
+        engines_cmd.measure_floor(parse_sides("host,host"))
+    monkeypatch.setattr(runtime, "is_available", lambda: False)
+    with pytest.raises(EnvironmentProblem, match="needs CuPy and a CUDA GPU"):
+        engines_cmd.measure_floor(parse_sides("cuda:fused,cuda:operators"))
+    monkeypatch.setattr(runtime, "is_available", lambda: True)
+    monkeypatch.setattr(floor, "measure", lambda: H200ISH)
+    assert engines_cmd.measure_floor(parse_sides("cuda:fused,cuda:operators")) is H200ISH
+
+    def attached():
+        raise floor.FloorError("CUDA_INJECTION64_PATH is set (a profiler or sanitizer is attached)")
+    monkeypatch.setattr(floor, "measure", attached)
+    with pytest.raises(EnvironmentProblem, match="--floor: CUDA_INJECTION64_PATH"):
+        engines_cmd.measure_floor(parse_sides("cuda:fused,cuda:operators"))
+
+
+def test_perf_ab_floor_option_and_reproduce_line():
+    from bench import perf_ab
+
+    args = perf_ab.build_parser().parse_args(["engines", "--graphs", "roadNet-PA", "--floor"])
+    assert args.floor is True
+    assert perf_ab.build_parser().parse_args(["engines", "--graphs", "roadNet-PA"]).floor is False
+    from bench.engines_cmd import _rebuild_argv
+
+    assert "--floor" in _rebuild_argv(args)

@@ -301,3 +301,38 @@ def test_push_section_lists_every_cell(rendered):
         assert row[2] == "– / –" and row[3] == "– / –"
         per_iteration = summary[key]["regions"]["engine_device"]["B"]["median"] * 1e3 / iters
         assert float(row[4].split(" / ")[1]) == pytest.approx(per_iteration, abs=0.05)
+
+
+def test_push_section_shows_the_floor_when_the_gpu_recorded_it(tmp_path):
+    """Section 4b with ``--floor`` (issue 34): the constants recorded with the GPU (gpu.floor) give
+    each fused side's floor, its median grid syncs x (barrier + chain), and measured / floor; a side
+    without grid syncs reads '–'; a campaign without the constants has no floor columns at all."""
+    from protocol.analysis import build_summary
+    from protocol.floor import FloorConstants
+    from protocol.report import _environment, build_context, TEMPLATE
+
+    store = _write_fixture(tmp_path)
+    key = cell_key("roadNet-PA", "safe50k", 0)
+    frame = store.read_rounds()
+    frame.loc[(frame["cell"] == key) & (frame["role"] == "A"), "grid_syncs"] = 106  # fused barriers
+    campaign = store.read_campaign()
+    constants = FloorConstants(barrier_us=1.25, chain_us=1.03, blocks=528, device_name="NVIDIA H200")
+    campaign["gpu"]["floor"] = constants.to_dict()
+    summary = build_summary(frame, campaign)
+    text = _environment().get_template(TEMPLATE).render(**build_context(campaign, summary, {}))
+    section = text.split("## 4b. The push", 1)[1].split("\n## ", 1)[0]
+    assert constants.describe() in section.replace("\n", " ")
+    header = [line for line in section.splitlines() if line.startswith("| cell")][0]
+    assert header.rstrip().endswith("| floor ms A / B | measured / floor A / B |")
+    rows = {r[0]: r for r in _table_rows(text, "## 4b. The push")}
+    cell = {c["cell"]: c for c in summary["cells"]}[key]
+    floor_ms = 106 * 2.28 / 1e3
+    measured = cell["regions"][cell["primary_region"]]["A"]["median"]
+    assert rows[key][5] == f"{floor_ms:.3f} / –"
+    assert rows[key][6] == f"{measured / floor_ms:.3f} / –"
+    assert rows[cell_key("rgg_n_2_20_s0", "local10k", 0)][5] == "– / –"  # no grid syncs recorded
+
+    del campaign["gpu"]["floor"]  # a campaign measured without --floor: the table as before
+    plain = _environment().get_template(TEMPLATE).render(
+        **build_context(campaign, build_summary(frame, campaign), {}))
+    assert "floor ms" not in plain and "--floor" not in plain
