@@ -125,12 +125,62 @@ def _known_recompute(tree_known: bool, invalidated: int, n: int) -> bool:
     return tree_known and invalidated > 0 and invalidated >= RECOMPUTE_FRACTION * n
 
 
-def _from_scratch(graph, plan: Plan) -> tuple[np.ndarray, ScheduleCounts]:
-    """compute()'s words: every vertex INF but the source, propagated from it (algorithm.md §6)."""
+def _from_scratch(graph, plan: Plan, stop: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, ScheduleCounts] | None:
+    """compute()'s words: every vertex INF but the source, propagated from it (algorithm.md §6).
+    ``stop`` (Numba, packed words): a flag that ends the search early, returning None."""
     words = np.full(plan.num_vertices, WORD_INF, dtype=np.uint64)
     words[plan.source] = np.uint64(plan.packing.no_parent)  # pack(0, -1); 0 in distance-only mode
-    counts = _propagate(words, np.array([plan.source], dtype=np.int64), graph, plan)
+    frontier = np.array([plan.source], dtype=np.int64)
+    if stop is not None:
+        from .host_kernels import propagate_heap
+
+        counts = propagate_heap(words, frontier, graph.row_ptr, graph.col_ind,
+                                graph.weight_column(plan.objective), plan.source, plan.packing, stop)
+        return None if counts is None else (words, counts)
+    counts = _propagate(words, frontier, graph, plan)
     return words, counts
+
+
+#: A known tree's update whose roots, times host_region.KNOWN_ROOT_SPAN, exceed this share of the
+#: vertices (so many roots that the invalidation walks all n: roadNet-PA's safe50k, 7,079 roots,
+#: not local10k's 1,418) starts compute()'s search on a helper thread while it invalidates; the
+#: search is kept when the update recomputes (_known_recompute), else stopped within
+#: host_kernels.STOP_CHUNK expansions. None turns it off.
+SPECULATE_ROOT_SHARE: float | None = 0.125
+
+
+class _Speculation:
+    """compute()'s search of ``graph`` running on a helper thread (:func:`_speculate`)."""
+
+    def __init__(self, graph, plan: Plan):
+        from ..apply_host import _pool
+
+        self.stop = np.zeros(1, dtype=np.uint8)
+        self.future = _pool().submit(_from_scratch, graph, plan, self.stop)
+
+    def result(self):
+        """The search's (words, counts), waiting for it."""
+        out = self.future.result()
+        if out is None:  # stopped: never, unless abandon() ran first
+            raise errors.InternalError("host engine: the speculative search was stopped")
+        return out
+
+    def abandon(self) -> None:
+        """Stop the search and wait until it has (it writes only its own words)."""
+        self.stop[0] = 1
+        self.future.result()
+
+
+def _speculate(tree_known: bool, compiled: bool, roots: int, plan: Plan, graph) -> "_Speculation | None":
+    share = SPECULATE_ROOT_SHARE
+    if not (tree_known and compiled and plan.packed) or share is None or RECOMPUTE_FRACTION > 1:
+        return None
+    from .host_region import KNOWN_ROOT_SPAN
+
+    if roots * KNOWN_ROOT_SPAN <= share * plan.num_vertices:
+        return None
+    return _Speculation(graph, plan)
 
 
 def _propagate(words: np.ndarray, frontier: np.ndarray, graph, plan: Plan) -> ScheduleCounts:
@@ -209,17 +259,31 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
     changed_from = np.asarray(changes.changed_from, dtype=np.int64)
     if changed_to.size:
         root_ids = changed_to[parents[changed_to] == changed_from]
-        flagged, cycle = _invalidate(parents, root_ids, compiled, graph, tree_known)
-        if cycle:
-            raise errors.parent_cycle_error()
-        invalid = np.flatnonzero(flagged)
+        speculation = _speculate(tree_known, compiled, root_ids.size, plan, graph)
+        try:
+            flagged, cycle = _invalidate(parents, root_ids, compiled, graph, tree_known)
+            if cycle:
+                raise errors.parent_cycle_error()
+            invalid = np.flatnonzero(flagged)
+        except BaseException:
+            if speculation is not None:
+                speculation.abandon()
+            raise
     else:
-        flagged, invalid = None, np.empty(0, dtype=np.int64)
+        flagged, invalid, speculation = None, np.empty(0, dtype=np.int64), None
 
     heads = np.asarray(changes.heads, dtype=np.int64)
     heads = heads[heads != source]
-    if compiled and (_known_recompute(tree_known, invalid.size, n)
-                     or _recompute_instead(distances, parents, flagged, invalid.size, heads, graph, plan)):
+    searched = None  # compute()'s (words, counts) when the speculation is kept
+    if speculation is not None:
+        if _known_recompute(tree_known, invalid.size, n):
+            searched = speculation.result()
+        else:
+            speculation.abandon()
+    if searched is not None:
+        words, counts = searched
+    elif compiled and (_known_recompute(tree_known, invalid.size, n)
+                       or _recompute_instead(distances, parents, flagged, invalid.size, heads, graph, plan)):
         words, counts = _from_scratch(graph, plan)
     else:
         words = start_words if compiled else words_from_tree(distances, parents, plan.packing)

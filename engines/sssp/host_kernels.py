@@ -196,13 +196,13 @@ def _sift_down4(heap, i, size):
 
 
 @njit(nogil=True)
-def _heap_run(words, heap, size, expansions, row_ptr, col_ind, weight, source, bits, bound):
+def _heap_run(words, heap, size, expansions, row_ptr, col_ind, weight, source, bits, bound, cap):
     """Pop and expand until the heap is empty, or until the next expansion might not fit in
     ``heap`` (its entries then untouched, the top not yet popped); returns (size, expansions,
-    status, needed): status 0 done, 1 grow to at least ``needed`` entries, 2 the safety cap (n
-    expansions) was exceeded. ``heap`` is never reassigned in here: a heap array that the loop
-    may replace costs Numba about a third of the search (measured on local10k, 30 against 22 ms)."""
-    n = words.shape[0]
+    status, needed): status 0 done, 1 grow to at least ``needed`` entries, 2 ``cap`` expansions
+    were done (the next top put back, not expanded: the search may go on). ``heap`` is never
+    reassigned in here: a heap array that the loop may replace costs Numba about a third of the
+    search (measured on local10k, 30 against 22 ms)."""
     capacity = heap.shape[0]
     ubits = np.uint64(bits)
     vertex_mask = (np.uint64(1) << ubits) - np.uint64(1)
@@ -221,8 +221,11 @@ def _heap_run(words, heap, size, expansions, row_ptr, col_ind, weight, source, b
         if (words[u] >> ubits) != d:
             continue  # stale: u was lowered after this entry was queued
         expansions += 1
-        if expansions > n:
-            return size, expansions, 2, 0
+        if expansions > cap:  # put the top back (the least entry: it goes back to the root)
+            heap[size] = top
+            size += 1
+            _sift_up4(heap, size - 1)
+            return size, expansions - 1, 2, 0
         uu = np.uint64(u)
         for e in range(row_ptr[u], row_ptr[u + 1]):
             x = col_ind[e]
@@ -243,10 +246,13 @@ def _heap_run(words, heap, size, expansions, row_ptr, col_ind, weight, source, b
 
 
 @njit(nogil=True)
-def _heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, bound):
+def _heap_search_stoppable(words, frontier, row_ptr, col_ind, weight, source, bits, bound, stop, chunk):
     """The search for packed words: a 4-ary heap of ``(distance << bits) | vertex`` entries
-    (module docstring); returns (expansions, ok), ``ok`` False if the safety cap (n expansions)
-    was exceeded. The loop is :func:`_heap_run`; this grows the heap between its calls."""
+    (module docstring); returns (expansions, status): 0 done, 1 the safety cap (n expansions)
+    was exceeded, 2 stopped: ``stop[0]`` was found set, looked at every ``chunk`` expansions (the
+    words are then partial). The loop is :func:`_heap_run`; this grows the heap between its
+    calls."""
+    n = words.shape[0]
     inf_word = np.uint64(INF_WORD)
     ubits = np.uint64(bits)
     heap = np.empty(max(16, 2 * frontier.shape[0]), dtype=np.uint64)
@@ -261,25 +267,60 @@ def _heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, bound)
         _sift_down4(heap, i, size)
     expansions = 0
     while True:
+        cap = min(n, expansions + chunk)
         size, expansions, status, needed = _heap_run(words, heap, size, expansions, row_ptr, col_ind,
-                                                     weight, source, bits, bound)
+                                                     weight, source, bits, bound, cap)
         if status == 0:
-            return expansions, True
+            return expansions, 0
         if status == 2:
-            return expansions, False
+            if expansions >= n:
+                return expansions, 1
+            if stop[0] != 0:
+                return expansions, 2
+            continue
         grown = np.empty(max(2 * heap.shape[0], needed), dtype=np.uint64)
         grown[:size] = heap[:size]
         heap = grown
 
 
+@njit(nogil=True)
+def _heap_search(words, frontier, row_ptr, col_ind, weight, source, bits, bound):
+    """:func:`_heap_search_stoppable` without a stop: (expansions, ok), ``ok`` False (and
+    expansions n + 1) where the safety cap was exceeded."""
+    expansions, status = _heap_search_stoppable(words, frontier, row_ptr, col_ind, weight, source, bits,
+                                                bound, np.zeros(1, dtype=np.uint8), words.shape[0])
+    if status == 1:
+        return expansions + 1, False
+    return expansions, True
+
+
+#: How many expansions a stoppable search (``stop`` given) does between two looks at its flag:
+#: about 3 ms on the roadNet-PA stand-in.
+STOP_CHUNK = 1 << 14
+
+_NO_STOP = np.zeros(1, dtype=np.uint8)
+
+
 def propagate_heap(words: np.ndarray, frontier: np.ndarray, row_ptr: np.ndarray, col_ind: np.ndarray,
-                   weight: np.ndarray, source: int, packing: Packing) -> ScheduleCounts:
-    """Run the search from ``frontier`` to the fixpoint, modifying ``words`` in place."""
+                   weight: np.ndarray, source: int, packing: Packing, stop: np.ndarray | None = None
+                   ) -> ScheduleCounts | None:
+    """Run the search from ``frontier`` to the fixpoint, modifying ``words`` in place.
+
+    ``stop``: a one-element uint8 array another thread may set (packed words only); the search
+    then returns None early, ``words`` partial (the kernels release the GIL)."""
     frontier = np.ascontiguousarray(frontier, dtype=np.int64)
     if packing.packed:
-        expansions, ok = _heap_search(words, frontier, row_ptr, col_ind, weight, np.int64(source),
-                                      np.int64(packing.bits), np.int64(packing.bound))
+        chunk = words.shape[0] if stop is None else STOP_CHUNK
+        expansions, status = _heap_search_stoppable(words, frontier, row_ptr, col_ind, weight,
+                                                    np.int64(source), np.int64(packing.bits),
+                                                    np.int64(packing.bound),
+                                                    _NO_STOP if stop is None else stop, np.int64(chunk))
+        if status == 2:
+            return None
+        ok = status == 0
     else:
+        if stop is not None:
+            raise InternalError("a stoppable host propagation needs packed words")
         expansions, ok = _heap_search_distances(words, frontier, row_ptr, col_ind, weight,
                                                 np.int64(source), np.int64(packing.bound))
     if not ok:
