@@ -51,7 +51,7 @@ from .exitcodes import ExitCode
 from .io import mosp
 from .io._text import regular_file_problem
 from .io.outputs import output_problem
-from .sssp.result import CUDA_ENGINES
+from .sssp.options import CUDA_ENGINES
 
 DISTANCES_FILE = "distances.txt"
 TREE_FILE = "tree.txt"

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .errors import InvalidArgumentError
 
 from .sssp.plan import PUSH_EXPANSIONS  # pinned as +<expansion> (Options.push_expansion)
-from .sssp.result import CUDA_ENGINES, OPERATORS_LOOPS, UPDATE_LAUNCHES, Options
+from .sssp.options import CUDA_ENGINES, OPERATORS_LOOPS, UPDATE_LAUNCHES, Options
 
 BACKENDS = ("host", "cuda")
 # CUDA_ENGINES: Options.cuda_engine ("automatic" is spelled plain ``cuda``); OPERATORS_LOOPS:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from engines.config import EngineConfig, EngineConfigError
 # the engines' own tables (Options.cuda_engine, Options.operators_loop), under the names this
 # module exported before engines.config parsed the sides
-from engines.sssp.result import CUDA_ENGINES as CUDA_ENGINE_OPTIONS
-from engines.sssp.result import OPERATORS_LOOPS as OPERATORS_LOOP_MODES  # noqa: F401
+from engines.sssp.options import CUDA_ENGINES as CUDA_ENGINE_OPTIONS
+from engines.sssp.options import OPERATORS_LOOPS as OPERATORS_LOOP_MODES  # noqa: F401
 
 from .errors import UsageError
 

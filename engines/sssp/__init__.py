@@ -7,6 +7,7 @@ return byte-identical trees (algorithm.md).
 
 from .api import compute, update
 from .packing import INFINITE_DISTANCE
-from .result import Options, Result, Stats
+from .options import Options
+from .result import Result, Stats
 
 __all__ = ["compute", "update", "Result", "Options", "Stats", "INFINITE_DISTANCE"]

@@ -17,7 +17,8 @@ from ..graph import Graph
 from .backends import cuda_module, grow_arrays, resolve_backend
 from .packing import check_size, decide_packing, default_delta
 from .plan import ChangeLists, EngineReport, Plan
-from .result import Options, Result, Stats, resolve_options
+from .options import Options, resolve_options
+from .result import Result, Stats
 
 
 def _check_graph(graph) -> None:

@@ -13,7 +13,7 @@ from ..errors import InvalidArgumentError
 from .backends import is_device_array, move_arrays, resolve_backend, resolve_device
 from .packing import INF_HALF, INFINITE_DISTANCE, check_size, path_bound
 from .plan import pointer_jumping_rounds
-from .result import resolve_options
+from .options import resolve_options
 
 
 def _host_int_array(values, name: str) -> np.ndarray:

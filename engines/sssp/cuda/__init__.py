@@ -18,13 +18,13 @@ ignores (one signature, so the dispatch below has no case per engine).
 from __future__ import annotations
 
 from ...errors import NotSupportedError
-from ..result import CUDA_ENGINES
+from ..options import CUDA_ENGINES
 from . import runtime
 from .push import push_profile  # the near-list lengths of a result's last run (NumPy only)
 from .runtime import current_device, is_available, without_cooperative_launch
 
 ENGINES = ("fused", "operators")
-ENGINE_OPTIONS = CUDA_ENGINES  # Options.cuda_engine's values, owned by result.py
+ENGINE_OPTIONS = CUDA_ENGINES  # Options.cuda_engine's values, owned by options.py
 
 
 def _engine_module(engine: str):

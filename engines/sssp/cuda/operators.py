@@ -42,7 +42,7 @@ import numpy as np
 
 from ... import errors
 from ..plan import EngineReport, Plan, pointer_jumping_rounds
-from ..result import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
+from ..options import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
 from . import programmatic, push, runtime
 from . import workspace as workspace_module
 

@@ -1,0 +1,101 @@
+"""The options of a result (algorithm.md §11): what each tunable may be, its default, and the one
+check every entry point applies (``resolve_options``). Results, the engines, the engine
+configurations (engines/config.py) and the command lines read these tables from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from .plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
+
+CUDA_ENGINES = ("automatic", "fused", "operators")
+#: How the operators engine drives its near-far loop (engines/sssp/cuda/operators.py LOOP_MODES).
+OPERATORS_LOOPS = ("host", "device")
+#: How a CUDA update enqueues its device work (engines/sssp/cuda/device_apply.py LAUNCHES).
+UPDATE_LAUNCHES = ("python", "graph")
+
+
+@dataclass
+class Options:
+    """Tunables and the objective of a result (algorithm.md §11). Invalid values raise when used."""
+
+    delta: int = 0
+    objective: int = 0
+    cuda_engine: str = "automatic"
+    validate_inputs: bool = True
+    #: the operators engine's loop: "device" (captured launches replayed, the decision to go on
+    #: taken on the device; a readback per replay) or "host" (the ADR's literal host loop: one
+    #: readback per push iteration and epoch, kept as the measured baseline)
+    operators_loop: str = "device"
+    #: how both CUDA engines' push expands a near-list vertex (engines/sssp/cuda/push.py):
+    #: "group" (up to a warp of lanes share its out-edges, as wide as the list and the grid
+    #: allow) or "vertex" (one lane walks them); results never depend on it (algorithm.md §5.12)
+    push_expansion: str = DEFAULT_PUSH_EXPANSION
+    #: how a CUDA update enqueues the batch's device apply: "graph" (one replay of a CUDA graph
+    #: captured once per graph state's buffers and capacity: a constant host cost per update;
+    #: measured 0.67x the whole update of "python" on a 100-change stream, H200) or "python"
+    #: (each kernel launched from Python, sized to the batch); results never depend on it. The
+    #: commit uses "graph" when every CUDA result passed to update() asks for it.
+    update_launch: str = "graph"
+
+
+
+_OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(Options))
+
+
+def resolve_options(options: Options | None, overrides: dict, num_weights: int, *, base: Options | None = None) -> Options:
+    """A checked copy of ``options`` (or ``base``) with keyword overrides applied.
+
+    Unknown keywords raise TypeError (like any Python call); bad values InvalidArgumentError.
+    """
+    unknown = sorted(set(overrides) - set(_OPTION_FIELDS))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+    if options is not None and not isinstance(options, Options):
+        raise InvalidArgumentError(f"options must be an engines.sssp.Options, got {type(options).__name__}")
+    start = options if options is not None else (base if base is not None else Options())
+    opts = dataclasses.replace(start, **overrides)
+    check_options(opts, num_weights)
+    return opts
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_options(opts: Options, num_weights: int) -> None:
+    if not _is_int(opts.delta) or opts.delta < 0:
+        raise InvalidArgumentError(f"options.delta must be an integer >= 0, got {opts.delta!r}")
+    if not _is_int(opts.objective) or not 0 <= opts.objective < num_weights:
+        raise InvalidArgumentError(
+            f"options.objective {opts.objective!r} is out of range [0, {num_weights})"
+        )
+    if opts.cuda_engine not in CUDA_ENGINES:
+        raise InvalidArgumentError(
+            f"options.cuda_engine must be one of {', '.join(CUDA_ENGINES)}, got {opts.cuda_engine!r}"
+        )
+    if opts.operators_loop not in OPERATORS_LOOPS:
+        raise InvalidArgumentError(
+            f"options.operators_loop must be one of {', '.join(OPERATORS_LOOPS)}, got {opts.operators_loop!r}"
+        )
+    if opts.push_expansion not in PUSH_EXPANSIONS:
+        raise InvalidArgumentError(
+            f"options.push_expansion must be one of {', '.join(PUSH_EXPANSIONS)}, got {opts.push_expansion!r}"
+        )
+    if opts.update_launch not in UPDATE_LAUNCHES:
+        raise InvalidArgumentError(
+            f"options.update_launch must be one of {', '.join(UPDATE_LAUNCHES)}, got {opts.update_launch!r}"
+        )
+    if not isinstance(opts.validate_inputs, (bool, np.bool_)):
+        raise InvalidArgumentError(f"options.validate_inputs must be a bool, got {opts.validate_inputs!r}")
+    opts.delta = int(opts.delta)
+    opts.objective = int(opts.objective)
+
+
+__all__ = ["CUDA_ENGINES", "OPERATORS_LOOPS", "Options", "UPDATE_LAUNCHES", "check_options",
+           "resolve_options"]
