@@ -222,7 +222,7 @@ sanitize: bench-deps
 compare: bench-deps
 	$(PYTHON) -m conformance compare --configs $(or $(CONFIGS),host)
 
-# Issue 33: update or recompute? `perf_ab.py sweep` (bench/sweep.py): per graph, locality and engine,
+# Issue 33: update or recompute? `perf_ab.py sweep` (bench/sweep_cmd.py): per graph, locality and engine,
 # update() against compute() from scratch over batch sizes, and the crossover. A new folder each time.
 SWEEP_ENGINES ?= cuda:fused,cuda:operators
 SWEEP_GRAPHS ?= $(GATES)

@@ -25,7 +25,7 @@ SUBCOMMANDS = {
     "prepare": ("bench.prepare_cmd", "build and cache gate graphs, weights, initial trees and batches"),
     "engines": ("bench.engines_cmd", "run an A/B campaign between two engine configurations"),
     "report": ("bench.report_cmd", "render a campaign's report from its records (stdout; --write, --to PATH)"),
-    "sweep": ("bench.sweep", "update() against compute() from scratch over batch sizes, per graph and engine"),
+    "sweep": ("bench.sweep_cmd", "update() against compute() from scratch over batch sizes, per graph and engine"),
 }
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,14 +9,9 @@ A campaign from Python: ``protocol.run_campaign(config, inputs, out)`` with
 
 from __future__ import annotations
 
-# Bumped whenever a record's layout changes; --resume and the report refuse other versions.
-SCHEMA_VERSION = 1
-TOOL_NAME = "ssspab perf_ab"
-# What the "update" region of this code's rounds times, recorded per session (optional field, no
-# schema change): the real update() call (batch apply, dispatch, engine) with no apply memo.
-# Sessions recorded without it ran earlier code, whose rounds republished the cell's first apply;
-# the report says which of the two a campaign's numbers are.
-UPDATE_REGION = "user_path"
+# the records' identity constants live in a leaf module, so the parts import them without
+# importing this package (which names the campaign entry point: an import cycle otherwise)
+from .schema import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION
 
 _CAMPAIGN_NAMES = ("run_campaign", "campaign_config", "PendingInput")
 

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION
 from . import floor as floor_model
 from .adaptive import imprecise
 from .nvml import reason_names

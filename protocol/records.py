@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION
 from .errors import UsageError
 from .record_checks import (campaign_problem, missing_rounds_problem, pair_count_problem, round_rows_problem,
                             summary_problem)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import UPDATE_REGION
+from .schema import UPDATE_REGION
 from .analysis import build_summary, control_trust, gpu_floor
 from .environment import REPO_ROOT
 from .nvml import reason_names

@@ -25,7 +25,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from . import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION, placement
+from . import placement
+from .schema import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION
 from .adaptive import STATES, Judgement, judge_config
 from .analysis import build_summary, primary_interval
 from .cell import CellRun, CheckFailure, RegionProbe, utc_now

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from bench import sweep
+from bench import sweep, sweep_cmd
 from bench.sweep_sides import RecomputeSide, UpdateSide, sweep_sides
 from protocol.crossover import (BELOW_RANGE, CROSSOVER, NO_DATA, NONE_IN_RANGE, SizePoint, find_crossover,
                                 log_interpolate, size_point)
@@ -223,7 +223,7 @@ def tiny_sweep(tmp_path_factory):
     folder = tmp_path_factory.mktemp("sweep")
     graph = _tiny_graph_file(folder)
     out = folder / "out"
-    code = sweep.cli(_argv(graph, out, folder / "cache"))
+    code = sweep_cmd.cli(_argv(graph, out, folder / "cache"))
     return code, out, graph, folder
 
 
@@ -284,11 +284,11 @@ def test_resume_continues_and_refuses_other_parameters(tiny_sweep, capsys):
     code, out, graph, folder = tiny_sweep
     cache = folder / "cache"
     before = (out / "campaigns" / "tiny" / "host" / "campaign.json").read_text()
-    assert sweep.cli(_argv(graph, out, cache)) == 2  # a sweep is there: refused without --resume/--force
+    assert sweep_cmd.cli(_argv(graph, out, cache)) == 2  # a sweep is there: refused without --resume/--force
     assert "--resume" in capsys.readouterr().err
-    assert sweep.cli(_argv(graph, out, cache, "--resume")) == 0  # finished: nothing re-measured
+    assert sweep_cmd.cli(_argv(graph, out, cache, "--resume")) == 0  # finished: nothing re-measured
     assert (out / "campaigns" / "tiny" / "host" / "campaign.json").read_text() == before
-    assert sweep.cli(_argv(graph, out, cache, "--resume", "--seed", "5")) == 2
+    assert sweep_cmd.cli(_argv(graph, out, cache, "--resume", "--seed", "5")) == 2
     assert "seed" in capsys.readouterr().err
 
 
@@ -301,7 +301,7 @@ def test_resume_finishes_an_interrupted_campaign(tmp_path):
     argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", "100", "--localities", "uniform",
             "--rounds", "6", "--processes", "1", "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress",
             "--no-control", "--out", str(out), "--cache-dir", str(cache)]
-    assert sweep.cli(argv) == 0
+    assert sweep_cmd.cli(argv) == 0
     path = out / "campaigns" / "tiny" / "host" / "campaign.json"
     campaign = json.loads(path.read_text())
     key = "tiny/uniform-100/0"
@@ -312,7 +312,7 @@ def test_resume_finishes_an_interrupted_campaign(tmp_path):
     rounds = out / "campaigns" / "tiny" / "host" / "rounds"
     for f in rounds.glob("*uniform-100*"):
         f.unlink()
-    assert sweep.cli([*argv, "--resume"]) == 0
+    assert sweep_cmd.cli([*argv, "--resume"]) == 0
     campaign = json.loads(path.read_text())
     assert campaign["cells"][key]["status"] == "done"
     assert campaign["cells"]["tiny/uniform-10/0"]["workers"] == kept["workers"]
@@ -341,7 +341,7 @@ def test_report_from_stored_records(tiny_sweep, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the sweep itself rendered sweep.md beside its records, and --report-only renders it again
     assert (out / "sweep.md").read_text() == text
-    assert sweep.cli(["--report-only", "--out", str(out)]) == 0
+    assert sweep_cmd.cli(["--report-only", "--out", str(out)]) == 0
 
 
 def test_plot_and_table_from_synthetic_records(tmp_path):
@@ -378,7 +378,7 @@ def test_host_sweep_in_worker_processes(tmp_path):
     argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", "100", "--localities", "local",
             "--rounds", "6", "--processes", "2", "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress",
             "--no-control", "--out", str(out), "--cache-dir", str(tmp_path / "cache")]
-    assert sweep.cli(argv) == 0
+    assert sweep_cmd.cli(argv) == 0
     [entry] = json.loads((out / "crossover.json").read_text())["entries"]
     assert [p["processes"] for p in entry["points"]] == [2, 2]
     assert all(p["pairs"] >= 6 for p in entry["points"])
@@ -394,7 +394,7 @@ def test_host_sweep_in_worker_processes(tmp_path):
 def test_bad_arguments_are_refused_before_any_record(tmp_path, capsys, extra, message):
     out = tmp_path / "out"
     argv = ["--engines", "host", "--graphs", "uspowergrid", "--out", str(out), "--allow-dirty", "--no-progress", *extra]
-    assert sweep.cli(argv) == 2
+    assert sweep_cmd.cli(argv) == 2
     assert message in capsys.readouterr().err
     assert not (out / "sweep.json").exists()
 
@@ -405,7 +405,7 @@ def test_a_cuda_engine_without_a_gpu_is_exit_3_before_any_record(tmp_path, capsy
     if cuda.is_available():
         pytest.skip("this machine has a usable GPU")
     out = tmp_path / "out"
-    assert sweep.cli(["--engines", "cuda:fused", "--graphs", "uspowergrid", "--out", str(out), "--allow-dirty",
+    assert sweep_cmd.cli(["--engines", "cuda:fused", "--graphs", "uspowergrid", "--out", str(out), "--allow-dirty",
                       "--no-progress"]) == 3
     assert "--engines host" in capsys.readouterr().err
     assert not (out / "sweep.json").exists()
@@ -415,7 +415,7 @@ def test_crossover_table_prints_missing_numbers():
     import io
 
     buffer = io.StringIO()
-    sweep.print_crossover_table({"entries": [{"graph": "g", "locality": "local", "engine": "host", "objective": 0,
+    sweep_cmd.print_crossover_table({"entries": [{"graph": "g", "locality": "local", "engine": "host", "objective": 0,
                                               "points": [{"size": 10, "ratio": None, "lo": float("nan"), "hi": 2.0}],
                                               "summary": "no measured size"}]}, file=buffer)
     assert "10: – [–, 2]" in buffer.getvalue()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench import sweep
+from bench import sweep, sweep_cmd
 from protocol.records import RecordStore
 
 from ..bench.graph_files import connected_edge_list
@@ -25,7 +25,7 @@ def _graph_file(folder, n=400, m=1_600, seed=5):
 def test_cuda_sweep_end_to_end(tmp_path, processes):
     graph = _graph_file(tmp_path)
     out = tmp_path / "out"
-    code = sweep.cli(["--engines", "cuda:fused,cuda:operators", "--graph-file", str(graph), "--sizes", "10", "100",
+    code = sweep_cmd.cli(["--engines", "cuda:fused,cuda:operators", "--graph-file", str(graph), "--sizes", "10", "100",
                       "1k", "--rounds", "6", "--processes", str(processes), "--max-foreign-cpu", "64",
                       "--no-control", "--allow-dirty", "--no-progress", "--out", str(out),
                       "--cache-dir", str(tmp_path / "cache")])

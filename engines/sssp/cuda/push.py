@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..plan import PUSH_EXPANSIONS
+# the log's size is the workspace's (it owns the buffer); named here for the profile's readers
+from . import workspace
+from .workspace import NEAR_LOG_CAPACITY
 
 #: The widest group: a warp, 2^5 lanes (kernels.cuh SSSP_PUSH_GROUP_SHIFT).
 MAX_GROUP_SHIFT = 5
-#: Push iterations whose near-list length a run logs on the device (kernels.cuh
-#: SSSP_NEAR_LOG_CAPACITY; the workspace's ``near_log``): far above the gates' 2,416 at most.
-NEAR_LOG_CAPACITY = 1 << 16
 _MAX_SHIFT = {"vertex": 0, "group": MAX_GROUP_SHIFT, "batched": MAX_GROUP_SHIFT}
 assert set(_MAX_SHIFT) == set(PUSH_EXPANSIONS)
 #: Edges a lane relaxes per step under "batched" (kernels.cuh SSSP_PUSH_EDGE_BATCH).
@@ -103,7 +103,7 @@ def push_profile(result) -> PushProfile:
     that device overwrites, so call it right after the run; the read waits for the device (its
     own synchronization, outside the run's)."""
     from ...errors import InvalidArgumentError
-    from . import runtime, workspace
+    from . import runtime
 
     stats = result.stats
     if result.backend != "cuda" or stats is None:

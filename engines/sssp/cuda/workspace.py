@@ -24,8 +24,12 @@ import threading
 import numpy as np
 
 from ...errors import InternalError
-from .push import NEAR_LOG_CAPACITY
 from .runtime import cuda_errors, cupy_module
+
+#: Entries of the near-list length log (``near_log``; kernels.cuh SSSP_NEAR_LOG_CAPACITY): push
+#: iteration i of a run writes its near count at i while i is below it (push.py push_profile).
+#: Far above the gates' 2,416 iterations at most.
+NEAR_LOG_CAPACITY = 1 << 16
 
 #: Generations above this reset every stamp (INT32_MAX / 2, algorithm.md §5.1).
 GENERATION_LIMIT = (1 << 30) - 1
