@@ -554,19 +554,32 @@ def _plan_kernel(ptr, keys, w, n_old, n_after, ev_row, ev_key, order, num_del, e
     t_app[nt] = na
     t_scr[nt] = off
 
-    # New offsets: old lengths, adjusted on the touched rows (met in increasing row order).
+    # New offsets: old lengths, adjusted on the touched rows (met in increasing row order). The
+    # untouched rows between two touched ones share one shift of their old end offsets, a loop
+    # without branches (one over all rows testing for the next touched one did not vectorize).
     new_ptr[0] = 0
-    acc = 0
-    ti = 0
-    for r in range(n_after):
-        ln = 0
+    shift = 0  # new minus old end offset of the rows since the last touched one
+    prev = 0
+    for t in range(nt + 1):
+        r_end = n_after
+        if t < nt:
+            r_end = t_row[t]
+        for r in range(prev, min(r_end, n_old)):
+            new_ptr[r + 1] = ptr[r + 1] + shift
+        for r in range(max(prev, n_old), r_end):  # new vertices' empty rows
+            new_ptr[r + 1] = new_ptr[r]
+        if t == nt:
+            break
+        r = t_row[t]
+        ln = (t_app[t + 1] - t_app[t]) - t_removed[t]
+        old_end = ptr[n_old]
         if r < n_old:
-            ln = ptr[r + 1] - ptr[r]
-        if ti < nt and t_row[ti] == r:
-            ln += (t_app[ti + 1] - t_app[ti]) - t_removed[ti]
-            ti += 1
-        acc += ln
-        new_ptr[r + 1] = acc
+            ln += ptr[r + 1] - ptr[r]
+            old_end = ptr[r + 1]
+        end = np.int64(new_ptr[r]) + ln
+        new_ptr[r + 1] = end
+        shift = end - old_end
+        prev = r + 1
 
     increased = np.zeros((n_x, k_cols), np.bool_)
     sum_delta = np.zeros(k_cols, np.int64)
