@@ -183,6 +183,20 @@ def _speculate(tree_known: bool, compiled: bool, roots: int, plan: Plan, graph) 
     return _Speculation(graph, plan)
 
 
+def _candidates(words: np.ndarray, flagged, heads: np.ndarray, n: int) -> np.ndarray:
+    """The flagged vertices' words to INF; the pull's candidates: the flagged vertices and the
+    heads, ascending, each once (host_region.clear_flagged does it in one Numba pass)."""
+    invalid = np.flatnonzero(flagged) if flagged is not None else np.empty(0, dtype=np.int64)
+    words[invalid] = WORD_INF
+    if not heads.size:
+        return invalid
+    # A mark array deduplicates in O(n) (np.union1d sorts, far slower at millions of vertices);
+    # the flags are that array already, unused from here on.
+    is_candidate = flagged if flagged is not None else np.zeros(n, dtype=bool)
+    is_candidate[heads] = True
+    return np.flatnonzero(is_candidate)
+
+
 def _propagate(words: np.ndarray, frontier: np.ndarray, graph, plan: Plan) -> ScheduleCounts:
     """algorithm.md §7.1 step 7 from ``frontier`` (distinct vertices whose distance just
     decreased)."""
@@ -289,16 +303,12 @@ def update(graph, distances: np.ndarray, parents: np.ndarray, plan: Plan, change
         words, counts = _from_scratch(graph, plan)
     else:
         words = start_words if compiled else words_from_tree(distances, parents, plan.packing)
-        invalid = np.flatnonzero(flagged) if flagged is not None else np.empty(0, dtype=np.int64)
-        words[invalid] = WORD_INF
-        if heads.size:
-            # A mark array deduplicates in O(n) (np.union1d sorts, far slower at millions of
-            # vertices); the flags are that array already, unused from here on.
-            is_candidate = flagged if flagged is not None else np.zeros(n, dtype=bool)
-            is_candidate[heads] = True
-            candidates = np.flatnonzero(is_candidate)
+        if compiled and flagged is not None:  # one pass over n (host_region)
+            from .host_region import clear_flagged
+
+            candidates = clear_flagged(words, flagged, heads)
         else:
-            candidates = invalid
+            candidates = _candidates(words, flagged, heads, n)
         frontier = _pull(words, candidates, graph, plan, compiled)
         counts = _propagate(words, frontier, graph, plan)
 

@@ -324,4 +324,31 @@ def write_changed(words: np.ndarray, distances: np.ndarray, parents: np.ndarray,
                               int(inf_distance)))
 
 
-__all__ = ["flag_known_subtrees", "invalidate_walk", "pack_start", "pull_in", "survivors_are_canonical", "write_changed"]
+@njit(nogil=True)
+def _clear_flagged(words, flagged, is_head, inf_word, candidates):
+    count = 0
+    for v in range(flagged.shape[0]):
+        f = flagged[v]
+        if f:
+            words[v] = inf_word
+        if f or is_head[v]:
+            candidates[count] = v
+            count += 1
+    return count
+
+
+def clear_flagged(words: np.ndarray, flagged: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """algorithm.md §7.1 step 6's start in one pass over n: the flagged (invalidated) vertices'
+    words become INF, and the pull's candidates, the flagged vertices and ``heads``, come back
+    ascending and each once (what ``np.flatnonzero`` of the two marks gives; measured on the
+    roadNet-PA stand-in's local10k that was two such scans and a scattered write)."""
+    n = flagged.shape[0]
+    is_head = np.zeros(n, dtype=np.bool_)
+    is_head[np.asarray(heads, dtype=np.int64)] = True
+    candidates = np.empty(n, dtype=np.int64)
+    count = _clear_flagged(words, flagged, is_head, np.uint64(INF_WORD), candidates)
+    return candidates[:count]
+
+
+__all__ = ["clear_flagged", "flag_known_subtrees", "invalidate_walk", "pack_start", "pull_in",
+           "survivors_are_canonical", "write_changed"]

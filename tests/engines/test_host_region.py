@@ -237,3 +237,21 @@ def test_pack_start_in_distance_only_mode():
     words, bad = pack_start(d, p, packing, packing.bound, INF_HALF)
     assert bad == -1
     np.testing.assert_array_equal(words, words_from_tree(d, p, packing))
+
+
+@settings(max_examples=200, deadline=None)
+@given(flags=st.lists(st.booleans(), min_size=1, max_size=80), data=st.data())
+def test_clear_flagged_equals_the_numpy_steps(flags, data):
+    """host_region.clear_flagged against host._candidates (the NumPy steps it replaces): the same
+    words (flagged ones INF, heads untouched unless flagged) and candidates (ascending, once)."""
+    from engines.sssp import host
+    from engines.sssp.host_region import clear_flagged
+
+    n = len(flags)
+    heads = np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=2 * n)), dtype=np.int64)
+    words = np.arange(n, dtype=np.uint64) * np.uint64(7) + np.uint64(3)
+    flagged = np.array(flags, dtype=bool)
+    got_words, want_words = words.copy(), words.copy()
+    got = clear_flagged(got_words, flagged.copy(), heads)
+    want = host._candidates(want_words, flagged.copy(), heads, n)
+    assert np.array_equal(got, want) and np.array_equal(got_words, want_words)
