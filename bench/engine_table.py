@@ -49,7 +49,7 @@ interrupt.guard(__name__, "engine_table.py")
 
 import numpy as np
 
-from bench import floor, generators, options
+from bench import floor, generators, host_bench, options
 from bench.gates import GATE_NAMES
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
@@ -250,6 +250,8 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         compute_rows[engine] = _compute_ms(graph, source, k, config, args.repeats)
     if host_ok:
         compute_rows["host"] = _compute_ms(host_graph, source, k, HOST, 1)
+        # what a host user's alternative costs: SciPy's Dijkstra from scratch (issue 35)
+        scipy_ms = host_bench.scipy_recompute_ms(host_graph, source, k, 1, 0)
     for batch_name, batch in batches.items():
         row = {"graph": name, "origin": origin_kind, "n": graph.num_vertices,
                "m": graph.num_edges, "batch": batch_name, "batch_size": len(batch), "objective": k,
@@ -287,7 +289,8 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
             trees["host"] = base.to_numpy()
             row["host"] = {"host_ms": _median(times["host"]), "runs": len(times["host"]),
                            "iterations": st.iterations, "invalidated": st.invalidated,
-                           "affected": st.affected, "compute_ms": compute_rows["host"][0]}
+                           "affected": st.affected, "compute_ms": compute_rows["host"][0],
+                           "scipy_ms": scipy_ms}
         names = list(trees)
         ref = trees[names[0]]
         row["identical"] = all(np.array_equal(ref[0], trees[e][0]) and np.array_equal(ref[1], trees[e][1])
@@ -347,7 +350,7 @@ def markdown(rows: list[dict]) -> str:
     lines = [
         "| graph | batch | fused ms (dev / host) | floor ms | fused / floor | operators ms (dev / host) | "
         "ops / fused | whole update ms (fused / ops) | host ref ms | "
-        "compute ms (fused / ops / host) | fused it+ep | ops it+ep | near median | µs / push it (fused / ops) | "
+        "compute ms (fused / ops / host / SciPy) | fused it+ep | ops it+ep | near median | µs / push it (fused / ops) | "
         "ops syncs / budget | round trip µs | "
         "fused grid syncs | ops / floor | compute floor ms (fused / floor) | identical |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -361,7 +364,8 @@ def markdown(rows: list[dict]) -> str:
             f"{_fmt(o['device_ms'])} / {_fmt(o['host_ms'])} | {_fmt(ratio)} | "
             f"{_fmt(f.get('whole_ms'))} / {_fmt(o.get('whole_ms'))} | "
             f"{_fmt(h['host_ms'], 0) if h else 'not run'} | "
-            f"{_fmt(f['compute_ms'])} / {_fmt(o['compute_ms'])} / {_fmt(h['compute_ms'], 0) if h else '–'} | "
+            f"{_fmt(f['compute_ms'])} / {_fmt(o['compute_ms'])} / {_fmt(h['compute_ms'], 0) if h else '–'} / "
+            f"{_fmt(h.get('scipy_ms'), 0) if h else '–'} | "
             f"{f['iterations']}+{f['epochs']} | {o['iterations']}+{o['epochs']} | "
             f"{_fmt(f.get('near_median'), 0)} | {_fmt(f.get('us_per_iteration'), 1)} / "
             f"{_fmt(o.get('us_per_iteration'), 1)} | "

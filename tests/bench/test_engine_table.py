@@ -134,3 +134,24 @@ def test_push_expansion_option_selects_both_engines_expansion():
     assert T.cuda_options("operators", None) == {"cuda_engine": "operators"}
     with pytest.raises(SystemExit):
         T.build_parser().parse_args(["--push-expansion", "warp"])
+
+
+def test_markdown_puts_scipys_recompute_beside_the_host_compute():
+    """Issue 35: the host row's compute() beside SciPy's Dijkstra from scratch on the same graph;
+    '–' where the host reference did not run (a graph above --host-max-vertices)."""
+    from bench import engine_table as et
+
+    fused = {"device_ms": 0.9, "host_ms": 1.0, "whole_ms": 1.2, "compute_ms": 0.45, "iterations": 84,
+             "epochs": 3, "host_syncs": 1, "sync_budget": 1, "grid_syncs": 100}
+    ops = dict(fused, device_ms=1.8, host_ms=2.0, host_syncs=40, sync_budget=90)
+    row = {"graph": "roadNet-PA", "batch": "safe50k", "fused": fused, "operators": ops,
+           "identical": True, "identical_counters": True,
+           "host": {"host_ms": 731.0, "compute_ms": 90.2, "scipy_ms": 182.5}}
+    header, _, line = et.markdown([row]).splitlines()[:3]
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    column = cells.index("compute ms (fused / ops / host / SciPy)")
+    assert [c.strip() for c in line.strip("|").split("|")][column] == "0.45 / 0.45 / 90 / 182"
+    no_host = dict(row)
+    del no_host["host"]
+    line = et.markdown([no_host]).splitlines()[2]
+    assert [c.strip() for c in line.strip("|").split("|")][column] == "0.45 / 0.45 / – / –"
