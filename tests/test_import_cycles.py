@@ -26,6 +26,15 @@ def project_modules() -> dict[str, Path]:
             if "__pycache__" not in p.parts}
 
 
+def from_module(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute name of the module a ``from ... import`` statement in ``module`` reads."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imported(module: str, path: Path, known) -> set[str]:
     """The project modules ``module`` (at ``path``) imports anywhere in its body."""
     is_package = path.name == "__init__.py"
@@ -34,12 +43,7 @@ def imported(module: str, path: Path, known) -> set[str]:
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".") if is_package else module.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module
+            prefix = from_module(module, is_package, node)
             names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in known else prefix for a in node.names]
         else:
             continue

@@ -13,7 +13,7 @@ import importlib
 
 import pytest
 
-from .test_import_cycles import ROOT, project_modules
+from .test_import_cycles import ROOT, from_module, project_modules
 
 
 def _module_bindings(module: str, path, known) -> dict[str, str]:
@@ -28,12 +28,7 @@ def _module_bindings(module: str, path, known) -> dict[str, str]:
                 if a.asname and a.name in known:
                     bound[a.asname] = a.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".") if is_package else module.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
+            prefix = from_module(module, is_package, node)
             for a in node.names:
                 full = f"{prefix}.{a.name}"
                 if full in known:

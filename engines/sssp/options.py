@@ -68,6 +68,11 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+#: The options whose value is one of a few names, and those names.
+_CHOICES = {"cuda_engine": CUDA_ENGINES, "operators_loop": OPERATORS_LOOPS,
+            "push_expansion": PUSH_EXPANSIONS, "update_launch": UPDATE_LAUNCHES}
+
+
 def check_options(opts: Options, num_weights: int) -> None:
     if not _is_int(opts.delta) or opts.delta < 0:
         raise InvalidArgumentError(f"options.delta must be an integer >= 0, got {opts.delta!r}")
@@ -75,22 +80,10 @@ def check_options(opts: Options, num_weights: int) -> None:
         raise InvalidArgumentError(
             f"options.objective {opts.objective!r} is out of range [0, {num_weights})"
         )
-    if opts.cuda_engine not in CUDA_ENGINES:
-        raise InvalidArgumentError(
-            f"options.cuda_engine must be one of {', '.join(CUDA_ENGINES)}, got {opts.cuda_engine!r}"
-        )
-    if opts.operators_loop not in OPERATORS_LOOPS:
-        raise InvalidArgumentError(
-            f"options.operators_loop must be one of {', '.join(OPERATORS_LOOPS)}, got {opts.operators_loop!r}"
-        )
-    if opts.push_expansion not in PUSH_EXPANSIONS:
-        raise InvalidArgumentError(
-            f"options.push_expansion must be one of {', '.join(PUSH_EXPANSIONS)}, got {opts.push_expansion!r}"
-        )
-    if opts.update_launch not in UPDATE_LAUNCHES:
-        raise InvalidArgumentError(
-            f"options.update_launch must be one of {', '.join(UPDATE_LAUNCHES)}, got {opts.update_launch!r}"
-        )
+    for name, choices in _CHOICES.items():  # each text option and what it may be, in one table
+        value = getattr(opts, name)
+        if value not in choices:
+            raise InvalidArgumentError(f"options.{name} must be one of {', '.join(choices)}, got {value!r}")
     if not isinstance(opts.validate_inputs, (bool, np.bool_)):
         raise InvalidArgumentError(f"options.validate_inputs must be a bool, got {opts.validate_inputs!r}")
     opts.delta = int(opts.delta)

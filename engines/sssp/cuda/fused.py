@@ -51,8 +51,8 @@ VERTICES_PER_BLOCK = 2048
 SOLO_ENV = "ENGINES_FUSED_SOLO"
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
 #: (push.module_defines) with and without the solo push; make cuda-check compiles each.
-VARIANTS = ((), ("SSSP_PUSH_BATCHED",), ("SSSP_FUSED_SOLO",),
-            ("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))
+VARIANTS = tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
+                 for solo in ((), ("SSSP_FUSED_SOLO",)))
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:

@@ -229,7 +229,6 @@ struct FusedControl {
     i32 solo_done;     // the last solo stretch's iterations, for every block (fused.cu)
     i32 solo_runs;     // solo stretches: each costs one grid barrier
     i32 solo_iterations;  // push iterations run by one block alone, without a grid barrier
-    i32 solo_pad;      // keeps the layout a multiple of 8 bytes
 };
 
 // The operators layout (algorithm.md §5.2 [ops]); the operators engine owns its use.

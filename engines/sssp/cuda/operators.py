@@ -105,9 +105,9 @@ KERNELS = (
 )
 
 
-#: Every module variant this engine compiles (runtime.VARIANT_DEFINES): one per push expansion's
+#: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
 #: (push.module_defines); make cuda-check compiles each.
-VARIANTS = ((), ("SSSP_PUSH_BATCHED",))
+VARIANTS = push.VARIANTS
 
 
 def run_defines(plan) -> tuple[str, ...]:

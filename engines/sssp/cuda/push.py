@@ -36,6 +36,8 @@ EDGE_BATCH = 4
 #: its own module, so the other expansions' kernels compile without its code and registers.
 _DEFINES = {"vertex": (), "group": (), "batched": ("SSSP_PUSH_BATCHED",)}
 assert set(_DEFINES) == set(PUSH_EXPANSIONS)
+#: The distinct module variants of the expansions, the plain one first.
+VARIANTS = tuple(sorted(set(_DEFINES.values())))
 
 
 def max_shift(expansion: str) -> int:
@@ -117,4 +119,4 @@ def push_profile(result) -> PushProfile:
 
 
 __all__ = ["EDGE_BATCH", "MAX_GROUP_SHIFT", "NEAR_LOG_CAPACITY", "PushProfile", "group_shift",
-           "launch_threads", "max_shift", "module_defines", "profile_from_log", "push_profile"]
+           "launch_threads", "max_shift", "module_defines", "VARIANTS", "profile_from_log", "push_profile"]

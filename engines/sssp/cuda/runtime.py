@@ -312,6 +312,11 @@ def get_module(
     keeps the binary across processes; its key covers the full source string, header and defines
     included.
     """
+    # the steady state (every update asks): a module already made under this exact key, without
+    # normalizing the defines or taking the lock (a dict read is atomic)
+    module = _modules.get((engine, device, defines)) if isinstance(defines, tuple) else None
+    if module is not None:
+        return module
     defines = variant_defines(defines)
     key = (engine, int(device), defines)
     with _module_lock:

@@ -66,7 +66,6 @@ def fused_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("solo_done", np.int32),
             ("solo_runs", np.int32),
             ("solo_iterations", np.int32),
-            ("solo_pad", np.int32),
         ],
         align=True,
     )
