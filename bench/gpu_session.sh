@@ -3,11 +3,16 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign bench planted sanitize asv ab sweep (default: tests compare
-#   table campaign).
+# steps: tests compare table campaign bench planted sanitize asv ab sweep noise (default: tests
+#   compare table campaign).
 #   ab        an interleaved A/B of two configurations into $OUT/ab: AB_SIDES (default
 #             cuda:fused+group,cuda:fused+batched), AB_GRAPHS (roadNet-PA), AB_BATCHES (safe50k
 #             local10k), AB_ARGS (more perf_ab.py engines options)
+#             Module switches the engines read at each run (not sides): the wide O(n) passes
+#             (issue 34 step 2) A/B'd interleaved batch by batch with `python3 bench/update_anatomy.py
+#             --graph roadNet-PA --batch-size 100 --ab-env ENGINES_WIDE_PASSES=0,1` (--engine
+#             operators for the other engine); ENGINES_WIDE_PASSES=1 before this script runs every
+#             step with them
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
@@ -15,6 +20,16 @@
 #             (--force), unless BENCH_ARGS=--resume continues a cut campaign
 #   planted   the planted-slowdown proof (protocol.md §7): fused against fused twice into $OUT,
 #             with --plant-delay $PLANT (default B:3) and without; PLANT_ARGS sets the campaign
+#   noise     issue 32 step 1, what each noise source contributes (docs/protocol.md §2.5): A/A
+#             campaigns of cuda:fused against itself (6 processes, 24 rounds, no control) into
+#             $OUT/noise/<experiment>, each under its own cap (NOISE_CAP, default 80 s; 30 s of the
+#             budget kept for the table) and resumed when its folder holds one (a campaign cut by its
+#             cap continues in the next call, e.g. road_usa's first preparation): base, alloc-alternate
+#             (--alloc-order alternate), l2-flush (--l2-flush), all (the three options with
+#             --discard-after-clock-change 2) on roadNet-PA safe50k; planted-2 (--plant-delay B:2,
+#             roadNet-PA safe50k) and planted-1 (--plant-delay B:1, road_usa local10k).
+#             NOISE_EXPERIMENTS picks some (default all six). Then bench/noise_sources.py over the
+#             folders there into $OUT/noise/noise_sources.md and .json
 # A copy of the tree without .git (an offline machine that received the files only) gets its
 # history back from .devgit/ssspab.bundle (`git bundle create .devgit/ssspab.bundle HEAD`), so the
 # campaign records and asv see the real commit and a real cleanliness check.
@@ -104,6 +119,27 @@ for s in $STEPS; do
           --out "$OUT/ab" --force --no-progress $DIRTY_ARG ;;
     sweep) step sweep 570 make sweep DATA_DIR="$SSSPAB_DATA_DIR" SWEEP_OUT=results/sweep \
              SWEEP_ARGS="--resume --no-progress $DIRTY_ARG ${SWEEP_ARGS:-}" ;;
+    noise)
+      NOISE_C="python3 bench/perf_ab.py engines --sides cuda:fused,cuda:fused --objectives 0 --processes 6
+               --rounds 24 --no-control --no-progress --resume $DIRTY_ARG"
+      NOISE_PA="--graphs roadNet-PA --batches safe50k"
+      NOISE_TABLE=
+      mkdir -p "$OUT/noise"
+      for e in ${NOISE_EXPERIMENTS:-base alloc-alternate l2-flush all planted-2 planted-1}; do
+        case $e in
+          base) a="$NOISE_PA" ;;
+          alloc-alternate) a="$NOISE_PA --alloc-order alternate" ;;
+          l2-flush) a="$NOISE_PA --l2-flush" ;;
+          all) a="$NOISE_PA --alloc-order alternate --l2-flush --discard-after-clock-change 2" ;;
+          planted-2) a="$NOISE_PA --plant-delay B:2" ;;
+          planted-1) a="--graphs road_usa --batches local10k --plant-delay B:1" ;;
+          *) echo "== noise: unknown experiment $e (skipped)" | tee -a "$LOG"; continue ;;
+        esac
+        c=$((END - SECONDS - 30)); [ "$c" -gt "${NOISE_CAP:-80}" ] && c=${NOISE_CAP:-80}  # 30 s kept for the table
+        step "noise_$e" "$c" $NOISE_C $a --out "$OUT/noise/$e"
+        [ -f "$OUT/noise/$e/campaign.json" ] && NOISE_TABLE="$NOISE_TABLE $e=$OUT/noise/$e"
+      done
+      step noise_table 60 python3 bench/noise_sources.py $NOISE_TABLE --out "$OUT/noise" ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \
