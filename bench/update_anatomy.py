@@ -259,9 +259,10 @@ def main(argv=None) -> int:
 
     # 2. stages (host time)
     stages = Stages()
-    from engines import graph as graph_mod
+    from engines.graph import graph as graph_mod
     from engines.sssp import api
-    from engines.sssp.cuda import device_apply, fused, operators
+    from engines.graph import device_apply
+    from engines.sssp.cuda import fused, operators
 
     stages.wrap(graph_mod.Graph, "events_for", "batch validation (events_for)")
     stages.wrap(sssp_cuda, "prepare", "engine prepare")

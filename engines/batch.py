@@ -8,7 +8,7 @@ cover every insertion id; missing deletions are counted and still listed as chan
 
 A batch reaches an applier as :class:`BatchEvents`: one list of ``L = D + I`` events, the ``D``
 in-range deletions in batch order followed by the ``I`` insertions in batch order. Both appliers
-(the host one, ``engines.apply_host``, and the device one, ``engines.sssp.cuda.device_apply``) walk
+(the host one, ``engines.graph.host_apply``, and the device one, ``engines.graph.device_apply``) walk
 each row's events in this order, so "deletions first, then insertions, batch order within a row"
 is one fact of this list, not a rule each applier re-implements. Building it is O(batch).
 """

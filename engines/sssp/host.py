@@ -154,7 +154,7 @@ class _Speculation:
     """compute()'s search of ``graph`` running on a helper thread (:func:`_speculate`)."""
 
     def __init__(self, graph, plan: Plan):
-        from ..apply_host import _pool
+        from ..graph.host_apply import _pool
 
         self.stop = np.zeros(1, dtype=np.uint8)
         self.future = _pool().submit(_from_scratch, graph, plan, self.stop)

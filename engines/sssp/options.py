@@ -16,7 +16,7 @@ from .plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 CUDA_ENGINES = ("automatic", "fused", "operators")
 #: How the operators engine drives its near-far loop (engines/sssp/cuda/operators.py LOOP_MODES).
 OPERATORS_LOOPS = ("host", "device")
-#: How a CUDA update enqueues its device work (engines/sssp/cuda/device_apply.py LAUNCHES).
+#: How a CUDA update enqueues its device work (engines/graph/device_apply.py LAUNCHES).
 UPDATE_LAUNCHES = ("python", "graph")
 
 

@@ -204,7 +204,7 @@ def test_update_launch_is_an_option_of_every_result():
     """How a CUDA update enqueues the device apply (device_apply.LAUNCHES): "graph" by default,
     "python" accepted; anything else rejected without changing the result's options; the host
     backend accepts it and its updates are unchanged by it."""
-    from engines.sssp.cuda.device_apply import LAUNCHES
+    from engines.graph.device_apply import LAUNCHES
 
     assert sssp.Options().update_launch == "graph" and set(LAUNCHES) == {"python", "graph"}
     g = small_graph()

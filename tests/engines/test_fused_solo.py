@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from engines import errors
+from engines.graph import device_apply
 from engines.sssp.plan import PUSH_EXPANSIONS
 from engines.sssp.cuda import compile_check, fused, operators, push, runtime, workspace
 
@@ -79,7 +80,8 @@ def test_cuda_check_compiles_every_variant_of_each_engine():
     cuda_dir = runtime.SOURCE_DIR
     assert compile_check.variants_of(cuda_dir / fused.SOURCE) == fused.VARIANTS
     assert compile_check.variants_of(cuda_dir / operators.SOURCE_FILE) == operators.VARIANTS
-    assert compile_check.variants_of(cuda_dir / "device_apply.cu") == ((),)
+    assert compile_check.variants_of(Path(device_apply.SOURCE)) == ((),)
+    assert Path(device_apply.SOURCE) in compile_check.checked_sources()
     assert compile_check.variants_of(Path("/elsewhere") / fused.SOURCE) == ((),)  # not an engine's
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import engines
 from engines import sssp
-from engines.sssp.cuda import device_apply
+from engines.graph import device_apply
 
 from .. import harness as H
 from . import ops_support as S

@@ -3,7 +3,7 @@
 A graph moved to a GPU (``Graph.to_device()``, or by a CUDA ``compute()``/``update()``) builds
 every new state on the device. The test of algorithm.md §3.6 is byte equality with the host applier:
 after every commit, ``row_ptr``, ``col_ind``, the K weight columns, the in-CSR (``in_edges(k)``:
-ptr, src, weight, in the order of the module docstring of ``engines/graph.py``), the apply summary,
+ptr, src, weight, in the order of the module docstring of ``engines/graph/graph.py``), the apply summary,
 the classification (``ApplyDelta``, ``weight_increased`` included), ``max_weight``, ``weight_sum``
 and ``num_edges`` equal those of a *host twin*: an independent host graph built from the same arrays
 before the graph moved, receiving the same batches through the host applier. The device buffers

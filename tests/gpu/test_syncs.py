@@ -186,7 +186,8 @@ def test_no_wait_for_the_commit_before_the_engine_synchronizes(monkeypatch, kind
     engine does not count (found by CUPTI on the H200: Graph.offset_dtype read the edge count).
     Deterministic, whatever the timing: every first read of a pending record is checked to come
     after an engine synchronization of the same update."""
-    from engines.sssp.cuda import device_apply, runtime
+    from engines.graph import device_apply
+    from engines.sssp.cuda import runtime
 
     engine_syncs = [0]
     early_reads = []

@@ -97,7 +97,7 @@ def prepare(graph, plan, engine: str, device: int, num_changes: int) -> None:
 
 def changes_for(commit, objective: int):
     """The device change lists of one objective for a CUDA engine (built by the device apply)."""
-    from .device_apply import DeviceChangeLists
+    from ...graph.device_apply import DeviceChangeLists
 
     return DeviceChangeLists(commit.pending, objective)
 

@@ -1,7 +1,8 @@
 """The CI compile check of the CUDA sources (algorithm.md §12.1, D8).
 
 ``python -m engines.sssp.cuda.compile_check`` compiles every ``.cu`` beside this file (each in every
-module variant its engine compiles: fused.VARIANTS, operators.VARIANTS), and in a
+module variant its engine compiles: fused.VARIANTS, operators.VARIANTS), the graph's device apply
+(``engines/graph/device_apply.cu``, which includes the same header), and in a
 checkout the micro-benchmarks under ``bench/`` that are loaded the same way (``bench/floor.cu``,
 the floor model's constants), with ``nvcc -arch=sm_90 -Werror all-warnings -Xptxas -v``. Each
 source is compiled as the string CuPy hands NVRTC (the shared header inlined by
@@ -158,6 +159,8 @@ def sources(directory: Path = SOURCE_DIR) -> list[Path]:
     return sorted(directory.glob("*.cu"))
 
 
+#: The graph package's folder: the device apply's kernels (engines/graph/device_apply.cu).
+GRAPH_DIR = SOURCE_DIR.parents[1] / "graph"
 #: The checkout's bench/ folder: its ``.cu`` files are micro-benchmarks loaded through the engines'
 #: runtime (header inlined, templates at every type pair), so they pass the same check. Absent
 #: from an installed package.
@@ -165,8 +168,8 @@ BENCH_DIR = SOURCE_DIR.parents[2] / "bench"
 
 
 def checked_sources() -> list[Path]:
-    """The engines' sources, then the checkout's bench/ micro-benchmarks."""
-    return sources() + (sources(BENCH_DIR) if BENCH_DIR.is_dir() else [])
+    """The engines' sources, the graph's, then the checkout's bench/ micro-benchmarks."""
+    return sources() + sources(GRAPH_DIR) + (sources(BENCH_DIR) if BENCH_DIR.is_dir() else [])
 
 
 def variants_of(path: Path) -> tuple[tuple[str, ...], ...]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .runtime import cuda_errors, cupy_module
+from ..sssp.cuda.runtime import cuda_errors, cupy_module
 
 #: Geometric growth of every capacity.
 GROWTH = 1.5

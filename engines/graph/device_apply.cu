@@ -9,7 +9,7 @@
 // of algorithm.md §3.3: a deletion removes the first alive copy of its pair, an insertion upserts
 // the first alive copy or the pair's entry appended earlier in this batch, or appends. Untouched
 // rows move by their row's shift in one coalesced pass; touched rows are rebuilt by their warp
-// (survivors in order, then the appended entries). engines/apply_host.py is the same editor on the
+// (survivors in order, then the appended entries). engines/graph/host_apply.py is the same editor on the
 // host; the tests require the two to agree byte for byte.
 //
 // Scratch that must read zero between commits (`mark` per old entry, `row_flag` and `row_delta`
@@ -30,7 +30,7 @@ using namespace sssp;
 
 namespace apply {
 
-// Slots of the int64 apply record (engines/sssp/cuda/device_apply.py RECORD_* mirrors them).
+// Slots of the int64 apply record (engines/graph/device_apply.py RECORD_* mirrors them).
 // Fixed slots first, then four groups of K per-column slots.
 enum RecordSlot : int {
     REC_DELETED = 0,

@@ -1,4 +1,4 @@
-"""Two oracles for ``engines.apply_host``, written so that a wrong applier and a wrong oracle are
+"""Two oracles for ``engines.graph.host_apply``, written so that a wrong applier and a wrong oracle are
 unlikely to agree.
 
 - :class:`ListGraph` / :func:`list_apply`: per-row Python lists edited one change at a time,

@@ -84,7 +84,7 @@ def test_ragged_inputs_are_invalid_arguments_naming_the_argument():
 
 def test_a_failed_host_allocation_is_out_of_memory(monkeypatch):
     """NumPy's MemoryError inside a constructor becomes the engines' OutOfMemoryError (D5)."""
-    import engines.graph as graph_module
+    import engines.graph.graph as graph_module
 
     def no_memory(*args, **kwargs):
         raise MemoryError("Unable to allocate 16.0 GiB for an array")
@@ -129,7 +129,7 @@ def test_batch_weights_keep_their_column_count():
 
 
 def test_a_failed_host_allocation_in_an_apply_is_out_of_memory_and_changes_nothing(monkeypatch):
-    import engines.graph as graph_module
+    import engines.graph.graph as graph_module
 
     g = Graph.from_edges([0, 1], [1, 2], [[1], [2]])
     before = (np.array(g.row_ptr), np.array(g.col_ind), np.array(g.weights), g.version)

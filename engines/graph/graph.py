@@ -4,11 +4,11 @@ A graph state is its out-CSR, its in-CSR (the transpose, with the K columns in i
 the scalars of algorithm.md §3.5 (largest weight and weight sum per column). Where it lives:
 
 - **Host-resident** (a new graph): NumPy arrays, never modified in place; ``apply`` runs the host
-  applier (``engines.apply_host``, O(n + m + b log b)) and publishes new arrays at once.
+  applier (``engines.graph.host_apply``, O(n + m + b log b)) and publishes new arrays at once.
 - **Device-resident** (after ``to_device()``, or once a CUDA result was computed on it): the
-  authoritative arrays are on one GPU (``engines.sssp.cuda.device_graph``); ``apply`` validates the
+  authoritative arrays are on one GPU (``engines.graph.device_graph``); ``apply`` validates the
   batch on the host in O(batch), uploads only the batch and builds the new CSRs on the device
-  (``engines.sssp.cuda.device_apply``) without waiting for it. The host arrays are then a view,
+  (``engines.graph.device_apply``) without waiting for it. The host arrays are then a view,
   downloaded at first access per state and cached.
 
 The in-CSR order: a new graph lists the in-edges of v by out-edge index; every commit keeps the
@@ -31,10 +31,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .apply_host import HostCsr, Spares, WeightScalars, apply_host, canonical_in_csr, scalars_of
-from .arguments import VERTEX_MAX, article, as_array, weight_matrix
-from .batch import ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events
-from .errors import InvalidArgumentError, NotSupportedError, OutOfMemoryError
+from .host_apply import HostCsr, Spares, WeightScalars, apply_host, canonical_in_csr, scalars_of
+from ..arguments import VERTEX_MAX, article, as_array, weight_matrix
+from ..batch import ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events
+from ..errors import InvalidArgumentError, NotSupportedError, OutOfMemoryError
 
 # the most edges int32 CSR offsets hold (an offset limit; the vertex limit is arguments.VERTEX_MAX)
 OFFSET32_MAX = (1 << 31) - 1
@@ -198,12 +198,6 @@ def _host_allocation(build):
     return constructor
 
 
-def _cuda():
-    from .sssp import cuda  # local: CuPy stays out of the host-only import path
-
-    return cuda
-
-
 class Graph:
     """A directed multigraph in compact CSR form with K int32 weight columns.
 
@@ -216,7 +210,7 @@ class Graph:
         # Internal constructor: arguments already validated by from_csr / from_edges.
         self._forced_offset = None if offset_dtype is None else np.dtype(offset_dtype)
         self._version = _version
-        self._device = None  # engines.sssp.cuda.device_graph.DeviceGraph when device-resident
+        self._device = None  # engines.graph.device_graph.DeviceGraph when device-resident
         self._pending = None  # the last device commit whose counters are not read yet
         self._spares = Spares()  # entry buffers of retired host states, for the next commit
         self._out = self._in = None
@@ -435,10 +429,12 @@ class Graph:
         Idempotent on the same device. ``NotSupportedError`` without CuPy or a GPU, or when the
         graph already lives on another device; ``OutOfMemoryError`` leaves it where it was.
         """
-        cuda = _cuda()
-        if not cuda.is_available():
+        from ..sssp.cuda import runtime  # local: CuPy stays out of the host-only import path
+        from . import device_graph
+
+        if not runtime.is_available():
             raise NotSupportedError("Graph.to_device() needs CuPy and a CUDA GPU; none is usable here")
-        device = cuda.current_device() if device is None else int(device)
+        device = runtime.current_device() if device is None else int(device)
         if self._device is not None:
             if self._device.device != device:
                 raise NotSupportedError(
@@ -446,8 +442,6 @@ class Graph:
                     "need a copy of it (graph.copy().to_device(...))"
                 )
             return self
-        from .sssp.cuda import device_graph, runtime
-
         out, inn = self._host_out(), self._host_in()
         dg = device_graph.DeviceGraph(device)
         host = HostCsr(out[0], out[1], out[2], inn[0], inn[1], inn[2])
@@ -494,7 +488,8 @@ class Graph:
         """Before a commit: grow the device buffers it will write (``OutOfMemoryError`` changes
         nothing); nothing to do on the host."""
         if self._device is not None:
-            from .sssp.cuda import device_apply, runtime
+            from ..sssp.cuda import runtime
+            from . import device_apply
 
             self._settle()
             self._device_offsets_for(events)
@@ -517,7 +512,8 @@ class Graph:
                 raise OutOfMemoryError(
                     f"not enough host memory to apply a batch of {events.size} changes to a graph of "
                     f"{self.num_edges} edges; the graph is unchanged") from exc
-        from .sssp.cuda import device_apply, runtime
+        from ..sssp.cuda import runtime
+        from . import device_apply
 
         if self._pending is not None:
             self._pending.expire()  # its pinned record is about to be reused
@@ -569,7 +565,8 @@ class Graph:
         wanted = _offset_dtype_for(upper, self._forced_offset)
         if cur.offset_dtype == wanted or wanted == np.dtype(np.int32):
             return
-        from .sssp.cuda import device_graph, runtime
+        from ..sssp.cuda import runtime
+        from . import device_graph
 
         out, inn = self._host_out(), self._host_in()
         host = HostCsr(out[0].astype(wanted), out[1], out[2], inn[0].astype(wanted), inn[1], inn[2])
@@ -584,7 +581,7 @@ class Graph:
         self._settle()
         buffers = None
         if self._device is not None:
-            from .sssp.cuda import runtime
+            from ..sssp.cuda import runtime
 
             device = self._device.device
             with runtime.cupy_module().cuda.Device(device):
@@ -623,7 +620,8 @@ class Graph:
 
     def _upload_snapshot(self, snapshot: GraphSnapshot):
         """A device copy of a snapshot taken elsewhere, kept with the snapshot for later restores."""
-        from .sssp.cuda import device_graph, runtime
+        from ..sssp.cuda import runtime
+        from . import device_graph
 
         out, inn = snapshot.host_out, snapshot.host_in
         if out is None:
@@ -654,7 +652,8 @@ class Graph:
         g._state_id = self._state_id
         g._cache = {}
         if self._device is not None:
-            from .sssp.cuda import device_graph, runtime
+            from ..sssp.cuda import runtime
+            from . import device_graph
 
             device = self._device.device
             with runtime.cupy_module().cuda.Device(device):

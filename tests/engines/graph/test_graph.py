@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import engines
 from engines import sssp
 
-from .. import harness as H
+from ... import harness as H
 from conformance import oracles as O
 
 

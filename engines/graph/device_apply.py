@@ -25,16 +25,18 @@ host then does one copy up, one graph launch and an event record per commit.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 
-from ...batch import ApplySummary
-from ...errors import InternalError
-from . import runtime
-from .runtime import cuda_errors, cupy_module
+from ..batch import ApplySummary
+from ..errors import InternalError
+from ..sssp.cuda import runtime
+from ..sssp.cuda.runtime import cuda_errors, cupy_module
 
 ENGINE = "apply"
-SOURCE = "device_apply.cu"
+#: The apply's kernels, beside this file; compiled with the engines' shared header (runtime.read_source).
+SOURCE = str(Path(__file__).resolve().with_name("device_apply.cu"))
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_move", "apply_rebuild",
            "apply_rescan_max", "apply_changes")
 #: How a commit's kernels are launched (module docstring; ``Options.update_launch``).

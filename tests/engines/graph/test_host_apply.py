@@ -1,4 +1,4 @@
-"""``engines.apply_host`` against two oracles (tests/engines/apply_oracle.py): the per-row list
+"""``engines.graph.host_apply`` against two oracles (tests/engines/graph/apply_oracle.py): the per-row list
 oracle of docs/algorithm.md §3.3 for both sides, the summary, ``weight_increased`` and the scalars;
 the previous sorting apply for the out side. Every array is compared byte for byte (values and
 dtype), since the device applier is held to the same bytes."""
@@ -13,7 +13,7 @@ from hypothesis import currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
 from bench import generators
-from engines.apply_host import HostCsr, WeightScalars, apply_host, canonical_in_csr, scalars_of
+from engines.graph.host_apply import HostCsr, WeightScalars, apply_host, canonical_in_csr, scalars_of
 from engines.batch import Batch, batch_events
 from engines.errors import InvalidArgumentError
 
@@ -338,7 +338,7 @@ def test_larger_random_chain_against_sorted_apply():
 def test_two_sides_on_threads_give_the_same_bytes(monkeypatch):
     """Large graphs edit the in side on a helper thread; forcing that path on a small chain must
     change nothing (the sides share no state)."""
-    import engines.apply_host as AH
+    import engines.graph.host_apply as AH
 
     csr0 = csr_from_edges(6, [(0, 1, (3, 4)), (0, 1, (5, 6)), (1, 2, (7, 8)), (2, 2, (1, 1)),
                               (5, 0, (2, 9))], 2)
@@ -365,7 +365,7 @@ def test_max_after_removal_is_the_column_max(column, old_max, new_max):
     the old maximum and every written one at most ``new_max`` (the kernel's contract); then the
     shortcut gives ``column.max()`` (0 for an empty column) whatever the case: a write reaching the
     old maximum, the old maximum still held somewhere, or gone (the full scan)."""
-    from engines.apply_host import _max_after_removal
+    from engines.graph.host_apply import _max_after_removal
 
     col = np.array([min(x, old_max) for x in column] + ([new_max] if new_max and column else []),
                    dtype=np.int32)
@@ -378,7 +378,7 @@ def test_int32_offsets_when_they_fit(monkeypatch):
     m + insertions fits int32, and int64 offsets once it might not (a lowered limit stands in for
     2**31 - 1); a graph keeps int32 offsets through commits with the same arrays as int64 ones."""
     import engines
-    import engines.apply_host as AH
+    import engines.graph.host_apply as AH
 
     csr = csr_from_edges(6, [(0, 1, (3, 4)), (0, 1, (5, 6)), (1, 2, (7, 8)), (2, 2, (1, 1)),
                              (5, 0, (2, 9))], 2)

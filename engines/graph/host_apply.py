@@ -41,9 +41,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .batch import ApplySummary, BatchEvents
-from .errors import InvalidArgumentError
-from .jit import njit
+from ..batch import ApplySummary, BatchEvents
+from ..errors import InvalidArgumentError
+from ..jit import njit
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,4 +1,4 @@
-"""The host commit writing into recycled buffers (``engines.apply_host.Spares``).
+"""The host commit writing into recycled buffers (``engines.graph.host_apply.Spares``).
 
 A graph hands the entry buffers of a state it replaces to its next commit only when nothing else
 holds them. These tests drive a graph through random chains of commits, snapshots, restores and
@@ -211,7 +211,7 @@ def local_batch(rng, g: Graph, lo: int, k: int = 3, size: int = 60, same_m: bool
 def fresh_copy_state(g: Graph, batch: Batch):
     """The state ``batch`` gives from ``g``'s current one without any recycled buffer (the
     applier is pure: ``g`` is untouched)."""
-    from engines.apply_host import HostCsr, apply_host
+    from engines.graph.host_apply import HostCsr, apply_host
 
     out, inn = g._host_out(), g._host_in()
     new = apply_host(HostCsr(*out, *inn), g.events_for(batch), g._scalars, None,
@@ -225,7 +225,7 @@ def test_a_recycled_buffer_keeps_the_prefix_it_is_known_to_hold(monkeypatch, sam
     """Spares.known_prefix: after a restore (the buffer holds a sibling of the new state) and
     along a chain (it holds the state before the current one), the entries before the first
     touched row are left where they are, and every state is still the full copy's bytes."""
-    from engines import apply_host as ah
+    from engines.graph import host_apply as ah
 
     skips = []
     real = ah.Spares.known_prefix
