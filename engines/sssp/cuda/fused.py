@@ -20,6 +20,7 @@ import numpy as np
 from ... import errors
 from ..plan import EngineReport, pointer_jumping_rounds
 from . import push, runtime, workspace
+from . import passes
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
@@ -50,9 +51,11 @@ VERTICES_PER_BLOCK = 2048
 #: otherwise); results never depend on it (algorithm.md §5.12).
 SOLO_ENV = "ENGINES_FUSED_SOLO"
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
-#: (push.module_defines) with and without the solo push; make cuda-check compiles each.
-VARIANTS = tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
-                 for solo in ((), ("SSSP_FUSED_SOLO",)))
+#: (push.module_defines) with and without the solo push, the plain push's also with the wide
+#: passes (passes.with_wide, ENGINES_WIDE_PASSES); make cuda-check compiles each.
+VARIANTS = passes.with_wide(
+    tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
+          for solo in ((), ("SSSP_FUSED_SOLO",))))
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -86,14 +89,17 @@ def solo_limit(num_vertices: int, num_edges: int, edges: int) -> int:
     return min(n, max(1, edges * n // max(m, 1)))
 
 
-def module_defines(plan, edges: int) -> tuple[str, ...]:
-    """The module variant of a run: its push expansion's, and the solo push when ``edges``."""
-    return push.module_defines(plan.push_expansion) + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
+def module_defines(plan, edges: int, wide: bool = False) -> tuple[str, ...]:
+    """The module variant of a run: its push expansion's, the solo push when ``edges``, the wide
+    passes when ``wide`` (passes.py)."""
+    return (push.module_defines(plan.push_expansion) + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
+            + passes.module_defines(wide, plan.push_expansion))
 
 
 def run_defines(plan) -> tuple[str, ...]:
-    """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO`` read)."""
-    return module_defines(plan, solo_edges())
+    """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO`` and
+    ``ENGINES_WIDE_PASSES`` read)."""
+    return module_defines(plan, solo_edges(), passes.wide_passes())
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -177,7 +183,7 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     num_heads = changes.num_heads
     s = runtime.stream(device)
     edges = solo_edges()
-    module = load_module(device, module_defines(plan, edges))
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes()))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
@@ -256,7 +262,7 @@ def compute(graph, plan, device: int, loop: str | None = None):
     n = int(plan.num_vertices)
     s = runtime.stream(device)
     edges = solo_edges()
-    module = load_module(device, module_defines(plan, edges))
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes()))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)

@@ -37,12 +37,27 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // module per set of these, defined as 1 ahead of the source, so that a variant's code and
 // registers exist only in its own module and the default kernels compile as without it.
 // SSSP_PUSH_BATCHED: the "batched" push expansion (push.py module_defines); SSSP_FUSED_SOLO: the
-// fused engine's solo push (fused.cu solo_push; fused.py ENGINES_FUSED_SOLO).
+// fused engine's solo push (fused.cu solo_push; fused.py ENGINES_FUSED_SOLO); SSSP_WIDE_PASSES:
+// the wide O(n) passes of both engines (issue 34, step 2; passes.py ENGINES_WIDE_PASSES).
 #ifndef SSSP_PUSH_BATCHED
 #define SSSP_PUSH_BATCHED 0
 #endif
 #ifndef SSSP_FUSED_SOLO
 #define SSSP_FUSED_SOLO 0
+#endif
+#ifndef SSSP_WIDE_PASSES
+#define SSSP_WIDE_PASSES 0
+#endif
+// The wide passes' __restrict__: the qualifier in the SSSP_WIDE_PASSES module and nothing in the
+// others, so the default kernels compile from the same tokens as before the variant (their cubins
+// are byte-identical). Each use says why no other pointer of its function reaches the same array;
+// values other blocks wrote in the same launch are still read with load_cg (restrict only lets
+// one thread reorder its own loads and stores to different arrays; it never turns a load_cg into
+// a read-only-cache load).
+#if SSSP_WIDE_PASSES
+#define SSSP_WIDE_RESTRICT __restrict__
+#else
+#define SSSP_WIDE_RESTRICT
 #endif
 // Entries of the near-list length log (engines/sssp/cuda/push.py NEAR_LOG_CAPACITY): push
 // iteration i of a run writes its near count at i while i is below it (push_profile).
@@ -343,8 +358,13 @@ __device__ __forceinline__ void mark_roots(V num_changed, const V* changed_from,
 // others jump to their ancestor's ancestor. A warp with a vertex still jumping sets *active, the
 // round's activity slot (the caller's decision to go on, and the parent-cycle test of the last
 // round). Ancestors and flags change under concurrent blocks: coherent loads.
+// SSSP_WIDE_PASSES: ancestor, flag and active are three allocations in both engines (the
+// workspace's ancestor and flag arrays, a control-block field), each read and written through its
+// own pointer only, so they are __restrict__.
 template <typename V>
-__device__ __forceinline__ void pointer_jump_round(i64 n, V* ancestor, i32* flag, i32* active) {
+__device__ __forceinline__ void pointer_jump_round(i64 n, V* SSSP_WIDE_RESTRICT ancestor,
+                                                   i32* SSSP_WIDE_RESTRICT flag,
+                                                   i32* SSSP_WIDE_RESTRICT active) {
     const GridStride g;
     bool jumping = false;
     for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
@@ -383,9 +403,14 @@ __device__ __forceinline__ void pointer_jump_round(i64 n, V* ancestor, i32* flag
 // Invalidate (algorithm.md §5.6): every flagged vertex gets the INF word, the invalidation
 // generation and a candidates slot; its flag is cleared for the next run. *invalidated gets the
 // exact count, summed per warp, never the candidates counter (the heads keep appending to it).
+// SSSP_WIDE_PASSES: flag, words, stamp and candidates are four workspace arrays (both engines), each
+// reached through its own pointer only: __restrict__. The two counters are fields of the control
+// block, which no array overlaps; they stay plain (one atomic each per warp).
 template <typename V>
-__device__ __forceinline__ void invalidate_flagged(i64 n, i32* flag, u64* words, i32* stamp,
-                                                   i32 generation, V* candidates,
+__device__ __forceinline__ void invalidate_flagged(i64 n, i32* SSSP_WIDE_RESTRICT flag,
+                                                   u64* SSSP_WIDE_RESTRICT words,
+                                                   i32* SSSP_WIDE_RESTRICT stamp,
+                                                   i32 generation, V* SSSP_WIDE_RESTRICT candidates,
                                                    V* candidate_count, V* invalidated) {
     const GridStride g;
     V local = 0;
@@ -644,7 +669,16 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
     const u32 shift = push_group_shift(static_cast<i64>(count), g.stride, max_shift);
     const O width = static_cast<O>(1u << shift);
     const O lane = static_cast<O>(lane_id() & ((1u << shift) - 1u));
+#if SSSP_WIDE_PASSES
+    // The racy pre-check only where it can save something: a push by one block (the fused solo
+    // push's block_stride, or a one-block grid) meets no contention on the words it lowers, and
+    // there the filter's load only lengthens each edge's dependent chain (neighbour, word,
+    // atomic) by one L2 round trip. Dropping it changes no write: an offer it would have
+    // filtered is not below the word, so its atomicMin leaves the word as it is and lists nothing.
+    const bool filter = shift < SSSP_PUSH_GROUP_SHIFT && g.stride > SSSP_BLOCK;
+#else
     const bool filter = shift < SSSP_PUSH_GROUP_SHIFT;
+#endif
     // Groups never straddle a warp (the width divides 32) and the grid's threads are a multiple
     // of 32, so group i is threads [i * width, (i + 1) * width).
     for (i64 i = g.first >> shift; i < static_cast<i64>(count); i += g.stride >> shift) {
@@ -718,6 +752,33 @@ __device__ __forceinline__ void unpack_changed(i64 n, const u64* __restrict__ wo
 }
 
 // Unpack of compute() in packed mode: every entry written, nothing counted.
+#if SSSP_WIDE_PASSES
+// SSSP_PASS_ILP words loaded before any is unpacked (the update's unpack_changed does the same).
+// __restrict__: the workspace's words and the result's two new arrays are three allocations.
+template <typename V>
+__device__ __forceinline__ void unpack_all(i64 n, const u64* __restrict__ words, const Packing& k,
+                                           i64* __restrict__ distances, V* __restrict__ parents) {
+    const GridStride g;
+    for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+        u64 x[SSSP_PASS_ILP];
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            x[j] = v < n ? load_cg(words + v) : INF_WORD;
+        }
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            if (v >= n) break;
+            i64 d;
+            V p;
+            unpack(k, x[j], d, p);
+            distances[v] = d;
+            parents[v] = p;
+        }
+    }
+}
+#else
 template <typename V>
 __device__ __forceinline__ void unpack_all(i64 n, const u64* words, const Packing& k,
                                            i64* distances, V* parents) {
@@ -730,12 +791,53 @@ __device__ __forceinline__ void unpack_all(i64 n, const u64* words, const Packin
         parents[v] = p;
     }
 }
+#endif
 
 // Distance-only parent recovery (algorithm.md §4.4), step 1: distances from the words (plain
 // distances in this mode); parent -1 for the source and unreachable vertices, VMAX (no tight
 // in-edge seen yet) for the others. For an update (`count_affected`) the input parent is first
 // saved in `saved_parents` and `distance_changed[v]` marks a distance that differs from the input,
 // for the affected count after step 2.
+#if SSSP_WIDE_PASSES
+// SSSP_PASS_ILP items a trip: their words (and, counting, their input distances and parents)
+// loaded before any is used. __restrict__: words (workspace), distances and parents (the result's
+// arrays) and the two scratch arrays are five allocations in every caller (the fused update and
+// the operators engine pass the ancestors and the candidates list as saved_parents and
+// distance_changed; compute() passes null for both and never touches them).
+template <typename V>
+__device__ __forceinline__ void recover_distances(i64 n, const u64* __restrict__ words, V source,
+                                                  i64* __restrict__ distances,
+                                                  V* __restrict__ parents, bool count_affected,
+                                                  V* __restrict__ saved_parents,
+                                                  V* __restrict__ distance_changed) {
+    const GridStride g;
+    for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+        u64 x[SSSP_PASS_ILP];
+        i64 d_in[SSSP_PASS_ILP];
+        V p_in[SSSP_PASS_ILP];
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            x[j] = v < n ? load_cg(words + v) : INF_WORD;
+            d_in[j] = count_affected && v < n ? distances[v] : 0;
+            p_in[j] = count_affected && v < n ? parents[v] : V(0);
+        }
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            if (v >= n) break;
+            const i64 d = (x[j] == INF_WORD) ? INF_DISTANCE : static_cast<i64>(x[j]);
+            if (count_affected) {
+                saved_parents[v] = p_in[j];
+                distance_changed[v] = (d != d_in[j]) ? V(1) : V(0);
+            }
+            distances[v] = d;
+            parents[v] = (x[j] == INF_WORD || v == static_cast<i64>(source)) ? V(-1)
+                                                                             : VertexMax<V>::value;
+        }
+    }
+}
+#else
 template <typename V>
 __device__ __forceinline__ void recover_distances(i64 n, const u64* words, V source,
                                                   i64* distances, V* parents, bool count_affected,
@@ -752,12 +854,16 @@ __device__ __forceinline__ void recover_distances(i64 n, const u64* words, V sou
         parents[v] = (x == INF_WORD || v == static_cast<i64>(source)) ? V(-1) : VertexMax<V>::value;
     }
 }
+#endif
 
 // Step 2: every reachable u offers itself to each out-neighbour x != s it reaches tightly; the
 // atomic minimum keeps the lowest-id tight in-neighbour, so the recovered tree is canonical.
+// SSSP_WIDE_PASSES: words (the workspace's, only read) and parents (the result's, only lowered by
+// atomics) are two allocations: __restrict__.
 template <typename V, typename O>
 __device__ __forceinline__ void recover_tight_parents(i64 n, const CsrView<V, O>& out, V source,
-                                                      const u64* words, V* parents) {
+                                                      const u64* SSSP_WIDE_RESTRICT words,
+                                                      V* SSSP_WIDE_RESTRICT parents) {
     const GridStride g;
     for (i64 u = g.first; u < n; u += g.stride) {
         const u64 du = load_cg(words + u);
@@ -776,6 +882,38 @@ __device__ __forceinline__ void recover_tight_parents(i64 n, const CsrView<V, O>
 
 // Step 3 (update only): *affected counts the vertices whose distance changed or whose recovered
 // parent differs from the saved input parent.
+#if SSSP_WIDE_PASSES
+// SSSP_PASS_ILP items a trip, all three loads of each issued before any is compared (the default
+// loads the parents only for an unchanged distance: a dependent load per item). Only reads, of
+// three allocations (the result's parents, the ancestors, the candidates list in both engines):
+// __restrict__; still through L2, the recovery's atomics wrote the parents in this launch.
+template <typename V>
+__device__ __forceinline__ void count_recovered_affected(i64 n, const V* __restrict__ parents,
+                                                         const V* __restrict__ saved_parents,
+                                                         const V* __restrict__ distance_changed,
+                                                         u64* affected) {
+    const GridStride g;
+    u64 changed = 0;
+    for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+        V mark[SSSP_PASS_ILP];
+        V p[SSSP_PASS_ILP];
+        V saved[SSSP_PASS_ILP];
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 v = base + j * g.stride;
+            const bool in = v < n;
+            mark[j] = in ? load_cg(distance_changed + v) : V(0);
+            p[j] = in ? load_cg(parents + v) : V(0);
+            saved[j] = in ? load_cg(saved_parents + v) : V(0);
+        }
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            if (mark[j] != V(0) || p[j] != saved[j]) ++changed;  // out of range: 0, 0, 0
+        }
+    }
+    warp_sum_into(changed, affected);
+}
+#else
 template <typename V>
 __device__ __forceinline__ void count_recovered_affected(i64 n, const V* parents,
                                                          const V* saved_parents,
@@ -791,6 +929,7 @@ __device__ __forceinline__ void count_recovered_affected(i64 n, const V* parents
     }
     warp_sum_into(changed, affected);
 }
+#endif
 
 }  // namespace sssp
 

@@ -216,8 +216,9 @@ def read_source(filename: str) -> str:
 #: Compile-time variants of the engines' modules (kernels.cuh): each is defined as 1 ahead of the
 #: source of its own module, so a variant's code and registers never reach the default kernels.
 #: SSSP_PUSH_BATCHED: the "batched" push expansion (push.module_defines); SSSP_FUSED_SOLO: the
-#: fused engine's solo push (fused.solo_limit).
-VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO")
+#: fused engine's solo push (fused.solo_limit); SSSP_WIDE_PASSES: both engines' wide O(n) passes
+#: (passes.module_defines, ENGINES_WIDE_PASSES).
+VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_WIDE_PASSES")
 
 
 def variant_defines(defines) -> tuple[str, ...]:

@@ -1,0 +1,105 @@
+"""The wide O(n) passes without a GPU (kernels.cuh SSSP_WIDE_PASSES, issue 34 step 2): the switch
+``ENGINES_WIDE_PASSES``, the module variant each engine's run loads, the refusal with the "batched"
+push expansion (whose module they do not combine with), and the variants make cuda-check compiles.
+The GPU side (the same bytes as the host reference) is tests/gpu/test_wide_passes.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from engines import errors
+from engines.sssp.plan import PUSH_EXPANSIONS
+from engines.sssp.cuda import compile_check, fused, operators, passes, push, runtime
+
+WIDE = passes.DEFINES
+
+
+@pytest.mark.parametrize("text, wide", [(None, False), ("", False), ("0", False), ("off", False),
+                                        (" OFF ", False), ("1", True), ("on", True), ("On", True)])
+def test_the_switch(monkeypatch, text, wide):
+    if text is None:
+        monkeypatch.delenv(passes.WIDE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(passes.WIDE_ENV, text)
+    assert passes.wide_passes() is wide
+
+
+@pytest.mark.parametrize("text", ["2", "yes", "wide", "-1"])
+def test_a_bad_switch_is_an_error_naming_it(monkeypatch, text):
+    monkeypatch.setenv(passes.WIDE_ENV, text)
+    with pytest.raises(errors.InvalidArgumentError, match=passes.WIDE_ENV):
+        passes.wide_passes()
+
+
+def test_the_define_is_a_known_variant():
+    assert WIDE == ("SSSP_WIDE_PASSES",)
+    assert set(WIDE) <= set(runtime.VARIANT_DEFINES)
+    source = (runtime.SOURCE_DIR / runtime.HEADER_NAME).read_text()
+    assert "#ifndef SSSP_WIDE_PASSES\n#define SSSP_WIDE_PASSES 0\n#endif" in source
+
+
+def test_the_wide_passes_combine_with_the_plain_push_only():
+    assert passes.module_defines(False, "batched") == ()
+    for expansion in PUSH_EXPANSIONS:
+        assert passes.module_defines(False, expansion) == ()
+        if push.module_defines(expansion):
+            with pytest.raises(errors.InvalidArgumentError, match=passes.WIDE_ENV):
+                passes.module_defines(True, expansion)
+        else:
+            assert passes.module_defines(True, expansion) == WIDE
+    assert passes.combines(()) and passes.combines(("SSSP_FUSED_SOLO",))
+    assert not passes.combines(("SSSP_PUSH_BATCHED",))
+
+
+def test_the_engines_compile_the_wide_variant_beside_every_plain_push_module():
+    # fused: plain and solo, each also wide; batched and batched + solo without (they spill)
+    assert fused.VARIANTS == ((), WIDE, ("SSSP_FUSED_SOLO",), ("SSSP_FUSED_SOLO",) + WIDE,
+                              ("SSSP_PUSH_BATCHED",), ("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))
+    assert operators.VARIANTS == ((), WIDE, ("SSSP_PUSH_BATCHED",))
+    assert passes.with_wide(((),)) == ((), WIDE)
+    for variants in (fused.VARIANTS, operators.VARIANTS):
+        assert len(set(variants)) == len(variants)
+        assert all(runtime.variant_defines(v) == v for v in variants)
+    cuda_dir = runtime.SOURCE_DIR
+    assert compile_check.variants_of(cuda_dir / fused.SOURCE) == fused.VARIANTS
+    assert compile_check.variants_of(cuda_dir / operators.SOURCE_FILE) == operators.VARIANTS
+    assert compile_check.variants_of(Path("/elsewhere") / fused.SOURCE) == ((),)
+
+
+@pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
+def test_a_run_loads_the_wide_variant_when_switched_on(monkeypatch, expansion):
+    plan = SimpleNamespace(push_expansion=expansion)
+    monkeypatch.delenv(fused.SOLO_ENV, raising=False)
+    monkeypatch.delenv(passes.WIDE_ENV, raising=False)
+    assert fused.run_defines(plan) == push.module_defines(expansion)  # the default is unchanged
+    assert operators.run_defines(plan) == push.module_defines(expansion)
+    assert fused.module_defines(plan, 0) == fused.module_defines(plan, 0, False)
+    monkeypatch.setenv(passes.WIDE_ENV, "1")
+    if expansion == "batched":
+        for run_defines in (fused.run_defines, operators.run_defines):
+            with pytest.raises(errors.InvalidArgumentError, match=passes.WIDE_ENV):
+                run_defines(plan)
+        return
+    assert fused.run_defines(plan) == WIDE
+    assert operators.run_defines(plan) == WIDE
+    monkeypatch.setenv(fused.SOLO_ENV, "1024")
+    assert fused.run_defines(plan) == ("SSSP_FUSED_SOLO",) + WIDE
+    for edges in (0, 512):
+        for wide in (False, True):
+            assert runtime.variant_defines(fused.module_defines(plan, edges, wide)) in fused.VARIANTS
+    assert runtime.variant_defines(operators.run_defines(plan)) in operators.VARIANTS
+
+
+def test_the_default_kernels_do_not_see_the_variant():
+    """The restrict qualifier of the wide passes is a macro that is empty unless the variant is
+    defined, and every other change sits under #if SSSP_WIDE_PASSES: the default modules compile
+    from the same tokens as before the variant (make cuda-check reports their registers)."""
+    header = (runtime.SOURCE_DIR / runtime.HEADER_NAME).read_text()
+    assert ("#if SSSP_WIDE_PASSES\n#define SSSP_WIDE_RESTRICT __restrict__\n#else\n"
+            "#define SSSP_WIDE_RESTRICT\n#endif") in header
+    code = runtime.variant_code(runtime.read_source(fused.SOURCE), ())
+    assert "#define SSSP_WIDE_PASSES 1" not in code
+    assert runtime.variant_code("", WIDE) == "#define SSSP_WIDE_PASSES 1\n"
