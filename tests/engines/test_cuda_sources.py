@@ -23,6 +23,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CUDA_DIR = REPO / "engines" / "sssp" / "cuda"
+#: The graph package's CUDA source (engines/graph/device_apply.cu, moved out of CUDA_DIR by
+#: 24b4079): NVRTC compiles it with the same inlined header, so the source checks cover it too.
+GRAPH_DIR = REPO / "engines" / "graph"
+
+
+def _runtime_sources() -> list[Path]:
+    """Every .cu that runtime.read_source hands NVRTC: the engines' and the graph's."""
+    return sorted(CUDA_DIR.glob("*.cu")) + sorted(GRAPH_DIR.glob("*.cu"))
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
@@ -126,8 +134,10 @@ def test_header_is_inlined_into_each_source():
     from engines.sssp.cuda import runtime
 
     header = (CUDA_DIR / "kernels.cuh").read_text()
-    for path in sorted(CUDA_DIR.glob("*.cu")):
-        code = runtime.read_source(path.name)
+    paths = _runtime_sources()
+    assert GRAPH_DIR / "device_apply.cu" in paths
+    for path in paths:
+        code = runtime.read_source(str(path))
         assert header in code, path.name
         assert '#include "kernels.cuh"' not in code, path.name
 
@@ -220,7 +230,7 @@ def test_kernel_parameter_lists_match_launcher():
 
 def test_runtime_source_has_no_host_std_headers():
     # NVRTC has no host standard library: the sources may include only cooperative_groups.
-    for path in [CUDA_DIR / "kernels.cuh", *sorted(CUDA_DIR.glob("*.cu"))]:
+    for path in [CUDA_DIR / "kernels.cuh", *_runtime_sources()]:
         for line in path.read_text().splitlines():
             s = line.strip()
             if s.startswith("#include"):
