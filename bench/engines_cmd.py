@@ -105,6 +105,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="TEST HOOK: delay side SIDE (A, B or its label) by PERCENT %% of its warm-up median "
                         "engine region in every cell (a host busy wait at the end of the region, after the "
                         "engine's work); the records and the report say the campaign is planted")
+    t.add_argument("--planted-check", metavar="PERCENT", type=float, default=None,
+                   help="the proof in the report: after every cell, measure side A against itself with PERCENT %% "
+                        "planted on role B (as --plant-delay does) on the campaign's shortest and longest cell "
+                        "(side A's median engine region; the choice is recorded and replayed on --resume), and "
+                        "show whether each check detected it (its interval's lower bound above 1). The "
+                        "campaign's own cells are measured as without it; a missed detection fails the proof "
+                        "in the report, not the exit status. 0 plants nothing (must not detect). Default: off")
     graph_file.add_arguments(parser)
 
 
@@ -272,6 +279,7 @@ def build_config(args, spec=None):
         control_scope=getattr(args, "control_scope", "first"),
         allow_dirty=args.allow_dirty,
         plant_delay=args.plant_delay,
+        planted_check=getattr(args, "planted_check", None),
         alloc_order=args.alloc_order,
         l2_flush=args.l2_flush,
         discard_after_clock_change=args.discard_after_clock_change,
@@ -342,6 +350,8 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
         from protocol.sides import parse_sides
 
         argv += planted_delay.parse(args.plant_delay, parse_sides(args.sides)).argv()
+    if getattr(args, "planted_check", None) is not None:
+        argv += ["--planted-check", f"{args.planted_check:g}"]
     if out is not None:
         argv += ["--out", line_path(out)]
     data_dir = data_dir_used(args)

@@ -20,6 +20,10 @@
 #             (--force), unless BENCH_ARGS=--resume continues a cut campaign
 #   planted   the planted-slowdown proof (protocol.md §7): fused against fused twice into $OUT,
 #             with --plant-delay $PLANT (default B:3) and without; PLANT_ARGS sets the campaign
+#             The planted checks (issue 32 item 4, protocol.md §7) ride on any campaign instead, off
+#             by default: e.g. BENCH_ARGS="--planted-check 1" (step bench) or AB_ARGS="--planted-check 1"
+#             (step ab) adds side A against itself with 1 % planted on the campaign's shortest and
+#             longest cell, after its cells, and shows detected / missed in the report
 #   noise     issue 32 step 1, what each noise source contributes (docs/protocol.md §2.5): A/A
 #             campaigns of cuda:fused against itself (6 processes, 24 rounds, no control) into
 #             $OUT/noise/<experiment>, each under its own cap (NOISE_CAP, default 80 s; 30 s of the

@@ -19,6 +19,7 @@ import pandas as pd
 
 from .schema import SCHEMA_VERSION
 from . import floor as floor_model
+from . import planted_check
 from .adaptive import imprecise
 from .nvml import reason_names
 from .stats import (hierarchical_ratio, process_spread, provisional, ratio_of_medians, round_trip_cost_ms,
@@ -297,6 +298,7 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
     cells = []
     control = None  # the first control (the only one unless --control every-gate)
     controls = []
+    checks = []  # the planted checks (--planted-check, protocol/planted_check.py)
     for key, cell in campaign.get("cells", {}).items():
         rows = rounds[rounds["cell"] == key]
         entry = {
@@ -318,7 +320,20 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
             controls.append(dict(entry, control=True))
             control = control or controls[0]
             continue
+        if cell.get("planted_check") is not None:  # a planted check: reported on its own, too
+            checks.append(dict(entry, **planted_check.judge(entry, cell["planted_check"])))
+            continue
         cells.append(entry)
+    percent = params.get("planted_check")
+    choice = campaign.get("planted_check")
+    if percent is not None or checks:
+        by_check = {c["cell"]: c for c in planted_check.check_cells(choice)} if choice else {}
+        for entry in checks:
+            chosen = by_check.get(entry["cell"]) or {}
+            entry.update(checks_cell=chosen.get("checks"), chosen_as=chosen.get("chosen_as") or [])
+        proof = {"planted_checks": checks, "proof": planted_check.proof(checks, percent, choice)}
+    else:
+        proof = {}
     return {
         "schema_version": SCHEMA_VERSION,
         "campaign_id": campaign["campaign_id"],
@@ -328,6 +343,7 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
         "control": control,
         "trust": controls_trust(controls),
         **({"controls": controls} if len(controls) > 1 else {}),
+        **proof,
     }
 
 

@@ -54,7 +54,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
                     verify_syncs: bool = False, allow_dirty: bool = False,
                     plant_delay: str | None = None, alloc_order: str = "fixed",
                     l2_flush: bool = False, discard_after_clock_change: int = 0,
-                    control_scope: str = "first") -> CampaignConfig:
+                    control_scope: str = "first", planted_check: float | None = None) -> CampaignConfig:
     """The campaign's parameters with ``perf_ab.py engines``' defaults and checks (UsageError).
 
     ``sides``: ``"A,B"`` as ``--sides`` spells it, or two ``protocol.sides.Side``; ``graphs``: the
@@ -96,6 +96,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
         control_scope=control_scope,
         allow_dirty=allow_dirty,
         planted_delay=None if plant is None else plant.record(),
+        planted_check=None if planted_check is None else float(planted_check),
         alloc_order=alloc_order,
         l2_flush=l2_flush,
         discard_after_clock_change=discard_after_clock_change,
@@ -309,6 +310,10 @@ def _run(config: CampaignConfig, inputs: Iterable, out: str, *, resume: bool, pr
         print(f"{prog}: note: side {p['side']} ({p['label']}) carried a PLANTED delay of "
               f"{p['percent']:g} % (--plant-delay): a test of the statistics, not a measurement of the "
               "engines", file=sys.stderr)
+    proof = (store.read_summary() or {}).get("proof")
+    if proof is not None:  # --planted-check: the proof's line, passed or not (never the exit status)
+        print(f"{prog}: planted checks ({proof['percent']:g} %): {'passed' if proof['passed'] else 'PROOF FAILED'}: "
+              f"{proof['detail']}", file=sys.stderr)
     if code == ExitCode.TOO_NOISY:
         from .rejections import too_noisy_explanation
 

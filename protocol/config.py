@@ -113,6 +113,10 @@ class CampaignConfig:
     #: discard this many rounds from each observed change of the SM clock between rounds (the round
     #: that shows it first; cell.CellRun._clock_settling); 0: none. Recorded only when set
     discard_after_clock_change: int = 0
+    #: the planted checks (issue 32 item 4, protocol/planted_check.py): side A against itself with a
+    #: delay of this many percent planted on side B, on the campaign's shortest and longest cell, once
+    #: every cell has finished; None: none. Recorded only when set
+    planted_check: float | None = None
 
     def __post_init__(self):
         if self.rounds < 5:
@@ -132,6 +136,12 @@ class CampaignConfig:
             raise UsageError(f"--control {self.control_scope!r}: expected one of {', '.join(CONTROL_SCOPES)}")
         if self.control_scope != "first" and not self.control:
             raise UsageError(f"--control {self.control_scope} and --no-control contradict each other")
+        if self.planted_check is not None:
+            if not 0 <= self.planted_check <= 100:
+                raise UsageError(f"--planted-check {self.planted_check:g}: the percentage must be in [0, 100]")
+            if self.planted_delay is not None:
+                raise UsageError("--planted-check and --plant-delay: a campaign planted in every cell is already "
+                                 "a test of the statistics; plant one or the other")
         if self.discard_after_clock_change < 0:
             raise UsageError(f"--discard-after-clock-change {self.discard_after_clock_change}: expected a number "
                              "of rounds >= 0")
@@ -205,6 +215,8 @@ class CampaignConfig:
             p.pop("graph_file")
         if p["planted_delay"] is None:  # nor do campaigns without a planted delay
             p.pop("planted_delay")
+        if p["planted_check"] is None:  # nor campaigns without the planted checks
+            p.pop("planted_check")
         if self.adaptive_scope == "process":  # nor do campaigns whose --adaptive (if any) judges each worker
             p.pop("adaptive_scope")
             p.pop("max_processes")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from . import planted_check
 from .cell import CellRun, CheckFailure, compare_trees
 from .sides import Side
 from .units import Unit
@@ -93,12 +94,15 @@ class Measurer:
     def run_unit(self, unit: Unit, rounds, progress) -> tuple[str, str | None, dict]:
         """Worker ``unit.process`` of one cell of the open graph, to a terminal status."""
         side_a = self.config.sides[0]
+        sides = (side_a, side_a) if unit.control else None
+        if unit.planted_percent is not None:  # a planted check: A against A delayed (planted_check.py)
+            sides = planted_check.sides(side_a, unit.planted_percent)
         cell = CellRun(config=self.config, gi=self.gi, unit=unit, rounds=rounds,
                        graph_snapshot=self.graph_snapshot, device_graph=self.device_graph,
                        instruments=self.instruments, progress=progress, campaign_id=self.campaign_id,
                        session=self.session, sync_counter_factory=self._sync_counter_factory,
                        check_initial_tree=self.check_initial_tree,
-                       sides=(side_a, side_a) if unit.control else None)
+                       sides=sides)
         try:
             return cell.run()
         except CheckFailure as exc:  # the initial-tree check

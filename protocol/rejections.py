@@ -59,7 +59,8 @@ def too_noisy_explanation(summary: dict | None, params: dict) -> list[str]:
     if summary is None:
         return []
     lines = []
-    cells = list(summary.get("cells") or []) + ([summary["control"]] if summary.get("control") else [])
+    controls = list(summary.get("controls") or ([summary["control"]] if summary.get("control") else []))
+    cells = list(summary.get("cells") or []) + controls + list(summary.get("planted_checks") or [])
     for cell in cells:
         if cell.get("status") != "too_noisy":
             continue

@@ -233,10 +233,34 @@ def control_rows(summary: dict) -> list[dict]:
     return rows
 
 
+def planted_check_rows(summary: dict) -> list[dict]:
+    """The planted-check table (``--planted-check``, protocol/planted_check.py): per check cell the
+    cell checked and why it was chosen, A's median in both roles, the ratio and interval, the
+    planted percent, detected / missed and whether the interval covers 1 + percent / 100."""
+    rows = []
+    for c in summary.get("planted_checks") or []:
+        r = (c.get("regions") or {}).get(c.get("primary_region")) or {}
+        lo, hi, ratio = c.get("ratio_lo"), c.get("ratio_hi"), c.get("ratio")
+        measured = c.get("detected") is not None and None not in (lo, hi, ratio)
+        rows.append({
+            "cell": c["cell"],
+            "chosen_as": " and ".join(c.get("chosen_as") or []) or "–",
+            "a_ms": fmt_ms((r.get("A") or {}).get("median")),
+            "b_ms": fmt_ms((r.get("B") or {}).get("median")),
+            "ratio": f"{fmt_ratio(ratio)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]" if measured else "–",
+            "percent": f"{c['percent']:g} %",
+            "pairs": (c.get("accepted") or {}).get("A", 0),
+            "detected": ("detected" if c["detected"] else "missed") if measured
+            else f"not measured ({c.get('status')})",
+            "covers": ("yes" if c.get("covers_planted") else "no") if measured else "–",
+        })
+    return rows
+
+
 def process_rows(summary: dict) -> list[dict]:
     """The per-process table of section 2 (cells measured by more than one process, the A/A
-    control first); empty when every cell ran in one process."""
-    cells = summary_controls(summary) + summary["cells"]
+    control first, the planted checks last); empty when every cell ran in one process."""
+    cells = summary_controls(summary) + summary["cells"] + list(summary.get("planted_checks") or [])
     rows = []
     for c in cells:
         spread = (c.get("regions", {}).get(c.get("primary_region")) or {}).get("processes")
@@ -367,6 +391,9 @@ def build_context(campaign: dict, summary: dict, plots: dict, *, records_dir: Pa
         "cells": summary["cells"],
         "control": summary.get("control"),
         "control_rows": control_rows(summary) if summary.get("controls") else [],
+        "proof": summary.get("proof"),  # --planted-check (protocol/planted_check.py), or None
+        "planted_check": campaign.get("planted_check"),
+        "planted_check_rows": planted_check_rows(summary),
         "trust": summary.get("trust") or control_trust(summary.get("control")),
         "flags": {c["cell"]: cell_flags(c) for c in summary["cells"]},
         "process_spreads": {c["cell"]: process_spread_text(c) for c in summary["cells"]},

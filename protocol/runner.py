@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from . import placement
+from . import placement, planted_check
 from .schema import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION
 from .adaptive import STATES, Judgement, judge_config
 from .analysis import build_summary, primary_interval
@@ -64,6 +64,8 @@ class _CellPlan:
     batch: str
     objective: int
     control: bool = False
+    #: a planted check (protocol/planted_check.py): side B is side A delayed by this many percent
+    planted_percent: float | None = None
 
 
 @dataclass
@@ -313,13 +315,79 @@ class CampaignRunner:
                         for cell in pending:
                             self._run_unit(worker, cell, process)
                         worker.close_graph()
-                    if last:
+                    if last and self.config.planted_check is None:
                         plan.source = None  # no later pass needs the input: one graph in memory at a time
             except BaseException:
                 worker.abort()
                 raise
             worker.close()
+        if self.config.planted_check is not None:
+            self._planted_checks(plans)
         return self.finish()
+
+    # -- the planted checks (protocol/planted_check.py) -----------------------------------------
+    def _planted_checks(self, plans: list) -> None:
+        """The planted-check cells, after every other cell: the choice recorded (or replayed from
+        the record on --resume), then ``processes`` worker passes over the check cells alone."""
+        choice = self.campaign.get("planted_check")
+        if choice is None:
+            choice = self._choose_planted(plans)
+            if choice is None:
+                return  # a cell has not finished (or none measured): nothing chosen, nothing run
+            self.campaign["planted_check"] = choice
+            self.store.write_campaign(self.campaign)
+        sources = {}
+        for plan in plans:
+            for cell in plan.cells:
+                sources.setdefault(cell.graph, plan)
+        cells = [_CellPlan(c["cell"], c["graph"], c["batch"], c["objective"], planted_percent=choice["percent"])
+                 for c in planted_check.check_cells(choice)]
+        for process in range(self.config.processes):
+            pending = [c for c in cells if self._pending(c, process)]
+            if not pending:
+                continue
+            worker = self._pass(process)
+            try:
+                for graph in dict.fromkeys(c.graph for c in pending):
+                    worker.open_graph(sources[graph].source)
+                    for cell in pending:
+                        if cell.graph == graph:
+                            self._run_unit(worker, cell, process)
+                    worker.close_graph()
+            except BaseException:
+                worker.abort()
+                raise
+            worker.close()
+        for plan in plans:
+            plan.source = None
+
+    def _choose_planted(self, plans: list) -> dict | None:
+        """The shortest and longest cell (planted_check.choose), once every cell of the plan (the
+        A/A controls aside) has a terminal status; None before."""
+        import pandas as pd
+
+        from .analysis import REGIONS, accepted, primary_region
+
+        candidates = []
+        for plan in plans:
+            for cell in plan.cells:
+                if cell.control:
+                    continue
+                record = self.campaign["cells"].get(cell.key, {})
+                if record.get("status") not in TERMINAL_STATUSES:
+                    return None
+                if record.get("status") != "done":
+                    continue
+                rows = self.store.cell_rounds(cell.key).rows
+                frame = pd.DataFrame(rows) if rows else None
+                if frame is None:
+                    continue
+                mine = accepted(frame)
+                values = mine.loc[mine["role"] == "A", REGIONS[primary_region(frame)]].dropna()
+                if len(values):
+                    candidates.append({"cell": cell.key, "graph": cell.graph, "batch": cell.batch,
+                                       "objective": cell.objective, "median_ms": float(values.median())})
+        return planted_check.choose(candidates, self.config.planted_check)
 
     def _units(self, key: str) -> dict:
         return self.campaign["cells"].get(key, {}).get("workers", {})
@@ -396,14 +464,16 @@ class CampaignRunner:
         unit = Unit(key=cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
                     control=cell.control, process=process, target=target,
                     max_pairs=target if config.cell_adaptive else config.max_rounds_per_process,
-                    rejects_allowed=config.max_rejects - others_rejected, alloc_order=alloc_order)
+                    rejects_allowed=config.max_rejects - others_rejected, alloc_order=alloc_order,
+                    planted_percent=cell.planted_percent)
         units[str(process)] = {"status": "running", "detail": None, "session": self.session,
                                "started_utc": utc_now(), "target": target,
                                **({"alloc_order": alloc_order} if alloc_order else {})}
         status, detail = cell_state(units, config.processes)
         self._set_cell(cell.key, graph=cell.graph, batch=cell.batch, objective=cell.objective,
                        status="running" if status == "done" else status, detail=detail, workers=units,
-                       **({"control": True} if cell.control else {}))
+                       **({"control": True} if cell.control else {}),
+                       **({"planted_check": cell.planted_percent} if cell.planted_percent is not None else {}))
         total = config.rounds_per_process * config.processes
         if cell.key not in self._started_cells:
             self._started_cells.add(cell.key)

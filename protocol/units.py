@@ -46,6 +46,9 @@ class Unit:
     #: the roles in the order this worker allocates them ("AB" / "BA", protocol/placement.py); None:
     #: A then B, not recorded (--alloc-order fixed)
     alloc_order: str | None = None
+    #: a planted check (protocol/planted_check.py): side A against itself, with side B delayed by
+    #: this many percent; None: the cell's own sides (or the A/A control's)
+    planted_percent: float | None = None
 
 
 def pair_counts(rows) -> tuple[int, int]:
