@@ -13,6 +13,8 @@
 #             --graph roadNet-PA --batch-size 100 --ab-env ENGINES_WIDE_PASSES=0,1` (--engine
 #             operators for the other engine); ENGINES_WIDE_PASSES=1 before this script runs every
 #             step with them
+#             The captured fused update (issue 27 step 2) likewise: `--graph luxembourg_osm
+#             --batch-size 100 --ab-env ENGINES_FUSED_CAPTURE=0,1`
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)

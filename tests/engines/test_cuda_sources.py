@@ -209,7 +209,8 @@ def test_generation_reset_rule():
 
 
 def test_kernel_parameter_lists_match_launcher():
-    """fused.py passes the kernel arguments positionally: count them against the signatures."""
+    """fused.py passes the kernel arguments positionally: count them against the signatures (a
+    launch's argument tuple written in the call, or bound to a name in the same function first)."""
     import ast
     import re
 
@@ -218,9 +219,14 @@ def test_kernel_parameter_lists_match_launcher():
     launches = {}
     for fn in tree.body:
         if isinstance(fn, ast.FunctionDef) and fn.name in ("update", "compute"):
+            bound = {node.targets[0].id: node.value for node in ast.walk(fn)
+                     if isinstance(node, ast.Assign) and len(node.targets) == 1
+                     and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Tuple)}
             for node in ast.walk(fn):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "fn":
-                    launches[f"fused_{fn.name}"] = len(node.args[2].elts)
+                    args = node.args[2]
+                    args = bound[args.id] if isinstance(args, ast.Name) else args
+                    launches[f"fused_{fn.name}"] = len(args.elts)
     assert set(launches) == {"fused_update", "fused_compute"}
     for kernel, count in launches.items():
         sig = re.search(r"\b" + kernel + r"\((.*?)\)\s*\{", code, re.S).group(1)

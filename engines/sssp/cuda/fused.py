@@ -50,12 +50,27 @@ VERTICES_PER_BLOCK = 2048
 #: integer (edges), or 0 / unset for never (the default until the GPU measurements say
 #: otherwise); results never depend on it (algorithm.md §5.12).
 SOLO_ENV = "ENGINES_FUSED_SOLO"
+#: The captured launch (issue 27, step 2): ``ENGINES_FUSED_CAPTURE=1`` runs each update's
+#: control-block upload, fused_update and control-block download as one CUDA graph, captured once
+#: per set of kernel arguments (``_capture_key``) and replayed, instead of three calls from Python,
+#: the kernel's with about forty arguments to convert. The two scalars that change from update to
+#: update (the first generation, the head count) travel in the control block's initial record
+#: (module variant SSSP_FUSED_CAPTURED). Off by default (0 / off / unset) until the GPU tests and
+#: measurements say otherwise; results never depend on it.
+CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
+#: Captured launches kept per device, oldest dropped first: a stream of updates alternates between
+#: the graph's two buffer sets (two captures serve it); room for a few results and restores more.
+MAX_CAPTURED = 8
+_CAPTURED_DEFINES = ("SSSP_FUSED_CAPTURED",)
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
 #: (push.module_defines) with and without the solo push, the plain push's also with the wide
-#: passes (passes.with_wide, ENGINES_WIDE_PASSES); make cuda-check compiles each.
-VARIANTS = passes.with_wide(
-    tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
-          for solo in ((), ("SSSP_FUSED_SOLO",))))
+#: passes (passes.with_wide, ENGINES_WIDE_PASSES), each also captured (ENGINES_FUSED_CAPTURE);
+#: make cuda-check compiles each.
+VARIANTS = tuple(runtime.variant_defines(variant + captured)
+                 for variant in passes.with_wide(
+                     tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
+                           for solo in ((), ("SSSP_FUSED_SOLO",))))
+                 for captured in ((), _CAPTURED_DEFINES))
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -89,17 +104,28 @@ def solo_limit(num_vertices: int, num_edges: int, edges: int) -> int:
     return min(n, max(1, edges * n // max(m, 1)))
 
 
-def module_defines(plan, edges: int, wide: bool = False) -> tuple[str, ...]:
+def capture_enabled() -> bool:
+    """``ENGINES_FUSED_CAPTURE``: whether updates run as a captured launch; a bad value is an error
+    naming it."""
+    text = os.environ.get(CAPTURE_ENV, "").strip().lower()
+    if text in ("", "0", "off"):
+        return False
+    if text in ("1", "on"):
+        return True
+    raise errors.InvalidArgumentError(f"{CAPTURE_ENV}={text!r}: expected 1/on or 0/off")
+
+
+def module_defines(plan, edges: int, wide: bool = False, captured: bool = False) -> tuple[str, ...]:
     """The module variant of a run: its push expansion's, the solo push when ``edges``, the wide
-    passes when ``wide`` (passes.py)."""
+    passes when ``wide`` (passes.py), the captured update when ``captured``."""
     return (push.module_defines(plan.push_expansion) + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
-            + passes.module_defines(wide, plan.push_expansion))
+            + passes.module_defines(wide, plan.push_expansion) + (_CAPTURED_DEFINES if captured else ()))
 
 
 def run_defines(plan) -> tuple[str, ...]:
-    """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO`` and
-    ``ENGINES_WIDE_PASSES`` read)."""
-    return module_defines(plan, solo_edges(), passes.wide_passes())
+    """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO``,
+    ``ENGINES_WIDE_PASSES`` and ``ENGINES_FUSED_CAPTURE`` read)."""
+    return module_defines(plan, solo_edges(), passes.wide_passes(), capture_enabled())
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -183,7 +209,8 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     num_heads = changes.num_heads
     s = runtime.stream(device)
     edges = solo_edges()
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes()))
+    captured = capture_enabled()
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes(), captured))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
@@ -203,31 +230,101 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                 changed_from, changed_to, heads, changed_count = changes.stage(ws, s)
                 base = ws.next_generation(s)
                 control = ws.control("fused")
-                control.upload_initial(s)
-                fn(
-                    (blocks,),
-                    (runtime.BLOCK_SIZE,),
-                    (
-                        vn, vsource,
-                        dg.out_ptr, dg.out_index, dg.out_weight,
-                        dg.in_ptr, dg.in_index, dg.in_weight,
-                        distances, parents,
-                        ws.word, ws.stamp, ws.in_far, ws.flag, ws.ancestor,
-                        ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
-                        ws.near_log,
-                        changed_from, changed_to, changed_count,
-                        heads, vt(num_heads),
-                        bits, no_parent, bound, delta, push_shift,
-                        np.int32(base), np.int32(max_rounds), solo, control.device,
-                    ),
+                args = (
+                    vn, vsource,
+                    dg.out_ptr, dg.out_index, dg.out_weight,
+                    dg.in_ptr, dg.in_index, dg.in_weight,
+                    distances, parents,
+                    ws.word, ws.stamp, ws.in_far, ws.flag, ws.ancestor,
+                    ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
+                    ws.near_log,
+                    changed_from, changed_to, changed_count,
+                    # a captured kernel reads these two from the control block (zeros here keep
+                    # the arguments, hence the capture, the same from update to update)
+                    heads, vt(0 if captured else num_heads),
+                    bits, no_parent, bound, delta, push_shift,
+                    np.int32(0 if captured else base), np.int32(max_rounds), solo, control.device,
                 )
-                record = runtime.synchronize(control, s, syncs)
+                if captured:
+                    control.stage_initial(base_generation=base, num_heads=num_heads)
+                    record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs)
+                else:
+                    control.upload_initial(s)
+                    fn((blocks,), (runtime.BLOCK_SIZE,), args)
+                    record = runtime.synchronize(control, s, syncs)
         except Exception:
             _reset_quietly(ws, s)
             raise
         report = _epilogue(ws, s, record, syncs, changes.num_changed(), max_rounds)
     report.grid_syncs = grid_syncs(record, update=True, packed=plan.packed)
     return report
+
+
+class CaptureState:
+    """The captured launches of one device (``ENGINES_FUSED_CAPTURE``): the graphs by
+    ``_capture_key``, how many were made, and why a capture failed here once (the runs then launch
+    from Python, the same kernel and copies; no capture is tried again in this process)."""
+
+    def __init__(self) -> None:
+        self.graphs: dict = {}
+        self.made = 0
+        self.problem: str | None = None
+
+
+#: (device, vertex dtype) -> its CaptureState: one per workspace, used under the workspace's lock
+_capture_states: dict[tuple[int, np.dtype], CaptureState] = {}
+
+
+def capture_state(device: int, vertex_dtype=np.int32) -> CaptureState:
+    """The captured launches of ``device`` for results of ``vertex_dtype`` (tests and diagnostics
+    read ``made`` and ``problem``)."""
+    key = (int(device), np.dtype(vertex_dtype))
+    state = _capture_states.get(key)
+    if state is None:
+        state = _capture_states[key] = CaptureState()
+    return state
+
+
+def _capture_key(fn, blocks: int, args) -> tuple:
+    """What a captured launch fixes: the kernel, the grid and every argument, a device array by
+    its address and a scalar by its value. An address stands for whatever buffer holds it now:
+    a graph replayed with the same addresses in the same places reads and writes the buffers the
+    run means, whichever allocation made them."""
+    cupy = runtime.cupy_module()
+    return (id(fn), int(blocks)) + tuple(
+        ("@", a.data.ptr) if isinstance(a, cupy.ndarray) else (type(a).__name__, a.item()) for a in args)
+
+
+def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, syncs):
+    """A captured run: replay (capturing first when new) the graph of the control block's upload
+    from its pinned initial record (staged by the caller), ``fn`` over ``blocks`` with ``args`` and
+    the block's download into ``host_read``; then the run's one synchronization. Where capture
+    failed, the same three steps are enqueued from Python. Called under the workspace's lock."""
+    state = capture_state(device, vertex_dtype)
+
+    def launch(stream) -> None:
+        control.enqueue_copies(stream, lambda st: fn((blocks,), (runtime.BLOCK_SIZE,), args, stream=st))
+
+    graph = None
+    if state.problem is None:
+        key = _capture_key(fn, blocks, args)
+        graph = state.graphs.get(key)
+        if graph is None:
+            try:
+                graph = runtime.capture(device, launch)
+            except Exception as exc:  # noqa: BLE001 - a capture that fails falls back to launches
+                state.problem = f"{type(exc).__name__}: {exc}"
+                graph = None
+            if graph is not None:
+                while len(state.graphs) >= MAX_CAPTURED:
+                    state.graphs.pop(next(iter(state.graphs)))
+                state.graphs[key] = graph
+                state.made += 1
+    if graph is not None:
+        graph.launch(s)
+    else:
+        launch(s)
+    return runtime.wait_record(control, s, syncs)
 
 
 def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> EngineReport:
@@ -328,6 +425,6 @@ def _reset_quietly(ws, s) -> None:
         workspace.discard(ws.device, ws.vertex_dtype)
 
 
-__all__ = ["ENGINE", "KERNELS", "SOLO_ENV", "VARIANTS", "compute", "grid_blocks", "grid_rule",
-           "grid_syncs", "load_module", "max_blocks", "module_defines", "run_defines", "solo_edges",
-           "solo_limit", "update", "work_blocks"]
+__all__ = ["CAPTURE_ENV", "ENGINE", "KERNELS", "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
+           "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module", "max_blocks", "module_defines",
+           "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]

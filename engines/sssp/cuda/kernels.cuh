@@ -38,7 +38,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // registers exist only in its own module and the default kernels compile as without it.
 // SSSP_PUSH_BATCHED: the "batched" push expansion (push.py module_defines); SSSP_FUSED_SOLO: the
 // fused engine's solo push (fused.cu solo_push; fused.py ENGINES_FUSED_SOLO); SSSP_WIDE_PASSES:
-// the wide O(n) passes of both engines (issue 34, step 2; passes.py ENGINES_WIDE_PASSES).
+// the wide O(n) passes of both engines (issue 34, step 2; passes.py ENGINES_WIDE_PASSES);
+// SSSP_FUSED_CAPTURED: fused_update reads its two per-update scalars from the control block, so
+// one captured launch serves every update (issue 27; fused.py ENGINES_FUSED_CAPTURE).
 #ifndef SSSP_PUSH_BATCHED
 #define SSSP_PUSH_BATCHED 0
 #endif
@@ -47,6 +49,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 #endif
 #ifndef SSSP_WIDE_PASSES
 #define SSSP_WIDE_PASSES 0
+#endif
+#ifndef SSSP_FUSED_CAPTURED
+#define SSSP_FUSED_CAPTURED 0
 #endif
 // The wide passes' __restrict__: the qualifier in the SSSP_WIDE_PASSES module and nothing in the
 // others, so the default kernels compile from the same tokens as before the variant (their cubins
@@ -244,6 +249,10 @@ struct FusedControl {
     i32 solo_done;     // the last solo stretch's iterations, for every block (fused.cu)
     i32 solo_runs;     // solo stretches: each costs one grid barrier
     i32 solo_iterations;  // push iterations run by one block alone, without a grid barrier
+    // Written by the host into the initial record, read by a captured fused_update
+    // (SSSP_FUSED_CAPTURED) instead of its arguments of the same names; never written on the device.
+    i32 base_generation;  // the update's first generation (workspace next_generation)
+    V num_heads;          // the insertion heads listed in heads
 };
 
 // The operators layout (algorithm.md §5.2 [ops]); the operators engine owns its use.

@@ -217,8 +217,9 @@ def read_source(filename: str) -> str:
 #: source of its own module, so a variant's code and registers never reach the default kernels.
 #: SSSP_PUSH_BATCHED: the "batched" push expansion (push.module_defines); SSSP_FUSED_SOLO: the
 #: fused engine's solo push (fused.solo_limit); SSSP_WIDE_PASSES: both engines' wide O(n) passes
-#: (passes.module_defines, ENGINES_WIDE_PASSES).
-VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_WIDE_PASSES")
+#: (passes.module_defines, ENGINES_WIDE_PASSES); SSSP_FUSED_CAPTURED: the fused update's per-update
+#: scalars read from the control block (fused.capture_enabled, ENGINES_FUSED_CAPTURE).
+VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_WIDE_PASSES", "SSSP_FUSED_CAPTURED")
 
 
 def variant_defines(defines) -> tuple[str, ...]:
@@ -464,6 +465,16 @@ def synchronize(control, stream_, syncs: SyncCounter):
     return control.host_read[0]
 
 
+def wait_record(control, stream_, syncs: SyncCounter):
+    """``synchronize`` for a run whose copy of the control block into ``host_read`` is already
+    enqueued (a node of a captured graph, fused.py): waits for the stream, counts one host
+    synchronization and returns the host record, as ``synchronize`` does."""
+    with cuda_errors("reading the control block"):
+        stream_.synchronize()
+    syncs.count += 1
+    return control.host_read[0]
+
+
 def readback_async(control, stream_, slot: int) -> None:
     """Enqueue a copy of the control block into its ahead mirror ``slot`` (0 or 1) and an event
     after it, without waiting: work enqueued next can run while the host waits for this copy
@@ -491,6 +502,7 @@ __all__ = [
     "capture",
     "readback_async",
     "wait_readback",
+    "wait_record",
     "TYPE_PAIRS",
     "VARIANT_DEFINES",
     "CompiledModule",

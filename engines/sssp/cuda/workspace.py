@@ -66,6 +66,8 @@ def fused_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("solo_done", np.int32),
             ("solo_runs", np.int32),
             ("solo_iterations", np.int32),
+            ("base_generation", np.int32),
+            ("num_heads", v),
         ],
         align=True,
     )
@@ -155,12 +157,28 @@ class ControlBlock:
     def upload_initial(self, stream, **fields) -> None:
         """Stage a zeroed block with every minimum slot empty (and ``fields`` set); copy it
         asynchronously to the device on ``stream``. No synchronization."""
+        self.stage_initial(**fields)
+        with cuda_errors("uploading the control block"):
+            self.device.data.copy_from_host_async(self.host_init_ptr, self.nbytes, stream)
+
+    def stage_initial(self, **fields) -> None:
+        """Write the initial record (zeros, every minimum slot empty, ``fields`` set) into the
+        pinned ``host_init`` without copying it: a captured run's graph copies it up itself
+        (``enqueue_copies``), reading the pinned memory when it runs."""
         rec = self.host_init
         rec[...] = self._initial
         for name, value in fields.items():
             rec[name] = value
-        with cuda_errors("uploading the control block"):
-            self.device.data.copy_from_host_async(self.host_init_ptr, self.nbytes, stream)
+
+    def enqueue_copies(self, stream, between) -> None:
+        """The copies of a captured run around ``between(stream)``: ``host_init`` up to the device
+        before it, the block down into ``host_read`` after it (the runtime's copies: CuPy refuses
+        a device-to-host copy on a capturing stream). Nothing waits."""
+        cupy = cupy_module()
+        rt = cupy.cuda.runtime
+        rt.memcpyAsync(self.device.data.ptr, self.host_init_ptr, self.nbytes, rt.memcpyHostToDevice, stream.ptr)
+        between(stream)
+        rt.memcpyAsync(self.host_read_ptr, self.device.data.ptr, self.nbytes, rt.memcpyDeviceToHost, stream.ptr)
 
     @property
     def pointer(self):

@@ -1,0 +1,69 @@
+"""The captured fused update's switch and module variant without a GPU (issue 27 step 2;
+``ENGINES_FUSED_CAPTURE``; the GPU side is tests/gpu/test_fused_capture.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from engines import errors
+from engines.sssp.cuda import compile_check, fused, push, runtime, workspace
+from engines.sssp.plan import PUSH_EXPANSIONS
+
+CAPTURED = ("SSSP_FUSED_CAPTURED",)
+
+
+@pytest.mark.parametrize("text, on", [("", False), ("0", False), ("off", False), (" OFF ", False),
+                                      ("1", True), ("on", True), ("On", True)])
+def test_the_switch(monkeypatch, text, on):
+    monkeypatch.setenv(fused.CAPTURE_ENV, text)
+    assert fused.capture_enabled() is on
+
+
+def test_unset_is_off(monkeypatch):
+    monkeypatch.delenv(fused.CAPTURE_ENV, raising=False)
+    assert fused.capture_enabled() is False
+
+
+@pytest.mark.parametrize("text", ["2", "yes", "true", "-1", "graph"])
+def test_a_bad_value_names_the_switch(monkeypatch, text):
+    monkeypatch.setenv(fused.CAPTURE_ENV, text)
+    with pytest.raises(errors.InvalidArgumentError, match=fused.CAPTURE_ENV):
+        fused.capture_enabled()
+
+
+@pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
+def test_a_run_loads_the_captured_variant_only_when_switched_on(monkeypatch, expansion):
+    plan = SimpleNamespace(push_expansion=expansion)
+    for name in (fused.SOLO_ENV, "ENGINES_WIDE_PASSES", fused.CAPTURE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    plain = fused.run_defines(plan)
+    assert plain == push.module_defines(expansion)  # the default is unchanged
+    monkeypatch.setenv(fused.CAPTURE_ENV, "1")
+    assert fused.run_defines(plan) == plain + CAPTURED
+    monkeypatch.setenv(fused.SOLO_ENV, "1024")
+    assert set(fused.run_defines(plan)) == set(plain) | {"SSSP_FUSED_SOLO"} | set(CAPTURED)
+    assert fused.module_defines(plan, 0, False, True) == plain + CAPTURED
+
+
+def test_every_variant_is_compiled_also_captured():
+    uncaptured = [v for v in fused.VARIANTS if "SSSP_FUSED_CAPTURED" not in v]
+    captured = [v for v in fused.VARIANTS if "SSSP_FUSED_CAPTURED" in v]
+    assert {runtime.variant_defines(v + CAPTURED) for v in uncaptured} == set(captured)
+    assert len(set(fused.VARIANTS)) == len(fused.VARIANTS) == 2 * len(uncaptured)
+    assert "SSSP_FUSED_CAPTURED" in runtime.VARIANT_DEFINES
+    assert compile_check.variants_of(runtime.SOURCE_DIR / fused.SOURCE) == fused.VARIANTS
+
+
+def test_the_control_block_carries_the_per_update_scalars():
+    """The fields the captured kernel reads (their offsets against offsetof are checked by
+    test_cuda_sources); the default kernel never reads them, so the initial record's zeros are
+    harmless to it."""
+    import numpy as np
+
+    for vertex in (np.int32, np.int64):
+        dtype = workspace.fused_control_dtype(vertex)
+        assert dtype["base_generation"] == np.dtype(np.int32)
+        assert dtype["num_heads"] == np.dtype(vertex)
+        assert dtype.names[-2:] == ("base_generation", "num_heads")
