@@ -129,7 +129,8 @@ for s in $STEPS; do
       NOISE_C="python3 bench/perf_ab.py engines --sides cuda:fused,cuda:fused --objectives 0 --processes 6
                --rounds 24 --no-control --no-progress --resume $DIRTY_ARG"
       NOISE_PA="--graphs roadNet-PA --batches safe50k"
-      NOISE_TABLE=
+      NOISE_TABLE=()  # LABEL=DIR of each experiment with a campaign (an array: $OUT may hold spaces)
+      NOISE_BASE=
       mkdir -p "$OUT/noise"
       for e in ${NOISE_EXPERIMENTS:-base alloc-alternate l2-flush all planted-2 planted-1}; do
         case $e in
@@ -143,9 +144,17 @@ for s in $STEPS; do
         esac
         c=$((END - SECONDS - 30)); [ "$c" -gt "${NOISE_CAP:-80}" ] && c=${NOISE_CAP:-80}  # 30 s kept for the table
         step "noise_$e" "$c" $NOISE_C $a --out "$OUT/noise/$e"
-        [ -f "$OUT/noise/$e/campaign.json" ] && NOISE_TABLE="$NOISE_TABLE $e=$OUT/noise/$e"
+        if [ -f "$OUT/noise/$e/campaign.json" ]; then
+          NOISE_TABLE+=("$e=$OUT/noise/$e")
+          # the experiments are compared with "base", or with the first one there when it is not
+          { [ -z "$NOISE_BASE" ] || [ "$e" = base ]; } && NOISE_BASE=$e
+        fi
       done
-      step noise_table 60 python3 bench/noise_sources.py $NOISE_TABLE --out "$OUT/noise" ;;
+      if [ ${#NOISE_TABLE[@]} -gt 0 ]; then
+        step noise_table 60 python3 bench/noise_sources.py "${NOISE_TABLE[@]}" --base "$NOISE_BASE" --out "$OUT/noise"
+      else
+        echo "== noise_table: skipped, no experiment has a campaign yet" | tee -a "$LOG"
+      fi ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \

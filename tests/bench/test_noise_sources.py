@@ -301,4 +301,6 @@ def test_the_session_step_runs_the_experiments_of_issue_32():
         ("alternate", True, 2)
     assert parsed["planted-2"].plant_delay == "B:2" and parsed["planted-1"].plant_delay == "B:1"
     assert parsed["base"].plant_delay is None and not parsed["base"].l2_flush
-    assert 'bench/noise_sources.py $NOISE_TABLE --out "$OUT/noise"' in block
+    # the table over the experiments that have a campaign, compared with base or the first there
+    assert 'bench/noise_sources.py "${NOISE_TABLE[@]}" --base "$NOISE_BASE" --out "$OUT/noise"' in block
+    assert 'NOISE_TABLE+=("$e=$OUT/noise/$e")' in block
