@@ -7,6 +7,9 @@ numbers: the CUDA engines must reproduce its bytes (algorithm.md §13.2).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -207,3 +210,26 @@ def update_all(graph, batch, results: dict) -> dict:
 
 def stats_dict(stats) -> dict:
     return {f.name: getattr(stats, f.name) for f in dataclasses.fields(stats)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the golden corpus (tests/golden), for the GPU tests that replay it shard by shard
+
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
+
+
+def golden_shards() -> list[str]:
+    """The corpus's shard files (none without a manifest: the parametrized tests then collect
+    nothing)."""
+    manifest = GOLDEN_DIR / "manifest.json"
+    if not manifest.is_file():
+        return []
+    return sorted(json.loads(manifest.read_text())["files"])
+
+
+@functools.lru_cache(maxsize=1)
+def golden_corpus():
+    """The whole corpus, loaded once per process."""
+    from conformance.store import load_corpus
+
+    return load_corpus(GOLDEN_DIR)

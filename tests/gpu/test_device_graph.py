@@ -24,9 +24,6 @@ steady-state commit that allocates no device memory, ``device_bytes`` and ``to_h
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,7 +40,6 @@ from . import ops_support as S
 
 pytestmark = S.GPU
 
-GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 SIDES = ("out", "in")
 DELTA_ARRAYS = ("insert_src", "insert_dst", "delete_src", "delete_dst", "weight_increased")
 
@@ -498,21 +494,7 @@ def test_random_chains_device_apply_equals_host_apply(seed, shape, n, num_weight
 # 2. the golden corpus
 
 
-def _golden_shards() -> list[str]:
-    manifest = GOLDEN_DIR / "manifest.json"
-    if not manifest.is_file():
-        return []
-    return sorted(json.loads(manifest.read_text())["files"])
-
-
-@functools.lru_cache(maxsize=1)
-def _golden_corpus():
-    from conformance.store import load_corpus
-
-    return load_corpus(GOLDEN_DIR)
-
-
-@pytest.mark.parametrize("shard", _golden_shards())
+@pytest.mark.parametrize("shard", S.golden_shards())
 def test_golden_cases_device_apply_equals_host_apply(shard):
     """Every golden case (loaded as the golden replay does, ``conformance.replay.build_inputs``):
     its batch applied on a device graph and on a host twin, then once more on the new state;
@@ -520,7 +502,7 @@ def test_golden_cases_device_apply_equals_host_apply(shard):
     equal to the case's stored expectations."""
     from conformance.replay import build_inputs
 
-    corpus = _golden_corpus()
+    corpus = S.golden_corpus()
     cases = [c for c in corpus.cases if c["file"] == shard]
     assert cases, f"no cases in {shard}"
     failures = []

@@ -11,10 +11,6 @@ such a run is refused before anything changes).
 
 from __future__ import annotations
 
-import functools
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -28,7 +24,6 @@ from .test_push_width import SHAPES
 
 pytestmark = S.GPU
 
-GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 #: Every configuration whose push has a wide module (passes.combines): all but the "batched"
 #: expansion's.
 WIDE_CONFIGS = tuple(
@@ -46,27 +41,13 @@ def _configs() -> tuple[str, ...]:
     return tuple(c for c in WIDE_CONFIGS if S.fused_available() or not c.startswith("fused"))
 
 
-def _golden_shards() -> list[str]:
-    manifest = GOLDEN_DIR / "manifest.json"
-    if not manifest.is_file():
-        return []
-    return sorted(json.loads(manifest.read_text())["files"])
-
-
-@functools.lru_cache(maxsize=1)
-def _golden_corpus():
-    from conformance.store import load_corpus
-
-    return load_corpus(GOLDEN_DIR)
-
-
 def _wide_modules_loaded() -> set[str]:
     """The engines that have a wide-pass module compiled in this process."""
     return {engine for (engine, _device, defines) in runtime._modules if "SSSP_WIDE_PASSES" in defines}
 
 
 @pytest.mark.parametrize("solo", SOLO)
-@pytest.mark.parametrize("shard", _golden_shards())
+@pytest.mark.parametrize("shard", S.golden_shards())
 def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
     """Every golden case replayed as the golden replay does (conformance.replay: update() from the
     stored input tree, then compute(); distances, parents, invalidated, affected, the apply summary
@@ -75,7 +56,7 @@ def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
 
     monkeypatch.setenv(passes.WIDE_ENV, "1")
     monkeypatch.setenv(fused.SOLO_ENV, solo)
-    corpus = _golden_corpus()
+    corpus = S.golden_corpus()
     cases = [c for c in corpus.cases if c["file"] == shard]
     assert cases, f"no cases in {shard}"
     # the solo push is the fused engine's alone: the operators configurations run with it off
