@@ -66,4 +66,5 @@ def test_the_control_block_carries_the_per_update_scalars():
         dtype = workspace.fused_control_dtype(vertex)
         assert dtype["base_generation"] == np.dtype(np.int32)
         assert dtype["num_heads"] == np.dtype(vertex)
-        assert dtype.names[-2:] == ("base_generation", "num_heads")
+        assert dtype["solo_limit"] == np.dtype(vertex)
+        assert dtype.names[-3:] == ("base_generation", "num_heads", "solo_limit")

@@ -81,6 +81,35 @@ def test_a_steady_stream_replays_its_captures(fused_engine, monkeypatch, cuda_de
     assert result.stats.host_syncs == 1 and result.stats.sync_budget == 1
 
 
+def test_a_growing_stream_replays_its_captures_though_the_solo_limit_moves(fused_engine, monkeypatch,
+                                                                           cuda_device):
+    """The solo limit follows the edge count (fused.solo_limit), so insertions move it from update
+    to update: it travels in the control block, not in the captured arguments, and the stream
+    still replays its captures."""
+    rng = np.random.default_rng(53)
+    n, src, dst, w = H.random_graph(rng, "grid", 3000, 1, "mid")
+    # a budget close to the edge count: the limit near n, moved by about every fifth insertion
+    monkeypatch.setenv(fused.SOLO_ENV, str(len(src) * 9 // 10))
+    limits = []
+    original = fused.solo_limit
+
+    def recorded(*args):
+        limits.append(original(*args))
+        return limits[-1]
+
+    monkeypatch.setattr(fused, "solo_limit", recorded)
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    host, result = F.compute_pair(graph, 0)
+    _stream(rng, graph, host, result, 6, kind="insert")
+    state = fused.capture_state(cuda_device)
+    made = state.made
+    del limits[:]
+    _stream(rng, graph, host, result, 12, kind="insert")
+    assert len(set(limits)) >= 3, limits  # the stream really moved the limit
+    assert state.problem is None
+    assert state.made - made <= 2, (made, state.made, limits)
+
+
 def test_a_failed_capture_falls_back_to_launches(fused_engine, monkeypatch, cuda_device):
     def no_capture(device, enqueue):
         raise RuntimeError("capture refused (test)")

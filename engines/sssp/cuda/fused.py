@@ -53,10 +53,11 @@ SOLO_ENV = "ENGINES_FUSED_SOLO"
 #: The captured launch (issue 27, step 2): ``ENGINES_FUSED_CAPTURE=1`` runs each update's
 #: control-block upload, fused_update and control-block download as one CUDA graph, captured once
 #: per set of kernel arguments (``_capture_key``) and replayed, instead of three calls from Python,
-#: the kernel's with about forty arguments to convert. The two scalars that change from update to
-#: update (the first generation, the head count) travel in the control block's initial record
-#: (module variant SSSP_FUSED_CAPTURED). Off by default (0 / off / unset) until the GPU tests and
-#: measurements say otherwise; results never depend on it.
+#: the kernel's with about forty arguments to convert. The three scalars that change from update
+#: to update (the first generation, the head count, the solo limit, which follows the edge count)
+#: travel in the control block's initial record (module variant SSSP_FUSED_CAPTURED). Off by
+#: default (0 / off / unset) until the GPU tests and measurements say otherwise; results never
+#: depend on it.
 CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
 #: Captured launches kept per device, oldest dropped first: a stream of updates alternates between
 #: the graph's two buffer sets (two captures serve it); room for a few results and restores more.
@@ -239,14 +240,16 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                     ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
                     ws.near_log,
                     changed_from, changed_to, changed_count,
-                    # a captured kernel reads these two from the control block (zeros here keep
-                    # the arguments, hence the capture, the same from update to update)
+                    # a captured kernel reads these three from the control block (zeros here keep
+                    # the arguments, hence the capture, the same from update to update; the solo
+                    # limit follows the edge count, which most batches change)
                     heads, vt(0 if captured else num_heads),
                     bits, no_parent, bound, delta, push_shift,
-                    np.int32(0 if captured else base), np.int32(max_rounds), solo, control.device,
+                    np.int32(0 if captured else base), np.int32(max_rounds),
+                    vt(0) if captured else solo, control.device,
                 )
                 if captured:
-                    control.stage_initial(base_generation=base, num_heads=num_heads)
+                    control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo)
                     record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs)
                 else:
                     control.upload_initial(s)
@@ -307,7 +310,10 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
 
     graph = None
     if state.problem is None:
-        key = _capture_key(fn, blocks, args)
+        # the graph's copies fix the control block's pinned mirrors too (not kernel arguments): a
+        # workspace made again after a discard may get its device buffers back at the same
+        # addresses but other pinned memory
+        key = _capture_key(fn, blocks, args) + (control.host_init_ptr, control.host_read_ptr)
         graph = state.graphs.get(key)
         if graph is None:
             try:

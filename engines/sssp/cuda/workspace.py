@@ -68,6 +68,7 @@ def fused_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("solo_iterations", np.int32),
             ("base_generation", np.int32),
             ("num_heads", v),
+            ("solo_limit", v),
         ],
         align=True,
     )
