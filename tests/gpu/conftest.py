@@ -36,6 +36,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the item (``item.rep_call``), so that a fixture's teardown can
+    tell a test that skipped in its body (test_fused_capture's check of the captures)."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
 @pytest.fixture(scope="session")
 def cuda_device() -> int:
     """The CuPy device the CUDA results live on."""

@@ -50,6 +50,9 @@ def captured_updates(request, monkeypatch, cuda_device):
     yield
     states = list(fused._capture_states.values())
     fused._capture_states.clear()
+    call = getattr(request.node, "rep_call", None)  # conftest.pytest_runtest_makereport
+    if call is not None and call.skipped:
+        return  # skipped in its body (a real graph's file missing: load_real_graph)
     if request.node.originalname != "test_a_failed_capture_falls_back_to_launches":
         problems = [state.problem for state in states if state.problem is not None]
         assert not problems, f"capture failed, the updates launched from Python: {problems[0]}"
