@@ -67,4 +67,5 @@ def test_the_control_block_carries_the_per_update_scalars():
         assert dtype["base_generation"] == np.dtype(np.int32)
         assert dtype["num_heads"] == np.dtype(vertex)
         assert dtype["solo_limit"] == np.dtype(vertex)
-        assert dtype.names[-3:] == ("base_generation", "num_heads", "solo_limit")
+        assert dtype["delta"] == np.dtype(np.uint64)
+        assert dtype.names[-4:] == ("base_generation", "num_heads", "solo_limit", "delta")

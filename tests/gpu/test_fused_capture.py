@@ -86,9 +86,10 @@ def test_a_steady_stream_replays_its_captures(fused_engine, monkeypatch, cuda_de
 
 def test_a_growing_stream_replays_its_captures_though_the_solo_limit_moves(fused_engine, monkeypatch,
                                                                            cuda_device):
-    """The solo limit follows the edge count (fused.solo_limit), so insertions move it from update
-    to update: it travels in the control block, not in the captured arguments, and the stream
-    still replays its captures."""
+    """The solo limit follows the edge count (fused.solo_limit), the default delta the edge count
+    and weight sum (packing.default_delta), so insertions move them from update to update: they
+    travel in the control block, not in the captured arguments, and the stream still replays its
+    captures."""
     rng = np.random.default_rng(53)
     n, src, dst, w = H.random_graph(rng, "grid", 3000, 1, "mid")
     # a budget close to the edge count: the limit near n, moved by about every fifth insertion

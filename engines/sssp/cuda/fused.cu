@@ -258,12 +258,13 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     __shared__ fused::BlockSlots<V> slots;
 #if SSSP_FUSED_CAPTURED
     // A captured launch (fused.py ENGINES_FUSED_CAPTURE): its arguments were fixed when the graph
-    // was made, so the three that change from update to update (the solo limit follows the edge
-    // count) come with the control block's initial record, uploaded by the graph's first node
-    // (the arguments carry zeros).
+    // was made, so the four that change from update to update (the solo limit follows the edge
+    // count, the default delta the edge count and weight sum) come with the control block's
+    // initial record, uploaded by the graph's first node (the arguments carry zeros).
     base_generation = ctl->base_generation;
     num_heads = ctl->num_heads;
     solo_limit = ctl->solo_limit;
+    delta = ctl->delta;
 #endif
     // The changed count is built on the device by the apply (weight increases are known there
     // only); every thread reads the same value, so the branch below stays uniform.

@@ -53,9 +53,10 @@ SOLO_ENV = "ENGINES_FUSED_SOLO"
 #: The captured launch (issue 27, step 2): ``ENGINES_FUSED_CAPTURE=1`` runs each update's
 #: control-block upload, fused_update and control-block download as one CUDA graph, captured once
 #: per set of kernel arguments (``_capture_key``) and replayed, instead of three calls from Python,
-#: the kernel's with about forty arguments to convert. The three scalars that change from update
-#: to update (the first generation, the head count, the solo limit, which follows the edge count)
-#: travel in the control block's initial record (module variant SSSP_FUSED_CAPTURED). Off by
+#: the kernel's with about forty arguments to convert. The four scalars that change from update
+#: to update (the first generation, the head count, the solo limit and delta, which follow the
+#: edge count) travel in the control block's initial record (module variant SSSP_FUSED_CAPTURED);
+#: W's (bits, no_parent, bound) change seldom and stay arguments. Off by
 #: default (0 / off / unset) until the GPU tests and measurements say otherwise; results never
 #: depend on it.
 CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
@@ -240,16 +241,17 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                     ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
                     ws.near_log,
                     changed_from, changed_to, changed_count,
-                    # a captured kernel reads these three from the control block (zeros here keep
+                    # a captured kernel reads these four from the control block (zeros here keep
                     # the arguments, hence the capture, the same from update to update; the solo
-                    # limit follows the edge count, which most batches change)
+                    # limit and the default delta follow the edge count, which most batches change)
                     heads, vt(0 if captured else num_heads),
-                    bits, no_parent, bound, delta, push_shift,
+                    bits, no_parent, bound, np.uint64(0) if captured else delta, push_shift,
                     np.int32(0 if captured else base), np.int32(max_rounds),
                     vt(0) if captured else solo, control.device,
                 )
                 if captured:
-                    control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo)
+                    control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo,
+                                          delta=delta)
                     record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs)
                 else:
                     control.upload_initial(s)

@@ -39,7 +39,7 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // SSSP_PUSH_BATCHED: the "batched" push expansion (push.py module_defines); SSSP_FUSED_SOLO: the
 // fused engine's solo push (fused.cu solo_push; fused.py ENGINES_FUSED_SOLO); SSSP_WIDE_PASSES:
 // the wide O(n) passes of both engines (issue 34, step 2; passes.py ENGINES_WIDE_PASSES);
-// SSSP_FUSED_CAPTURED: fused_update reads its three per-update scalars from the control block, so
+// SSSP_FUSED_CAPTURED: fused_update reads its four per-update scalars from the control block, so
 // one captured launch serves every update (issue 27; fused.py ENGINES_FUSED_CAPTURE).
 #ifndef SSSP_PUSH_BATCHED
 #define SSSP_PUSH_BATCHED 0
@@ -254,6 +254,7 @@ struct FusedControl {
     i32 base_generation;  // the update's first generation (workspace next_generation)
     V num_heads;          // the insertion heads listed in heads
     V solo_limit;         // the solo push's longest near list (fused.py solo_limit: follows the edge count)
+    u64 delta;            // the bucket width (the default follows the edge count and weight sum)
 };
 
 // The operators layout (algorithm.md §5.2 [ops]); the operators engine owns its use.

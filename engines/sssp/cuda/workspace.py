@@ -69,6 +69,7 @@ def fused_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("base_generation", np.int32),
             ("num_heads", v),
             ("solo_limit", v),
+            ("delta", np.uint64),
         ],
         align=True,
     )
