@@ -315,8 +315,8 @@ class CampaignRunner:
                         for cell in pending:
                             self._run_unit(worker, cell, process)
                         worker.close_graph()
-                    if last and self.config.planted_check is None:
-                        plan.source = None  # no later pass needs the input: one graph in memory at a time
+                    if last:  # no later pass needs the input: one graph in memory at a time
+                        plan.source = self._checks_source(plan.source)
             except BaseException:
                 worker.abort()
                 raise
@@ -360,6 +360,16 @@ class CampaignRunner:
             worker.close()
         for plan in plans:
             plan.source = None
+
+    def _checks_source(self, source):
+        """What a plan keeps of its input after the last pass: nothing, or with --planted-check the
+        loader that reads it again (a check cell may be on any graph); without a loader (tests,
+        library users' small inputs) the input itself."""
+        if self.config.planted_check is None or source is None:
+            return None
+        if self._input_loader is not None:
+            return InputSource(source.name, None, self._input_loader)
+        return source
 
     def _choose_planted(self, plans: list) -> dict | None:
         """The shortest and longest cell (planted_check.choose), once every cell of the plan (the

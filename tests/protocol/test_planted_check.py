@@ -47,7 +47,7 @@ def graphs():
             small_graph_input(n=900, m=3600, name="large")]
 
 
-def _campaign(out, graphs, monkeypatch, *, seed=3, resume=False, in_process=None, **options):
+def _campaign(out, graphs, monkeypatch, *, seed=3, resume=False, in_process=None, input_loader=None, **options):
     import protocol.region
 
     clock = VirtualClock()
@@ -58,7 +58,8 @@ def _campaign(out, graphs, monkeypatch, *, seed=3, resume=False, in_process=None
     config = host_config(sides=sides, rounds=8, **options)
     store = RecordStore(out)
     with Instruments.open(gpu=False) as inst:
-        code = CampaignRunner(config, store, inst, resume=resume, in_process=in_process).run(graphs)
+        code = CampaignRunner(config, store, inst, resume=resume, in_process=in_process,
+                              input_loader=input_loader).run(graphs)
     return code, store
 
 
@@ -221,6 +222,21 @@ def test_every_worker_measures_its_share_of_a_check(tmp_path, monkeypatch, graph
         assert sorted(set(mine["process"])) == [0, 1]
         assert (mine.loc[mine["role"] == "B", "planted_delay_ns"] > 0).all()  # calibrated in each worker
     assert [c["processes"] for c in store.read_summary()["planted_checks"]] == [2, 2]
+
+
+def test_after_the_last_pass_a_check_reads_its_graph_through_the_loader(tmp_path, monkeypatch, graphs):
+    # the passes drop their inputs (one graph in memory at a time); the checks read theirs again
+    loaded = []
+    by_name = {g.name: g for g in graphs}
+
+    def loader(name):
+        loaded.append(name)
+        return by_name[name]
+
+    code, store = _campaign(tmp_path, graphs, monkeypatch, planted_check=5.0, input_loader=loader)
+    assert code == ExitCode.OK
+    assert loaded == ["small", "large"]  # the in-process passes held their inputs; the checks loaded
+    assert [c["detected"] for c in store.read_summary()["planted_checks"]] == [True, True]
 
 
 def test_the_rule_of_detection():
