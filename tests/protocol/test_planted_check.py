@@ -280,3 +280,34 @@ def test_the_option_is_checked_and_wired(tmp_path):
     assert build_config(plain).planted_check is None and "--planted-check" not in _rebuild_argv(plain)
     assert "planted_check" not in build_config(plain).parameters()
     json.dumps(config.parameters())
+
+
+def test_the_command_records_reports_and_prints_the_checks(tmp_path, monkeypatch, capsys):
+    """perf_ab.py engines --planted-check end to end (one process, on the virtual clock: the host
+    sides' regions last a few virtual nanoseconds, so only what the command says is asserted, not
+    whether it detected)."""
+    import protocol.region
+    from bench import perf_ab
+
+    from .helpers import write_small_edge_list
+
+    clock = VirtualClock()
+    monkeypatch.setattr(protocol.region, "time", clock)
+    monkeypatch.setattr(planted_delay, "time", clock)
+    graph = write_small_edge_list(tmp_path / "small.edges", 8)
+    out = tmp_path / "records"
+    code = perf_ab.main(["engines", "--sides", "host,host", "--batches", "local10k", "unsafe50k", "--objectives", "0",
+                         "--rounds", "5", "--processes", "1", "--max-foreign-cpu", "1000", "--allow-dirty",
+                         "--no-progress", "--no-control", "--planted-check", "5", "--graph-file", str(graph),
+                         "--out", str(out), "--cache-dir", str(tmp_path / "cache")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "planted checks (5 %): " in err
+    store = RecordStore(out)
+    campaign = store.read_campaign()
+    assert campaign["parameters"]["planted_check"] == 5.0 and "--planted-check 5" in campaign["reproduce"]
+    checks = [k for k in campaign["cells"] if k.endswith(SUFFIX)]
+    assert 1 <= len(checks) <= 2 and all(campaign["cells"][k]["status"] == "done" for k in checks)
+    report = (out / "M7.md").read_text()
+    assert "**Planted checks** (`--planted-check 5`" in report
+    assert f"| `{checks[0]}` |" in report
