@@ -69,3 +69,56 @@ def test_the_control_block_carries_the_per_update_scalars():
         assert dtype["solo_limit"] == np.dtype(vertex)
         assert dtype["delta"] == np.dtype(np.uint64)
         assert dtype.names[-4:] == ("base_generation", "num_heads", "solo_limit", "delta")
+
+
+class _Graph:
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def launch(self, stream):
+        self.log.append(("replay", self.name))
+
+
+class _Control:
+    host_init_ptr, host_read_ptr = 1, 2
+
+    def enqueue_copies(self, stream, between):
+        between(stream)
+
+
+def test_the_captures_are_kept_least_recently_used_first(monkeypatch):
+    """The cache policy of fused._run_captured without a GPU (the CUDA calls replaced by a log): a
+    new key captures, a known one replays, and beyond MAX_CAPTURED the launch used longest ago is
+    dropped, not merely the oldest made; a capture that fails launches from Python and is not
+    tried again."""
+    log = []
+    made = iter(range(100))
+    monkeypatch.setattr(fused, "MAX_CAPTURED", 2)
+    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: tuple(args))
+    monkeypatch.setattr(runtime, "capture", lambda device, enqueue: _Graph(f"g{next(made)}", log))
+    monkeypatch.setattr(runtime, "wait_record", lambda control, s, syncs: "record")
+    monkeypatch.setattr(fused, "_capture_states", {})
+
+    def fn(grid, block, args, stream=None):
+        log.append(("python", args))
+
+    def run(args):
+        assert fused._run_captured(fn, 1, args, _Control(), "s", 0, "int32", None) == "record"
+
+    for args in (("a",), ("b",), ("a",), ("c",), ("a",), ("b",)):
+        run(args)
+    state = fused.capture_state(0, "int32")
+    # a, b captured; a replayed (now the most recent); c evicts b, not a; a replays; b again
+    assert log == [("replay", "g0"), ("replay", "g1"), ("replay", "g0"), ("replay", "g2"),
+                   ("replay", "g0"), ("replay", "g3")]
+    assert state.made == 4 and len(state.graphs) == 2 and state.problem is None
+
+    def refuse(device, enqueue):
+        raise RuntimeError("not here")
+
+    monkeypatch.setattr(runtime, "capture", refuse)
+    log.clear()
+    run(("d",))
+    run(("e",))
+    assert log == [("python", ("d",)), ("python", ("e",))]
+    assert state.problem == "RuntimeError: not here" and state.made == 4

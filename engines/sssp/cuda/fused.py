@@ -60,8 +60,9 @@ SOLO_ENV = "ENGINES_FUSED_SOLO"
 #: default (0 / off / unset) until the GPU tests and measurements say otherwise; results never
 #: depend on it.
 CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
-#: Captured launches kept per device, oldest dropped first: a stream of updates alternates between
-#: the graph's two buffer sets (two captures serve it); room for a few results and restores more.
+#: Captured launches kept per device, the least recently used dropped first: a stream of updates
+#: alternates between the graph's two buffer sets (two captures serve it); room for a few results
+#: and restores more.
 MAX_CAPTURED = 8
 _CAPTURED_DEFINES = ("SSSP_FUSED_CAPTURED",)
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
@@ -316,8 +317,10 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
         # workspace made again after a discard may get its device buffers back at the same
         # addresses but other pinned memory
         key = _capture_key(fn, blocks, args) + (control.host_init_ptr, control.host_read_ptr)
-        graph = state.graphs.get(key)
-        if graph is None:
+        graph = state.graphs.pop(key, None)
+        if graph is not None:
+            state.graphs[key] = graph  # used now: the last to be dropped (least recently used first)
+        else:
             try:
                 graph = runtime.capture(device, launch)
             except Exception as exc:  # noqa: BLE001 - a capture that fails falls back to launches
