@@ -3,8 +3,8 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign bench planted sanitize asv ab sweep noise (default: tests
-#   compare table campaign).
+# steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches (default:
+#   tests compare table campaign).
 #   ab        an interleaved A/B of two configurations into $OUT/ab: AB_SIDES (default
 #             cuda:fused+group,cuda:fused+batched), AB_GRAPHS (roadNet-PA), AB_BATCHES (safe50k
 #             local10k), AB_ARGS (more perf_ab.py engines options)
@@ -14,7 +14,13 @@
 #             operators for the other engine); ENGINES_WIDE_PASSES=1 before this script runs every
 #             step with them
 #             The captured fused update (issue 27 step 2) likewise: `--graph luxembourg_osm
-#             --batch-size 100 --ab-env ENGINES_FUSED_CAPTURE=0,1`
+#             --batch-size 100 --ab-env ENGINES_FUSED_CAPTURE=0,1`; the step switches runs them all
+#   switches  the engines' off-by-default switches, each A/B'd interleaved batch by batch against
+#             off by bench/update_anatomy.py --ab-env (SWITCH_BATCHES batches of 100 changes,
+#             default 1000; SWITCH_CAP seconds each, default 90) into $OUT/switch_<graph>_<name>.log:
+#             SWITCHES (default: luxembourg_osm with ENGINES_FUSED_SOLO=0,1024,
+#             ENGINES_FUSED_CAPTURE=0,1 and ENGINES_WIDE_PASSES=0,1; roadNet-PA with the solo push
+#             and the wide passes), entries GRAPH:NAME=A,B
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
@@ -155,6 +161,14 @@ for s in $STEPS; do
       else
         echo "== noise_table: skipped, no experiment has a campaign yet" | tee -a "$LOG"
       fi ;;
+    switches)
+      for sw in ${SWITCHES:-luxembourg_osm:ENGINES_FUSED_SOLO=0,1024 luxembourg_osm:ENGINES_FUSED_CAPTURE=0,1 \
+                 luxembourg_osm:ENGINES_WIDE_PASSES=0,1 roadNet-PA:ENGINES_FUSED_SOLO=0,1024 \
+                 roadNet-PA:ENGINES_WIDE_PASSES=0,1}; do
+        g=${sw%%:*}; ab=${sw#*:}; name=${ab%%=*}
+        step "switch_${g}_${name}" "${SWITCH_CAP:-90}" python3 bench/update_anatomy.py --graph "$g" \
+          --batch-size 100 --batches "${SWITCH_BATCHES:-1000}" --ab-env "$ab"
+      done ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
            --environment existing:python3 --machine h200 --set-commit-hash "$(git rev-parse HEAD)" \

@@ -40,3 +40,28 @@ def test_default_steps_exist():
 def test_the_script_parses():
     run = subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
+
+
+def test_the_switches_step_ab_tests_every_engine_switch():
+    """The step ``switches``: each default entry is a valid update_anatomy.py command line, and
+    together they A/B every off-by-default switch the engines read at each run against off."""
+    import shlex
+
+    from bench import update_anatomy
+    from engines.sssp.cuda import fused, passes
+
+    text = SCRIPT.read_text()
+    block = text[text.index("    switches)\n"):text.index("    asv)")]
+    entries = re.search(r"\$\{SWITCHES:-(.*?)\}", block, re.S).group(1).replace("\\\n", " ").split()
+    command = re.search(r'python3 bench/update_anatomy.py (.*?)\n\s*(--batch-size.*?)\n', block, re.S)
+    argv_text = (command.group(1).rstrip("\\ ") + " " + command.group(2)).replace('"${SWITCH_BATCHES:-1000}"', "1000")
+    switched = set()
+    for entry in entries:
+        graph, ab = entry.split(":", 1)
+        argv = shlex.split(argv_text.replace('"$g"', graph).replace('"$ab"', ab))
+        args = update_anatomy.build_parser().parse_args(argv)
+        assert (args.graph, args.batch_size, args.batches, args.ab_env) == (graph, 100, 1000, ab)
+        name, values = ab.split("=")
+        assert values.split(",")[0] in ("0", "off")  # each against off
+        switched.add(name)
+    assert switched == {fused.SOLO_ENV, fused.CAPTURE_ENV, passes.WIDE_ENV}
