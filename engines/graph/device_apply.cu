@@ -462,12 +462,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // counts a contiguous run of insertions, a block-wide exclusive scan gives every run its first
 // output slot, and each thread writes its run in order (a chunked loop with barriers per 1024
 // insertions cost 64 us for a 25k-insertion batch on an H200).
-template <typename V, typename O>
-__global__ void __launch_bounds__(1024)
-    apply_changes(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
-                  const i32* __restrict__ ev_dst, const unsigned char* __restrict__ increased, i32 K,
-                  i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to, V* __restrict__ heads,
-                  V* __restrict__ changed_count) {
+namespace apply {
+// The body of both change-list kernels (they differ in where the batch's sizes come from).
+template <typename V>
+__device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
+                                              const i32* __restrict__ ev_dst,
+                                              const unsigned char* __restrict__ increased, i32 K, i32 k,
+                                              V* __restrict__ changed_from, V* __restrict__ changed_to,
+                                              V* __restrict__ heads, V* __restrict__ changed_count) {
     __shared__ i32 warp_totals[32];
     const int tid = threadIdx.x;
     const int lane = tid & 31;
@@ -508,5 +510,30 @@ __global__ void __launch_bounds__(1024)
             ++at;
         }
     }
-    if (tid == static_cast<int>(blockDim.x) - 1) *changed_count = static_cast<V>(num_deletions + before + mine);
+    if (tid == static_cast<int>(blockDim.x) - 1) *changed_count = static_cast<V>(num_deletions + before + mine);}
+}  // namespace apply
+
+template <typename V, typename O>
+__global__ void __launch_bounds__(1024)
+    apply_changes(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
+                  const i32* __restrict__ ev_dst, const unsigned char* __restrict__ increased, i32 K,
+                  i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to, V* __restrict__ heads,
+                  V* __restrict__ changed_count) {
+    apply::write_changes<V>(num_deletions, num_insertions, ev_src, ev_dst, increased, K, k, changed_from,
+                            changed_to, heads, changed_count);
+}
+
+// The same with the batch's sizes read from the device (the sizes block the commit copied up with
+// the events, SizeSlot): the kernel a captured engine run enqueues in its graph (fused.py
+// ENGINES_FUSED_CAPTURE), whose arguments must not change from batch to batch. Valid until the next
+// commit stages its own sizes.
+template <typename V, typename O>
+__global__ void __launch_bounds__(1024)
+    apply_changes_sized(const i64* __restrict__ sizes, const i32* __restrict__ ev_src,
+                        const i32* __restrict__ ev_dst, const unsigned char* __restrict__ increased, i32 K,
+                        i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to, V* __restrict__ heads,
+                        V* __restrict__ changed_count) {
+    apply::write_changes<V>(static_cast<i32>(sizes[apply::SZ_DELETIONS]),
+                            static_cast<i32>(sizes[apply::SZ_INSERTIONS]), ev_src, ev_dst, increased, K, k,
+                            changed_from, changed_to, heads, changed_count);
 }

@@ -38,7 +38,7 @@ ENGINE = "apply"
 #: The apply's kernels, beside this file; compiled with the engines' shared header (runtime.read_source).
 SOURCE = str(Path(__file__).resolve().with_name("device_apply.cu"))
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_move", "apply_rebuild",
-           "apply_rescan_max", "apply_changes")
+           "apply_rescan_max", "apply_changes", "apply_changes_sized")
 #: How a commit's kernels are launched (module docstring; ``Options.update_launch``).
 LAUNCHES = ("python", "graph")
 #: The launch of a commit that names none (``Graph.apply``; ``update()`` passes the results'
@@ -348,6 +348,21 @@ class PendingCommit:
                            np.int32(objective), changed_from, changed_to, heads, changed_count),
            stream=stream)
 
+    def sized_staging(self, objective: int, changed_from, changed_to, heads, changed_count):
+        """``stage_changes`` as a launch for the caller to enqueue (a captured engine run, fused.py
+        ENGINES_FUSED_CAPTURE): ``(function, arguments)`` of ``apply_changes_sized``, which reads
+        the batch's sizes from the device, so its arguments stay the same from batch to batch of one
+        scratch layout. None for a commit that staged nothing (an empty batch: no sizes on the
+        device). Valid until the graph's next commit, like the rest of this commit's device data."""
+        if self._expired:
+            raise InternalError("the device data of this commit was reused by a later commit")
+        if not self._pending:
+            return None
+        fn = load_module(self.scratch.device).function("apply_changes_sized", np.int32, np.int32)
+        sc = self.scratch
+        return fn, (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased, np.int32(sc.num_weights), np.int32(objective),
+                    changed_from, changed_to, heads, changed_count)
+
     def num_changed(self, objective: int) -> int:
         return int(self.resolve()["changed"][int(objective)])
 
@@ -374,6 +389,17 @@ class DeviceChangeLists:
         else:
             self.pending.stage_changes(self.objective, changed_from, changed_to, heads, count, stream)
         return changed_from, changed_to, heads, count
+
+    def captured_staging(self, ws):
+        """``stage`` for a captured run: ``(views, launch)``, the workspace's change views and the
+        sized launch that fills them (``PendingCommit.sized_staging``), for the caller to put in
+        its graph; for an empty batch the count is zeroed here on the current stream, as ``stage``
+        does, and ``launch`` is None."""
+        views = ws.change_views()
+        launch = self.pending.sized_staging(self.objective, *views) if self.upper else None
+        if launch is None:
+            views[3].fill(0)
+        return views, launch
 
     def num_changed(self) -> int:
         return self.pending.num_changed(self.objective)

@@ -161,3 +161,24 @@ def test_the_captured_kernel_reads_its_scalars_from_the_control_block(fused_engi
     stats = sssp.update(graph, H.make_batch(arrays), result)
     assert stats.affected == 0 and stats.invalidated == 0
     assert result.to_numpy()[0][far] == d[far]  # the improvement was not found
+
+
+def test_the_graph_stages_the_change_lists_itself(fused_engine, monkeypatch):
+    """A captured update stages its change lists inside its graph (device_apply's
+    apply_changes_sized, the batch's sizes read on the device), never through the launch from
+    Python; the bytes stay the host's for every kind of batch, an empty one included (nothing on
+    the device to read sizes from: the count is zeroed before the graph)."""
+    from engines.graph import device_apply
+
+    def from_python(*args, **kwargs):
+        raise AssertionError("a captured update staged its change lists from Python")
+
+    monkeypatch.setattr(device_apply.PendingCommit, "stage_changes", from_python)
+    rng = np.random.default_rng(53)
+    n, src, dst, w = H.random_graph(rng, "grid", 2000, 1, "mid")
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    host, result = F.compute_pair(graph, 0)
+    for kind in ("mixed", "tree_delete", "reweight", "insert", "tree_increase", "mixed"):
+        F.update_pair(graph, F.next_arrays(rng, graph, host, kind, "mid"), host, result, what=kind)
+    F.update_pair(graph, H.empty_batch_arrays(1), host, result, what="empty batch")
+    F.update_pair(graph, F.next_arrays(rng, graph, host, "mixed", "mid"), host, result, what="after the empty one")

@@ -51,9 +51,10 @@ VERTICES_PER_BLOCK = 2048
 #: otherwise); results never depend on it (algorithm.md §5.12).
 SOLO_ENV = "ENGINES_FUSED_SOLO"
 #: The captured launch (issue 27, step 2): ``ENGINES_FUSED_CAPTURE=1`` runs each update's
-#: control-block upload, fused_update and control-block download as one CUDA graph, captured once
-#: per set of kernel arguments (``_capture_key``) and replayed, instead of three calls from Python,
-#: the kernel's with about forty arguments to convert. The four scalars that change from update
+#: change-list staging (device_apply's apply_changes_sized, which reads the batch's sizes on the
+#: device), control-block upload, fused_update and control-block download as one CUDA graph,
+#: captured once per set of kernel arguments (``_capture_key``) and replayed, instead of four calls
+#: from Python, the kernel's with about forty arguments to convert. The four scalars that change from update
 #: to update (the first generation, the head count, the solo limit and delta, which follow the
 #: edge count) travel in the control block's initial record (module variant SSSP_FUSED_CAPTURED);
 #: W's (bits, no_parent, bound) change seldom and stay arguments. Off by
@@ -230,7 +231,10 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                 fn = module.function("fused_update", vertex_dtype, dg.offset_dtype)
                 blocks = grid_blocks(module, "fused_update", vertex_dtype, dg.offset_dtype, n)
                 ws.reserve(n, max(num_changed, num_heads, 1), s)  # within capacity: nothing
-                changed_from, changed_to, heads, changed_count = changes.stage(ws, s)
+                if captured:  # the change lists are staged by the captured graph itself
+                    (changed_from, changed_to, heads, changed_count), staging = changes.captured_staging(ws)
+                else:
+                    changed_from, changed_to, heads, changed_count = changes.stage(ws, s)
                 base = ws.next_generation(s)
                 control = ws.control("fused")
                 args = (
@@ -253,7 +257,7 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                 if captured:
                     control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo,
                                           delta=delta)
-                    record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs)
+                    record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs, staging)
                 else:
                     control.upload_initial(s)
                     fn((blocks,), (runtime.BLOCK_SIZE,), args)
@@ -301,14 +305,18 @@ def _capture_key(fn, blocks: int, args) -> tuple:
         ("@", a.data.ptr) if isinstance(a, cupy.ndarray) else (type(a).__name__, a.item()) for a in args)
 
 
-def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, syncs):
-    """A captured run: replay (capturing first when new) the graph of the control block's upload
-    from its pinned initial record (staged by the caller), ``fn`` over ``blocks`` with ``args`` and
-    the block's download into ``host_read``; then the run's one synchronization. Where capture
-    failed, the same three steps are enqueued from Python. Called under the workspace's lock."""
+def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, syncs, staging=None):
+    """A captured run: replay (capturing first when new) the graph of the change lists' staging
+    (``staging``: ``(function, arguments)`` of device_apply's sized kernel, None when the caller
+    staged them), the control block's upload from its pinned initial record (staged by the
+    caller), ``fn`` over ``blocks`` with ``args`` and the block's download into ``host_read``;
+    then the run's one synchronization. Where capture failed, the same steps are enqueued from
+    Python. Called under the workspace's lock."""
     state = capture_state(device, vertex_dtype)
 
     def launch(stream) -> None:
+        if staging is not None:  # the change lists (device_apply apply_changes_sized: one block)
+            staging[0]((1,), (1024,), staging[1], stream=stream)
         control.enqueue_copies(stream, lambda st: fn((blocks,), (runtime.BLOCK_SIZE,), args, stream=st))
 
     graph = None
@@ -316,7 +324,8 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
         # the graph's copies fix the control block's pinned mirrors too (not kernel arguments): a
         # workspace made again after a discard may get its device buffers back at the same
         # addresses but other pinned memory
-        key = _capture_key(fn, blocks, args) + (control.host_init_ptr, control.host_read_ptr)
+        key = (_capture_key(fn, blocks, args) + (control.host_init_ptr, control.host_read_ptr)
+               + (("staging",) + _capture_key(staging[0], 1, staging[1]) if staging is not None else ()))
         graph = state.graphs.pop(key, None)
         if graph is not None:
             state.graphs[key] = graph  # used now: the last to be dropped (least recently used first)
