@@ -122,3 +122,79 @@ def test_the_captures_are_kept_least_recently_used_first(monkeypatch):
     run(("e",))
     assert log == [("python", ("d",)), ("python", ("e",))]
     assert state.problem == "RuntimeError: not here" and state.made == 4
+
+
+def test_the_captured_graph_stages_the_change_lists_first_and_keys_them(monkeypatch):
+    """Review of 67ab2bc without a GPU: a run with a staging launch enqueues it first in the
+    captured work, before the control block's copies and the kernel; a key with staging differs
+    from the same arguments without it (an empty batch's graph stages nothing) and replays when
+    the staging's arguments are the same again."""
+    log = []
+    made = iter(range(100))
+
+    def capture(device, enqueue):
+        enqueue("capture")
+        return _Graph(f"g{next(made)}", log)
+
+    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: tuple(args))
+    monkeypatch.setattr(runtime, "capture", capture)
+    monkeypatch.setattr(runtime, "wait_record", lambda control, s, syncs: "record")
+    monkeypatch.setattr(fused, "_capture_states", {})
+
+    def fn(grid, block, args, stream=None):
+        log.append(("fused", stream))
+
+    def sized(grid, block, args, stream=None):
+        assert (grid, block) == ((1,), (1024,))
+        log.append(("staging", args, stream))
+
+    for staging in ((sized, ("sizes", "src")), None, (sized, ("sizes", "src"))):
+        assert fused._run_captured(fn, 1, ("a",), _Control(), "s", 0, "int32", None, staging) == "record"
+    assert log == [("staging", ("sizes", "src"), "capture"), ("fused", "capture"), ("replay", "g0"),
+                   ("fused", "capture"), ("replay", "g1"),
+                   ("replay", "g0")]
+    assert fused.capture_state(0, "int32").made == 2
+
+
+def test_captured_staging_reads_the_sizes_on_the_device_and_zeroes_an_empty_batch(monkeypatch):
+    """DeviceChangeLists.captured_staging: a non-empty commit gives apply_changes_sized over the
+    scratch's sizes block and event views (buffers fixed per scratch layout, so the capture key
+    holds from batch to batch); an empty one (no sizes staged) gives no launch and zeroes the
+    count instead."""
+    import numpy as np
+
+    from engines.graph import device_apply
+
+    class _View:
+        def __init__(self, name):
+            self.name, self.filled = name, None
+
+        def fill(self, value):
+            self.filled = value
+
+    class _Module:
+        def function(self, kernel, vertex, offset):
+            return ("fn", kernel, np.dtype(vertex), np.dtype(offset))
+
+    monkeypatch.setattr(device_apply, "load_module", lambda device: _Module())
+    scratch = SimpleNamespace(device=0, num_weights=2, sizes="sizes", ev_src="src", ev_dst="dst",
+                              increased="inc")
+    views = (_View("from"), _View("to"), _View("heads"), _View("count"))
+    ws = SimpleNamespace(change_views=lambda: views)
+    for size, pending in ((5, True), (0, False)):
+        events = SimpleNamespace(size=size, num_insertions=2 if size else 0)
+        commit = device_apply.PendingCommit.__new__(device_apply.PendingCommit)
+        commit.scratch, commit.events, commit._pending, commit._expired = scratch, events, pending, False
+        got, launch = device_apply.DeviceChangeLists(commit, 1).captured_staging(ws)
+        assert got is views
+        if size:
+            assert launch[0] == ("fn", "apply_changes_sized", np.dtype(np.int32), np.dtype(np.int32))
+            assert launch[1][:4] == ("sizes", "src", "dst", "inc")
+            assert [int(a) for a in launch[1][4:6]] == [2, 1] and launch[1][6:] == views
+            assert views[3].filled is None
+        else:
+            assert launch is None and views[3].filled == 0
+    commit._expired = True
+    commit._pending = True
+    with pytest.raises(errors.InternalError):
+        commit.sized_staging(0, *views)
