@@ -510,7 +510,8 @@ __device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_inserti
             ++at;
         }
     }
-    if (tid == static_cast<int>(blockDim.x) - 1) *changed_count = static_cast<V>(num_deletions + before + mine);}
+    if (tid == static_cast<int>(blockDim.x) - 1) *changed_count = static_cast<V>(num_deletions + before + mine);
+}
 }  // namespace apply
 
 template <typename V, typename O>
