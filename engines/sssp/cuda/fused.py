@@ -13,14 +13,11 @@ beforehand (``prepare``) and reused.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ... import errors
 from ..plan import EngineReport, pointer_jumping_rounds
-from . import push, runtime, workspace
-from . import passes
+from . import passes, push, runtime, switches, workspace
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
@@ -86,17 +83,7 @@ def load_module(device: int, defines=()) -> runtime.CompiledModule:
 def solo_edges() -> int:
     """``ENGINES_FUSED_SOLO``: the edges of the longest near list the solo push takes (0: off); a
     bad value is an error naming it."""
-    text = os.environ.get(SOLO_ENV, "").strip().lower()
-    if text in ("", "0", "off"):
-        return 0
-    try:
-        edges = int(text)
-    except ValueError:
-        edges = -1
-    if edges < 0:
-        raise errors.InvalidArgumentError(
-            f"{SOLO_ENV}={text!r}: expected a number of edges (a non-negative integer) or off")
-    return edges
+    return switches.count(SOLO_ENV, "a number of edges")
 
 
 def solo_limit(num_vertices: int, num_edges: int, edges: int) -> int:
@@ -111,12 +98,7 @@ def solo_limit(num_vertices: int, num_edges: int, edges: int) -> int:
 def capture_enabled() -> bool:
     """``ENGINES_FUSED_CAPTURE``: whether updates run as a captured launch; a bad value is an error
     naming it."""
-    text = os.environ.get(CAPTURE_ENV, "").strip().lower()
-    if text in ("", "0", "off"):
-        return False
-    if text in ("1", "on"):
-        return True
-    raise errors.InvalidArgumentError(f"{CAPTURE_ENV}={text!r}: expected 1/on or 0/off")
+    return switches.flag(CAPTURE_ENV)
 
 
 def module_defines(plan, edges: int, wide: bool = False, captured: bool = False) -> tuple[str, ...]:
@@ -160,10 +142,7 @@ def work_blocks(num_vertices: int, co_resident: int, multiprocessors: int) -> in
 
 def grid_rule() -> str:
     """``ENGINES_FUSED_GRID`` ("work" when unset); a bad value is an error naming the choices."""
-    rule = os.environ.get(GRID_ENV, "").strip() or "work"
-    if rule not in GRIDS:
-        raise errors.InvalidArgumentError(f"{GRID_ENV}={rule!r}: expected one of {', '.join(GRIDS)}")
-    return rule
+    return switches.choice(GRID_ENV, GRIDS, "work")
 
 
 def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype,
@@ -173,9 +152,9 @@ def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offse
     blocks = runtime.cooperative_grid(module, kernel, vertex_dtype, offset_dtype)
     if blocks >= 1 and grid_rule() == "work":
         blocks = work_blocks(num_vertices, blocks, runtime.device_info(module.device).multiprocessors)
-    cap = os.environ.get(MAX_BLOCKS_ENV, "").strip()
+    cap = switches.count(MAX_BLOCKS_ENV, "a number of blocks", minimum=1)
     if cap:
-        blocks = min(blocks, max(int(cap), 1))
+        blocks = min(blocks, cap)
     if blocks < 1:
         raise errors.NotSupportedError(
             f"the persistent kernel does not fit on an SM of device {module.device}; "

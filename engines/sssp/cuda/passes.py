@@ -14,33 +14,24 @@ selects it for every run of either engine; unset, ``0`` or ``off`` keeps the def
 compile from the same tokens as before the variant. Read at every run, like ``ENGINES_FUSED_SOLO``.
 
 The wide passes combine with the plain push module only (the "group" and "vertex" expansions, with
-and without the fused solo push): that keeps make cuda-check at 9 engine modules instead of 12 (its
+and without the fused solo push): that spares make cuda-check the batched modules' wide copies (its
 time on CI's two cores), and the fused engine's batched + solo + wide module spills (64 registers).
 A run that asks for them with the "batched" expansion is an error naming the switch.
 """
 
 from __future__ import annotations
 
-import os
-
 from ... import errors
+from . import switches
 
 #: The switch: ENGINES_WIDE_PASSES=1 runs both engines' wide-pass module.
 WIDE_ENV = "ENGINES_WIDE_PASSES"
 #: The module variant's defines (runtime.VARIANT_DEFINES).
 DEFINES = ("SSSP_WIDE_PASSES",)
-_ON, _OFF = ("1", "on"), ("", "0", "off")
-
-
 def wide_passes() -> bool:
     """``ENGINES_WIDE_PASSES``: whether runs load the wide-pass module; a bad value is an error
     naming it."""
-    text = os.environ.get(WIDE_ENV, "").strip().lower()
-    if text in _OFF:
-        return False
-    if text in _ON:
-        return True
-    raise errors.InvalidArgumentError(f"{WIDE_ENV}={text!r}: expected 1/on or 0/off")
+    return switches.flag(WIDE_ENV)
 
 
 def combines(defines) -> bool:

@@ -1,0 +1,56 @@
+"""The engines' environment switches: experiments and test hooks the GPU measurements decide
+(``ENGINES_FUSED_SOLO``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_GRID``,
+``ENGINES_FUSED_MAX_BLOCKS``), read at each run. One parse per kind of value, so every switch
+accepts the same spellings and a bad value is always an ``InvalidArgumentError`` naming the
+switch and what it expects, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ... import errors
+
+#: The spellings of a flag (case and surrounding spaces ignored); unset is off.
+OFF, ON = ("", "0", "off"), ("1", "on")
+
+
+def _text(name: str) -> str:
+    return os.environ.get(name, "").strip().lower()
+
+
+def flag(name: str) -> bool:
+    """A switch that is on (1 / on) or off (0 / off / unset)."""
+    text = _text(name)
+    if text in OFF:
+        return False
+    if text in ON:
+        return True
+    raise errors.InvalidArgumentError(f"{name}={text!r}: expected 1/on or 0/off")
+
+
+def count(name: str, what: str, *, minimum: int = 0) -> int:
+    """A switch that is a whole number of at least ``minimum`` (``what`` says of what), or 0 when
+    unset, 0 or off."""
+    text = _text(name)
+    if text in OFF:
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise errors.InvalidArgumentError(
+            f"{name}={text!r}: expected {what} (an integer of at least {minimum}) or off")
+    return value
+
+
+def choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """A switch that is one of ``choices`` (``default`` when unset)."""
+    text = os.environ.get(name, "").strip() or default
+    if text not in choices:
+        raise errors.InvalidArgumentError(f"{name}={text!r}: expected one of {', '.join(choices)}")
+    return text
+
+
+__all__ = ["OFF", "ON", "choice", "count", "flag"]

@@ -1,0 +1,78 @@
+"""The engines' environment switches (engines/sssp/cuda/switches.py): the spellings each kind
+accepts, and a bad value an InvalidArgumentError naming the switch, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from engines import errors
+from engines.sssp.cuda import switches
+
+NAME = "ENGINES_TEST_SWITCH"
+
+
+@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), (" Off ", False),
+                                      ("1", True), ("ON", True)])
+def test_flag(monkeypatch, text, on):
+    if text is None:
+        monkeypatch.delenv(NAME, raising=False)
+    else:
+        monkeypatch.setenv(NAME, text)
+    assert switches.flag(NAME) is on
+
+
+@pytest.mark.parametrize("text", ["2", "yes", "true", "-1"])
+def test_a_bad_flag_names_the_switch(monkeypatch, text):
+    monkeypatch.setenv(NAME, text)
+    with pytest.raises(errors.InvalidArgumentError, match=f"{NAME}=.*expected 1/on or 0/off"):
+        switches.flag(NAME)
+
+
+@pytest.mark.parametrize("text, value", [(None, 0), ("off", 0), ("0", 0), ("1024", 1024), (" 7 ", 7)])
+def test_count(monkeypatch, text, value):
+    if text is None:
+        monkeypatch.delenv(NAME, raising=False)
+    else:
+        monkeypatch.setenv(NAME, text)
+    assert switches.count(NAME, "a number of edges") == value
+
+
+@pytest.mark.parametrize("text, minimum", [("-1", 0), ("x", 0), ("1.5", 0), ("0x10", 1), ("-3", 1)])
+def test_a_bad_count_names_the_switch_and_what_it_counts(monkeypatch, text, minimum):
+    monkeypatch.setenv(NAME, text)
+    with pytest.raises(errors.InvalidArgumentError, match=f"{NAME}=.*expected a number of blocks"):
+        switches.count(NAME, "a number of blocks", minimum=minimum)
+
+
+def test_the_fused_grid_cap_is_a_count(monkeypatch):
+    """ENGINES_FUSED_MAX_BLOCKS was read with a bare int(): a typo ended in a ValueError traceback.
+    fused.grid_blocks with the device's answers replaced (528 co-resident blocks, 132 SMs)."""
+    from types import SimpleNamespace
+
+    from engines.sssp.cuda import fused, runtime
+
+    monkeypatch.setattr(runtime, "cooperative_grid", lambda *args: 528)
+    monkeypatch.setattr(runtime, "device_info", lambda device: SimpleNamespace(multiprocessors=132))
+    monkeypatch.setenv(fused.GRID_ENV, "device")
+    module = SimpleNamespace(device=0)
+    monkeypatch.setenv(fused.MAX_BLOCKS_ENV, "3")
+    assert fused.grid_blocks(module, "fused_update", "int32", "int32", 10**6) == 3
+    monkeypatch.delenv(fused.MAX_BLOCKS_ENV)
+    assert fused.grid_blocks(module, "fused_update", "int32", "int32", 10**6) == 528
+    for bad in ("many", "0", "-2"):
+        monkeypatch.setenv(fused.MAX_BLOCKS_ENV, bad)
+        if bad == "0":  # 0 is "off", as for every count switch
+            assert fused.grid_blocks(module, "fused_update", "int32", "int32", 10**6) == 528
+            continue
+        with pytest.raises(errors.InvalidArgumentError, match=fused.MAX_BLOCKS_ENV):
+            fused.grid_blocks(module, "fused_update", "int32", "int32", 10**6)
+
+
+def test_choice(monkeypatch):
+    monkeypatch.delenv(NAME, raising=False)
+    assert switches.choice(NAME, ("work", "device"), "work") == "work"
+    monkeypatch.setenv(NAME, "device")
+    assert switches.choice(NAME, ("work", "device"), "work") == "device"
+    monkeypatch.setenv(NAME, "whole")
+    with pytest.raises(errors.InvalidArgumentError, match=f"{NAME}='whole': expected one of work, device"):
+        switches.choice(NAME, ("work", "device"), "work")
