@@ -198,3 +198,33 @@ def test_captured_staging_reads_the_sizes_on_the_device_and_zeroes_an_empty_batc
     commit._pending = True
     with pytest.raises(errors.InternalError):
         commit.sized_staging(0, *views)
+
+
+def test_the_capture_key_names_every_address_and_scalar(monkeypatch):
+    """fused._capture_key with stand-in device arrays (an object with ``data.ptr``, CuPy's
+    layout): equal for the same addresses and values in the same places, different when any
+    address or scalar changes, and worked out anew for another argument count."""
+    import types
+
+    import numpy as np
+
+    class Array:
+        def __init__(self, ptr):
+            self.data = types.SimpleNamespace(ptr=ptr)
+
+    monkeypatch.setattr(runtime, "cupy_module", lambda: types.SimpleNamespace(ndarray=Array))
+    monkeypatch.setattr(fused, "_key_layouts", {})
+    fn = object()
+
+    def args(ptrs=(10, 20), scalars=(5, 7)):
+        return (np.int32(scalars[0]), Array(ptrs[0]), np.uint64(scalars[1]), Array(ptrs[1]))
+
+    key = fused._capture_key(fn, 4, args())
+    assert fused._capture_key(fn, 4, args()) == key
+    assert fused._capture_key(fn, 8, args()) != key
+    assert fused._capture_key(fn, 4, args(ptrs=(10, 21))) != key
+    assert fused._capture_key(fn, 4, args(ptrs=(20, 10))) != key
+    assert fused._capture_key(fn, 4, args(scalars=(5, 8))) != key
+    assert fused._capture_key(object(), 4, args()) != key
+    longer = args() + (Array(30),)
+    assert fused._capture_key(fn, 4, longer) != key and fused._capture_key(fn, 4, longer)[3][-1] == 30
