@@ -65,23 +65,38 @@ def with_process(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def paired_frame(rows: pd.DataFrame, columns) -> pd.DataFrame:
+    """The accepted pairs, one row per (process, pair_index), with ``columns`` of both roles
+    (``(column, "A")``, ``(column, "B")``; NaN where a role lacks a value); empty where no pair
+    has both roles. What every paired statistic aligns its two sides by."""
+    return _paired(with_process(accepted(rows)), columns)
+
+
+def _paired(acc: pd.DataFrame, columns) -> pd.DataFrame:
+    """``paired_frame`` of rows already accepted and given their process."""
+    if acc.empty:
+        return pd.DataFrame()
+    wide = acc.groupby(["process", "pair_index", "role"])[list(columns)].first().unstack("role")
+    roles = wide.columns.get_level_values("role")
+    if "A" not in roles or "B" not in roles:
+        return pd.DataFrame()
+    return wide.sort_index()
+
+
 def paired_groups(rows: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(A, B, process) of the accepted pairs, aligned by worker and pair index; ``process`` labels
     the process of each pair as ``session * 1000 + worker`` (one label per process)."""
-    acc = with_process(accepted(rows))
     empty = (np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
-    if acc.empty:
+    acc = with_process(accepted(rows))
+    wide = _paired(acc, [column])
+    if wide.empty:
         return empty
-    index = ["process", "pair_index"]
-    wide = acc.pivot_table(index=index, columns="role", values=column, aggfunc="first")
-    if "A" not in wide or "B" not in wide:
-        return empty
-    wide = wide.dropna(subset=["A", "B"]).sort_index()
+    pairs = wide[column].dropna(subset=["A", "B"])
     # a pair lies within one session (a half pair left by an interruption is never accepted)
-    session = acc.groupby(index)["session"].min().reindex(wide.index)
-    workers = wide.index.get_level_values("process").to_numpy(dtype=np.int64)
+    session = acc.groupby(["process", "pair_index"])["session"].min().reindex(pairs.index)
+    workers = pairs.index.get_level_values("process").to_numpy(dtype=np.int64)
     labels = session.to_numpy(dtype=np.int64) * 1000 + workers
-    return wide["A"].to_numpy(dtype=float), wide["B"].to_numpy(dtype=float), labels
+    return pairs["A"].to_numpy(dtype=float), pairs["B"].to_numpy(dtype=float), labels
 
 
 def paired_values(rows: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -348,4 +363,4 @@ def build_summary(rounds: pd.DataFrame, campaign: dict) -> dict:
 
 
 __all__ = ["REGIONS", "control_trust", "controls_trust", "timed", "verification", "accepted", "primary_region", "with_process",
-           "paired_groups", "paired_values", "primary_interval", "cell_summary", "build_summary"]
+           "paired_frame", "paired_groups", "paired_values", "primary_interval", "cell_summary", "build_summary"]

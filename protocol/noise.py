@@ -25,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .analysis import accepted, with_process
+from .analysis import accepted, paired_frame, with_process
 
 CLOCK = "sm_clock_median_mhz"
 CONSTANT = "constant"
@@ -47,20 +47,6 @@ def pearson(x, y) -> float | None:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def _pairs(rows: pd.DataFrame, columns) -> pd.DataFrame:
-    """The accepted pairs, one row per worker and pair index, with ``columns`` of both roles
-    (``(column, "A")``, ``(column, "B")``); pairs lacking a role are left out (as
-    ``analysis.paired_groups`` leaves them)."""
-    acc = with_process(accepted(rows))
-    if acc.empty:
-        return pd.DataFrame()
-    wide = acc.groupby(["process", "pair_index", "role"])[list(columns)].first().unstack("role")
-    roles = wide.columns.get_level_values("role")
-    if "A" not in roles or "B" not in roles:
-        return pd.DataFrame()
-    return wide.sort_index()
-
-
 def clock_correlation(rows: pd.DataFrame, column: str) -> dict:
     """How the SM clock moved over the cell's accepted rounds and how region ``column`` (e.g.
     ``engine_device_ms``) followed it: ``state`` (constant, varies, not recorded), the clock's
@@ -80,7 +66,7 @@ def clock_correlation(rows: pd.DataFrame, column: str) -> dict:
         out["state"] = CONSTANT
         return out
     out["state"] = VARIES
-    pairs = _pairs(rows, (column, CLOCK)).dropna()
+    pairs = paired_frame(rows, (column, CLOCK)).dropna()
     if len(pairs):
         ratio = pairs[(column, "B")] / pairs[(column, "A")]
         expected = pairs[(CLOCK, "A")] / pairs[(CLOCK, "B")]
