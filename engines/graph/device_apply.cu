@@ -30,8 +30,8 @@ using namespace sssp;
 
 namespace apply {
 
-// Slots of the int64 apply record (engines/graph/device_apply.py RECORD_* mirrors them).
-// Fixed slots first, then four groups of K per-column slots.
+// Slots of the int64 apply record (engines/graph/device_apply.py REC_* mirrors them).
+// Fixed slots first, then six groups of K per-column slots (device_apply.py record_length).
 enum RecordSlot : int {
     REC_DELETED = 0,
     REC_MISSING = 1,
