@@ -38,7 +38,7 @@ from engines import interrupt  # noqa: E402  (standard library only: before the 
 
 interrupt.guard(__name__, "noise_sources.py")
 
-from protocol.errors import ProtocolError, UsageError  # noqa: E402
+from protocol.errors import UsageError, run_command  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
 
 PROG = "noise_sources.py"
@@ -289,15 +289,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = shlex.join(["python", "bench/noise_sources.py", *argv])
-    try:
+
+    def work() -> int:
         args = build_parser().parse_args(argv)
         experiments = [parse_experiment(text) for text in args.experiments]
         return run(experiments, base=args.base, out=args.out, command=command)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except ProtocolError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
+
+    return run_command(work, prefix=f"{PROG}: error: ")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ interrupt.guard(__name__, "stream.py")
 
 import numpy as np  # noqa: E402
 
-from protocol.errors import EnvironmentProblem, ProtocolError, UsageError  # noqa: E402
+from protocol.errors import EnvironmentProblem, UsageError, run_command  # noqa: E402
 from engines.config import EngineConfig  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
 
@@ -585,14 +585,7 @@ def run_from_args(args, command: str) -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = shlex.join(["python", "bench/stream.py", *argv])
-    try:
-        args = build_parser().parse_args(argv)
-        return run_from_args(args, command)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except ProtocolError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
+    return run_command(lambda: run_from_args(build_parser().parse_args(argv), command), prefix=f"{PROG}: ")
 
 
 if __name__ == "__main__":

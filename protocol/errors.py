@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Callable
+
 from .exitcodes import ExitCode
 
 
@@ -28,4 +31,18 @@ class CorrectnessFailure(ProtocolError):
     exit_code = ExitCode.CORRECTNESS
 
 
-__all__ = ["ProtocolError", "UsageError", "EnvironmentProblem", "CorrectnessFailure"]
+def run_command(work: Callable[[], int], *, prefix: str) -> int:
+    """A command's ``main()`` around ``work`` (parse the arguments and run; returns the exit status):
+    argparse's own exit (``--help``: 0) is returned as the status, and a ProtocolError is one line
+    on stderr, ``prefix`` then the message, ending the command with the error's exit code. Anything
+    else (a bug) keeps its traceback."""
+    try:
+        return int(work())
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except ProtocolError as exc:
+        print(f"{prefix}{exc}", file=sys.stderr)
+        return int(exc.exit_code)
+
+
+__all__ = ["ProtocolError", "UsageError", "EnvironmentProblem", "CorrectnessFailure", "run_command"]

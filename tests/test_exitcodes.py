@@ -39,3 +39,35 @@ def test_no_command_keeps_a_table_of_its_own():
         assert not re.search(r"\bos\._exit\(\d", text), path
     makefile = (REPO / "Makefile").read_text()
     assert "echo 3 >" not in makefile and "else 3)" not in makefile
+
+
+def test_run_command_turns_help_and_the_errors_that_carry_a_status_into_exit_codes(capsys):
+    """protocol.errors.run_command, the end of a command's main(): its status, --help's 0, and a
+    ProtocolError's one line on stderr with that error's status; a bug keeps its traceback."""
+    import argparse
+
+    import pytest
+
+    from protocol.errors import EnvironmentProblem, UsageError, run_command
+
+    def command(argv, outcome=None):
+        def work():
+            parser = argparse.ArgumentParser(prog="cmd.py")
+            parser.add_argument("--n", type=int, default=0)
+            args = parser.parse_args(argv)
+            if outcome is not None:
+                raise outcome
+            return ExitCode.CORRECTNESS if args.n else ExitCode.OK
+        return run_command(work, prefix="cmd.py: error: ")
+
+    assert command([]) == 0 and type(command([])) is int
+    assert command(["--n", "1"]) == 1  # the command's own status, passed on
+    assert capsys.readouterr().err == ""
+    assert command(["--help"]) == 0 and "usage: cmd.py" in capsys.readouterr().out
+    assert command([], UsageError("--n 0: at least 1")) == 2
+    assert capsys.readouterr().err == "cmd.py: error: --n 0: at least 1\n"
+    assert command([], EnvironmentProblem("no CUDA GPU here")) == 3
+    assert capsys.readouterr().err == "cmd.py: error: no CUDA GPU here\n"
+    assert command(["--n", "x"]) == 2  # argparse's own usage exit
+    with pytest.raises(KeyError):
+        command([], KeyError("a bug"))
