@@ -504,8 +504,10 @@ class CampaignRunner:
         if config.discard_after_clock_change:  # --discard-after-clock-change: the cell's count
             totals["clock_discarded_pairs"] = sum(u.get("clock_discarded_pairs", 0) for u in units.values())
         extra = {}
-        if config.cell_adaptive and status == "done":
-            # judged after every worker of a finished cell and recorded with its status, in one write
+        if config.cell_adaptive and status == "done" and cell.planted_percent is None:
+            # judged after every worker of a finished cell and recorded with its status, in one write;
+            # never a planted check's: its --processes workers are all it gets (no worker added), so
+            # a judgement there would record a "measuring" that nothing acts on
             extra["adaptive"] = self._judge(cell.key, units).as_record()
         self._set_cell(cell.key, status=status, detail=detail, workers=units, **totals, **extra)
         if status != "running":

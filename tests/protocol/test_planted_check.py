@@ -239,6 +239,65 @@ def test_after_the_last_pass_a_check_reads_its_graph_through_the_loader(tmp_path
     assert [c["detected"] for c in store.read_summary()["planted_checks"]] == [True, True]
 
 
+def test_with_the_cells_adaptive_stop_the_checks_are_chosen_recorded_and_detected_as_without_it(
+        tmp_path, monkeypatch, graphs):
+    # --adaptive --adaptive-scope cell adds workers to the campaign's cells (3 at least by default:
+    # every cell here gets more than --processes); the checks run after them, on --processes workers
+    # of their own with no worker added (docs/protocol.md §7), chosen from every worker's rounds
+    options = dict(planted_check=5.0, control=True, processes=2, in_process=True)
+    _, plain = _campaign(tmp_path / "plain", graphs, monkeypatch, **options)
+    code, store = _campaign(tmp_path / "cell", graphs, monkeypatch, adaptive=True, adaptive_scope="cell",
+                            precision=0.005, max_processes=4, **options)
+    assert code == ExitCode.OK
+    campaign, before = store.read_campaign(), plain.read_campaign()
+    assert campaign["parameters"]["adaptive_scope"] == "cell" and campaign["parameters"]["planted_check"] == 5.0
+    own = ["mid/mixed/0", "small/mixed/0", "large/mixed/0"]
+    assert all(sorted(campaign["cells"][k]["workers"], key=int) == ["0", "1", "2", "3"] for k in own)
+    assert all(campaign["cells"][k]["adaptive"]["processes"] == 4 for k in own)
+    # the same cells chosen, by the same rule, over the rounds of all four workers of each cell
+    choice = campaign["planted_check"]
+    assert {r: choice[r]["cell"] for r in planted_check.ROLES} == {r: before["planted_check"][r]["cell"]
+                                                                   for r in planted_check.ROLES}
+    assert (choice["shortest"]["cell"], choice["longest"]["cell"]) == ("small/mixed/0", "large/mixed/0")
+    assert choice["candidates"] == 3 and choice["rule"] == planted_check.RULE
+    rows = store.read_rounds()
+    for role in planted_check.ROLES:
+        mine = rows[(rows["cell"] == choice[role]["cell"]) & (rows["role"] == "A") & rows["accepted"]
+                    & ~rows["warmup"]]
+        assert sorted(set(mine["process"])) == [0, 1, 2, 3]
+        assert choice[role]["median_ms"] == pytest.approx(float(mine["engine_host_ms"].median()))
+    # recorded as without the adaptive stop: last, shortest first, two workers each, no judgement
+    keys = list(campaign["cells"])
+    checks = ["small/mixed/0" + SUFFIX, "large/mixed/0" + SUFFIX]
+    assert keys[-2:] == checks and list(before["cells"])[-2:] == checks
+    for key in checks:
+        cell = campaign["cells"][key]
+        assert set(cell) == set(before["cells"][key])  # no "adaptive" entry: no worker is added to a check
+        assert cell["status"] == "done" and cell["planted_check"] == 5.0
+        assert sorted(cell["workers"]) == ["0", "1"] and cell["accepted_pairs"] == 8
+        mine = rows[rows["cell"] == key]
+        assert set(mine["side"]) == {"host"} and sorted(set(mine["process"])) == [0, 1]
+        assert (mine.loc[(mine["role"] == "B") & ~mine["warmup"], "planted_delay_ns"] > 0).all()
+        assert mine.loc[mine["role"] == "A", "planted_delay_ns"].isna().all()
+    assert rows[~rows["cell"].str.endswith(SUFFIX)]["planted_delay_ns"].isna().all()
+    # detected, in the summary and the report
+    summary = store.read_summary()
+    assert [c["cell"] for c in summary["cells"]] == own
+    found = summary["planted_checks"]
+    assert [c["cell"] for c in found] == checks and [c["chosen_as"] for c in found] == [["shortest"], ["longest"]]
+    for c in found:
+        assert c["detected"] is True and c["ratio_lo"] > 1 and c["processes"] == 2
+        assert "adaptive" not in c and "imprecise" not in c
+    assert summary["proof"] == {"percent": 5.0, "passed": True, "checks": 2, "detected": 2,
+                                "detail": "a planted 5 % detected in 2 of 2 checks"}
+    text = render_report(store).read_text()
+    assert "The proof passed: a planted 5 % detected in 2 of 2 checks." in text and "PROOF FAILED" not in text
+    table = [line for line in text.splitlines() if line.startswith("| `") and SUFFIX in line]
+    assert [line.split("`")[1] for line in table] == checks
+    assert all("| detected |" in line for line in table)
+    assert not [line for line in text.splitlines() if "adaptive stop's budget" in line and SUFFIX in line]
+
+
 def test_the_rule_of_detection():
     def judged(lo, hi, status="done", percent=1.0):
         return planted_check.judge({"status": status, "ratio_lo": lo, "ratio_hi": hi}, percent)
