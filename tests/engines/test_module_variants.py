@@ -51,13 +51,19 @@ def _defines_of(code: str) -> list[str]:
 
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 @pytest.mark.parametrize("solo", ["0", "1024"])
+@pytest.mark.parametrize("capture", [None, "0"])
 def test_a_fused_run_loads_the_module_of_its_expansion_and_switch(recorder, monkeypatch,
-                                                                  expansion, solo):
+                                                                  expansion, solo, capture):
     monkeypatch.setenv(fused.SOLO_ENV, solo)
+    if capture is None:  # unset: captured, the default
+        monkeypatch.delenv(fused.CAPTURE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(fused.CAPTURE_ENV, capture)
     plan = SimpleNamespace(push_expansion=expansion)
     module = fused.load_module(0, fused.run_defines(plan))
     (raw,) = recorder.built
-    expected = sorted(push.module_defines(expansion) + (("SSSP_FUSED_SOLO",) if solo != "0" else ()))
+    expected = sorted(push.module_defines(expansion) + (("SSSP_FUSED_SOLO",) if solo != "0" else ())
+                      + (("SSSP_FUSED_CAPTURED",) if capture is None else ()))
     assert list(module.defines) == expected == _defines_of(raw.code)
     assert raw.cooperative and "fused_update<int, long long>" in raw.names
     assert '#include "kernels.cuh"' not in raw.code and "struct FusedControl" in raw.code

@@ -112,7 +112,12 @@ def _broom(k: int, leaves: int, j: int, fan_weight: int):
     return z + 1 + j, src, dst, w
 
 
-@pytest.mark.parametrize("fan_weight, delta", [(1, 10**6), (100, 10)], ids=["one-epoch", "far-pile"])
+# far-pile: delta 70 keeps every leaf -> z candidate (at most 64 above the leaves) below the raised
+# threshold, so z is never also put in the far pile. With delta 10 (as first written) a leaf whose
+# candidate is above the threshold may lower z first and append it to the pile; an epoch after the
+# tail then pushes z once more, an extra list of one that depends on the race (found on the H200 at
+# 1b2fb4c: the plain grid run has it too, the bytes are equal either way).
+@pytest.mark.parametrize("fan_weight, delta", [(1, 10**6), (100, 70)], ids=["one-epoch", "far-pile"])
 @pytest.mark.parametrize("j", [1, 2, 3])
 @pytest.mark.parametrize("k", range(1, 7))
 def test_stretches_hand_their_list_back_at_every_parity(monkeypatch, k, j, fan_weight, delta):
@@ -138,7 +143,7 @@ def test_stretches_hand_their_list_back_at_every_parity(monkeypatch, k, j, fan_w
     assert push.push_profile(solo).near_lengths.tolist() == expected
     assert solo.stats.iterations == plain.stats.iterations == len(expected)
     assert solo.stats.pushes == sum(expected)
-    assert solo.stats.epochs == plain.stats.epochs
+    assert solo.stats.epochs == plain.stats.epochs == (1 if fan_weight > delta else 0)
     # two stretches and one grid iteration instead of len(expected) grid iterations
     assert plain.stats.grid_syncs == 1 + len(expected) + 2 * plain.stats.epochs
     assert solo.stats.grid_syncs == 1 + 2 + 1 + 2 * solo.stats.epochs

@@ -54,9 +54,10 @@ SOLO_ENV = "ENGINES_FUSED_SOLO"
 #: from Python, the kernel's with about forty arguments to convert. The four scalars that change from update
 #: to update (the first generation, the head count, the solo limit and delta, which follow the
 #: edge count) travel in the control block's initial record (module variant SSSP_FUSED_CAPTURED);
-#: W's (bits, no_parent, bound) change seldom and stay arguments. Off by
-#: default (0 / off / unset) until the GPU tests and measurements say otherwise; results never
-#: depend on it.
+#: W's (bits, no_parent, bound) change seldom and stay arguments. On by default (unset); 0 / off
+#: launches the same steps from Python. Results never depend on it. Measured on the H200 at
+#: 1b2fb4c (bench/update_anatomy.py --graph luxembourg_osm --batch-size 100 --ab-env
+#: ENGINES_FUSED_CAPTURE=0,1, 1,000 batches interleaved): captured / Python 0.965 per batch.
 CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
 #: Captured launches kept per device, the least recently used dropped first: a stream of updates
 #: alternates between the graph's two buffer sets (two captures serve it); room for a few results
@@ -96,9 +97,9 @@ def solo_limit(num_vertices: int, num_edges: int, edges: int) -> int:
 
 
 def capture_enabled() -> bool:
-    """``ENGINES_FUSED_CAPTURE``: whether updates run as a captured launch; a bad value is an error
-    naming it."""
-    return switches.flag(CAPTURE_ENV)
+    """``ENGINES_FUSED_CAPTURE``: whether updates run as a captured launch (on unless 0 / off); a
+    bad value is an error naming it."""
+    return switches.flag(CAPTURE_ENV, default=True)
 
 
 def module_defines(plan, edges: int, wide: bool = False, captured: bool = False) -> tuple[str, ...]:

@@ -11,17 +11,20 @@ import os
 
 from ... import errors
 
-#: The spellings of a flag (case and surrounding spaces ignored); unset is off.
-OFF, ON = ("", "0", "off"), ("1", "on")
+#: The spellings of a flag (case and surrounding spaces ignored); unset (or empty) is the
+#: switch's default.
+OFF, ON = ("0", "off"), ("1", "on")
 
 
 def _text(name: str) -> str:
     return os.environ.get(name, "").strip().lower()
 
 
-def flag(name: str) -> bool:
-    """A switch that is on (1 / on) or off (0 / off / unset)."""
+def flag(name: str, default: bool = False) -> bool:
+    """A switch that is on (1 / on) or off (0 / off); ``default`` when unset or empty."""
     text = _text(name)
+    if not text:
+        return default
     if text in OFF:
         return False
     if text in ON:
@@ -33,7 +36,7 @@ def count(name: str, what: str, *, minimum: int = 0) -> int:
     """A switch that is a whole number of at least ``minimum`` (``what`` says of what), or 0 when
     unset, 0 or off."""
     text = _text(name)
-    if text in OFF:
+    if not text or text in OFF:
         return 0
     try:
         value = int(text)
