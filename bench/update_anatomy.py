@@ -39,6 +39,7 @@ interrupt.guard(__name__, "update_anatomy.py")
 import numpy as np  # noqa: E402
 
 from engines.exitcodes import ExitCode  # noqa: E402
+from engines.sssp.options import UPDATE_LAUNCHES, Options  # noqa: E402
 
 SPIN_SOURCE = r"""
 extern "C" __global__ void spin(long long cycles) {
@@ -183,7 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--ab-env", default=None, metavar="NAME=A,B",
                     help="instead of the launches, A/B two values of an environment variable the engines read "
                          "at each update (e.g. ENGINES_FUSED_GRID=work,device), interleaved the same way")
-    ap.add_argument("--update-launch", default="python", choices=("python", "graph"))
+    # the library's default (Options.update_launch), so that --ab-env A/Bs measure what users run
+    ap.add_argument("--update-launch", default=Options.update_launch, choices=UPDATE_LAUNCHES,
+                    help="how the device apply launches (default: the library's, %(default)s)")
     ap.add_argument("--micro", action="store_true", help="launch and library-call costs only")
     return ap
 
