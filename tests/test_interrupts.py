@@ -59,8 +59,13 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path, name):
     marker = tmp_path / "importing"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]),
                TEST_SLEEP_ON_IMPORT=module, TEST_SLEEP_MARKER=str(marker))
+    # The command starts with Ctrl-C at its default whatever this process inherited: pytest run
+    # in the background (nohup, `cmd &` without job control) ignores SIGINT, the child would
+    # inherit that, and guard() rightly leaves an ignored SIGINT alone
+    # (test_an_ignored_sigint_stays_ignored).
     proc = subprocess.Popen([sys.executable, *argv], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
@@ -82,7 +87,8 @@ def test_an_imported_entry_point_leaves_sigint_alone():
     # a spawned worker re-imports the main script as __mp_main__: it must keep its own handling
     code = ("import signal, bench.perf_ab, engines.cli; "
             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=120,
+                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as above
 
 
 def test_an_ignored_sigint_stays_ignored():
