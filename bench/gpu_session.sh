@@ -42,6 +42,10 @@
 #             roadNet-PA safe50k) and planted-1 (--plant-delay B:1, road_usa local10k).
 #             NOISE_EXPERIMENTS picks some (default all six). Then bench/noise_sources.py over the
 #             folders there into $OUT/noise/noise_sources.md and .json
+# What comes back: $OUT/session.log, and everything else the steps wrote packed into
+#   $OUT/session.tgz (the device tool returns at most 8 files; PACK_OUT=0 keeps them loose), the
+#   results archive and $OUT/kernel-cache.tgz (CUPY_CACHE_DIR, default .cache/cupy in the tree:
+#   unpack it into .cache/cupy and carry that path, and the next call compiles nothing again).
 # A copy of the tree without .git (an offline machine that received the files only) gets its
 # history back from .devgit/ssspab.bundle (`git bundle create .devgit/ssspab.bundle HEAD`), so the
 # campaign records and asv see the real commit and a real cleanliness check.
@@ -60,6 +64,11 @@ CAMPAIGN_GRAPHS=${CAMPAIGN_GRAPHS:-roadNet-PA roadNet-CA rgg_n_2_20_s0 road_usa}
 TABLE_ARGS=${TABLE_ARGS:---table --random-graph 4039,176000}
 END=$((SECONDS + BUDGET))
 export PYTHONUNBUFFERED=1
+# CuPy's kernel cache in the tree (.cache/ is ignored), so that a call can carry the last call's
+# compiled modules (the engines compile 15 module variants; a fresh machine has none): the end of
+# the session packs it into $OUT/kernel-cache.tgz; unpacked into .cache/cupy here and carried
+# (carry .cache/cupy), the next call skips those compilations
+export CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-$PWD/.cache/cupy}
 # the folder of the real graphs, for the tests and the tools alike (bench/gates.py); the old name
 # is read once here and then unset, so the tools do not repeat the note
 [ -n "${SSSPAB_SHARED_DATA:-}" ] && echo "note: SSSPAB_SHARED_DATA is deprecated: set SSSPAB_DATA_DIR instead (read for now)" >&2
@@ -177,4 +186,10 @@ for s in $STEPS; do
 done
 [ -d "$OUT/table" ] && cp "$OUT"/table/engine_table.* "$OUT"/ && rm -r "$OUT/table"
 tar czf "$OUT/results.tar.gz" $(ls -d results .asv/results 2>/dev/null)
+[ -d "$CUPY_CACHE_DIR" ] && tar czf "$OUT/kernel-cache.tgz" -C "$CUPY_CACHE_DIR" .
 echo "== done $(date -u +%H:%M:%S)" | tee -a "$LOG"
+# The device tool brings back at most 8 files from $OUT, two folders deep: everything the steps
+# wrote (logs, campaigns, tables) goes back as one archive, $OUT/session.tgz, beside the session
+# log and the two archives above. PACK_OUT=0 leaves them as they are.
+[ "${PACK_OUT:-1}" = 0 ] || (cd "$OUT" && files=$(ls -A | grep -vxE 'session\.log|session\.tgz|results\.tar\.gz|kernel-cache\.tgz') \
+  && [ -n "$files" ] && tar czf session.tgz $files && rm -rf $files)

@@ -65,3 +65,35 @@ def test_the_switches_step_ab_tests_every_engine_switch():
         assert values.split(",")[0] in ("0", "off")  # each against off
         switched.add(name)
     assert switched == {fused.SOLO_ENV, fused.CAPTURE_ENV, passes.WIDE_ENV}
+
+
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("tar") is None, reason="needs bash and tar")
+def test_the_session_packs_its_output_for_the_device_tool(tmp_path):
+    """The device tool returns at most 8 files from $OUT: after its steps the script leaves the
+    session log, the results archive, the kernel cache's archive and one archive of everything
+    else there (the steps' logs, campaign folders, tables), which holds all of it."""
+    import tarfile
+
+    work = tmp_path / "work"  # outside any repository: no wheels, no bundle, no git state
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "campaign.json").write_text("{}")
+    out = tmp_path / "out"
+    (out / "noise" / "base" / "rounds").mkdir(parents=True)
+    for name in ("gpu_tests.log", "compare.log", "engine_table.md", "noise/base/campaign.json",
+                 "noise/base/rounds/r1.json"):
+        (out / name).write_text(name)
+    cache = tmp_path / "cupy"
+    cache.mkdir()
+    (cache / "k.cubin").write_bytes(b"\0cubin")
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "CUPY_CACHE_DIR": str(cache), "HOME": str(tmp_path)}
+    run = subprocess.run(["bash", str(SCRIPT), "30", "no-such-step"], cwd=work, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert "== done" in run.stdout, run.stdout + run.stderr
+    left = sorted(p.name for p in out.iterdir())
+    assert left == ["kernel-cache.tgz", "results.tar.gz", "session.log", "session.tgz"], left
+    with tarfile.open(out / "session.tgz") as archive:
+        names = {n.rstrip("/") for n in archive.getnames()}
+    assert {"gpu_tests.log", "compare.log", "engine_table.md", "noise/base/campaign.json",
+            "noise/base/rounds/r1.json"} <= names
+    with tarfile.open(out / "kernel-cache.tgz") as archive:
+        assert "./k.cubin" in archive.getnames()
