@@ -321,6 +321,10 @@ class CampaignRunner:
                 worker.abort()
                 raise
             worker.close()
+        # An adaptive stop ends the passes before the last one (which drops each input as it
+        # goes): drop them here too, so the checks keep one graph in memory at a time as well.
+        for plan in plans:
+            plan.source = self._checks_source(plan.source)
         if self.config.planted_check is not None:
             self._planted_checks(plans)
         return self.finish()

@@ -370,3 +370,25 @@ def test_the_command_records_reports_and_prints_the_checks(tmp_path, monkeypatch
     report = (out / "M7.md").read_text()
     assert "**Planted checks** (`--planted-check 5`" in report
     assert f"| `{checks[0]}` |" in report
+
+
+def test_an_adaptive_stop_before_the_last_pass_also_drops_the_inputs(tmp_path, monkeypatch, graphs):
+    # --adaptive-scope cell: every cell is precise after --min-processes workers, so the loop of
+    # passes ends long before --max-processes; the inputs are dropped then as after a last pass, and
+    # the checks read theirs again through the loader (before: every graph stayed in memory)
+    loaded = []
+    by_name = {g.name: g for g in graphs}
+
+    def loader(name):
+        loaded.append(name)
+        return by_name[name]
+
+    code, store = _campaign(tmp_path, graphs, monkeypatch, planted_check=5.0, input_loader=loader,
+                            adaptive=True, adaptive_scope="cell", precision=0.5, max_processes=8, in_process=True)
+    assert code == ExitCode.OK
+    campaign = store.read_campaign()
+    own = ["mid/mixed/0", "small/mixed/0", "large/mixed/0"]
+    assert all(campaign["cells"][k]["adaptive"]["state"] == "precise" for k in own)
+    assert all(len(campaign["cells"][k]["workers"]) < 8 for k in own)  # stopped early
+    assert loaded == ["small", "large"]
+    assert [c["detected"] for c in store.read_summary()["planted_checks"]] == [True, True]
