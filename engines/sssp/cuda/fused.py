@@ -47,7 +47,7 @@ VERTICES_PER_BLOCK = 2048
 #: integer (edges), or 0 / unset for never (the default until the GPU measurements say
 #: otherwise); results never depend on it (algorithm.md §5.12).
 SOLO_ENV = "ENGINES_FUSED_SOLO"
-#: The captured launch (issue 27, step 2): ``ENGINES_FUSED_CAPTURE=1`` runs each update's
+#: The captured launch (issue 27, step 2): the default (``ENGINES_FUSED_CAPTURE=0`` turns it off) runs each update's
 #: change-list staging (device_apply's apply_changes_sized, which reads the batch's sizes on the
 #: device), control-block upload, fused_update and control-block download as one CUDA graph,
 #: captured once per set of kernel arguments (``_capture_key``) and replayed, instead of four calls
