@@ -52,6 +52,14 @@ COMMANDS = {
 }
 
 
+def _default_sigint():
+    """In a child before its exec: Ctrl-C at its default, whatever this process inherited (pytest
+    run in the background, nohup or `cmd &` without job control, ignores SIGINT; the child would
+    inherit that, and guard() rightly leaves an ignored SIGINT alone:
+    test_an_ignored_sigint_stays_ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("name", COMMANDS)
 def test_ctrl_c_exits_130_with_one_line(tmp_path, name):
     argv, module, prog = COMMANDS[name]
@@ -59,13 +67,9 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path, name):
     marker = tmp_path / "importing"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]),
                TEST_SLEEP_ON_IMPORT=module, TEST_SLEEP_MARKER=str(marker))
-    # The command starts with Ctrl-C at its default whatever this process inherited: pytest run
-    # in the background (nohup, `cmd &` without job control) ignores SIGINT, the child would
-    # inherit that, and guard() rightly leaves an ignored SIGINT alone
-    # (test_an_ignored_sigint_stays_ignored).
     proc = subprocess.Popen([sys.executable, *argv], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
@@ -88,7 +92,7 @@ def test_an_imported_entry_point_leaves_sigint_alone():
     code = ("import signal, bench.perf_ab, engines.cli; "
             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=120,
-                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as above
+                   preexec_fn=_default_sigint)
 
 
 def test_an_ignored_sigint_stays_ignored():

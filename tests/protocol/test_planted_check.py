@@ -224,8 +224,8 @@ def test_every_worker_measures_its_share_of_a_check(tmp_path, monkeypatch, graph
     assert [c["processes"] for c in store.read_summary()["planted_checks"]] == [2, 2]
 
 
-def test_after_the_last_pass_a_check_reads_its_graph_through_the_loader(tmp_path, monkeypatch, graphs):
-    # the passes drop their inputs (one graph in memory at a time); the checks read theirs again
+def _counting_loader(graphs):
+    """An input loader over ``graphs`` by name, and the list of the names it was asked for."""
     loaded = []
     by_name = {g.name: g for g in graphs}
 
@@ -233,6 +233,12 @@ def test_after_the_last_pass_a_check_reads_its_graph_through_the_loader(tmp_path
         loaded.append(name)
         return by_name[name]
 
+    return loaded, loader
+
+
+def test_after_the_last_pass_a_check_reads_its_graph_through_the_loader(tmp_path, monkeypatch, graphs):
+    # the passes drop their inputs (one graph in memory at a time); the checks read theirs again
+    loaded, loader = _counting_loader(graphs)
     code, store = _campaign(tmp_path, graphs, monkeypatch, planted_check=5.0, input_loader=loader)
     assert code == ExitCode.OK
     assert loaded == ["small", "large"]  # the in-process passes held their inputs; the checks loaded
@@ -376,13 +382,7 @@ def test_an_adaptive_stop_before_the_last_pass_also_drops_the_inputs(tmp_path, m
     # --adaptive-scope cell: every cell is precise after --min-processes workers, so the loop of
     # passes ends long before --max-processes; the inputs are dropped then as after a last pass, and
     # the checks read theirs again through the loader (before: every graph stayed in memory)
-    loaded = []
-    by_name = {g.name: g for g in graphs}
-
-    def loader(name):
-        loaded.append(name)
-        return by_name[name]
-
+    loaded, loader = _counting_loader(graphs)
     code, store = _campaign(tmp_path, graphs, monkeypatch, planted_check=5.0, input_loader=loader,
                             adaptive=True, adaptive_scope="cell", precision=0.5, max_processes=8, in_process=True)
     assert code == ExitCode.OK
