@@ -47,16 +47,16 @@ VERTICES_PER_BLOCK = 2048
 #: integer (edges), or 0 / unset for never (the default until the GPU measurements say
 #: otherwise); results never depend on it (algorithm.md §5.12).
 SOLO_ENV = "ENGINES_FUSED_SOLO"
-#: The captured launch (issue 27, step 2): the default (``ENGINES_FUSED_CAPTURE=0`` turns it off) runs each update's
-#: change-list staging (device_apply's apply_changes_sized, which reads the batch's sizes on the
-#: device), control-block upload, fused_update and control-block download as one CUDA graph,
-#: captured once per set of kernel arguments (``_capture_key``) and replayed, instead of four calls
-#: from Python, the kernel's with about forty arguments to convert. The four scalars that change from update
-#: to update (the first generation, the head count, the solo limit and delta, which follow the
-#: edge count) travel in the control block's initial record (module variant SSSP_FUSED_CAPTURED);
-#: W's (bits, no_parent, bound) change seldom and stay arguments. On by default (unset); 0 / off
-#: launches the same steps from Python. Results never depend on it. Measured on the H200 at
-#: 1b2fb4c (bench/update_anatomy.py --graph luxembourg_osm --batch-size 100 --ab-env
+#: The captured launch (issue 27, step 2), the default (``ENGINES_FUSED_CAPTURE=0`` turns it off):
+#: each update's change-list staging (device_apply's apply_changes_sized, which reads the batch's
+#: sizes on the device), control-block upload, fused_update and control-block download run as one
+#: CUDA graph, captured once per set of kernel arguments (``_capture_key``) and replayed, instead of
+#: four calls from Python, the kernel's with about forty arguments to convert. The four scalars
+#: that change from update to update (the first generation, the head count, the solo limit and
+#: delta, which follow the edge count) travel in the control block's initial record (module variant
+#: SSSP_FUSED_CAPTURED); W's (bits, no_parent, bound) change seldom and stay arguments. Off, the
+#: same steps launch from Python. Results never depend on it. Measured on the H200 at 1b2fb4c
+#: (bench/update_anatomy.py --graph luxembourg_osm --batch-size 100 --ab-env
 #: ENGINES_FUSED_CAPTURE=0,1, 1,000 batches interleaved): captured / Python 0.965 per batch.
 CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
 #: Captured launches kept per device, the least recently used dropped first: a stream of updates
