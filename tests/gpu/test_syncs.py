@@ -191,7 +191,9 @@ def test_no_wait_for_the_commit_before_the_engine_synchronizes(monkeypatch, kind
 
     engine_syncs = [0]
     early_reads = []
-    real_sync, real_wait = runtime.synchronize, runtime.wait_readback
+    # every way an engine run synchronizes: the plain one, the operators' readback and the
+    # captured fused run's wait for its graph's copy of the control block
+    real_sync, real_wait, real_record = runtime.synchronize, runtime.wait_readback, runtime.wait_record
     real_resolve = device_apply.PendingCommit.resolve
 
     def counting_sync(*args, **kwargs):
@@ -201,6 +203,10 @@ def test_no_wait_for_the_commit_before_the_engine_synchronizes(monkeypatch, kind
     def counting_wait(*args, **kwargs):
         engine_syncs[0] += 1
         return real_wait(*args, **kwargs)
+
+    def counting_record(*args, **kwargs):
+        engine_syncs[0] += 1
+        return real_record(*args, **kwargs)
 
     def watched_resolve(self):
         if self._values is None and engine_syncs[0] == 0:
@@ -215,6 +221,7 @@ def test_no_wait_for_the_commit_before_the_engine_synchronizes(monkeypatch, kind
         with monkeypatch.context() as m:
             m.setattr(runtime, "synchronize", counting_sync)
             m.setattr(runtime, "wait_readback", counting_wait)
+            m.setattr(runtime, "wait_record", counting_record)
             m.setattr(device_apply.PendingCommit, "resolve", watched_resolve)
             engine_syncs[0] = 0
             st = sssp.update(graph, batch, r)
