@@ -16,10 +16,19 @@ from .packing import INFINITE_DISTANCE
 BACKENDS = ("host", "cuda", "auto")
 
 
-def cuda_module():
-    from . import cuda
+_cuda = None  # engines.sssp.cuda once imported (asked several times per update)
 
-    return cuda
+
+def cuda_module():
+    """``engines.sssp.cuda``, imported on first use: the host-only import path stays without it.
+    Kept once imported, because an import statement costs about a microsecond even for a loaded
+    module and the dispatch asks for it several times per update."""
+    global _cuda
+    if _cuda is None:
+        from . import cuda
+
+        _cuda = cuda
+    return _cuda
 
 
 def cuda_available() -> bool:

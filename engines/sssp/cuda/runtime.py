@@ -50,8 +50,16 @@ _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"kernels\.cuh"\s*$', re.MULTILINE)
 # Lazy CuPy
 
 
+#: CuPy once imported: the engines ask for it about ten times per update, and each import
+#: statement goes through the import machinery (about a microsecond) even when CuPy is loaded.
+_cupy = None
+
+
 def cupy_module():
     """Import and return CuPy, or raise ``NotSupportedError`` when it is missing."""
+    global _cupy
+    if _cupy is not None:
+        return _cupy
     try:
         import cupy  # noqa: PLC0415 - imported lazily so the package imports without CuPy
     except Exception as exc:  # ImportError, or a broken CUDA installation raising at import
@@ -59,16 +67,29 @@ def cupy_module():
             f"backend='cuda' needs CuPy and a CUDA GPU; CuPy could not be imported ({exc}); "
             "use backend='host'"
         ) from exc
+    _cupy = cupy
     return cupy
+
+
+#: Set once a device was seen. The device count of a process is fixed when CUDA initializes
+#: (CUDA_VISIBLE_DEVICES is read then), and cudaGetDeviceCount costs about 30 us a call on the
+#: H200 machine: asked twice per update, it was a sixth of a small update's whole call (cProfile
+#: of bench/stream.py on luxembourg_osm, 7011977). A negative answer is asked again: CuPy or a
+#: driver may become usable later in a long process (a fixed installation, a test's hook).
+_seen_device = False
 
 
 def is_available() -> bool:
     """CuPy importable and at least one CUDA device visible; never raises."""
+    global _seen_device
+    if _seen_device:
+        return True
     try:
         cupy = cupy_module()
-        return int(cupy.cuda.runtime.getDeviceCount()) > 0
+        _seen_device = int(cupy.cuda.runtime.getDeviceCount()) > 0
     except Exception:
         return False
+    return _seen_device
 
 
 def current_device() -> int:
