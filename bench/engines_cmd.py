@@ -24,6 +24,57 @@ from . import graph_file, options
 DEFAULT_SIDES = options.DEFAULT_SIDES
 _split_list = options.split_names  # --batches and --objectives: "a b" and "a,b" both give ["a", "b"]
 
+#: The namespace attribute that lists the preset-able options the command line gave itself.
+_GIVEN = "_protocol_given"
+
+
+def _note_given(namespace, dest: str) -> None:
+    setattr(namespace, _GIVEN, {*getattr(namespace, _GIVEN, ()), dest})
+
+
+class _GivenValue(argparse.Action):
+    """Stores the option's value, as argparse's default action does, and notes that the command line
+    gave it: the --protocol preset then leaves it alone, whichever of the two comes first."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        _note_given(namespace, self.dest)
+
+
+class _GivenFlag(argparse.Action):
+    """``store_true`` that notes it was given (as :class:`_GivenValue`)."""
+
+    def __init__(self, option_strings, dest, default=False, help=None):
+        super().__init__(option_strings, dest, nargs=0, const=True, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, True)
+        _note_given(namespace, self.dest)
+
+
+class _ProtocolAction(argparse.Action):
+    """``--protocol NAME``: every option of any preset that the command line does not give itself
+    takes NAME's value, else its own default (so a later ``--protocol standard`` undoes an earlier
+    preset). Resolved while parsing, so the parsed arguments already hold what runs: an option given
+    before ``--protocol`` is noted and kept, one given after it overwrites the preset's value."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from protocol.config import PROTOCOLS
+
+        setattr(namespace, self.dest, values)
+        given = getattr(namespace, _GIVEN, ())
+        for dest in sorted({d for preset in PROTOCOLS.values() for d in preset} - set(given)):
+            setattr(namespace, dest, PROTOCOLS[values].get(dest, parser.get_default(dest)))
+
+
+def _percent_or_off(text: str) -> float | None:
+    """``--planted-check``: a percentage, or ``off`` (no checks: how a command line turns off a
+    preset's checks)."""
+    return None if text.strip().lower() == "off" else float(text)
+
+
+_percent_or_off.__name__ = "percentage"  # argparse names the type in its error: "invalid percentage value"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to measure")
@@ -31,19 +82,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--batches", nargs="+", metavar="NAME", help="batch names (default: every batch)")
     g.add_argument("--objectives", nargs="+", metavar="K", help="objectives (default: every objective)")
     options.add_sides_option(g)
+    from protocol.config import PROTOCOLS
+
+    p = parser.add_argument_group("protocol preset")
+    p.add_argument("--protocol", choices=tuple(PROTOCOLS), default="standard", action=_ProtocolAction,
+                   help="a named set of the options below, each applied unless the command line gives that "
+                        "option itself (recorded with the campaign; --resume needs the same): standard, every "
+                        "option's own default (default); precise (docs/protocol.md 2.5), --processes 6 "
+                        "--alloc-order alternate --adaptive --adaptive-scope cell --precision 0.01 "
+                        "--control every-gate --planted-check 1")
     r = parser.add_argument_group("rounds")
     r.add_argument("--rounds", type=int, default=21, help="accepted rounds per side and cell (min 5; default 21)")
     r.add_argument("--warmup", type=int, default=2, help="untimed warm-up rounds per side (min 2; default 2)")
-    r.add_argument("--processes", type=int, default=3, metavar="P",
+    r.add_argument("--processes", type=int, default=3, metavar="P", action=_GivenValue,
                    help="worker processes per cell, each a fresh process measuring ceil(rounds / P) pairs; the "
                         "interval resamples processes, then pairs (default 3; 1: measure in this process)")
-    r.add_argument("--adaptive", action="store_true",
+    r.add_argument("--adaptive", action=_GivenFlag,
                    help="after --rounds, continue until the 95%% interval of the ratio is within --precision")
-    r.add_argument("--precision", type=float, default=0.01, help="relative half-width target (default 0.01)")
+    r.add_argument("--precision", type=float, default=0.01, action=_GivenValue,
+                   help="relative half-width target (default 0.01)")
     r.add_argument("--max-rounds", type=int, default=None,
                    help="adaptive limit (default 4 x --rounds): per cell with --adaptive-scope cell, split over the "
                         "workers with process")
-    r.add_argument("--adaptive-scope", choices=("process", "cell"), default="process",
+    r.add_argument("--adaptive-scope", choices=("process", "cell"), default="process", action=_GivenValue,
                    help="what --adaptive judges: process, each worker's own pairs (default); cell, the cell's "
                         "interval over its processes and pairs, adding worker processes until it is within "
                         "--precision or the budget is spent (then the cell is flagged noisy)")
@@ -57,7 +118,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--order", choices=("abba", "random"), default="abba", help="round order (default abba)")
     r.add_argument("--seed", type=int, default=0, help="seed of the random order and the bootstrap")
     n = parser.add_argument_group("noise sources (issue 32; off by default, recorded when used)")
-    n.add_argument("--alloc-order", choices=("fixed", "alternate", "random"), default="fixed",
+    n.add_argument("--alloc-order", choices=("fixed", "alternate", "random"), default="fixed", action=_GivenValue,
                    help="the order each worker process allocates the two sides' results and workspaces in: "
                         "fixed, A then B (default); alternate, B first in odd workers; random, drawn per "
                         "worker from --seed. Recorded per worker and round, replayed on --resume")
@@ -71,6 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--no-control", action="store_true",
                    help="skip the A/A control cell (side A against itself on the first graph and batch)")
     r.add_argument("--control", choices=("first", "every-gate"), default="first", dest="control_scope",
+                   action=_GivenValue,
                    help="where the A/A control cell runs: first, on the first graph's first batch and objective "
                         "(default); every-gate, on every graph's (one control row per gate in the report)")
     c = parser.add_argument_group("clocks and contamination")
@@ -105,13 +167,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="TEST HOOK: delay side SIDE (A, B or its label) by PERCENT %% of its warm-up median "
                         "engine region in every cell (a host busy wait at the end of the region, after the "
                         "engine's work); the records and the report say the campaign is planted")
-    t.add_argument("--planted-check", metavar="PERCENT", type=float, default=None,
+    t.add_argument("--planted-check", metavar="PERCENT", type=_percent_or_off, default=None, action=_GivenValue,
                    help="the proof in the report: after every cell, measure side A against itself with PERCENT %% "
                         "planted on role B (as --plant-delay does) on the campaign's shortest and longest cell "
                         "(side A's median engine region; the choice is recorded and replayed on --resume), and "
                         "show whether each check detected it (its interval's lower bound above 1). The "
                         "campaign's own cells are measured as without it; a missed detection fails the proof "
-                        "in the report, not the exit status. 0 plants nothing (must not detect). Default: off")
+                        "in the report, not the exit status. 0 plants nothing (must not detect); off, no checks "
+                        "(what turns off --protocol precise's). Default: off")
     graph_file.add_arguments(parser)
 
 
@@ -283,6 +346,7 @@ def build_config(args, spec=None):
         alloc_order=args.alloc_order,
         l2_flush=args.l2_flush,
         discard_after_clock_change=args.discard_after_clock_change,
+        protocol=getattr(args, "protocol", "standard"),
     )
 
 
@@ -307,6 +371,11 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
 
     argv = ["--sides", args.sides, "--rounds", str(args.rounds), "--warmup", str(args.warmup),
             "--order", args.order, "--seed", str(args.seed)]
+    # a preset by its name (recorded: --resume needs it) and below, as every option, by the values
+    # it resolved to: explicit options win over the preset, so the line reproduces this campaign
+    # even once the preset's table has been tuned
+    if getattr(args, "protocol", "standard") != "standard":
+        argv += ["--protocol", args.protocol]
     gates = _split_list(args.graphs) if gates is None else gates
     for flag, value in (("--graphs", gates), ("--batches", _split_list(args.batches)),
                         ("--objectives", _split_list(args.objectives))):
@@ -352,12 +421,30 @@ def _rebuild_argv(args, spec=None, *, gates=None, out=None) -> list[str]:
         argv += planted_delay.parse(args.plant_delay, parse_sides(args.sides)).argv()
     if getattr(args, "planted_check", None) is not None:
         argv += ["--planted-check", f"{args.planted_check:g}"]
+    argv += _preset_overrides(args, argv)
     if out is not None:
         argv += ["--out", line_path(out)]
     data_dir = data_dir_used(args)
     if data_dir is not None:
         argv += ["--data-dir", line_path(data_dir)]
     return argv + graph_file.argv_of(spec)
+
+
+def _preset_overrides(args, argv) -> list[str]:
+    """The options a preset would set otherwise that the line above leaves out as at their default
+    (``--alloc-order fixed``, ``--planted-check off``, ...): spelled out, since the line read again
+    with ``--protocol`` would otherwise take the preset's value for them."""
+    from protocol.config import PROTOCOLS
+
+    preset = PROTOCOLS[getattr(args, "protocol", "standard")]
+    extra = []
+    for flag, dest in (("--processes", "processes"), ("--precision", "precision"),
+                       ("--alloc-order", "alloc_order"), ("--adaptive-scope", "adaptive_scope"),
+                       ("--control", "control_scope"), ("--planted-check", "planted_check")):
+        value = getattr(args, dest)
+        if dest in preset and flag not in argv and value != preset[dest]:
+            extra += [flag, "off" if value is None else f"{value:g}" if isinstance(value, float) else str(value)]
+    return extra
 
 
 def measure_floor(sides):

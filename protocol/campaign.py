@@ -54,15 +54,17 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
                     verify_syncs: bool = False, allow_dirty: bool = False,
                     plant_delay: str | None = None, alloc_order: str = "fixed",
                     l2_flush: bool = False, discard_after_clock_change: int = 0,
-                    control_scope: str = "first", planted_check: float | None = None) -> CampaignConfig:
+                    control_scope: str = "first", planted_check: float | None = None,
+                    protocol: str = "standard") -> CampaignConfig:
     """The campaign's parameters with ``perf_ab.py engines``' defaults and checks (UsageError).
 
     ``sides``: ``"A,B"`` as ``--sides`` spells it, or two ``protocol.sides.Side``; ``graphs``: the
     names measured (recorded only: the inputs decide what runs); ``graph_file``: a graph file's
     identity (``bench.graph_file.GraphFileSpec.identity()``, recorded so that a resume refuses
     another file); ``batches`` / ``objectives``: None for every one; ``plant_delay``:
-    ``"SIDE:PERCENT"``, the test hook of ``--plant-delay``. The rest as the options of the same
-    name (docs/protocol.md §3-§7)."""
+    ``"SIDE:PERCENT"``, the test hook of ``--plant-delay``; ``protocol``: the ``--protocol`` preset's
+    name, recorded only (the command line resolves its values into the other arguments:
+    bench/engines_cmd.py). The rest as the options of the same name (docs/protocol.md §3-§7)."""
     from . import planted_delay
     from .sides import parse_sides
 
@@ -100,6 +102,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
         alloc_order=alloc_order,
         l2_flush=l2_flush,
         discard_after_clock_change=discard_after_clock_change,
+        protocol=protocol,
     )
 
 

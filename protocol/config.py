@@ -33,9 +33,20 @@ CONTROL_SCOPES = ("first", "every-gate")
 #: Worker processes a cell needs, by default, before the cell's adaptive stop may judge it precise:
 #: the interval of two processes is narrow whenever the two happen to agree.
 MIN_JUDGED_PROCESSES = 3
+#: The named presets of ``perf_ab.py engines --protocol`` (docs/protocol.md §2.5): the parameters
+#: each one sets, by CampaignConfig field (which is also the option's argparse dest), wherever the
+#: command line does not give that option itself. ``standard`` sets nothing (every option keeps its
+#: own default: the behaviour before the presets). ``precise`` is issue 32's candidate for make
+#: bench's default, each value from the A/A measurements on the H200 that docs/protocol.md §2.5
+#: cites; --l2-flush is left out on purpose (narrower, but it showed a false 0.9 % difference).
+PROTOCOLS = {
+    "standard": {},
+    "precise": {"processes": 6, "alloc_order": "alternate", "adaptive": True, "adaptive_scope": "cell",
+                "precision": 0.01, "control_scope": "every-gate", "planted_check": 1.0},
+}
 #: Parameters recorded only when they differ from this value (the behaviour before them).
 OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False, "discard_after_clock_change": 0,
-                  "control_scope": "first"}
+                  "control_scope": "first", "protocol": "standard"}
 
 
 @dataclass
@@ -117,8 +128,13 @@ class CampaignConfig:
     #: delay of this many percent planted on side B, on the campaign's shortest and longest cell, once
     #: every cell has finished; None: none. Recorded only when set
     planted_check: float | None = None
+    #: the --protocol preset the command line named (PROTOCOLS); the other fields hold the values it
+    #: resolved to. Recorded only when not standard, and --resume requires it unchanged
+    protocol: str = "standard"
 
     def __post_init__(self):
+        if self.protocol not in PROTOCOLS:
+            raise UsageError(f"--protocol {self.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
         if self.rounds < 5:
             raise UsageError(f"--rounds {self.rounds}: at least 5 accepted rounds per side")
         if self.warmup < 2:
@@ -229,4 +245,4 @@ class CampaignConfig:
         return p
 
 
-__all__ = ["ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "BatchInput", "GraphInput", "CampaignConfig"]
+__all__ = ["ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig"]

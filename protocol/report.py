@@ -314,6 +314,13 @@ def noise_options_text(params: dict) -> str:
     return "".join(", " + p for p in parts)
 
 
+def protocol_preset_text(params: dict) -> str:
+    """The protocol row's opening words for a ``--protocol`` preset (empty for standard, which
+    campaigns before the presets also were): the row's other words give the values it resolved to."""
+    name = params.get("protocol", "standard")
+    return "" if name == "standard" else f"preset {name}: "
+
+
 def adaptive_scope_text(params: dict) -> str:
     """The protocol row's words for --adaptive: its target and what it judges (its scope)."""
     if not params.get("adaptive"):
@@ -401,6 +408,7 @@ def build_context(campaign: dict, summary: dict, plots: dict, *, records_dir: Pa
         "workers_line": workers_line(campaign),
         "adaptive_scope": adaptive_scope_text(campaign["parameters"]),
         "noise_options": noise_options_text(campaign["parameters"]),
+        "protocol_preset": protocol_preset_text(campaign["parameters"]),
         "floor": gpu_floor(campaign),  # the floor constants of section 4b (--floor), or None
         "by_graph": by_graph,
         "findings": findings(summary, campaign),

@@ -189,8 +189,11 @@ class CampaignRunner:
                     k for k in set(params) | set(recorded)
                     if params.get(k) != recorded.get(k)
                 )
+                # a preset changes several parameters at once: name the one option that restores them
+                hint = (f" (the campaign was recorded with --protocol {recorded.get('protocol', 'standard')}: "
+                        "give it again)" if "protocol" in changed else "")
                 raise UsageError(
-                    f"--resume: the parameters differ from the recorded campaign in {', '.join(changed)}"
+                    f"--resume: the parameters differ from the recorded campaign in {', '.join(changed)}" + hint
                 )
             self.session = len(campaign["sessions"])
             campaign["sessions"].append(self._session_record(resumed=True, git=self._code_state()))
