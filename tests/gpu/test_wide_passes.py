@@ -162,3 +162,45 @@ def test_the_batched_expansion_is_refused_before_anything_changes(monkeypatch):
     assert graph.version == version and not before.poisoned
     d1, p1 = before.to_numpy()
     assert d1.tobytes() == d0.tobytes() and p1.tobytes() == p0.tobytes()
+
+
+#: More new near-list entries per iteration than one block's queue holds (kernels.cuh
+#: SSSP_BLOCK_QUEUE): a broom, the source's out-edges to every handle vertex, each handle's to a
+#: bristle of its own.
+BROOM_HANDLES = 3_000
+
+
+@pytest.mark.parametrize("solo", SOLO)
+def test_a_one_block_grid_overflows_the_block_queue_and_loses_nothing(monkeypatch, solo):
+    """The wide module's block-aggregated appends (kernels.cuh SSSP_BLOCK_APPEND) with every push
+    in one block (ENGINES_FUSED_MAX_BLOCKS=1, ENGINES_OPERATORS_LOOP_BLOCKS=1): an iteration lists
+    3,000 vertices, so its queue of 1,024 fills and the rest go straight to the list. compute()
+    against SciPy's tree (the spec's parent rule), then a chain of updates against the host's
+    bytes."""
+    monkeypatch.setenv(passes.WIDE_ENV, "1")
+    monkeypatch.setenv(fused.SOLO_ENV, solo)
+    monkeypatch.setenv(fused.MAX_BLOCKS_ENV, "1")
+    monkeypatch.setenv("ENGINES_OPERATORS_LOOP_BLOCKS", "1")
+    rng = np.random.default_rng(1024)
+    h = BROOM_HANDLES
+    handles = np.arange(1, h + 1)
+    src = np.concatenate([np.zeros(h, dtype=np.int64), handles, handles + h])
+    dst = np.concatenate([handles, handles + h, rng.integers(1, 2 * h + 1, h)])
+    w = rng.integers(1, 50, src.size)
+    n = 2 * h + 1
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    configs = _configs()
+    # delta 10^6: every offer is below the threshold, so each iteration's entries all go to the
+    # next near list (the queue), none to the far pile
+    results = S.compute_all(graph, 0, engines=configs, delta=10**6)
+    exp_d, exp_p = O.canonical_tree(n, 0, src, dst, w)
+    for name in ("host",) + configs:
+        H.assert_tree_equals(results[name], exp_d, exp_p, f"broom compute {name}")
+    for name in configs:
+        assert results[name].stats.pushes >= 2 * h, (name, results[name].stats)
+    for step, kind in enumerate(("tree_delete", "mixed", "tree_increase", "mixed")):
+        _, parents = results["host"].to_numpy()
+        batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
+        stats = S.update_all(graph, batch, results)
+        S.assert_conformant(results, stats, update=True, what=f"broom step {step} {kind}")
+    assert "operators" in _wide_modules_loaded()

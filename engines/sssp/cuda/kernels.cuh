@@ -38,7 +38,8 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // registers exist only in its own module and the default kernels compile as without it.
 // SSSP_PUSH_BATCHED: the "batched" push expansion (push.py module_defines); SSSP_FUSED_SOLO: the
 // fused engine's solo push (fused.cu solo_push; fused.py ENGINES_FUSED_SOLO); SSSP_WIDE_PASSES:
-// the wide O(n) passes of both engines (issue 34, step 2; passes.py ENGINES_WIDE_PASSES);
+// the wide O(n) passes of both engines and the push's block-aggregated appends (issue 34, step 2;
+// passes.py ENGINES_WIDE_PASSES);
 // SSSP_FUSED_CAPTURED: fused_update reads its four per-update scalars from the control block, so
 // one captured launch serves every update (issue 27; fused.py ENGINES_FUSED_CAPTURE).
 #ifndef SSSP_PUSH_BATCHED
@@ -64,6 +65,17 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 #else
 #define SSSP_WIDE_RESTRICT
 #endif
+// Block-aggregated appends to the next near list (issue 34, part of the SSSP_WIDE_PASSES module,
+// the plain push only): a push iteration's new near-list entries go first into a queue in the
+// block's shared memory, and the block reserves its slots of the list with one atomicAdd at the
+// end of its share of the iteration. Without it, every group of lanes that lowers and claims a
+// vertex together makes its own atomicAdd on the one near-count word, and on roadNet-PA safe50k
+// (about 20,000 entries per iteration, 17.7 us per ops_push on the H200, bench/phase_breakdown.py)
+// those same-address atomics serialize in one L2 slice. A full queue sends the rest straight to
+// the list (append): any number of entries per block is correct. List order is schedule-dependent
+// either way (algorithm.md §5.1).
+#define SSSP_BLOCK_APPEND (SSSP_WIDE_PASSES && !SSSP_PUSH_BATCHED)
+#define SSSP_BLOCK_QUEUE 1024
 // Entries of the near-list length log (engines/sssp/cuda/push.py NEAR_LOG_CAPACITY): push
 // iteration i of a run writes its near count at i while i is below it (push_profile).
 #define SSSP_NEAR_LOG_CAPACITY 65536
@@ -581,6 +593,44 @@ __host__ __device__ __forceinline__ u32 push_group_shift(i64 count, i64 threads,
     return shift;
 }
 
+#if SSSP_BLOCK_APPEND
+// A block's queue of new near-list entries (SSSP_BLOCK_APPEND): `count` may pass the capacity
+// (the entries past it went straight to the list); `base` is the block's first slot in the list.
+template <typename V>
+struct BlockQueue {
+    V items[SSSP_BLOCK_QUEUE];
+    u32 count;
+    V base;
+};
+
+// Queue w for the next near list: into the block's queue while it has room, else straight to
+// the list (divergent code: append aggregates the lanes that arrive together).
+template <typename V>
+__device__ __forceinline__ void queue_entry(BlockQueue<V>& queue, V w, V* next_list, V* next_count) {
+    const u32 slot = atomicAdd(&queue.count, 1u);
+    if (slot < SSSP_BLOCK_QUEUE) {
+        queue.items[slot] = w;
+    } else {
+        next_list[append(next_count)] = w;
+    }
+}
+
+// The block's queued entries into the list: one atomicAdd on the count for the whole block, then
+// every thread copies its share. Called by every thread of the block (it meets twice); the
+// queue is reused only after a block-wide barrier that follows (the grid barrier, the solo
+// push's __syncthreads, or the end of the launch).
+template <typename V>
+__device__ __forceinline__ void flush_queue(BlockQueue<V>& queue, V* next_list, V* next_count) {
+    __syncthreads();
+    const u32 queued = queue.count < SSSP_BLOCK_QUEUE ? queue.count : SSSP_BLOCK_QUEUE;
+    if (threadIdx.x == 0 && queued > 0) queue.base = atomic_add(next_count, static_cast<V>(queued));
+    __syncthreads();
+    for (u32 j = threadIdx.x; j < queued; j += blockDim.x) {
+        next_list[queue.base + static_cast<V>(j)] = queue.items[j];
+    }
+}
+#endif
+
 // One out-edge e of u (distance du) in a push iteration: relax it unless it leads into the source
 // or the offer exceeds the bound, and queue the neighbour if this thread lowered its distance:
 // the next near list below the threshold (claimed with the iteration's generation), else the far
@@ -592,7 +642,11 @@ template <typename V, typename O>
 __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packing& k, V u, u64 du,
                                           O e, V source, u64 bound, u64 threshold, bool filter,
                                           i32 generation, u64* words, i32* stamp, i32* in_far,
-                                          V* next_list, V* next_count, V* pile, V* pile_count) {
+                                          V* next_list, V* next_count, V* pile, V* pile_count
+#if SSSP_BLOCK_APPEND
+                                          , BlockQueue<V>& queue
+#endif
+                                          ) {
     const V w = out.neighbour(e);
     if (w == source) return;  // the source is never relaxed
     const u64 nd = du + out.weight_of(e);
@@ -602,7 +656,11 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
     const u64 old = atomicMin(words + w, cand);
     if (nd < word_distance(k, old)) {  // this thread lowered w's distance
         if (nd < threshold) {
+#if SSSP_BLOCK_APPEND
+            if (claim(stamp, w, generation)) queue_entry(queue, w, next_list, next_count);
+#else
             if (claim(stamp, w, generation)) next_list[append(next_count)] = w;
+#endif
         } else if (atomicExch(in_far + w, 1) == 0) {
             pile[append(pile_count)] = w;
         }
@@ -690,6 +748,13 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
 #else
     const bool filter = shift < SSSP_PUSH_GROUP_SHIFT;
 #endif
+#if SSSP_BLOCK_APPEND
+    // Every thread of the block passes here and through flush_queue below (push_list is called
+    // by whole blocks: the grid's iteration, block 0's solo push, ops_push).
+    __shared__ BlockQueue<V> queue;
+    if (threadIdx.x == 0) queue.count = 0u;
+    __syncthreads();
+#endif
     // Groups never straddle a warp (the width divides 32) and the grid's threads are a multiple
     // of 32, so group i is threads [i * width, (i + 1) * width).
     for (i64 i = g.first >> shift; i < static_cast<i64>(count); i += g.stride >> shift) {
@@ -709,10 +774,17 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
         for (i64 e = static_cast<i64>(begin) + lane; e < static_cast<i64>(end); e += width) {
             push_edge<V, O>(out, k, u, du, static_cast<O>(e), source, bound, threshold, filter,
                             generation, words, stamp, in_far, next_list, next_count, pile,
-                            pile_count);
+                            pile_count
+#if SSSP_BLOCK_APPEND
+                            , queue
+#endif
+                            );
         }
 #endif
     }
+#if SSSP_BLOCK_APPEND
+    flush_queue(queue, next_list, next_count);
+#endif
 }
 
 // compute()'s start (algorithm.md §6): every word INF but the source's, (0, no parent).

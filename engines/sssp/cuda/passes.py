@@ -5,9 +5,12 @@ ceil(log2 n) + 1 rounds, invalidation, unpack (and compute() its unpack, distanc
 parent recovery). In a module compiled with ``SSSP_WIDE_PASSES`` (kernels.cuh) the passes that
 still loaded one item per trip (compute()'s unpack, the recovery's distances and count) load
 SSSP_PASS_ILP items before using any, the passes' arrays are ``__restrict__`` where no other
-pointer of the function reaches them (each use says why), and the push skips its racy pre-check
+pointer of the function reaches them (each use says why), the push skips its racy pre-check
 where one block pushes alone (the fused solo push), where the pre-check only adds a load to each
-edge's chain. The same writes happen in either module: the result never depends on it.
+edge's chain, and a push iteration's new near-list entries are gathered per block in shared memory
+and reserved with one atomic per block (kernels.cuh SSSP_BLOCK_APPEND) instead of one per group of
+lanes on the one near-count word. The same writes happen in either module, the list order aside
+(schedule-dependent in both): the result never depends on it.
 
 Off by default until the GPU measurements say otherwise: ``ENGINES_WIDE_PASSES=1`` (or ``on``)
 selects it for every run of either engine; unset, ``0`` or ``off`` keeps the default kernels, which
