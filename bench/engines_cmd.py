@@ -52,6 +52,37 @@ class _GivenFlag(argparse.Action):
         _note_given(namespace, self.dest)
 
 
+class _GivenOff(argparse.Action):
+    """``--no-adaptive``: stores False in ``adaptive`` and notes it as given, so a preset that turns
+    it on leaves it off (``--protocol precise --no-adaptive``, in either order); the preset's
+    ``--adaptive-scope`` goes with it (a scope needs --adaptive), unless the command line gave one."""
+
+    def __init__(self, option_strings, dest, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, False)
+        _note_given(namespace, self.dest)
+        if "adaptive_scope" not in getattr(namespace, _GIVEN, ()):
+            setattr(namespace, "adaptive_scope", parser.get_default("adaptive_scope"))
+            _note_given(namespace, "adaptive_scope")
+
+
+class _NoControl(argparse.Action):
+    """``--no-control``: no A/A control cell, so no preset's ``--control`` scope either (an explicit
+    option wins over a preset: ``--protocol precise --no-control`` runs without controls, in either
+    order); a ``--control`` the command line gives itself still contradicts it."""
+
+    def __init__(self, option_strings, dest, default=False, help=None):
+        super().__init__(option_strings, dest, nargs=0, const=True, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, True)
+        if "control_scope" not in getattr(namespace, _GIVEN, ()):
+            setattr(namespace, "control_scope", parser.get_default("control_scope"))
+            _note_given(namespace, "control_scope")
+
+
 class _ProtocolAction(argparse.Action):
     """``--protocol NAME``: every option of any preset that the command line does not give itself
     takes NAME's value, else its own default (so a later ``--protocol standard`` undoes an earlier
@@ -99,6 +130,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "interval resamples processes, then pairs (default 3; 1: measure in this process)")
     r.add_argument("--adaptive", action=_GivenFlag,
                    help="after --rounds, continue until the 95%% interval of the ratio is within --precision")
+    r.add_argument("--no-adaptive", dest="adaptive", action=_GivenOff,
+                   help="no adaptive continuation (what turns off --protocol precise's --adaptive)")
     r.add_argument("--precision", type=float, default=0.01, action=_GivenValue,
                    help="relative half-width target (default 0.01)")
     r.add_argument("--max-rounds", type=int, default=None,
@@ -129,7 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     n.add_argument("--discard-after-clock-change", type=int, default=0, metavar="N",
                    help="reject (and repeat) the first N rounds from each observed change of the SM clock "
                         "between rounds (NVML, observe mode); counted per worker and cell (default 0: none)")
-    r.add_argument("--no-control", action="store_true",
+    r.add_argument("--no-control", action=_NoControl,
                    help="skip the A/A control cell (side A against itself on the first graph and batch)")
     r.add_argument("--control", choices=("first", "every-gate"), default="first", dest="control_scope",
                    action=_GivenValue,
@@ -444,6 +477,8 @@ def _preset_overrides(args, argv) -> list[str]:
         value = getattr(args, dest)
         if dest in preset and flag not in argv and value != preset[dest]:
             extra += [flag, "off" if value is None else f"{value:g}" if isinstance(value, float) else str(value)]
+    if preset.get("adaptive") and not args.adaptive:
+        extra.append("--no-adaptive")
     return extra
 
 

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from bench import perf_ab
-from bench.engines_cmd import _GivenFlag, _GivenValue, _rebuild_argv, build_config
+from bench.engines_cmd import _GivenFlag, _GivenOff, _GivenValue, _rebuild_argv, build_config
 from protocol.config import PROTOCOLS
 from protocol.errors import UsageError
 from protocol.exitcodes import ExitCode
@@ -79,10 +79,11 @@ def test_an_explicit_option_wins_over_the_preset(explicit, dest, value, before):
 def test_every_preset_option_notes_that_it_was_given():
     # an option the preset sets without noting that the command line gave it would be overwritten
     # by a --protocol that follows it
-    actions = {a.dest: a for a in perf_ab.build_parser()._subparsers._group_actions[0].choices["engines"]._actions}
+    actions = perf_ab.build_parser()._subparsers._group_actions[0].choices["engines"]._actions
     for preset in PROTOCOLS.values():
         for dest in preset:
-            assert isinstance(actions[dest], (_GivenValue, _GivenFlag)), dest
+            mine = [a for a in actions if a.dest == dest]  # --adaptive and --no-adaptive share one
+            assert mine and all(isinstance(a, (_GivenValue, _GivenFlag, _GivenOff)) for a in mine), dest
 
 
 @pytest.mark.parametrize("argv", [
@@ -103,6 +104,33 @@ def test_a_later_standard_undoes_an_earlier_preset():
     args = _args("--protocol", "precise", "--processes", "4", "--protocol", "standard")
     defaults = _args()
     assert _values(args) == {**_values(defaults), "processes": 4} and args.protocol == "standard"
+
+
+@pytest.mark.parametrize("argv", [["--protocol", "precise", "--no-control"],
+                                  ["--no-control", "--protocol", "precise"]])
+def test_no_control_wins_over_the_presets_control_scope(argv, tmp_path):
+    # --no-control is an explicit option: no control cell, so no preset's scope for one, in either
+    # order; the reproduce line read again runs the same campaign
+    args = _args(*argv)
+    config = build_config(args)
+    assert not config.control and config.control_scope == "first" and config.processes == 6
+    again = perf_ab.build_parser().parse_args(["engines", *_rebuild_argv(args, out=tmp_path)])
+    assert build_config(again).parameters() == config.parameters()
+
+
+@pytest.mark.parametrize("argv", [["--protocol", "precise", "--no-adaptive"],
+                                  ["--no-adaptive", "--protocol", "precise"]])
+def test_no_adaptive_turns_off_the_presets_adaptive(argv, tmp_path):
+    args = _args(*argv)
+    assert args.adaptive is False and args.processes == 6
+    assert _args("--adaptive", "--no-adaptive").adaptive is False
+    again = perf_ab.build_parser().parse_args(["engines", *_rebuild_argv(args, out=tmp_path)])
+    assert build_config(again).parameters() == build_config(args).parameters()
+
+
+def test_no_control_and_an_explicit_control_scope_still_contradict():
+    with pytest.raises(UsageError, match="contradict"):
+        build_config(_args("--protocol", "precise", "--control", "every-gate", "--no-control"))
 
 
 def test_the_reproduce_line_names_the_preset_and_every_value(tmp_path):
