@@ -105,6 +105,9 @@ def test_the_prepare_line_names_the_graph_file_as_typed():
 def test_a_campaign_on_a_graph_file_in_tmp_prints_it_as_typed(tmp_path, capsys, monkeypatch):
     """The README's bring-your-own-graph example: --graph-file and --out under /tmp, typed absolute."""
     monkeypatch.chdir(REPO)
+    # the line names the environment's data folder as typed: a relative one (a machine's own
+    # SSSPAB_DATA_DIR=../shared/data, correct from the root) is not what this test is about
+    monkeypatch.delenv("SSSPAB_DATA_DIR", raising=False)
     toy, out = tmp_path / "toy.txt", tmp_path / "toy-ab"
     rng = __import__("numpy").random.default_rng(1)
     toy.write_text("# my graph\n" + "".join(f"{u} {v}\n" for u, v in rng.integers(0, 200, (600, 2))))
