@@ -414,6 +414,12 @@ def stream(device: int):
 
 
 _capture_streams: dict[int, object] = {}
+#: Held through a capture, begin to end: the capture stream is one per device, and the callers hold
+#: locks of their own (a workspace's, a graph's) that do not exclude each other, so two threads
+#: could otherwise begin captures on the same stream; the second fails and the fused engine stops
+#: capturing for the rest of the process (fused.CaptureState.problem). Captures are rare (the first
+#: run of each buffer layout), so one lock for every device costs nothing in a steady state.
+_capture_lock = threading.Lock()
 
 
 def capture(device: int, enqueue):
@@ -432,7 +438,7 @@ def capture(device: int, enqueue):
             with cuda_errors(f"creating the capture stream of device {device}"), cupy.cuda.Device(device):
                 s = cupy.cuda.Stream(non_blocking=True)
             _capture_streams[device] = s
-    with cuda_errors("capturing a CUDA graph"), cupy.cuda.Device(device):
+    with _capture_lock, cuda_errors("capturing a CUDA graph"), cupy.cuda.Device(device):
         # cudaStreamCaptureModeRelaxed = 2 (CUDA runtime API)
         s.begin_capture(mode=getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", 2))
         try:
