@@ -11,12 +11,28 @@ The stream: each batch of B arcs deletes B/4 undirected edges that exist at that
 stream (both arcs each) and inserts B/4 random undirected pairs (both arcs each; a pair that
 exists is a re-weight), every inserted arc drawing its own K weights in [1, 100]; fixed seed. The
 whole sequence depends only on the graph and the seed (never on an engine's answer), so it is drawn
-once and every engine replays the same batches, each on its own copy of the graph with one result
-(each engine's time is its own, and the engines run one after another, as a streaming user runs
-one engine, not interleaved). The first ``--warmup`` batches are applied but left out of the
-statistics (compilation, first allocations).
+once and every engine replays the same batches, each on its own copy of the graph with one result.
+The first ``--warmup`` batches are applied but left out of the statistics (compilation, first
+allocations).
+
+Two orders of the engines:
+
+* sequential (the default): the engines run one after another, each its whole stream, as a
+  streaming user runs one engine. Use it for absolute numbers, what a user of one engine sees
+  (median, p99 per call). A comparison between engines from it is unfair: on the H200 two runs of
+  the same code minutes apart differ by up to 1.6x in median (the machine's state drifts), and
+  each engine is measured in a different stretch of that drift.
+* ``--interleave``: every engine opens its graph and result first, then batch by batch each engine
+  applies that batch in turn, the order rotating (batch i starts with engine i mod E) so that no
+  engine always goes first. Every engine sees the same drift, so the per-batch ratio
+  B_i / A_i of two engines cancels it; the record adds "paired": the median of those ratios over
+  the timed batches with a seeded 95 % bootstrap interval (protocol.stats.paired_ratio), for each
+  pair of engines that ran. Use it to judge one engine against another (issue 27's "operators
+  within 1.3x of fused"). Its absolute numbers are not a streaming user's: each call follows
+  another engine's work (caches and memory hold the other engine's graph).
 
     python bench/stream.py --graph luxembourg_osm --batches 10000 --batch-size 100 --out results/stream
+    python bench/stream.py --graph luxembourg_osm --batches 10000 --interleave --out results/stream-paired
     python bench/stream.py --graph-file graph.edges --batches 200 --engines host --no-progress
 
 Exit codes (engines/exitcodes.py): 0 every result equal to the reference; 1 a result differs;
@@ -58,6 +74,8 @@ DEFAULT_BATCHES = 10_000
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_WARMUP = 10
 DEFAULT_SEED = 27  # the issue that asked for the stream
+PAIRED_SEED = 0  # the bootstrap's seed of the paired ratios (fixed: the same times give the same interval)
+PAIRED_RESAMPLES = 2000  # protocol.stats.MIN_RESAMPLES, the least it takes (spelled here: SciPy loads only when used)
 P99 = 99.0
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -296,17 +314,20 @@ def final_tree(result) -> tuple[np.ndarray, np.ndarray]:
     return result.to_numpy()
 
 
+def timed_update(graph, result, item: StreamBatch) -> float:
+    """Apply one batch with ``update()``; the wall time of the whole call, in ms (both orders time
+    a call here, so they measure the same thing)."""
+    from engines import sssp
+
+    start = time.perf_counter()
+    sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
+    return (time.perf_counter() - start) * 1e3
+
+
 def timed_stream(graph, result, batches, bar) -> list[float]:
     """Apply every batch with ``update()``; the wall time of each whole call, in ms (the progress
     bar advances outside the timer)."""
-    from engines import sssp
-
-    times = []
-    for item in bar(batches):
-        start = time.perf_counter()
-        sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
-        times.append((time.perf_counter() - start) * 1e3)
-    return times
+    return [timed_update(graph, result, item) for item in bar(batches)]
 
 
 def progress_bar(engine: str, enabled: bool):
@@ -320,7 +341,7 @@ def progress_bar(engine: str, enabled: bool):
 class EngineRun:
     times_ms: list
     tree: tuple
-    seconds: float
+    seconds: float  # the engine's own wall time: opening, every update() call, the final tree
 
 
 def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool) -> EngineRun:
@@ -328,6 +349,59 @@ def run_engine(engine: str, data: StreamInput, batches, objective: int, progress
     graph, result = open_engine(engine, data, objective)
     times = timed_stream(graph, result, batches, progress_bar(engine, progress))
     return EngineRun(times, final_tree(result), time.perf_counter() - start)
+
+
+def rotation(engines, index: int) -> list:
+    """The engines' order for batch ``index``: starting with engine ``index mod E``, so that over
+    E batches each engine takes each position once (the first one pays for whatever the batch
+    before left behind, a position no engine should hold always)."""
+    k = index % len(engines)
+    return list(engines[k:]) + list(engines[:k])
+
+
+def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool) -> dict:
+    """Every engine opened first, then each batch applied by every engine in :func:`rotation`'s
+    order: ``{engine: EngineRun}`` in ``engines``' order, the times in batch order."""
+    from tqdm import tqdm
+
+    opened, times, seconds = {}, {e: [] for e in engines}, {}
+    for engine in engines:
+        start = time.perf_counter()
+        opened[engine] = open_engine(engine, data, objective)
+        seconds[engine] = time.perf_counter() - start
+    bar = tqdm(batches, desc=f"{PROG} interleaved", unit="batch", file=sys.stderr, disable=not progress,
+               mininterval=0.5)
+    for i, item in enumerate(bar):
+        for engine in rotation(engines, i):
+            start = time.perf_counter()
+            times[engine].append(timed_update(*opened[engine], item))
+            seconds[engine] += time.perf_counter() - start
+    runs = {}
+    for engine in engines:
+        start = time.perf_counter()
+        tree = final_tree(opened[engine][1])
+        runs[engine] = EngineRun(times[engine], tree, seconds[engine] + time.perf_counter() - start)
+    return runs
+
+
+def paired_ratios(times: dict, warmup: int, *, resamples: int = PAIRED_RESAMPLES, seed: int = PAIRED_SEED) -> dict:
+    """For each pair of engines in ``times`` (engine -> per-batch ms, warm-up included, the same
+    batches), the per-batch ratio B_i / A_i over the timed batches: its median and 95 % bootstrap
+    interval (protocol.stats.paired_ratio, the protocol's one bootstrap), keyed ``"B/A"``.
+
+    A is the engine earlier in ENGINES' order (fused, operators, host), whatever order --engines
+    named them: operators/fused, host/fused, host/operators (host/X is X's speed-up over the host).
+    Only meaningful for interleaved times: sequential ones pair batches measured minutes apart."""
+    from protocol.stats import paired_ratio
+
+    order = [e for e in ENGINES if e in times]
+    out = {}
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            ratio = paired_ratio(times[a][warmup:], times[b][warmup:], resamples=resamples, seed=seed)
+            out[f"{b}/{a}"] = {"a": a, "b": b, "median": ratio.median, "lo": ratio.lo, "hi": ratio.hi,
+                               "pairs": ratio.pairs, "resamples": ratio.resamples, "seed": ratio.seed}
+    return out
 
 
 # -- the check -----------------------------------------------------------------------------------
@@ -410,6 +484,12 @@ def markdown(record: dict) -> str:
             "NO" if engine in check["differences"] else "yes")
         lines.append(f"| {engine} | {t['count']:,} | {_fmt(t['median_ms'])} | {_fmt(t['p99_ms'])} | "
                      f"{_fmt(t['mean_ms'])} | {_fmt(t['max_ms'])} | {equal} |")
+    if record.get("paired"):  # none with one engine
+        lines += ["", "Engines interleaved batch by batch (the order rotating per batch); engine B / engine A "
+                  "per batch, timed batches:", "",
+                  "| engine B / engine A | batches | median ratio | 95 % CI |", "|---|---:|---:|---|"]
+        for name, r in record["paired"].items():
+            lines.append(f"| {name} | {r['pairs']:,} | {_fmt(r['median'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] |")
     lines += ["", f"Command: `{record['command']}`", f"Commit: {record['commit']['commit']}"
               + (" (with local changes)" if record["commit"]["dirty"] else ""),
               f"Machine: {record['machine'].get('gpu', 'no GPU')}, {record['machine']['processor']}"]
@@ -490,7 +570,7 @@ def prepare_out(out) -> Path | None:
 
 def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BATCH_SIZE, engines=None,
         warmup=DEFAULT_WARMUP, seed=DEFAULT_SEED, objective=0, out=None, data_dir=None, cache_dir=None,
-        progress=True, command=None) -> int:
+        progress=True, command=None, interleave=False) -> int:
     """The benchmark with plain arguments (``spec``: a bench.graph_file.GraphFileSpec); the exit
     status. ProtocolError (usage, environment) is raised for the caller to report."""
     check_sizes(batches, batch_size, warmup)
@@ -501,11 +581,14 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
                       progress=progress)
     stream = stream_batches(data.num_vertices, data.arc_sources(), data.col_ind, data.weights.shape[1],
                             count=batches, size=batch_size, seed=seed)
-    runs = {engine: run_engine(engine, data, stream, objective, progress) for engine in engines}
+    if interleave:
+        runs = run_interleaved(engines, data, stream, objective, progress)
+    else:
+        runs = {engine: run_engine(engine, data, stream, objective, progress) for engine in engines}
     check = check_results(runs)
     record = build_record(data, stream, runs, check, batches=batches, batch_size=batch_size, warmup=warmup,
                           seed=seed, objective=objective, command=command,
-                          with_cuda=any(e in CUDA_ENGINES for e in engines))
+                          with_cuda=any(e in CUDA_ENGINES for e in engines), interleave=interleave)
     print(markdown(record))
     if out_dir is not None:
         write_outputs(out_dir, record, {engine: r.times_ms for engine, r in runs.items()})
@@ -519,8 +602,8 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
 
 
 def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size, warmup, seed, objective,
-                 command, with_cuda) -> dict:
-    return {
+                 command, with_cuda, interleave=False) -> dict:
+    record = {
         "command": command or "",
         "commit": commit_of_checkout(),
         "machine": machine_facts(with_cuda),
@@ -534,6 +617,11 @@ def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size,
                              "per_batch_file": TIMES_NAME} for engine, r in runs.items()},
         "check": check,
     }
+    if interleave:
+        # "order" only here: a sequential record stays what it was before --interleave existed
+        record["stream"]["order"] = "interleaved"
+        record["paired"] = paired_ratios({e: r.times_ms for e, r in runs.items()}, warmup)
+    return record
 
 
 class _Parser(argparse.ArgumentParser):
@@ -558,6 +646,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"first batches applied but not counted (default {DEFAULT_WARMUP})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the stream's seed (default {DEFAULT_SEED})")
     parser.add_argument("--objective", type=int, default=0, help="the weight column measured (default 0)")
+    parser.add_argument("--interleave", action="store_true",
+                        help="apply each batch with every engine in turn (the order rotating per batch) and "
+                             "record the per-batch ratios between engines with a bootstrap interval; default: "
+                             "the engines one after another")
     options.add_table_out_option(parser, "stream.json and stream.md")
     options.add_input_options(parser)
     options.add_no_progress_option(parser)
@@ -579,7 +671,8 @@ def run_from_args(args, command: str) -> int:
         check_graph(args.graph, args.graph_file)
     return run(graph=args.graph, spec=_graph_file_spec(args), batches=args.batches, batch_size=args.batch_size,
                engines=args.engines, warmup=args.warmup, seed=args.seed, objective=args.objective, out=args.out,
-               data_dir=args.data_dir, cache_dir=args.cache_dir, progress=not args.no_progress, command=command)
+               data_dir=args.data_dir, cache_dir=args.cache_dir, progress=not args.no_progress, command=command,
+               interleave=args.interleave)
 
 
 def main(argv=None) -> int:

@@ -233,3 +233,113 @@ def test_a_cuda_engine_without_cuda_is_exit_3(no_cuda, capsys):
     assert stream.main(["--graph", "uspowergrid", "--engines", "fused", "host"]) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no CUDA GPU is usable here" in err
+
+
+# -- interleaved ---------------------------------------------------------------------------------
+def test_paired_ratios_of_a_constant_ratio():
+    a = np.linspace(1.0, 3.0, 50)
+    paired = stream.paired_ratios({"fused": list(a), "operators": list(1.25 * a)}, warmup=0)
+    assert list(paired) == ["operators/fused"]
+    r = paired["operators/fused"]
+    assert r["a"] == "fused" and r["b"] == "operators" and r["pairs"] == 50
+    assert r["median"] == pytest.approx(1.25)
+    assert r["lo"] == pytest.approx(1.25) and r["hi"] == pytest.approx(1.25)
+    assert r["resamples"] == stream.PAIRED_RESAMPLES and r["seed"] == stream.PAIRED_SEED
+
+
+def test_paired_ratios_skip_the_warmup_and_pair_in_engines_order():
+    # warm-up batches at a ratio of 100 must not count; the timed ratios are 1 .. 9 (median 5)
+    a = [1.0] * 13
+    b = [100.0] * 4 + [float(k) for k in (3, 1, 9, 5, 7, 2, 8, 4, 6)]
+    paired = stream.paired_ratios({"host": b, "fused": a, "operators": a}, warmup=4)  # names out of order
+    assert list(paired) == ["operators/fused", "host/fused", "host/operators"]
+    r = paired["host/fused"]
+    assert r["pairs"] == 9 and r["median"] == 5.0
+    assert 1.0 <= r["lo"] < 5.0 < r["hi"] <= 9.0
+    numbers = ("median", "lo", "hi", "pairs")  # a fixed seed: the same times, the same interval
+    assert [paired["host/fused"][k] for k in numbers] == [paired["host/operators"][k] for k in numbers]
+    assert paired["operators/fused"]["median"] == paired["operators/fused"]["lo"] == 1.0
+
+
+def test_the_rotation_starts_batch_i_with_engine_i_mod_e():
+    assert [stream.rotation(["a", "b", "c"], i) for i in range(4)] == [
+        ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+
+
+@pytest.fixture
+def two_hosts(monkeypatch):
+    """Two engine names both backed by the host reference: the only engine without a GPU."""
+    host = stream.ENGINE_CONFIGS["host"]
+    monkeypatch.setattr(stream, "ENGINE_CONFIGS", {"first": host, "second": host})
+    monkeypatch.setattr(stream, "ENGINES", ("first", "second"))
+    monkeypatch.setattr(stream, "CUDA_ENGINES", ())
+    monkeypatch.setattr(stream, "cuda_available", lambda: False)
+
+
+def test_interleaved_run_rotates_and_every_engine_applies_every_batch_once(two_hosts, monkeypatch, edge_file,
+                                                                          tmp_path):
+    from engines import sssp
+
+    calls, engine_of_graph, batch_index = [], {}, {}
+    real_open, real_update, real_stream = stream.open_engine, sssp.update, stream.stream_batches
+
+    def open_engine(engine, data, objective):
+        graph, result = real_open(engine, data, objective)
+        engine_of_graph[id(graph)] = engine
+        return graph, result
+
+    def stream_batches(*args, **kwargs):
+        batches = real_stream(*args, **kwargs)
+        batch_index.update({id(item.batch): i for i, item in enumerate(batches)})
+        return batches
+
+    def update(graph, batch, result, *args, **kwargs):
+        calls.append((engine_of_graph[id(graph)], batch_index[id(batch)]))
+        return real_update(graph, batch, result, *args, **kwargs)
+
+    monkeypatch.setattr(stream, "open_engine", open_engine)
+    monkeypatch.setattr(stream, "stream_batches", stream_batches)
+    monkeypatch.setattr(sssp, "update", update)
+    code, out = _run_file(edge_file, tmp_path, "--engines", "first", "second", "--interleave")
+    assert code == 0
+    # batch by batch, the order rotating: batch i starts with engine i mod 2
+    assert calls == [(e, i) for i in range(30) for e in (("first", "second") if i % 2 == 0 else ("second", "first"))]
+    for engine in ("first", "second"):
+        assert [i for e, i in calls if e == engine] == list(range(30))
+    record = json.loads((out / "stream.json").read_text())
+    assert record["stream"]["order"] == "interleaved"
+    assert record["check"] == {"reference": "first", "equal": True, "differences": {}}  # equal final trees
+    times = np.load(out / stream.TIMES_NAME)
+    assert len(times["first"]) == len(times["second"]) == 30
+    assert {e: r["summary"]["count"] for e, r in record["engines"].items()} == {"first": 25, "second": 25}
+    r = record["paired"]["second/first"]
+    assert r["pairs"] == 25 and r["lo"] <= r["median"] <= r["hi"]
+    assert r["median"] == pytest.approx(float(np.median(times["second"][5:] / times["first"][5:])))
+    table = (out / "stream.md").read_text()
+    assert "| engine B / engine A | batches | median ratio | 95 % CI |" in table and "| second/first | 25 |" in table
+
+
+def test_the_interleaved_final_trees_are_checked(two_hosts, monkeypatch, edge_file, tmp_path, capsys):
+    real_final_tree = stream.final_tree
+    spoiled = []
+
+    def final_tree(result):
+        distances, parents = real_final_tree(result)
+        if spoiled:  # the second engine's tree (engines are read in --engines order)
+            parents = parents.copy()
+            parents[7] = (parents[7] + 1) % SMALL_N
+        spoiled.append(True)
+        return distances, parents
+
+    monkeypatch.setattr(stream, "final_tree", final_tree)
+    code, out = _run_file(edge_file, tmp_path, "--engines", "first", "second", "--interleave")
+    assert code == 1
+    assert "MISMATCH: second differs from first after 30 batches: parents differ at 1 vertices" in capsys.readouterr().err
+
+
+def test_a_sequential_record_has_no_paired_ratios(two_hosts, edge_file, tmp_path):
+    code, out = _run_file(edge_file, tmp_path, "--engines", "first", "second")
+    assert code == 0
+    record = json.loads((out / "stream.json").read_text())
+    assert "paired" not in record and "order" not in record["stream"]
+    assert "engine B / engine A" not in (out / "stream.md").read_text()
