@@ -334,7 +334,8 @@ def test_the_interleaved_final_trees_are_checked(two_hosts, monkeypatch, edge_fi
     monkeypatch.setattr(stream, "final_tree", final_tree)
     code, out = _run_file(edge_file, tmp_path, "--engines", "first", "second", "--interleave")
     assert code == 1
-    assert "MISMATCH: second differs from first after 30 batches: parents differ at 1 vertices" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "MISMATCH: second differs from first after 30 batches: parents differ at 1 vertices" in err
 
 
 def test_a_sequential_record_has_no_paired_ratios(two_hosts, edge_file, tmp_path):
