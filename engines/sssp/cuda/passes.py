@@ -15,6 +15,13 @@ lanes on the one near-count word. The same writes happen in either module, the l
 Off by default until the GPU measurements say otherwise: ``ENGINES_WIDE_PASSES=1`` (or ``on``)
 selects it for every run of either engine; unset, ``0`` or ``off`` keeps the default kernels, which
 compile from the same tokens as before the variant. Read at every run, like ``ENGINES_FUSED_SOLO``.
+Measured on the H200 (48c2bca, tests/gpu/test_wide_passes.py all passing): the block appends make
+roadNet-PA safe50k's push iterations 17.28 -> 12.01 us each (ops_push, bench/phase_breakdown.py)
+and its fused update 1.44 -> 1.12 ms (bench/engine_table.py; operators 2.47 -> 1.97 ms), while the
+whole module costs small updates 2.7 % (luxembourg_osm, 100 changes a batch, update_anatomy.py
+--ab-env, median per-batch ratio 1.027; the passes alone cost 1.4 % there in an earlier session).
+So the block appends are worth a default of their own and the passes are not: the next step gives
+the appends their own switch and flips it once the whole GPU suite passes with it.
 
 The wide passes combine with the plain push module only (the "group" and "vertex" expansions, with
 and without the fused solo push): that spares make cuda-check the batched modules' wide copies (its
