@@ -449,8 +449,12 @@ def commit_of_checkout() -> dict:
 
 
 def machine_facts(with_cuda: bool) -> dict:
+    from protocol.environment import cpu_model
+
+    # the host CPU by name: a small update's whole call is mostly host work, and the same code's
+    # median differed 1.5x between lent H200 machines whose GPUs were the same (issue 27)
     facts = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-             "python": platform.python_version(), "numpy": np.__version__}
+             "cpu_model": cpu_model(), "python": platform.python_version(), "numpy": np.__version__}
     if with_cuda:
         try:
             import cupy
@@ -492,7 +496,8 @@ def markdown(record: dict) -> str:
             lines.append(f"| {name} | {r['pairs']:,} | {_fmt(r['median'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] |")
     lines += ["", f"Command: `{record['command']}`", f"Commit: {record['commit']['commit']}"
               + (" (with local changes)" if record["commit"]["dirty"] else ""),
-              f"Machine: {record['machine'].get('gpu', 'no GPU')}, {record['machine']['processor']}"]
+              f"Machine: {record['machine'].get('gpu', 'no GPU')}, "
+              f"{record['machine'].get('cpu_model') or record['machine']['processor']}"]
     return "\n".join(lines) + "\n"
 
 

@@ -39,7 +39,8 @@ def tool_version() -> str:
         return "0+checkout"
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The host CPU's model name (Linux's /proc/cpuinfo), else what the platform module says."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
@@ -62,7 +63,7 @@ def host_info() -> dict:
     import psutil
 
     return {
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "logical_cores": os.cpu_count(),
         "physical_cores": psutil.cpu_count(logical=False),
         "os": f"{platform.system()} {platform.release()}",

@@ -344,3 +344,14 @@ def test_a_sequential_record_has_no_paired_ratios(two_hosts, edge_file, tmp_path
     record = json.loads((out / "stream.json").read_text())
     assert "paired" not in record and "order" not in record["stream"]
     assert "engine B / engine A" not in (out / "stream.md").read_text()
+
+
+def test_the_record_names_the_host_cpu():
+    # a small update's call is mostly host work: the CPU that ran it belongs in the record and the
+    # markdown (protocol.environment owns how it is read)
+    from protocol.environment import cpu_model
+
+    from bench.stream import machine_facts
+
+    facts = machine_facts(False)
+    assert facts["cpu_model"] == cpu_model() and facts["cpu_model"]
