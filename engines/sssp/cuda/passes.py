@@ -17,7 +17,8 @@ selects it for every run of either engine; unset, ``0`` or ``off`` keeps the def
 compile from the same tokens as before the variant. Read at every run, like ``ENGINES_FUSED_SOLO``.
 Measured on the H200 (48c2bca, tests/gpu/test_wide_passes.py all passing): the block appends make
 roadNet-PA safe50k's push iterations 17.28 -> 12.01 us each (ops_push, bench/phase_breakdown.py)
-and its fused update 1.44 -> 1.12 ms (bench/engine_table.py; operators 2.47 -> 1.97 ms), while the
+and its fused engine region 1.44 -> 1.12 ms (bench/engine_table.py; the whole update() call 2.47 ->
+1.97 ms, the operators engine region 1.80 -> 1.59 ms), while the
 whole module costs small updates 2.7 % (luxembourg_osm, 100 changes a batch, update_anatomy.py
 --ab-env, median per-batch ratio 1.027; the passes alone cost 1.4 % there in an earlier session).
 So the block appends are worth a default of their own and the passes are not: the next step gives
