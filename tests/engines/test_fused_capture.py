@@ -37,7 +37,7 @@ def test_a_bad_value_names_the_switch(monkeypatch, text):
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_captured_variant_unless_switched_off(monkeypatch, expansion):
     plan = SimpleNamespace(push_expansion=expansion)
-    for name in (fused.SOLO_ENV, "ENGINES_WIDE_PASSES", fused.CAPTURE_ENV):
+    for name in (fused.SOLO_ENV, "ENGINES_WIDE_PASSES", "ENGINES_BLOCK_APPEND", fused.CAPTURE_ENV):
         monkeypatch.delenv(name, raising=False)
     assert fused.run_defines(plan) == push.module_defines(expansion) + CAPTURED  # the default
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")

@@ -56,11 +56,14 @@ def test_the_wide_passes_combine_with_the_plain_push_only():
 
 def test_the_engines_compile_the_wide_variant_beside_every_plain_push_module():
     # fused: plain and solo, each also wide; batched and batched + solo without (they spill); each
-    # of those also as the captured update (test_fused_capture)
-    uncaptured = tuple(v for v in fused.VARIANTS if "SSSP_FUSED_CAPTURED" not in v)
+    # of those also as the captured update (test_fused_capture) and the plain-push ones also with
+    # the block appends (test_block_append)
+    uncaptured = tuple(v for v in fused.VARIANTS if "SSSP_FUSED_CAPTURED" not in v
+                       and "SSSP_BLOCK_APPEND" not in v)
     assert uncaptured == ((), WIDE, ("SSSP_FUSED_SOLO",), ("SSSP_FUSED_SOLO",) + WIDE,
                           ("SSSP_PUSH_BATCHED",), ("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))
-    assert operators.VARIANTS == ((), WIDE, ("SSSP_PUSH_BATCHED",))
+    assert tuple(v for v in operators.VARIANTS if "SSSP_BLOCK_APPEND" not in v) == (
+        (), WIDE, ("SSSP_PUSH_BATCHED",))
     assert passes.with_wide(((),)) == ((), WIDE)
     for variants in (fused.VARIANTS, operators.VARIANTS):
         assert len(set(variants)) == len(variants)
@@ -76,6 +79,7 @@ def test_a_run_loads_the_wide_variant_when_switched_on(monkeypatch, expansion):
     plan = SimpleNamespace(push_expansion=expansion)
     monkeypatch.delenv(fused.SOLO_ENV, raising=False)
     monkeypatch.delenv(passes.WIDE_ENV, raising=False)
+    monkeypatch.delenv("ENGINES_BLOCK_APPEND", raising=False)
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
     assert fused.run_defines(plan) == push.module_defines(expansion)  # the default is unchanged
     assert operators.run_defines(plan) == push.module_defines(expansion)

@@ -41,20 +41,24 @@ def _configs() -> tuple[str, ...]:
     return tuple(c for c in WIDE_CONFIGS if S.fused_available() or not c.startswith("fused"))
 
 
+def modules_loaded(define: str) -> set[str]:
+    """The engines that have a module with ``define`` compiled in this process."""
+    return {engine for (engine, _device, defines) in runtime._modules if define in defines}
+
+
 def _wide_modules_loaded() -> set[str]:
-    """The engines that have a wide-pass module compiled in this process."""
-    return {engine for (engine, _device, defines) in runtime._modules if "SSSP_WIDE_PASSES" in defines}
+    return modules_loaded("SSSP_WIDE_PASSES")
 
 
-@pytest.mark.parametrize("solo", SOLO)
-@pytest.mark.parametrize("shard", S.golden_shards())
-def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
-    """Every golden case replayed as the golden replay does (conformance.replay: update() from the
-    stored input tree, then compute(); distances, parents, invalidated, affected, the apply summary
-    and the synchronizations) on every wide configuration."""
+def replay_golden_with(monkeypatch, env: str, define: str, shard: str, solo: str) -> None:
+    """Every golden case of ``shard`` replayed as the golden replay does (conformance.replay:
+    update() from the stored input tree, then compute(); distances, parents, invalidated, affected,
+    the apply summary and the synchronizations) on every plain-push configuration with the switch
+    ``env`` on (its module has ``define``) and the solo push at ``solo``. Shared by the plain-push
+    variants' tests (here and test_block_append.py)."""
     from conformance.replay import Config, replay
 
-    monkeypatch.setenv(passes.WIDE_ENV, "1")
+    monkeypatch.setenv(env, "1")
     monkeypatch.setenv(fused.SOLO_ENV, solo)
     corpus = S.golden_corpus()
     cases = [c for c in corpus.cases if c["file"] == shard]
@@ -67,7 +71,13 @@ def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
     failures = [f"{o.config} {o.case}: {'; '.join(o.mismatches[:3])}"
                 for o in replay(corpus, cases, configs) if o.mismatches]
     assert not failures, f"{len(failures)} runs differ:\n" + "\n".join(failures[:20])
-    assert ("operators" if solo == "0" else "fused") in _wide_modules_loaded()
+    assert ("operators" if solo == "0" else "fused") in modules_loaded(define)
+
+
+@pytest.mark.parametrize("solo", SOLO)
+@pytest.mark.parametrize("shard", S.golden_shards())
+def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
+    replay_golden_with(monkeypatch, passes.WIDE_ENV, "SSSP_WIDE_PASSES", shard, solo)
 
 
 def _distance_only(n, src, dst, w):
@@ -79,14 +89,15 @@ def _distance_only(n, src, dst, w):
     return (n, np.append(src, n - 1), np.append(dst, 0), np.append(w, O.WEIGHT_MAX))
 
 
-@pytest.mark.parametrize("solo", SOLO)
-@pytest.mark.parametrize("words", ["packed", "distance-only"])
-@pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, solo):
-    monkeypatch.setenv(passes.WIDE_ENV, "1")
+def chains_with(monkeypatch, env: str, define: str, shape: str, words: str, solo: str, seed: int) -> None:
+    """compute() of ``shape`` (packed or distance-only words) with delta 1 and 10^6 against the
+    canonical tree, then a chain of updates against the host's bytes, on every plain-push
+    configuration with the switch ``env`` on (its module has ``define``). Shared as
+    replay_golden_with is."""
+    monkeypatch.setenv(env, "1")
     monkeypatch.setenv(fused.SOLO_ENV, solo)
     configs = _configs()
-    rng = np.random.default_rng(sorted(SHAPES).index(shape) + 3401)
+    rng = np.random.default_rng(sorted(SHAPES).index(shape) + seed)
     n, src, dst, w = SHAPES[shape](rng)
     if words == "distance-only":
         n, src, dst, w = _distance_only(n, src, dst, w)
@@ -94,10 +105,10 @@ def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, s
 
     for delta in (1, 10**6):  # short near lists (one-block pushes under solo) and long ones
         results = S.compute_all(graph, 0, engines=configs, delta=delta)
-        S.assert_conformant(results, what=f"{shape} compute delta {delta} wide solo {solo}")
+        S.assert_conformant(results, what=f"{shape} compute delta {delta} {env} solo {solo}")
         exp_d, exp_p = O.canonical_tree(n, 0, src, dst, w)
         for name in configs:
-            H.assert_tree_equals(results[name], exp_d, exp_p, f"{shape} compute {name} wide")
+            H.assert_tree_equals(results[name], exp_d, exp_p, f"{shape} compute {name} {env}")
             assert bool(results[name].stats.packed_parents) == (words == "packed")
 
     # a chain of updates from the last compute(): subtree deletions (pointer jumping,
@@ -106,9 +117,16 @@ def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, s
         _, parents = results["host"].to_numpy()
         batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
         stats = S.update_all(graph, batch, results)
-        S.assert_conformant(results, stats, update=True, what=f"{shape} step {step} {kind} wide")
-    loaded = _wide_modules_loaded()
+        S.assert_conformant(results, stats, update=True, what=f"{shape} step {step} {kind} {env}")
+    loaded = modules_loaded(define)
     assert "operators" in loaded and (not S.fused_available() or "fused" in loaded)
+
+
+@pytest.mark.parametrize("solo", SOLO)
+@pytest.mark.parametrize("words", ["packed", "distance-only"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, solo):
+    chains_with(monkeypatch, passes.WIDE_ENV, "SSSP_WIDE_PASSES", shape, words, solo, seed=3401)
 
 
 def test_the_wide_module_gives_the_default_modules_bytes(monkeypatch):
@@ -162,45 +180,3 @@ def test_the_batched_expansion_is_refused_before_anything_changes(monkeypatch):
     assert graph.version == version and not before.poisoned
     d1, p1 = before.to_numpy()
     assert d1.tobytes() == d0.tobytes() and p1.tobytes() == p0.tobytes()
-
-
-#: More new near-list entries per iteration than one block's queue holds (kernels.cuh
-#: SSSP_BLOCK_QUEUE): a broom, the source's out-edges to every handle vertex, each handle's to a
-#: bristle of its own.
-BROOM_HANDLES = 3_000
-
-
-@pytest.mark.parametrize("solo", SOLO)
-def test_a_one_block_grid_overflows_the_block_queue_and_loses_nothing(monkeypatch, solo):
-    """The wide module's block-aggregated appends (kernels.cuh SSSP_BLOCK_APPEND) with every push
-    in one block (ENGINES_FUSED_MAX_BLOCKS=1, ENGINES_OPERATORS_LOOP_BLOCKS=1): an iteration lists
-    3,000 vertices, so its queue of 1,024 fills and the rest go straight to the list. compute()
-    against SciPy's tree (the spec's parent rule), then a chain of updates against the host's
-    bytes."""
-    monkeypatch.setenv(passes.WIDE_ENV, "1")
-    monkeypatch.setenv(fused.SOLO_ENV, solo)
-    monkeypatch.setenv(fused.MAX_BLOCKS_ENV, "1")
-    monkeypatch.setenv("ENGINES_OPERATORS_LOOP_BLOCKS", "1")
-    rng = np.random.default_rng(1024)
-    h = BROOM_HANDLES
-    handles = np.arange(1, h + 1)
-    src = np.concatenate([np.zeros(h, dtype=np.int64), handles, handles + h])
-    dst = np.concatenate([handles, handles + h, rng.integers(1, 2 * h + 1, h)])
-    w = rng.integers(1, 50, src.size)
-    n = 2 * h + 1
-    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
-    configs = _configs()
-    # delta 10^6: every offer is below the threshold, so each iteration's entries all go to the
-    # next near list (the queue), none to the far pile
-    results = S.compute_all(graph, 0, engines=configs, delta=10**6)
-    exp_d, exp_p = O.canonical_tree(n, 0, src, dst, w)
-    for name in ("host",) + configs:
-        H.assert_tree_equals(results[name], exp_d, exp_p, f"broom compute {name}")
-    for name in configs:
-        assert results[name].stats.pushes >= 2 * h, (name, results[name].stats)
-    for step, kind in enumerate(("tree_delete", "mixed", "tree_increase", "mixed")):
-        _, parents = results["host"].to_numpy()
-        batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
-        stats = S.update_all(graph, batch, results)
-        S.assert_conformant(results, stats, update=True, what=f"broom step {step} {kind}")
-    assert "operators" in _wide_modules_loaded()

@@ -17,7 +17,7 @@ import numpy as np
 
 from ... import errors
 from ..plan import EngineReport, pointer_jumping_rounds
-from . import passes, push, runtime, switches, workspace
+from . import appends, passes, push, runtime, switches, workspace
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
@@ -66,12 +66,13 @@ MAX_CAPTURED = 8
 _CAPTURED_DEFINES = ("SSSP_FUSED_CAPTURED",)
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
 #: (push.module_defines) with and without the solo push, the plain push's also with the wide
-#: passes (passes.with_wide, ENGINES_WIDE_PASSES), each also captured (ENGINES_FUSED_CAPTURE);
-#: make cuda-check compiles each.
+#: passes (passes.with_wide, ENGINES_WIDE_PASSES), every plain-push one of those also with the
+#: block appends (appends.with_appends, ENGINES_BLOCK_APPEND), each also captured
+#: (ENGINES_FUSED_CAPTURE); make cuda-check compiles each.
 VARIANTS = tuple(runtime.variant_defines(variant + captured)
-                 for variant in passes.with_wide(
+                 for variant in appends.with_appends(passes.with_wide(
                      tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
-                           for solo in ((), ("SSSP_FUSED_SOLO",))))
+                           for solo in ((), ("SSSP_FUSED_SOLO",)))))
                  for captured in ((), _CAPTURED_DEFINES))
 
 
@@ -102,17 +103,21 @@ def capture_enabled() -> bool:
     return switches.flag(CAPTURE_ENV, default=True)
 
 
-def module_defines(plan, edges: int, wide: bool = False, captured: bool = False) -> tuple[str, ...]:
+def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
+                   block_append: bool = False) -> tuple[str, ...]:
     """The module variant of a run: its push expansion's, the solo push when ``edges``, the wide
-    passes when ``wide`` (passes.py), the captured update when ``captured``."""
+    passes when ``wide`` (passes.py), the captured update when ``captured``, the block appends
+    when ``block_append`` (appends.py)."""
     return (push.module_defines(plan.push_expansion) + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
-            + passes.module_defines(wide, plan.push_expansion) + (_CAPTURED_DEFINES if captured else ()))
+            + passes.module_defines(wide, plan.push_expansion) + (_CAPTURED_DEFINES if captured else ())
+            + appends.module_defines(block_append, plan.push_expansion))
 
 
 def run_defines(plan) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO``,
-    ``ENGINES_WIDE_PASSES`` and ``ENGINES_FUSED_CAPTURE`` read)."""
-    return module_defines(plan, solo_edges(), passes.wide_passes(), capture_enabled())
+    ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE`` and ``ENGINES_BLOCK_APPEND`` read)."""
+    return module_defines(plan, solo_edges(), passes.wide_passes(), capture_enabled(),
+                          appends.block_append())
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -194,7 +199,8 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     s = runtime.stream(device)
     edges = solo_edges()
     captured = capture_enabled()
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes(), captured))
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes(), captured,
+                                                 appends.block_append()))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
@@ -372,7 +378,8 @@ def compute(graph, plan, device: int, loop: str | None = None):
     n = int(plan.num_vertices)
     s = runtime.stream(device)
     edges = solo_edges()
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes()))
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes(),
+                                                 block_append=appends.block_append()))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)

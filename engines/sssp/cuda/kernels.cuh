@@ -38,8 +38,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // registers exist only in its own module and the default kernels compile as without it.
 // SSSP_PUSH_BATCHED: the "batched" push expansion (push.py module_defines); SSSP_FUSED_SOLO: the
 // fused engine's solo push (fused.cu solo_push; fused.py ENGINES_FUSED_SOLO); SSSP_WIDE_PASSES:
-// the wide O(n) passes of both engines and the push's block-aggregated appends (issue 34, step 2;
-// passes.py ENGINES_WIDE_PASSES);
+// the wide O(n) passes of both engines (issue 34, step 2; passes.py ENGINES_WIDE_PASSES);
+// SSSP_BLOCK_APPEND: the plain push's block-aggregated near-list appends, both engines (issue 34;
+// appends.py ENGINES_BLOCK_APPEND);
 // SSSP_FUSED_CAPTURED: fused_update reads its four per-update scalars from the control block, so
 // one captured launch serves every update (issue 27; fused.py ENGINES_FUSED_CAPTURE).
 #ifndef SSSP_PUSH_BATCHED
@@ -50,6 +51,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 #endif
 #ifndef SSSP_WIDE_PASSES
 #define SSSP_WIDE_PASSES 0
+#endif
+#ifndef SSSP_BLOCK_APPEND
+#define SSSP_BLOCK_APPEND 0
 #endif
 #ifndef SSSP_FUSED_CAPTURED
 #define SSSP_FUSED_CAPTURED 0
@@ -65,16 +69,21 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 #else
 #define SSSP_WIDE_RESTRICT
 #endif
-// Block-aggregated appends to the next near list (issue 34, part of the SSSP_WIDE_PASSES module,
-// the plain push only): a push iteration's new near-list entries go first into a queue in the
-// block's shared memory, and the block reserves its slots of the list with one atomicAdd at the
-// end of its share of the iteration. Without it, every group of lanes that lowers and claims a
+// Block-aggregated appends to the next near list (issue 34; the SSSP_BLOCK_APPEND module variant,
+// appends.py ENGINES_BLOCK_APPEND, independent of SSSP_WIDE_PASSES; the plain push only: the
+// "batched" expansion's push_edges_batched appends entry by entry and is never compiled with it):
+// a push iteration's new near-list entries go first into a queue in the block's shared memory,
+// and the block reserves its slots of the list with one atomicAdd at the end of its share of the
+// iteration. Without it, every group of lanes that lowers and claims a
 // vertex together makes its own atomicAdd on the one near-count word, and on roadNet-PA safe50k
 // (about 20,000 entries per iteration, 17.7 us per ops_push on the H200, bench/phase_breakdown.py)
 // those same-address atomics serialize in one L2 slice. A full queue sends the rest straight to
 // the list (append): any number of entries per block is correct. List order is schedule-dependent
-// either way (algorithm.md §5.1).
-#define SSSP_BLOCK_APPEND (SSSP_WIDE_PASSES && !SSSP_PUSH_BATCHED)
+// either way (algorithm.md §5.1). Everything of it sits under #if SSSP_BLOCK_APPEND, so the
+// default kernels compile from the same tokens as without it.
+#if SSSP_BLOCK_APPEND && SSSP_PUSH_BATCHED
+#error "SSSP_BLOCK_APPEND combines with the plain push only (appends.py)"
+#endif
 #define SSSP_BLOCK_QUEUE 1024
 // Entries of the near-list length log (engines/sssp/cuda/push.py NEAR_LOG_CAPACITY): push
 // iteration i of a run writes its near count at i while i is below it (push_profile).
@@ -604,14 +613,15 @@ struct BlockQueue {
 };
 
 // Queue w for the next near list: into the block's queue while it has room, else straight to
-// the list (divergent code: append aggregates the lanes that arrive together).
+// the list with a plain atomicAdd (rare: a block that lists more than SSSP_BLOCK_QUEUE vertices in
+// one iteration; the warp-aggregated append here made ptxas spill ops_push<int, long long>).
 template <typename V>
 __device__ __forceinline__ void queue_entry(BlockQueue<V>& queue, V w, V* next_list, V* next_count) {
     const u32 slot = atomicAdd(&queue.count, 1u);
     if (slot < SSSP_BLOCK_QUEUE) {
         queue.items[slot] = w;
     } else {
-        next_list[append(next_count)] = w;
+        next_list[atomic_add(next_count, V(1))] = w;
     }
 }
 

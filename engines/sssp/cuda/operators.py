@@ -45,7 +45,7 @@ from ..plan import EngineReport, Plan, pointer_jumping_rounds
 from ..options import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
 from . import programmatic, push, runtime
 from . import workspace as workspace_module
-from . import passes
+from . import appends, passes
 
 ENGINE = "operators"
 SOURCE_FILE = "operators.cu"
@@ -108,15 +108,18 @@ KERNELS = (
 
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
 #: (push.module_defines), the plain push's also with the wide passes (passes.with_wide,
-#: ENGINES_WIDE_PASSES); make cuda-check compiles each.
-VARIANTS = passes.with_wide(push.VARIANTS)
+#: ENGINES_WIDE_PASSES), and each plain-push one of those also with the block appends
+#: (appends.with_appends, ENGINES_BLOCK_APPEND); make cuda-check compiles each.
+VARIANTS = appends.with_appends(passes.with_wide(push.VARIANTS))
 
 
 def run_defines(plan) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads: its push expansion's, with the wide passes
-    when ``ENGINES_WIDE_PASSES`` is on (read now)."""
+    when ``ENGINES_WIDE_PASSES`` is on and the block appends when ``ENGINES_BLOCK_APPEND`` is on
+    (both read now)."""
     return (push.module_defines(plan.push_expansion)
-            + passes.module_defines(passes.wide_passes(), plan.push_expansion))
+            + passes.module_defines(passes.wide_passes(), plan.push_expansion)
+            + appends.module_defines(appends.block_append(), plan.push_expansion))
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:

@@ -55,6 +55,50 @@ def module_defines(expansion: str) -> tuple[str, ...]:
     return _DEFINES[expansion]
 
 
+class PlainPushVariant:
+    """A module variant behind an environment switch that combines with the plain push module only
+    (the "group" and "vertex" expansions, not "batched", whose module relaxes edges in its own
+    loop): the wide passes (passes.py) and the block appends (appends.py). One place for how a run
+    reads the switch, which defines it adds, the refusal with "batched" and the variants make
+    cuda-check compiles."""
+
+    def __init__(self, env: str, defines: tuple[str, ...]):
+        self.env, self.defines = env, tuple(defines)
+
+    def on(self) -> bool:
+        """The switch (off unless 1 / on); a bad value is an error naming it."""
+        from . import switches
+
+        return switches.flag(self.env)
+
+    @staticmethod
+    def combines(defines) -> bool:
+        """Whether such a variant combines with a module variant: one without the push
+        expansions' own defines (VARIANTS)."""
+        return not set(defines) & {d for variant in VARIANTS for d in variant}
+
+    def module_defines(self, on: bool, expansion: str) -> tuple[str, ...]:
+        """The defines the variant adds to a run whose push expansion is ``expansion`` (none when
+        off); InvalidArgumentError for one it does not combine with."""
+        if not on:
+            return ()
+        if not self.combines(module_defines(expansion)):
+            from ... import errors
+
+            raise errors.InvalidArgumentError(
+                f"{self.env}=1 runs with the plain push module only (push_expansion {expansion!r} "
+                "has its own); unset it or choose another expansion")
+        return self.defines
+
+    def with_variant(self, variants) -> tuple[tuple[str, ...], ...]:
+        """Each of ``variants`` (normalized defines), followed by it with this variant where it
+        combines."""
+        from . import runtime
+
+        return tuple(runtime.variant_defines(v + extra) for v in variants
+                     for extra in (((), self.defines) if self.combines(v) else ((),)))
+
+
 def group_shift(count: int, threads: int, cap: int) -> int:
     """log2 of the lanes per near-list vertex: the largest shift <= ``cap`` with
     ``count << shift <= threads``, and 0 when even one lane per vertex overfills the grid."""
@@ -118,5 +162,6 @@ def push_profile(result) -> PushProfile:
     return profile_from_log(stats.iterations, log)
 
 
-__all__ = ["EDGE_BATCH", "MAX_GROUP_SHIFT", "NEAR_LOG_CAPACITY", "PushProfile", "group_shift",
+__all__ = ["EDGE_BATCH", "MAX_GROUP_SHIFT", "NEAR_LOG_CAPACITY", "PlainPushVariant", "PushProfile",
+           "group_shift",
            "launch_threads", "max_shift", "module_defines", "VARIANTS", "profile_from_log", "push_profile"]

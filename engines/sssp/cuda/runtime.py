@@ -238,9 +238,12 @@ def read_source(filename: str) -> str:
 #: source of its own module, so a variant's code and registers never reach the default kernels.
 #: SSSP_PUSH_BATCHED: the "batched" push expansion (push.module_defines); SSSP_FUSED_SOLO: the
 #: fused engine's solo push (fused.solo_limit); SSSP_WIDE_PASSES: both engines' wide O(n) passes
-#: (passes.module_defines, ENGINES_WIDE_PASSES); SSSP_FUSED_CAPTURED: the fused update's per-update
-#: scalars read from the control block (fused.capture_enabled, ENGINES_FUSED_CAPTURE).
-VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_WIDE_PASSES", "SSSP_FUSED_CAPTURED")
+#: (passes.module_defines, ENGINES_WIDE_PASSES); SSSP_BLOCK_APPEND: both engines' block-aggregated
+#: near-list appends (appends.module_defines, ENGINES_BLOCK_APPEND); SSSP_FUSED_CAPTURED: the fused
+#: update's per-update scalars read from the control block (fused.capture_enabled,
+#: ENGINES_FUSED_CAPTURE).
+VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_WIDE_PASSES", "SSSP_BLOCK_APPEND",
+                   "SSSP_FUSED_CAPTURED")
 
 
 def variant_defines(defines) -> tuple[str, ...]:

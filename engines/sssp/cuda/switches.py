@@ -1,6 +1,6 @@
 """The engines' environment switches: experiments and test hooks the GPU measurements decide
-(``ENGINES_FUSED_SOLO``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_GRID``,
-``ENGINES_FUSED_MAX_BLOCKS``), read at each run. One parse per kind of value, so every switch
+(``ENGINES_FUSED_SOLO``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_WIDE_PASSES``, ``ENGINES_BLOCK_APPEND``,
+``ENGINES_FUSED_GRID``, ``ENGINES_FUSED_MAX_BLOCKS``), read at each run. One parse per kind of value, so every switch
 accepts the same spellings and a bad value is always an ``InvalidArgumentError`` naming the
 switch and what it expects, never a traceback.
 """

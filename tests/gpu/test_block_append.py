@@ -1,0 +1,103 @@
+"""The block-aggregated near-list appends on the GPU (kernels.cuh SSSP_BLOCK_APPEND, issue 34;
+``ENGINES_BLOCK_APPEND=1``, appends.py): a push iteration's new near-list entries queued per block
+in shared memory and reserved with one atomic per block. The same entries as the default module in
+another order, so every run must return the host reference's bytes: the golden corpus (update() and
+compute() of every case), randomized chains of batches on the push-width shapes, packed and
+distance-only, with and without the fused solo push, a one-block grid whose iterations overflow the
+block's queue, on every configuration of the plain push module (the "batched" expansion's modules
+have no appends variant; such a run is refused before anything changes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engines
+from engines.sssp.cuda import appends, fused
+from .. import harness as H
+from conformance import oracles as O
+from . import ops_support as S
+from .test_push_width import SHAPES
+from .test_wide_passes import _configs, chains_with, modules_loaded, replay_golden_with
+
+pytestmark = S.GPU
+
+SOLO = ("0", "1024")  # ENGINES_FUSED_SOLO: off, and the lists of small updates in one block
+
+
+@pytest.mark.parametrize("solo", SOLO)
+@pytest.mark.parametrize("shard", S.golden_shards())
+def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
+    replay_golden_with(monkeypatch, appends.APPEND_ENV, "SSSP_BLOCK_APPEND", shard, solo)
+
+
+@pytest.mark.parametrize("solo", SOLO)
+@pytest.mark.parametrize("words", ["packed", "distance-only"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, solo):
+    chains_with(monkeypatch, appends.APPEND_ENV, "SSSP_BLOCK_APPEND", shape, words, solo, seed=3402)
+
+
+def test_the_batched_expansion_is_refused_before_anything_changes(monkeypatch):
+    """The "batched" push has no appends module: compute() and update() raise the switch's error,
+    update() before the commit (the graph keeps its version, the result is intact)."""
+    rng = np.random.default_rng(6)
+    n, src, dst, w = SHAPES["grid"](rng)
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    options = {"backend": "cuda", "cuda_engine": "operators", "push_expansion": "batched"}
+    monkeypatch.delenv(appends.APPEND_ENV, raising=False)
+    before = engines.sssp.compute(graph, 0, **options)
+    monkeypatch.setenv(appends.APPEND_ENV, "1")
+    with pytest.raises(engines.errors.InvalidArgumentError, match=appends.APPEND_ENV):
+        engines.sssp.compute(graph, 0, **options)
+    d0, p0 = before.to_numpy()
+    version = graph.version
+    batch = H.make_batch(H.random_batch(rng, "mixed", H.ref_of(graph), p0, 0, "mid"))
+    with pytest.raises(engines.errors.InvalidArgumentError, match=appends.APPEND_ENV):
+        engines.sssp.update(graph, batch, before)
+    assert graph.version == version and not before.poisoned
+    d1, p1 = before.to_numpy()
+    assert d1.tobytes() == d0.tobytes() and p1.tobytes() == p0.tobytes()
+
+
+#: More new near-list entries per iteration than one block's queue holds (kernels.cuh
+#: SSSP_BLOCK_QUEUE): a broom, the source's out-edges to every handle vertex, each handle's to a
+#: bristle of its own.
+BROOM_HANDLES = 3_000
+
+
+@pytest.mark.parametrize("solo", SOLO)
+def test_a_one_block_grid_overflows_the_block_queue_and_loses_nothing(monkeypatch, solo):
+    """The block-aggregated appends (kernels.cuh SSSP_BLOCK_APPEND) with every push
+    in one block (ENGINES_FUSED_MAX_BLOCKS=1, ENGINES_OPERATORS_LOOP_BLOCKS=1): an iteration lists
+    3,000 vertices, so its queue of 1,024 fills and the rest go straight to the list. compute()
+    against SciPy's tree (the spec's parent rule), then a chain of updates against the host's
+    bytes."""
+    monkeypatch.setenv(appends.APPEND_ENV, "1")
+    monkeypatch.setenv(fused.SOLO_ENV, solo)
+    monkeypatch.setenv(fused.MAX_BLOCKS_ENV, "1")
+    monkeypatch.setenv("ENGINES_OPERATORS_LOOP_BLOCKS", "1")
+    rng = np.random.default_rng(1024)
+    h = BROOM_HANDLES
+    handles = np.arange(1, h + 1)
+    src = np.concatenate([np.zeros(h, dtype=np.int64), handles, handles + h])
+    dst = np.concatenate([handles, handles + h, rng.integers(1, 2 * h + 1, h)])
+    w = rng.integers(1, 50, src.size)
+    n = 2 * h + 1
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    configs = _configs()
+    # delta 10^6: every offer is below the threshold, so each iteration's entries all go to the
+    # next near list (the queue), none to the far pile
+    results = S.compute_all(graph, 0, engines=configs, delta=10**6)
+    exp_d, exp_p = O.canonical_tree(n, 0, src, dst, w)
+    for name in ("host",) + configs:
+        H.assert_tree_equals(results[name], exp_d, exp_p, f"broom compute {name}")
+    for name in configs:
+        assert results[name].stats.pushes >= 2 * h, (name, results[name].stats)
+    for step, kind in enumerate(("tree_delete", "mixed", "tree_increase", "mixed")):
+        _, parents = results["host"].to_numpy()
+        batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
+        stats = S.update_all(graph, batch, results)
+        S.assert_conformant(results, stats, update=True, what=f"broom step {step} {kind}")
+    assert "operators" in modules_loaded("SSSP_BLOCK_APPEND")
