@@ -19,8 +19,9 @@
 #             off by bench/update_anatomy.py --ab-env (SWITCH_BATCHES batches of 100 changes,
 #             default 1000; SWITCH_CAP seconds each, default 90) into $OUT/switch_<graph>_<name>.log:
 #             SWITCHES (default: luxembourg_osm with ENGINES_FUSED_SOLO=0,1024,
-#             ENGINES_FUSED_CAPTURE=0,1 and ENGINES_WIDE_PASSES=0,1; roadNet-PA with the solo push
-#             and the wide passes), entries GRAPH:NAME=A,B
+#             ENGINES_FUSED_CAPTURE=0,1, ENGINES_WIDE_PASSES=0,1 and ENGINES_BLOCK_APPEND=0,1;
+#             roadNet-PA with the solo push, the wide passes and the block appends), entries
+#             GRAPH:NAME=A,B
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
@@ -172,8 +173,9 @@ for s in $STEPS; do
       fi ;;
     switches)
       for sw in ${SWITCHES:-luxembourg_osm:ENGINES_FUSED_SOLO=0,1024 luxembourg_osm:ENGINES_FUSED_CAPTURE=0,1 \
-                 luxembourg_osm:ENGINES_WIDE_PASSES=0,1 roadNet-PA:ENGINES_FUSED_SOLO=0,1024 \
-                 roadNet-PA:ENGINES_WIDE_PASSES=0,1}; do
+                 luxembourg_osm:ENGINES_WIDE_PASSES=0,1 luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 \
+                 roadNet-PA:ENGINES_FUSED_SOLO=0,1024 roadNet-PA:ENGINES_WIDE_PASSES=0,1 \
+                 roadNet-PA:ENGINES_BLOCK_APPEND=0,1}; do
         g=${sw%%:*}; ab=${sw#*:}; name=${ab%%=*}
         step "switch_${g}_${name}" "${SWITCH_CAP:-90}" python3 bench/update_anatomy.py --graph "$g" \
           --batch-size 100 --batches "${SWITCH_BATCHES:-1000}" --ab-env "$ab"

@@ -48,7 +48,7 @@ def test_the_switches_step_ab_tests_every_engine_switch():
     import shlex
 
     from bench import update_anatomy
-    from engines.sssp.cuda import fused, passes
+    from engines.sssp.cuda import appends, fused, passes
 
     text = SCRIPT.read_text()
     block = text[text.index("    switches)\n"):text.index("    asv)")]
@@ -64,7 +64,7 @@ def test_the_switches_step_ab_tests_every_engine_switch():
         name, values = ab.split("=")
         assert values.split(",")[0] in ("0", "off")  # each against off
         switched.add(name)
-    assert switched == {fused.SOLO_ENV, fused.CAPTURE_ENV, passes.WIDE_ENV}
+    assert switched == {fused.SOLO_ENV, fused.CAPTURE_ENV, passes.WIDE_ENV, appends.APPEND_ENV}
 
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("tar") is None, reason="needs bash and tar")
