@@ -41,46 +41,24 @@ class _GivenValue(argparse.Action):
         _note_given(namespace, self.dest)
 
 
-class _GivenFlag(argparse.Action):
-    """``store_true`` that notes it was given (as :class:`_GivenValue`)."""
+class _GivenConst(argparse.Action):
+    """A flag that stores ``const`` and notes that the command line gave it (as :class:`_GivenValue`):
+    ``--adaptive`` (True), ``--no-adaptive`` (False into ``adaptive``), ``--no-control``. With
+    ``resets``, the option it makes moot goes back to its own default unless the command line gave
+    that one too: a preset's ``--adaptive-scope cell`` needs --adaptive and its ``--control
+    every-gate`` a control, so ``--protocol precise --no-adaptive`` (or ``--no-control``, in either
+    order) runs as the explicit option says, while an explicit scope still contradicts it."""
 
-    def __init__(self, option_strings, dest, default=False, help=None):
-        super().__init__(option_strings, dest, nargs=0, const=True, default=default, help=help)
+    def __init__(self, option_strings, dest, const=True, default=False, resets=None, help=None):
+        super().__init__(option_strings, dest, nargs=0, const=const, default=default, help=help)
+        self.resets = resets
 
     def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, True)
+        setattr(namespace, self.dest, self.const)
         _note_given(namespace, self.dest)
-
-
-class _GivenOff(argparse.Action):
-    """``--no-adaptive``: stores False in ``adaptive`` and notes it as given, so a preset that turns
-    it on leaves it off (``--protocol precise --no-adaptive``, in either order); the preset's
-    ``--adaptive-scope`` goes with it (a scope needs --adaptive), unless the command line gave one."""
-
-    def __init__(self, option_strings, dest, default=argparse.SUPPRESS, help=None):
-        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, False)
-        _note_given(namespace, self.dest)
-        if "adaptive_scope" not in getattr(namespace, _GIVEN, ()):
-            setattr(namespace, "adaptive_scope", parser.get_default("adaptive_scope"))
-            _note_given(namespace, "adaptive_scope")
-
-
-class _NoControl(argparse.Action):
-    """``--no-control``: no A/A control cell, so no preset's ``--control`` scope either (an explicit
-    option wins over a preset: ``--protocol precise --no-control`` runs without controls, in either
-    order); a ``--control`` the command line gives itself still contradicts it."""
-
-    def __init__(self, option_strings, dest, default=False, help=None):
-        super().__init__(option_strings, dest, nargs=0, const=True, default=default, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, True)
-        if "control_scope" not in getattr(namespace, _GIVEN, ()):
-            setattr(namespace, "control_scope", parser.get_default("control_scope"))
-            _note_given(namespace, "control_scope")
+        if self.resets is not None and self.resets not in getattr(namespace, _GIVEN, ()):
+            setattr(namespace, self.resets, parser.get_default(self.resets))
+            _note_given(namespace, self.resets)
 
 
 class _ProtocolAction(argparse.Action):
@@ -128,9 +106,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--processes", type=int, default=3, metavar="P", action=_GivenValue,
                    help="worker processes per cell, each a fresh process measuring ceil(rounds / P) pairs; the "
                         "interval resamples processes, then pairs (default 3; 1: measure in this process)")
-    r.add_argument("--adaptive", action=_GivenFlag,
+    r.add_argument("--adaptive", action=_GivenConst,
                    help="after --rounds, continue until the 95%% interval of the ratio is within --precision")
-    r.add_argument("--no-adaptive", dest="adaptive", action=_GivenOff,
+    r.add_argument("--no-adaptive", dest="adaptive", action=_GivenConst, const=False,
+                   default=argparse.SUPPRESS, resets="adaptive_scope",
                    help="no adaptive continuation (what turns off --protocol precise's --adaptive)")
     r.add_argument("--precision", type=float, default=0.01, action=_GivenValue,
                    help="relative half-width target (default 0.01)")
@@ -162,7 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     n.add_argument("--discard-after-clock-change", type=int, default=0, metavar="N",
                    help="reject (and repeat) the first N rounds from each observed change of the SM clock "
                         "between rounds (NVML, observe mode); counted per worker and cell (default 0: none)")
-    r.add_argument("--no-control", action=_NoControl,
+    r.add_argument("--no-control", action=_GivenConst, resets="control_scope",
                    help="skip the A/A control cell (side A against itself on the first graph and batch)")
     r.add_argument("--control", choices=("first", "every-gate"), default="first", dest="control_scope",
                    action=_GivenValue,

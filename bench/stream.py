@@ -74,8 +74,6 @@ DEFAULT_BATCHES = 10_000
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_WARMUP = 10
 DEFAULT_SEED = 27  # the issue that asked for the stream
-PAIRED_SEED = 0  # the bootstrap's seed of the paired ratios (fixed: the same times give the same interval)
-PAIRED_RESAMPLES = 2000  # protocol.stats.MIN_RESAMPLES, the least it takes (spelled here: SciPy loads only when used)
 P99 = 99.0
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -362,16 +360,12 @@ def rotation(engines, index: int) -> list:
 def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool) -> dict:
     """Every engine opened first, then each batch applied by every engine in :func:`rotation`'s
     order: ``{engine: EngineRun}`` in ``engines``' order, the times in batch order."""
-    from tqdm import tqdm
-
     opened, times, seconds = {}, {e: [] for e in engines}, {}
     for engine in engines:
         start = time.perf_counter()
         opened[engine] = open_engine(engine, data, objective)
         seconds[engine] = time.perf_counter() - start
-    bar = tqdm(batches, desc=f"{PROG} interleaved", unit="batch", file=sys.stderr, disable=not progress,
-               mininterval=0.5)
-    for i, item in enumerate(bar):
+    for i, item in enumerate(progress_bar("interleaved", progress)(batches)):
         for engine in rotation(engines, i):
             start = time.perf_counter()
             times[engine].append(timed_update(*opened[engine], item))
@@ -384,10 +378,11 @@ def run_interleaved(engines, data: StreamInput, batches, objective: int, progres
     return runs
 
 
-def paired_ratios(times: dict, warmup: int, *, resamples: int = PAIRED_RESAMPLES, seed: int = PAIRED_SEED) -> dict:
+def paired_ratios(times: dict, warmup: int) -> dict:
     """For each pair of engines in ``times`` (engine -> per-batch ms, warm-up included, the same
     batches), the per-batch ratio B_i / A_i over the timed batches: its median and 95 % bootstrap
-    interval (protocol.stats.paired_ratio, the protocol's one bootstrap), keyed ``"B/A"``.
+    interval (protocol.stats.paired_ratio, the protocol's one bootstrap, with its own resample count
+    and fixed seed, both recorded), keyed ``"B/A"``.
 
     A is the engine earlier in ENGINES' order (fused, operators, host), whatever order --engines
     named them: operators/fused, host/fused, host/operators (host/X is X's speed-up over the host).
@@ -398,7 +393,7 @@ def paired_ratios(times: dict, warmup: int, *, resamples: int = PAIRED_RESAMPLES
     out = {}
     for i, a in enumerate(order):
         for b in order[i + 1:]:
-            ratio = paired_ratio(times[a][warmup:], times[b][warmup:], resamples=resamples, seed=seed)
+            ratio = paired_ratio(times[a][warmup:], times[b][warmup:])
             out[f"{b}/{a}"] = {"a": a, "b": b, "median": ratio.median, "lo": ratio.lo, "hi": ratio.hi,
                                "pairs": ratio.pairs, "resamples": ratio.resamples, "seed": ratio.seed}
     return out

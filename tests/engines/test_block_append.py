@@ -20,21 +20,8 @@ WIDE = passes.DEFINES
 SOLO = ("SSSP_FUSED_SOLO",)
 
 
-@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), ("off", False),
-                                      (" OFF ", False), ("1", True), ("on", True), ("On", True)])
-def test_the_switch(monkeypatch, text, on):
-    if text is None:
-        monkeypatch.delenv(appends.APPEND_ENV, raising=False)
-    else:
-        monkeypatch.setenv(appends.APPEND_ENV, text)
-    assert appends.block_append() is on
-
-
-@pytest.mark.parametrize("text", ["2", "yes", "block", "-1"])
-def test_a_bad_switch_is_an_error_naming_it(monkeypatch, text):
-    monkeypatch.setenv(appends.APPEND_ENV, text)
-    with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
-        appends.block_append()
+# the switch's spellings and the plain-push-only rule: test_wide_passes.py, for both variants
+# (one mechanism, push.PlainPushVariant)
 
 
 def test_the_define_is_a_known_variant_of_its_own():
@@ -45,18 +32,9 @@ def test_the_define_is_a_known_variant_of_its_own():
     assert "SSSP_BLOCK_APPEND (SSSP_WIDE_PASSES" not in source  # no longer the wide module's
 
 
-def test_the_appends_combine_with_the_plain_push_only():
-    assert appends.module_defines(False, "batched") == ()
-    for expansion in PUSH_EXPANSIONS:
-        assert appends.module_defines(False, expansion) == ()
-        if push.module_defines(expansion):
-            with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
-                appends.module_defines(True, expansion)
-        else:
-            assert appends.module_defines(True, expansion) == APPEND
-    assert appends.combines(()) and appends.combines(SOLO) and appends.combines(WIDE)
+def test_the_appends_combine_with_the_other_variants_of_the_plain_push():
+    assert appends.combines(SOLO) and appends.combines(WIDE)
     assert appends.combines(SOLO + WIDE + ("SSSP_FUSED_CAPTURED",))
-    assert not appends.combines(("SSSP_PUSH_BATCHED",))
     assert not appends.combines(("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))
 
 

@@ -12,26 +12,38 @@ import pytest
 
 from engines import errors
 from engines.sssp.plan import PUSH_EXPANSIONS
-from engines.sssp.cuda import compile_check, fused, operators, passes, push, runtime
+from engines.sssp.cuda import appends, compile_check, fused, operators, passes, push, runtime
 
 WIDE = passes.DEFINES
 
 
-@pytest.mark.parametrize("text, wide", [(None, False), ("", False), ("0", False), ("off", False),
-                                        (" OFF ", False), ("1", True), ("on", True), ("On", True)])
-def test_the_switch(monkeypatch, text, wide):
+#: The plain-push-only variants (push.PlainPushVariant): each module's switch reader, switch and
+#: defines. Their switch and combine rule are one mechanism, tested here for both.
+PLAIN_PUSH_VARIANTS = {
+    "wide": (passes, passes.wide_passes, passes.WIDE_ENV, passes.DEFINES),
+    "appends": (appends, appends.block_append, appends.APPEND_ENV, appends.DEFINES),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(PLAIN_PUSH_VARIANTS))
+@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), ("off", False),
+                                      (" OFF ", False), ("1", True), ("on", True), ("On", True)])
+def test_the_switch(monkeypatch, variant, text, on):
+    _, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
     if text is None:
-        monkeypatch.delenv(passes.WIDE_ENV, raising=False)
+        monkeypatch.delenv(env, raising=False)
     else:
-        monkeypatch.setenv(passes.WIDE_ENV, text)
-    assert passes.wide_passes() is wide
+        monkeypatch.setenv(env, text)
+    assert read() is on
 
 
-@pytest.mark.parametrize("text", ["2", "yes", "wide", "-1"])
-def test_a_bad_switch_is_an_error_naming_it(monkeypatch, text):
-    monkeypatch.setenv(passes.WIDE_ENV, text)
-    with pytest.raises(errors.InvalidArgumentError, match=passes.WIDE_ENV):
-        passes.wide_passes()
+@pytest.mark.parametrize("variant", sorted(PLAIN_PUSH_VARIANTS))
+@pytest.mark.parametrize("text", ["2", "yes", "wide", "block", "-1"])
+def test_a_bad_switch_is_an_error_naming_it(monkeypatch, variant, text):
+    _, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
+    monkeypatch.setenv(env, text)
+    with pytest.raises(errors.InvalidArgumentError, match=env):
+        read()
 
 
 def test_the_define_is_a_known_variant():
@@ -41,17 +53,19 @@ def test_the_define_is_a_known_variant():
     assert "#ifndef SSSP_WIDE_PASSES\n#define SSSP_WIDE_PASSES 0\n#endif" in source
 
 
-def test_the_wide_passes_combine_with_the_plain_push_only():
-    assert passes.module_defines(False, "batched") == ()
+@pytest.mark.parametrize("variant", sorted(PLAIN_PUSH_VARIANTS))
+def test_the_variant_combines_with_the_plain_push_only(variant):
+    module, _, env, defines = PLAIN_PUSH_VARIANTS[variant]
+    assert module.module_defines(False, "batched") == ()
     for expansion in PUSH_EXPANSIONS:
-        assert passes.module_defines(False, expansion) == ()
+        assert module.module_defines(False, expansion) == ()
         if push.module_defines(expansion):
-            with pytest.raises(errors.InvalidArgumentError, match=passes.WIDE_ENV):
-                passes.module_defines(True, expansion)
+            with pytest.raises(errors.InvalidArgumentError, match=env):
+                module.module_defines(True, expansion)
         else:
-            assert passes.module_defines(True, expansion) == WIDE
-    assert passes.combines(()) and passes.combines(("SSSP_FUSED_SOLO",))
-    assert not passes.combines(("SSSP_PUSH_BATCHED",))
+            assert module.module_defines(True, expansion) == defines
+    assert module.combines(()) and module.combines(("SSSP_FUSED_SOLO",))
+    assert not module.combines(("SSSP_PUSH_BATCHED",))
 
 
 def test_the_engines_compile_the_wide_variant_beside_every_plain_push_module():

@@ -39,26 +39,7 @@ def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, s
     chains_with(monkeypatch, appends.APPEND_ENV, "SSSP_BLOCK_APPEND", shape, words, solo, seed=3402)
 
 
-def test_the_batched_expansion_is_refused_before_anything_changes(monkeypatch):
-    """The "batched" push has no appends module: compute() and update() raise the switch's error,
-    update() before the commit (the graph keeps its version, the result is intact)."""
-    rng = np.random.default_rng(6)
-    n, src, dst, w = SHAPES["grid"](rng)
-    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
-    options = {"backend": "cuda", "cuda_engine": "operators", "push_expansion": "batched"}
-    monkeypatch.delenv(appends.APPEND_ENV, raising=False)
-    before = engines.sssp.compute(graph, 0, **options)
-    monkeypatch.setenv(appends.APPEND_ENV, "1")
-    with pytest.raises(engines.errors.InvalidArgumentError, match=appends.APPEND_ENV):
-        engines.sssp.compute(graph, 0, **options)
-    d0, p0 = before.to_numpy()
-    version = graph.version
-    batch = H.make_batch(H.random_batch(rng, "mixed", H.ref_of(graph), p0, 0, "mid"))
-    with pytest.raises(engines.errors.InvalidArgumentError, match=appends.APPEND_ENV):
-        engines.sssp.update(graph, batch, before)
-    assert graph.version == version and not before.poisoned
-    d1, p1 = before.to_numpy()
-    assert d1.tobytes() == d0.tobytes() and p1.tobytes() == p0.tobytes()
+# the refusal with the "batched" expansion: test_wide_passes.py, for both plain-push variants
 
 
 #: More new near-list entries per iteration than one block's queue holds (kernels.cuh

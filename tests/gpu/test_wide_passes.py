@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import engines
-from engines.sssp.cuda import fused, passes, push, runtime
+from engines.sssp.cuda import appends, fused, passes, push, runtime
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION
 from .. import harness as H
 from conformance import oracles as O
@@ -160,22 +160,24 @@ def test_the_wide_module_gives_the_default_modules_bytes(monkeypatch):
                     assert getattr(stats["0"][name], field) == getattr(stats["1"][name], field), what
 
 
-def test_the_batched_expansion_is_refused_before_anything_changes(monkeypatch):
-    """The "batched" push has no wide module: compute() and update() raise the switch's error,
-    update() before the commit (the graph keeps its version, the result is intact)."""
+@pytest.mark.parametrize("env", [passes.WIDE_ENV, appends.APPEND_ENV])
+def test_the_batched_expansion_is_refused_before_anything_changes(monkeypatch, env):
+    """The "batched" push has no module with a plain-push variant (the wide passes, the block
+    appends: push.PlainPushVariant): compute() and update() raise the switch's error, update()
+    before the commit (the graph keeps its version, the result is intact)."""
     rng = np.random.default_rng(5)
     n, src, dst, w = SHAPES["grid"](rng)
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     options = {"backend": "cuda", "cuda_engine": "operators", "push_expansion": "batched"}
-    monkeypatch.delenv(passes.WIDE_ENV, raising=False)
+    monkeypatch.delenv(env, raising=False)
     before = engines.sssp.compute(graph, 0, **options)
-    monkeypatch.setenv(passes.WIDE_ENV, "1")
-    with pytest.raises(engines.errors.InvalidArgumentError, match=passes.WIDE_ENV):
+    monkeypatch.setenv(env, "1")
+    with pytest.raises(engines.errors.InvalidArgumentError, match=env):
         engines.sssp.compute(graph, 0, **options)
     d0, p0 = before.to_numpy()
     version = graph.version
     batch = H.make_batch(H.random_batch(rng, "mixed", H.ref_of(graph), p0, 0, "mid"))
-    with pytest.raises(engines.errors.InvalidArgumentError, match=passes.WIDE_ENV):
+    with pytest.raises(engines.errors.InvalidArgumentError, match=env):
         engines.sssp.update(graph, batch, before)
     assert graph.version == version and not before.poisoned
     d1, p1 = before.to_numpy()

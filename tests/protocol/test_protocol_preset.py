@@ -13,7 +13,7 @@ import json
 import pytest
 
 from bench import perf_ab
-from bench.engines_cmd import _GivenFlag, _GivenOff, _GivenValue, _rebuild_argv, build_config
+from bench.engines_cmd import _GivenConst, _GivenValue, _rebuild_argv, build_config
 from protocol.config import PROTOCOLS
 from protocol.errors import UsageError
 from protocol.exitcodes import ExitCode
@@ -83,7 +83,7 @@ def test_every_preset_option_notes_that_it_was_given():
     for preset in PROTOCOLS.values():
         for dest in preset:
             mine = [a for a in actions if a.dest == dest]  # --adaptive and --no-adaptive share one
-            assert mine and all(isinstance(a, (_GivenValue, _GivenFlag, _GivenOff)) for a in mine), dest
+            assert mine and all(isinstance(a, (_GivenValue, _GivenConst)) for a in mine), dest
 
 
 @pytest.mark.parametrize("argv", [
