@@ -23,9 +23,12 @@ Two orders of the engines:
   the same code minutes apart differ by up to 1.6x in median (the machine's state drifts), and
   each engine is measured in a different stretch of that drift.
 * ``--interleave``: every engine opens its graph and result first, then batch by batch each engine
-  applies that batch in turn, the order rotating (batch i starts with engine i mod E) so that no
-  engine always goes first. Every engine sees the same drift, so the per-batch ratio
-  B_i / A_i of two engines cancels it; the record adds "paired": the median of those ratios over
+  applies that batch in turn, in orders of a Williams design cycled over the batches (batch i takes
+  order i mod its length, :func:`order_design`): over one cycle every engine holds every position
+  equally often and follows every other engine equally often, so neither going first nor what the
+  engine before left behind (GPU clocks, caches) sides with one engine; the record names the
+  design and its orders (stream.order_design). Every engine sees the same drift, so the per-batch
+  ratio B_i / A_i of two engines cancels it; the record adds "paired": the median of those ratios over
   the timed batches with a seeded 95 % bootstrap interval (protocol.stats.paired_ratio), for each
   pair of engines that ran. Use it to judge one engine against another (issue 27's "operators
   within 1.3x of fused"). Its absolute numbers are not a streaming user's: each call follows
@@ -349,16 +352,48 @@ def run_engine(engine: str, data: StreamInput, batches, objective: int, progress
     return EngineRun(times, final_tree(result), time.perf_counter() - start)
 
 
-def rotation(engines, index: int) -> list:
-    """The engines' order for batch ``index``: starting with engine ``index mod E``, so that over
-    E batches each engine takes each position once (the first one pays for whatever the batch
-    before left behind, a position no engine should hold always)."""
-    k = index % len(engines)
-    return list(engines[k:]) + list(engines[:k])
+#: The name of the interleaved orders' design, as the record spells it.
+ORDER_DESIGN = "williams"
+
+
+def order_design(count: int) -> list[list[int]]:
+    """A Williams design for ``count`` engines: the orders (permutations of ``range(count)``) that
+    the interleaved batches cycle through. Over the design every engine holds every position
+    equally often and every ordered pair (X immediately followed by Y, X != Y) appears equally
+    often within an order, so carry-over from one engine to the next is balanced, not confounded
+    with the engine (a cyclic rotation of three engines always puts the same engine after each).
+
+    ``count`` orders for an even count, ``2 * count`` for an odd one (a Latin square whose first
+    row is 0, 1, E-1, 2, E-2, ... and whose rows add 1 mod E, plus for an odd count every row
+    reversed): one order for one engine, AB and BA for two, six for three."""
+    if count < 1:
+        raise ValueError(f"an order design needs at least one engine, got {count}")
+    first, low, high = [0], 1, count - 1
+    while len(first) < count:
+        first.append(low)
+        low += 1
+        if len(first) < count:
+            first.append(high)
+            high -= 1
+    square = [[(k + r) % count for k in first] for r in range(count)]
+    return square if count % 2 == 0 or count == 1 else square + [row[::-1] for row in square]
+
+
+def batch_order(engines, index: int) -> list:
+    """The engines' order for batch ``index``: order ``index mod len(design)`` of
+    :func:`order_design`, fixed by the index alone (a rerun applies the same orders)."""
+    design = order_design(len(engines))
+    return [engines[k] for k in design[index % len(design)]]
+
+
+def design_record(engines) -> dict:
+    """The interleaved orders as the record keeps them: the design's name and its orders by name."""
+    return {"name": ORDER_DESIGN, "orders": [[engines[k] for k in row] for row in order_design(len(engines))],
+            "rule": "batch i takes order i mod len(orders)"}
 
 
 def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool) -> dict:
-    """Every engine opened first, then each batch applied by every engine in :func:`rotation`'s
+    """Every engine opened first, then each batch applied by every engine in :func:`batch_order`'s
     order: ``{engine: EngineRun}`` in ``engines``' order, the times in batch order."""
     opened, times, seconds = {}, {e: [] for e in engines}, {}
     for engine in engines:
@@ -366,7 +401,7 @@ def run_interleaved(engines, data: StreamInput, batches, objective: int, progres
         opened[engine] = open_engine(engine, data, objective)
         seconds[engine] = time.perf_counter() - start
     for i, item in enumerate(progress_bar("interleaved", progress)(batches)):
-        for engine in rotation(engines, i):
+        for engine in batch_order(engines, i):
             start = time.perf_counter()
             times[engine].append(timed_update(*opened[engine], item))
             seconds[engine] += time.perf_counter() - start
@@ -484,7 +519,8 @@ def markdown(record: dict) -> str:
         lines.append(f"| {engine} | {t['count']:,} | {_fmt(t['median_ms'])} | {_fmt(t['p99_ms'])} | "
                      f"{_fmt(t['mean_ms'])} | {_fmt(t['max_ms'])} | {equal} |")
     if record.get("paired"):  # none with one engine
-        lines += ["", "Engines interleaved batch by batch (the order rotating per batch); engine B / engine A "
+        lines += ["", "Engines interleaved batch by batch (the orders of a Williams design in turn: every engine "
+                  "equally often in each position and after each other engine); engine B / engine A "
                   "per batch, timed batches:", "",
                   "| engine B / engine A | batches | median ratio | 95 % CI |", "|---|---:|---:|---|"]
         for name, r in record["paired"].items():
@@ -620,6 +656,7 @@ def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size,
     if interleave:
         # "order" only here: a sequential record stays what it was before --interleave existed
         record["stream"]["order"] = "interleaved"
+        record["stream"]["order_design"] = design_record(list(runs))  # runs: in the interleaved engines' order
         record["paired"] = paired_ratios({e: r.times_ms for e, r in runs.items()}, warmup)
     return record
 
@@ -647,7 +684,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the stream's seed (default {DEFAULT_SEED})")
     parser.add_argument("--objective", type=int, default=0, help="the weight column measured (default 0)")
     parser.add_argument("--interleave", action="store_true",
-                        help="apply each batch with every engine in turn (the order rotating per batch) and "
+                        help="apply each batch with every engine in turn (the orders of a Williams design, cycled over "
+                             "the batches) and "
                              "record the per-batch ratios between engines with a bootstrap interval; default: "
                              "the engines one after another")
     options.add_table_out_option(parser, "stream.json and stream.md")

@@ -263,9 +263,53 @@ def test_paired_ratios_skip_the_warmup_and_pair_in_engines_order():
     assert paired["operators/fused"]["median"] == paired["operators/fused"]["lo"] == 1.0
 
 
-def test_the_rotation_starts_batch_i_with_engine_i_mod_e():
-    assert [stream.rotation(["a", "b", "c"], i) for i in range(4)] == [
-        ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+def _balance(orders, engines):
+    """Over ``orders``: how often each engine holds each position, and how often each ordered pair
+    (X immediately followed by Y) appears within an order."""
+    from collections import Counter
+
+    positions = Counter((e, k) for order in orders for k, e in enumerate(order))
+    successors = Counter((x, y) for order in orders for x, y in zip(order, order[1:]))
+    return ({(e, k): positions[(e, k)] for e in engines for k in range(len(engines))},
+            {(x, y): successors[(x, y)] for x in engines for y in engines if x != y})
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 6])
+def test_the_interleaved_orders_balance_positions_and_successors(count):
+    engines = ["fused", "operators", "host", "d", "e", "f"][:count]
+    design = stream.order_design(count)
+    period = len(design)
+    orders = [stream.batch_order(engines, i) for i in range(period)]
+    assert all(sorted(order) == sorted(engines) for order in orders)  # each engine once per batch
+    positions, successors = _balance(orders, engines)
+    assert set(positions.values()) == {period // count}  # every engine equally often in every position
+    if count > 1:  # every ordered pair equally often right after one another
+        assert set(successors.values()) == {period * (count - 1) // (count * (count - 1))}
+    # the shortest Williams designs: one order, AB and BA, the six of three engines
+    assert period == (count if count % 2 == 0 or count == 1 else 2 * count)
+
+
+def test_the_cyclic_rotation_of_three_engines_would_not_be_balanced():
+    # the check above can fail: with the old cyclic rotation (batch i starts with engine i mod 3)
+    # each engine always follows the same other one (b after a twice, a after b never)
+    orders = [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
+    _, successors = _balance(orders, ["a", "b", "c"])
+    assert successors[("a", "b")] == 2 and successors[("b", "a")] == 0
+
+
+def test_the_order_of_a_batch_is_fixed_by_its_index():
+    engines = ["fused", "operators", "host"]
+    first = [stream.batch_order(engines, i) for i in range(20)]
+    assert first == [stream.batch_order(list(engines), i) for i in range(20)]  # reproducible
+    assert first[:6] == [["fused", "operators", "host"], ["operators", "host", "fused"],
+                         ["host", "fused", "operators"], ["host", "operators", "fused"],
+                         ["fused", "host", "operators"], ["operators", "fused", "host"]]
+    assert first[6:12] == first[:6] and first[12:18] == first[:6]  # batch i takes order i mod 6
+    assert len({tuple(o) for o in first[:6]}) == 6  # for three engines: all six permutations
+    assert [stream.batch_order(["a", "b"], i) for i in range(4)] == [["a", "b"], ["b", "a"]] * 2
+    assert stream.batch_order(["solo"], 7) == ["solo"]
+    with pytest.raises(ValueError):
+        stream.order_design(0)
 
 
 @pytest.fixture
@@ -304,12 +348,15 @@ def test_interleaved_run_rotates_and_every_engine_applies_every_batch_once(two_h
     monkeypatch.setattr(sssp, "update", update)
     code, out = _run_file(edge_file, tmp_path, "--engines", "first", "second", "--interleave")
     assert code == 0
-    # batch by batch, the order rotating: batch i starts with engine i mod 2
+    # batch by batch, the two orders of the design in turn: AB, BA, AB, ...
     assert calls == [(e, i) for i in range(30) for e in (("first", "second") if i % 2 == 0 else ("second", "first"))]
     for engine in ("first", "second"):
         assert [i for e, i in calls if e == engine] == list(range(30))
     record = json.loads((out / "stream.json").read_text())
     assert record["stream"]["order"] == "interleaved"
+    assert record["stream"]["order_design"] == {
+        "name": "williams", "orders": [["first", "second"], ["second", "first"]],
+        "rule": "batch i takes order i mod len(orders)"}
     assert record["check"] == {"reference": "first", "equal": True, "differences": {}}  # equal final trees
     times = np.load(out / stream.TIMES_NAME)
     assert len(times["first"]) == len(times["second"]) == 30
@@ -319,6 +366,7 @@ def test_interleaved_run_rotates_and_every_engine_applies_every_batch_once(two_h
     assert r["median"] == pytest.approx(float(np.median(times["second"][5:] / times["first"][5:])))
     table = (out / "stream.md").read_text()
     assert "| engine B / engine A | batches | median ratio | 95 % CI |" in table and "| second/first | 25 |" in table
+    assert "the orders of a Williams design in turn" in table
 
 
 def test_the_interleaved_final_trees_are_checked(two_hosts, monkeypatch, edge_file, tmp_path, capsys):
@@ -344,7 +392,7 @@ def test_a_sequential_record_has_no_paired_ratios(two_hosts, edge_file, tmp_path
     code, out = _run_file(edge_file, tmp_path, "--engines", "first", "second")
     assert code == 0
     record = json.loads((out / "stream.json").read_text())
-    assert "paired" not in record and "order" not in record["stream"]
+    assert "paired" not in record and "order" not in record["stream"] and "order_design" not in record["stream"]
     assert "engine B / engine A" not in (out / "stream.md").read_text()
 
 
