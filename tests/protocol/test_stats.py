@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from protocol import stats as S
 
@@ -79,6 +80,47 @@ def test_paired_ratio_interval_matches_an_independent_bootstrap():
     lo, hi = np.percentile(medians, [2.5, 97.5])
     step = np.diff(np.sort(ratios)).max()
     assert abs(r.lo - lo) <= step and abs(r.hi - hi) <= step
+
+
+def _unbatched(ratios, resamples, seed):
+    """paired_ratio's interval the way it was computed before ``batch=``: every resample at once."""
+    result = scipy.stats.bootstrap((ratios,), np.median, n_resamples=resamples, confidence_level=0.95,
+                                   method="percentile", vectorized=True, axis=0, **S._rng_argument(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+@pytest.mark.parametrize("pairs, budget", [(10_000, S.BOOTSTRAP_BATCH_VALUES), (101, 1000), (7, 20)])
+def test_the_batched_bootstrap_gives_exactly_the_numbers_of_the_unbatched_one(monkeypatch, pairs, budget):
+    # 10,000 pairs: the stream's case, 80 batches of 25 resamples; the others leave a short last batch
+    monkeypatch.setattr(S, "BOOTSTRAP_BATCH_VALUES", budget)
+    rng = np.random.default_rng(pairs)
+    a = rng.lognormal(0, 0.2, pairs)
+    b = a * rng.lognormal(0.02, 0.05, pairs)
+    r = S.paired_ratio(a, b, seed=3)
+    assert S.bootstrap_batch(pairs) < r.resamples  # really batched
+    assert (r.lo, r.hi) == _unbatched(b / a, r.resamples, 3)  # exactly, not approximately
+    assert r.median == float(np.median(b / a)) and r.seed == 3
+
+
+def test_the_bootstrap_holds_a_bounded_block_of_resamples(monkeypatch):
+    sizes = []
+    real = scipy.stats.bootstrap
+
+    def spy(data, statistic, **kwargs):
+        def measured(x, axis):
+            sizes.append(x.size)  # one batch of resamples, as the statistic sees it
+            return statistic(x, axis=axis)
+
+        return real(data, measured, **kwargs)
+
+    monkeypatch.setattr(scipy.stats, "bootstrap", spy)
+    rng = np.random.default_rng(2)
+    a = rng.lognormal(0, 0.2, 10_000)
+    S.paired_ratio(a, a * rng.lognormal(0, 0.05, 10_000))
+    resampled = [size for size in sizes if size > 10_000]  # SciPy may also call it on the sample itself
+    assert sum(resampled) == 2000 * 10_000  # every resample, ...
+    assert max(resampled) <= S.BOOTSTRAP_BATCH_VALUES  # ... in blocks of at most 250,000 values (2 MB)
+    assert S.bootstrap_batch(10_000) == 25 and S.bootstrap_batch(10**6) == 1 and S.bootstrap_batch(0) == 250_000
 
 
 def test_paired_ratio_rejects_mismatch_and_too_few_resamples():
