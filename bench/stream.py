@@ -479,12 +479,14 @@ def commit_of_checkout() -> dict:
 
 
 def machine_facts(with_cuda: bool) -> dict:
-    from protocol.environment import cpu_model
+    from protocol.environment import cpu_model, host_probe
 
-    # the host CPU by name: a small update's whole call is mostly host work, and the same code's
-    # median differed 1.5x between lent H200 machines whose GPUs were the same (issue 27)
+    # the host CPU by name and by speed: a small update's whole call is mostly host work, and the
+    # same code's median differed 1.5x between lent H200 machines whose GPUs were the same (issue
+    # 27); host_probe times a fixed Python and small-NumPy workload (about 0.1 s) to say how fast
     facts = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-             "cpu_model": cpu_model(), "python": platform.python_version(), "numpy": np.__version__}
+             "cpu_model": cpu_model(), "host_probe": host_probe(), "python": platform.python_version(),
+             "numpy": np.__version__}
     if with_cuda:
         try:
             import cupy
@@ -528,8 +530,17 @@ def markdown(record: dict) -> str:
     lines += ["", f"Command: `{record['command']}`", f"Commit: {record['commit']['commit']}"
               + (" (with local changes)" if record["commit"]["dirty"] else ""),
               f"Machine: {record['machine'].get('gpu', 'no GPU')}, "
-              f"{record['machine'].get('cpu_model') or record['machine']['processor']}"]
+              f"{record['machine'].get('cpu_model') or record['machine']['processor']}"
+              + _probe_text(record["machine"].get("host_probe"))]
     return "\n".join(lines) + "\n"
+
+
+def _probe_text(probe) -> str:
+    """The host probe's two figures for the Machine line ('' for a record from before it)."""
+    if not probe:
+        return ""
+    return (f" (host probe: {probe['python_call_us']:.2f} µs a Python call, {probe['numpy_call_us']:.1f} µs "
+            f"a small NumPy call; median of {probe['repeats']} runs of {probe['calls']:,} calls)")
 
 
 #: Every batch's time per engine, beside the record: generated data (tens of thousands of numbers),

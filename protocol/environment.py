@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 import subprocess
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -49,6 +51,95 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+#: host_probe's defaults: calls of each part per timed run, and timed runs (the median counts).
+HOST_PROBE_CALLS = 1000
+HOST_PROBE_REPEATS = 7
+_PROBE_N = 100  # the NumPy part's arrays: 100 int64 values, as a batch of 100 changes has
+
+
+class _ProbeState:
+    """What the pure-Python part reads and writes: attributes and a dict, as an update's host code
+    reads its graph's and result's attributes and options."""
+
+    def __init__(self):
+        self.count = 0
+        self.last = None
+        self.options = {"objective": 0, "mode": "auto", "checked": True}
+
+
+def _probe_python(state, *, key, value, weight=1):
+    """The pure-Python part: a call with keyword arguments, a dict built and read, attributes read
+    and written."""
+    options = state.options
+    entry = {"key": key, "value": value, "weight": weight, "mode": options["mode"]}
+    if options.get("checked") and entry["weight"] > 0:
+        state.count += weight
+    state.last = entry
+    return entry.get("missing", len(entry)) + state.count
+
+
+def _probe_arrays():
+    """The NumPy part's fixed inputs: two deterministic permutations-with-repeats of 0 .. 99."""
+    import numpy as np
+
+    index = np.arange(_PROBE_N, dtype=np.int64)
+    return (index * 37) % _PROBE_N, (index * 11 + 3) % _PROBE_N
+
+
+def _probe_numpy(src, dst):
+    """The small-NumPy part: a handful of calls on 100-element int64 arrays (keys, a concatenation,
+    np.unique, comparisons), as an update checks and sorts a batch of 100 changes on the host."""
+    import numpy as np
+
+    keys = np.concatenate((src * _PROBE_N + dst, dst * _PROBE_N + src))
+    unique = np.unique(keys)
+    inside = (unique >= 0) & (unique < _PROBE_N * _PROBE_N)
+    return int(np.count_nonzero(inside)) + int(np.flatnonzero(src == dst).size)
+
+
+def host_probe(*, calls: int = HOST_PROBE_CALLS, repeats: int = HOST_PROBE_REPEATS,
+               clock=time.perf_counter_ns) -> dict:
+    """How fast this host runs the kind of work one small ``update()`` call does on the host: a
+    fixed, deterministic workload timed with ``clock`` (integer nanoseconds).
+
+    Each of ``repeats`` runs times ``calls`` calls of the pure-Python part (a small function called
+    with keyword arguments, dict and attribute work), then ``calls`` calls of the small-NumPy part
+    (np.concatenate, np.unique, comparisons on 100-element int64 arrays), each part between two
+    readings of ``clock``. Reported per part: the median over the runs of a run's nanoseconds,
+    divided by ``calls``, in microseconds (``python_call_us``, ``numpy_call_us``), with every run's
+    nanoseconds and the parameters. One untimed call of each part comes first. The defaults take
+    well under a second (about 0.1 s on a current server CPU)."""
+    if calls < 1 or repeats < 1:
+        raise ValueError(f"host_probe needs calls >= 1 and repeats >= 1, got {calls} and {repeats}")
+    state = _ProbeState()
+    src, dst = _probe_arrays()
+    _probe_python(state, key=0, value=0)  # untimed: first-call costs (imports, caches)
+    _probe_numpy(src, dst)
+    runs = {"python": [], "numpy": []}
+    for _ in range(repeats):
+        start = clock()
+        for i in range(calls):
+            _probe_python(state, key=i, value=i)
+        runs["python"].append(clock() - start)
+        start = clock()
+        for _ in range(calls):
+            _probe_numpy(src, dst)
+        runs["numpy"].append(clock() - start)
+    # the clock by name (a callable object by its class's: never a repr with an address)
+    timer = ("time.perf_counter_ns" if clock is time.perf_counter_ns
+             else getattr(clock, "__qualname__", type(clock).__qualname__))
+    return {
+        "python_call_us": statistics.median(runs["python"]) / calls / 1e3,
+        "numpy_call_us": statistics.median(runs["numpy"]) / calls / 1e3,
+        "calls": calls,
+        "repeats": repeats,
+        "array_size": _PROBE_N,
+        "timer": timer,
+        "python_runs_ns": runs["python"],
+        "numpy_runs_ns": runs["numpy"],
+    }
 
 
 def _version(dist: str) -> str | None:
@@ -115,4 +206,5 @@ def cuda_device_info(device: int) -> dict:
     }
 
 
-__all__ = ["git_state", "tool_version", "host_info", "cuda_versions", "cuda_device_info", "REPO_ROOT"]
+__all__ = ["git_state", "tool_version", "cpu_model", "host_probe", "host_info",
+           "cuda_versions", "cuda_device_info", "REPO_ROOT"]

@@ -405,3 +405,31 @@ def test_the_record_names_the_host_cpu():
 
     facts = machine_facts(False)
     assert facts["cpu_model"] == cpu_model() and facts["cpu_model"]
+
+
+def test_the_record_and_the_markdown_carry_the_host_probe(no_cuda, monkeypatch, edge_file, tmp_path):
+    # the CPU's name does not say its speed (the same code's median differed 1.5x between lent
+    # machines): the record keeps protocol.environment.host_probe's figures, the markdown prints them
+    from protocol import environment
+
+    probe = {"python_call_us": 0.3125, "numpy_call_us": 18.25, "calls": 1000, "repeats": 7, "array_size": 100,
+             "timer": "time.perf_counter_ns", "python_runs_ns": [312_500] * 7, "numpy_runs_ns": [18_250_000] * 7}
+    monkeypatch.setattr(environment, "host_probe", lambda: dict(probe))
+    monkeypatch.setattr(environment, "cpu_model", lambda: "Fake CPU 9000")
+    code, out = _run_file(edge_file, tmp_path)
+    assert code == 0
+    record = json.loads((out / "stream.json").read_text())
+    assert record["machine"]["host_probe"] == probe
+    table = (out / "stream.md").read_text()
+    assert ("Machine: no GPU, Fake CPU 9000 (host probe: 0.31 µs a Python call, 18.2 µs a small NumPy call; "
+            "median of 7 runs of 1,000 calls)") in table
+    # a record from before the probe still renders, without it
+    del record["machine"]["host_probe"]
+    assert stream.markdown(record).rstrip().endswith("Machine: no GPU, Fake CPU 9000")
+
+
+def test_the_real_host_probe_is_in_the_machine_facts():
+    from bench.stream import machine_facts
+
+    probe = machine_facts(False)["host_probe"]
+    assert probe["timer"] == "time.perf_counter_ns" and probe["python_call_us"] > 0 and probe["numpy_call_us"] > 0
