@@ -15,13 +15,13 @@
 #             step with them
 #             The captured fused update (issue 27 step 2) likewise: `--graph luxembourg_osm
 #             --batch-size 100 --ab-env ENGINES_FUSED_CAPTURE=0,1`; the step switches runs them all
-#   switches  the engines' off-by-default switches, each A/B'd interleaved batch by batch against
+#   switches  the engines' undecided switches, each A/B'd interleaved batch by batch against
 #             off by bench/update_anatomy.py --ab-env (SWITCH_BATCHES batches of 100 changes,
 #             default 1000; SWITCH_CAP seconds each, default 90) into $OUT/switch_<graph>_<name>.log:
-#             SWITCHES (default: luxembourg_osm with ENGINES_FUSED_SOLO=0,1024,
-#             ENGINES_FUSED_CAPTURE=0,1, ENGINES_WIDE_PASSES=0,1 and ENGINES_BLOCK_APPEND=0,1;
-#             roadNet-PA with the solo push, the wide passes and the block appends), entries
-#             GRAPH:NAME=A,B
+#             SWITCHES, entries GRAPH:NAME=A,B[@BASE=VALUE] (BASE set on both sides); default:
+#             ENGINES_BLOCK_APPEND=0,1 and the chains (ENGINES_PUSH_CHAIN, which need the appends:
+#             @ENGINES_BLOCK_APPEND=1) on luxembourg_osm and roadNet-PA. The solo push, the
+#             captured update and the wide passes were decided at 1b2fb4c (SWITCHES=... runs them)
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
@@ -172,12 +172,12 @@ for s in $STEPS; do
         echo "== noise_table: skipped, no experiment has a campaign yet" | tee -a "$LOG"
       fi ;;
     switches)
-      for sw in ${SWITCHES:-luxembourg_osm:ENGINES_FUSED_SOLO=0,1024 luxembourg_osm:ENGINES_FUSED_CAPTURE=0,1 \
-                 luxembourg_osm:ENGINES_WIDE_PASSES=0,1 luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 \
-                 roadNet-PA:ENGINES_FUSED_SOLO=0,1024 roadNet-PA:ENGINES_WIDE_PASSES=0,1 \
-                 roadNet-PA:ENGINES_BLOCK_APPEND=0,1}; do
-        g=${sw%%:*}; ab=${sw#*:}; name=${ab%%=*}
-        step "switch_${g}_${name}" "${SWITCH_CAP:-90}" python3 bench/update_anatomy.py --graph "$g" \
+      for sw in ${SWITCHES:-luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 roadNet-PA:ENGINES_BLOCK_APPEND=0,1 \
+                 luxembourg_osm:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1 \
+                 roadNet-PA:ENGINES_PUSH_CHAIN=0,1@ENGINES_BLOCK_APPEND=1}; do
+        g=${sw%%:*}; rest=${sw#*:}; ab=${rest%%@*}; name=${ab%%=*}
+        base=; [ "$rest" = "$ab" ] || base=${rest#*@}
+        step "switch_${g}_${name}" "${SWITCH_CAP:-90}" env $base python3 bench/update_anatomy.py --graph "$g" \
           --batch-size 100 --batches "${SWITCH_BATCHES:-1000}" --ab-env "$ab"
       done ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \

@@ -43,12 +43,14 @@ def test_the_script_parses():
 
 
 def test_the_switches_step_ab_tests_every_engine_switch():
-    """The step ``switches``: each default entry is a valid update_anatomy.py command line, and
-    together they A/B every off-by-default switch the engines read at each run against off."""
+    """The step ``switches``: each default entry is a valid update_anatomy.py command line (with a
+    base setting after @, an ``env`` assignment of a switch the engines know), and together they
+    A/B the undecided switches against off: the block appends, and the chains with the appends
+    on (they need them)."""
     import shlex
 
     from bench import update_anatomy
-    from engines.sssp.cuda import appends, fused, passes
+    from engines.sssp.cuda import appends, chains
 
     text = SCRIPT.read_text()
     block = text[text.index("    switches)\n"):text.index("    asv)")]
@@ -56,15 +58,22 @@ def test_the_switches_step_ab_tests_every_engine_switch():
     command = re.search(r'python3 bench/update_anatomy.py (.*?)\n\s*(--batch-size.*?)\n', block, re.S)
     argv_text = (command.group(1).rstrip("\\ ") + " " + command.group(2)).replace('"${SWITCH_BATCHES:-1000}"', "1000")
     switched = set()
+    assert "env $base python3 bench/update_anatomy.py" in block
     for entry in entries:
-        graph, ab = entry.split(":", 1)
+        graph, rest = entry.split(":", 1)
+        ab, _, base = rest.partition("@")
         argv = shlex.split(argv_text.replace('"$g"', graph).replace('"$ab"', ab))
         args = update_anatomy.build_parser().parse_args(argv)
         assert (args.graph, args.batch_size, args.batches, args.ab_env) == (graph, 100, 1000, ab)
         name, values = ab.split("=")
         assert values.split(",")[0] in ("0", "off")  # each against off
-        switched.add(name)
-    assert switched == {fused.SOLO_ENV, fused.CAPTURE_ENV, passes.WIDE_ENV, appends.APPEND_ENV}
+        if name == chains.CHAIN_ENV:
+            assert base == f"{appends.APPEND_ENV}=1", entry
+        else:
+            assert base == "", entry
+        switched.add((graph, name))
+    graphs = {"luxembourg_osm", "roadNet-PA"}
+    assert switched == {(g, name) for g in graphs for name in (appends.APPEND_ENV, chains.CHAIN_ENV)}
 
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("tar") is None, reason="needs bash and tar")

@@ -13,7 +13,7 @@ import pytest
 
 from engines import errors
 from engines.sssp.plan import PUSH_EXPANSIONS
-from engines.sssp.cuda import appends, compile_check, fused, operators, passes, push, runtime
+from engines.sssp.cuda import appends, chains, compile_check, fused, operators, passes, push, runtime
 
 APPEND = appends.DEFINES
 WIDE = passes.DEFINES
@@ -47,14 +47,16 @@ def test_with_appends_adds_the_twin_of_each_combinable_variant():
 
 def test_the_engines_compile_the_appends_beside_every_plain_push_module():
     # fused: plain, wide, solo and solo + wide, each also with the appends; batched and
-    # batched + solo without; each of those also as the captured update (test_fused_capture)
-    uncaptured = tuple(v for v in fused.VARIANTS if "SSSP_FUSED_CAPTURED" not in v)
+    # batched + solo without; each of those also as the captured update (test_fused_capture), and
+    # each with the appends also with the chains (test_push_chain)
+    uncaptured = tuple(v for v in fused.VARIANTS
+                       if "SSSP_FUSED_CAPTURED" not in v and "SSSP_PUSH_CHAIN" not in v)
     plain = ((), WIDE, SOLO, SOLO + WIDE)
     assert uncaptured == tuple(runtime.variant_defines(v + extra) for v in plain
                                for extra in ((), APPEND)) + (
         ("SSSP_PUSH_BATCHED",), ("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))
-    assert operators.VARIANTS == ((), APPEND, WIDE, runtime.variant_defines(WIDE + APPEND),
-                                  ("SSSP_PUSH_BATCHED",))
+    assert tuple(v for v in operators.VARIANTS if "SSSP_PUSH_CHAIN" not in v) == (
+        (), APPEND, WIDE, runtime.variant_defines(WIDE + APPEND), ("SSSP_PUSH_BATCHED",))
     for variants in (fused.VARIANTS, operators.VARIANTS):
         assert len(set(variants)) == len(variants)
         assert all(runtime.variant_defines(v) == v for v in variants)
@@ -68,7 +70,7 @@ def test_the_engines_compile_the_appends_beside_every_plain_push_module():
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_appends_variant_when_switched_on(monkeypatch, expansion):
     plan = SimpleNamespace(push_expansion=expansion)
-    for name in (fused.SOLO_ENV, passes.WIDE_ENV, appends.APPEND_ENV):
+    for name in (fused.SOLO_ENV, passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
     assert fused.run_defines(plan) == push.module_defines(expansion)  # the default is unchanged

@@ -50,15 +50,16 @@ def _wide_modules_loaded() -> set[str]:
     return modules_loaded("SSSP_WIDE_PASSES")
 
 
-def replay_golden_with(monkeypatch, env: str, define: str, shard: str, solo: str) -> None:
+def replay_golden_with(monkeypatch, env: str, define: str, shard: str, solo: str,
+                       value: str = "1") -> None:
     """Every golden case of ``shard`` replayed as the golden replay does (conformance.replay:
     update() from the stored input tree, then compute(); distances, parents, invalidated, affected,
     the apply summary and the synchronizations) on every plain-push configuration with the switch
-    ``env`` on (its module has ``define``) and the solo push at ``solo``. Shared by the plain-push
-    variants' tests (here and test_block_append.py)."""
+    ``env`` set to ``value`` (its module has ``define``) and the solo push at ``solo``. Shared by
+    the plain-push variants' tests (here, test_block_append.py, test_push_chain.py)."""
     from conformance.replay import Config, replay
 
-    monkeypatch.setenv(env, "1")
+    monkeypatch.setenv(env, value)
     monkeypatch.setenv(fused.SOLO_ENV, solo)
     corpus = S.golden_corpus()
     cases = [c for c in corpus.cases if c["file"] == shard]
@@ -89,12 +90,13 @@ def _distance_only(n, src, dst, w):
     return (n, np.append(src, n - 1), np.append(dst, 0), np.append(w, O.WEIGHT_MAX))
 
 
-def chains_with(monkeypatch, env: str, define: str, shape: str, words: str, solo: str, seed: int) -> None:
+def chains_with(monkeypatch, env: str, define: str, shape: str, words: str, solo: str, seed: int,
+                value: str = "1") -> None:
     """compute() of ``shape`` (packed or distance-only words) with delta 1 and 10^6 against the
     canonical tree, then a chain of updates against the host's bytes, on every plain-push
-    configuration with the switch ``env`` on (its module has ``define``). Shared as
-    replay_golden_with is."""
-    monkeypatch.setenv(env, "1")
+    configuration with the switch ``env`` set to ``value`` (its module has ``define``). Shared
+    as replay_golden_with is."""
+    monkeypatch.setenv(env, value)
     monkeypatch.setenv(fused.SOLO_ENV, solo)
     configs = _configs()
     rng = np.random.default_rng(sorted(SHAPES).index(shape) + seed)

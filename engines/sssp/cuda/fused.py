@@ -17,7 +17,7 @@ import numpy as np
 
 from ... import errors
 from ..plan import EngineReport, pointer_jumping_rounds
-from . import appends, passes, push, runtime, switches, workspace
+from . import appends, chains, passes, push, runtime, switches, workspace
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
@@ -67,12 +67,13 @@ _CAPTURED_DEFINES = ("SSSP_FUSED_CAPTURED",)
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
 #: (push.module_defines) with and without the solo push, the plain push's also with the wide
 #: passes (passes.with_wide, ENGINES_WIDE_PASSES), every plain-push one of those also with the
-#: block appends (appends.with_appends, ENGINES_BLOCK_APPEND), each also captured
+#: block appends (appends.with_appends, ENGINES_BLOCK_APPEND), every plain-push one of those also
+#: with the chains (chains.with_chains, ENGINES_PUSH_CHAIN), each also captured
 #: (ENGINES_FUSED_CAPTURE); make cuda-check compiles each.
 VARIANTS = tuple(runtime.variant_defines(variant + captured)
-                 for variant in appends.with_appends(passes.with_wide(
+                 for variant in chains.with_chains(appends.with_appends(passes.with_wide(
                      tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
-                           for solo in ((), ("SSSP_FUSED_SOLO",)))))
+                           for solo in ((), ("SSSP_FUSED_SOLO",))))))
                  for captured in ((), _CAPTURED_DEFINES))
 
 
@@ -104,20 +105,22 @@ def capture_enabled() -> bool:
 
 
 def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
-                   block_append: bool = False) -> tuple[str, ...]:
+                   block_append: bool = False, chain_hops: int = 0) -> tuple[str, ...]:
     """The module variant of a run: its push expansion's, the solo push when ``edges``, the wide
     passes when ``wide`` (passes.py), the captured update when ``captured``, the block appends
-    when ``block_append`` (appends.py)."""
+    when ``block_append`` (appends.py), the chains when ``chain_hops`` (chains.py)."""
     return (push.module_defines(plan.push_expansion) + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
             + passes.module_defines(wide, plan.push_expansion) + (_CAPTURED_DEFINES if captured else ())
-            + appends.module_defines(block_append, plan.push_expansion))
+            + appends.module_defines(block_append, plan.push_expansion)
+            + chains.module_defines(chain_hops, plan.push_expansion, block_append))
 
 
 def run_defines(plan) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO``,
-    ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE`` and ``ENGINES_BLOCK_APPEND`` read)."""
+    ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_BLOCK_APPEND`` and
+    ``ENGINES_PUSH_CHAIN`` read)."""
     return module_defines(plan, solo_edges(), passes.wide_passes(), capture_enabled(),
-                          appends.block_append())
+                          appends.block_append(), chains.run_hops())
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -169,9 +172,12 @@ def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offse
     return blocks
 
 
-def _scalars(plan, vertex_dtype):
+def _scalars(plan, vertex_dtype, chain_hops: int):
+    """The kernels' scalar arguments; the push argument carries the chains' limits when
+    ``chain_hops`` (chains.push_argument)."""
     vt = np.dtype(vertex_dtype).type
     packing = plan.packing
+    degree = chains.chain_degree() if chain_hops else chains.DEFAULT_DEGREE
     return (
         vt(plan.num_vertices),
         vt(plan.source),
@@ -179,7 +185,7 @@ def _scalars(plan, vertex_dtype):
         np.uint64(packing.no_parent),
         np.uint64(packing.bound),
         np.uint64(plan.device_delta),
-        np.uint32(push.max_shift(plan.push_expansion)),
+        np.uint32(chains.push_argument(plan.push_expansion, chain_hops, degree)),
         vt,
     )
 
@@ -199,11 +205,12 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     s = runtime.stream(device)
     edges = solo_edges()
     captured = capture_enabled()
+    hops = chains.run_hops()
     module = load_module(device, module_defines(plan, edges, passes.wide_passes(), captured,
-                                                 appends.block_append()))
+                                                 appends.block_append(), hops))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, hops)
     max_rounds = pointer_jumping_rounds(n)
 
     with ws.lock:
@@ -378,11 +385,12 @@ def compute(graph, plan, device: int, loop: str | None = None):
     n = int(plan.num_vertices)
     s = runtime.stream(device)
     edges = solo_edges()
+    hops = chains.run_hops()
     module = load_module(device, module_defines(plan, edges, passes.wide_passes(),
-                                                 block_append=appends.block_append()))
+                                                 block_append=appends.block_append(), chain_hops=hops))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, hops)
 
     with ws.lock:
         try:

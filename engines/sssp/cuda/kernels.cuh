@@ -42,7 +42,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // SSSP_BLOCK_APPEND: the plain push's block-aggregated near-list appends, both engines (issue 34;
 // appends.py ENGINES_BLOCK_APPEND);
 // SSSP_FUSED_CAPTURED: fused_update reads its four per-update scalars from the control block, so
-// one captured launch serves every update (issue 27; fused.py ENGINES_FUSED_CAPTURE).
+// one captured launch serves every update (issue 27; fused.py ENGINES_FUSED_CAPTURE);
+// SSSP_PUSH_CHAIN: the plain push's lane-local chain following, both engines (issues 27, 34;
+// chains.py ENGINES_PUSH_CHAIN).
 #ifndef SSSP_PUSH_BATCHED
 #define SSSP_PUSH_BATCHED 0
 #endif
@@ -57,6 +59,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 #endif
 #ifndef SSSP_FUSED_CAPTURED
 #define SSSP_FUSED_CAPTURED 0
+#endif
+#ifndef SSSP_PUSH_CHAIN
+#define SSSP_PUSH_CHAIN 0
 #endif
 // The wide passes' __restrict__: the qualifier in the SSSP_WIDE_PASSES module and nothing in the
 // others, so the default kernels compile from the same tokens as before the variant (their cubins
@@ -85,6 +90,29 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 #error "SSSP_BLOCK_APPEND combines with the plain push only (appends.py)"
 #endif
 #define SSSP_BLOCK_QUEUE 1024
+// Lane-local chain following (issues 27, 34; the SSSP_PUSH_CHAIN module variant, chains.py
+// ENGINES_PUSH_CHAIN; the plain push with the block appends only): of the vertices a lane lowers
+// below the threshold in its share of a push iteration it keeps the first, instead of listing it
+// for the next iteration, and lists the others; after its share it relaxes the kept vertex's
+// out-edges itself, with the distance it gave it, keeps the first vertex that relaxation lowers
+// below the threshold in the same way, lists the others, and so on, up to `hops` vertices
+// followed; it lists the vertex where it stops (out of hops, or wider than `max_degree` out-edges:
+// one lane walks a followed vertex's edges). On a road network a push iteration's front is a ring
+// of chains, one hop per iteration; followed, it advances up to hops + 1 per iteration, and the
+// iterations (each a grid barrier and a dependent chain of L2 round trips) fall:
+// bench/chain_model.py models it on the CPU. Correct for any schedule (algorithm.md §5.12): every
+// lowering of a word is followed by a relaxation of the vertex's out-edges from a distance at most
+// the lowered one (by the lane, from exactly that distance, or in the next iteration from the word
+// it then holds), which is all the fixpoint needs; a followed vertex is not claimed, so a later
+// lowering in the same iteration still lists it.
+#if SSSP_PUSH_CHAIN && (SSSP_PUSH_BATCHED || !SSSP_BLOCK_APPEND)
+#error "SSSP_PUSH_CHAIN combines with the plain push and SSSP_BLOCK_APPEND only (chains.py)"
+#endif
+// The chain's limits travel in the push argument (push_shift) above the group shift's bits:
+// bits 0-7 the widest group's shift, 8-15 the hops, 16-23 the widest vertex followed
+// (chains.py push_argument).
+#define SSSP_CHAIN_FIELD_BITS 8
+#define SSSP_CHAIN_FIELD_MASK 0xffu
 // Entries of the near-list length log (engines/sssp/cuda/push.py NEAR_LOG_CAPACITY): push
 // iteration i of a run writes its near count at i while i is below it (push_profile).
 #define SSSP_NEAR_LOG_CAPACITY 65536
@@ -641,6 +669,93 @@ __device__ __forceinline__ void flush_queue(BlockQueue<V>& queue, V* next_list, 
 }
 #endif
 
+#if SSSP_PUSH_CHAIN
+// The chain's limits (SSSP_PUSH_CHAIN): the vertices a lane follows (relaxes itself), the one it
+// kept included, and the widest vertex it follows.
+struct ChainLimits {
+    u32 hops;
+    u32 max_degree;
+};
+
+// The limits in a push argument, and the group shift's cap left in it (chains.py push_argument).
+__device__ __forceinline__ ChainLimits take_chain_limits(u32& max_shift) {
+    const ChainLimits limits{(max_shift >> SSSP_CHAIN_FIELD_BITS) & SSSP_CHAIN_FIELD_MASK,
+                             (max_shift >> (2 * SSSP_CHAIN_FIELD_BITS)) & SSSP_CHAIN_FIELD_MASK};
+    max_shift &= SSSP_CHAIN_FIELD_MASK;
+    return limits;
+}
+
+// w, which this lane just lowered below the threshold, onto the next near list (claimed with the
+// iteration's generation) through the block's queue, as push_edge lists a vertex.
+template <typename V>
+__device__ __forceinline__ void list_near(V w, i32 generation, i32* stamp, V* next_list,
+                                          V* next_count, BlockQueue<V>& queue) {
+    if (claim(stamp, w, generation)) queue_entry(queue, w, next_list, next_count);
+}
+
+// The chain from w (SSSP_PUSH_CHAIN, above): this lane lowered w to dw < threshold and kept it.
+// While hops are left and w is at most max_degree wide, relax w's out-edges from dw (the offers
+// push_edge makes, without the racy pre-check: chains run on short lists, where atomics hardly
+// contend), send the vertices lowered to the threshold or above to the far pile as push_edge
+// does, list all but the first lowered below it and go on from that one; list the vertex where
+// the chain stops (out of hops, or too wide). A chain whose relaxation lowers nothing below the
+// threshold ends without listing: its last vertex's edges were relaxed.
+template <typename V, typename O>
+__device__ __forceinline__ void follow_chain(const CsrView<V, O>& out, const Packing& k, V w,
+                                             u64 dw, const ChainLimits& limits, V source,
+                                             u64 bound, u64 threshold, i32 generation, u64* words,
+                                             i32* stamp, i32* in_far, V* next_list,
+                                             V* next_count, V* pile, V* pile_count,
+                                             BlockQueue<V>& queue) {
+    // One loop for the whole chain, not a loop over its vertices around a loop over their edges:
+    // the nested divergent loops (inside push_list's) made ptxas spill (make cuda-check).
+    u32 left = limits.hops;  // vertices this lane may still follow, w included
+    bool fresh = true;       // w's edge range not loaded yet
+    O e = 0;
+    O end = 0;
+    V next = V(-1);
+    u64 d_next = 0;
+    for (;;) {
+        if (fresh) {
+            if (left == 0) break;  // out of hops: list w
+            e = out.begin(w);
+            end = out.end(w);
+            if (static_cast<i64>(end) - static_cast<i64>(e) > static_cast<i64>(limits.max_degree)) {
+                break;  // too wide for one lane: list w
+            }
+            --left;
+            fresh = false;
+        }
+        if (e < end) {  // relax w's edge e from dw
+            const V x = out.neighbour(e);
+            const u64 nd = dw + out.weight_of(e);
+            ++e;
+            // the source is never relaxed; an offer above the bound is never packed (algorithm.md §4.2)
+            if (x == source || nd > bound) continue;
+            const u64 old = atomicMin(words + x, pack(k, nd, static_cast<i64>(w)));
+            if (nd >= word_distance(k, old)) continue;  // not lowered by this lane
+            if (nd >= threshold) {
+                // a plain atomicAdd, not the warp-aggregated append: a warp-synchronous call here
+                // made ptxas spill (make cuda-check), and a chain's far entries are few
+                if (atomicExch(in_far + x, 1) == 0) pile[atomic_add(pile_count, V(1))] = x;
+            } else if (next < V(0)) {
+                next = x;
+                d_next = nd;
+            } else {
+                list_near<V>(x, generation, stamp, next_list, next_count, queue);
+            }
+            continue;
+        }
+        if (next < V(0)) return;  // w's edges lowered nothing below the threshold
+        w = next;
+        dw = d_next;
+        next = V(-1);
+        fresh = true;
+    }
+    list_near<V>(w, generation, stamp, next_list, next_count, queue);
+}
+#endif
+
 // One out-edge e of u (distance du) in a push iteration: relax it unless it leads into the source
 // or the offer exceeds the bound, and queue the neighbour if this thread lowered its distance:
 // the next near list below the threshold (claimed with the iteration's generation), else the far
@@ -656,6 +771,9 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
 #if SSSP_BLOCK_APPEND
                                           , BlockQueue<V>& queue
 #endif
+#if SSSP_PUSH_CHAIN
+                                          , V& chain_start, u64& chain_distance
+#endif
                                           ) {
     const V w = out.neighbour(e);
     if (w == source) return;  // the source is never relaxed
@@ -666,7 +784,16 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
     const u64 old = atomicMin(words + w, cand);
     if (nd < word_distance(k, old)) {  // this thread lowered w's distance
         if (nd < threshold) {
-#if SSSP_BLOCK_APPEND
+#if SSSP_PUSH_CHAIN
+            // the lane's first such vertex is followed after its share of the list (push_list,
+            // follow_chain); the others are listed
+            if (chain_start < V(0)) {
+                chain_start = w;
+                chain_distance = nd;
+            } else {
+                list_near<V>(w, generation, stamp, next_list, next_count, queue);
+            }
+#elif SSSP_BLOCK_APPEND
             if (claim(stamp, w, generation)) queue_entry(queue, w, next_list, next_count);
 #else
             if (claim(stamp, w, generation)) next_list[append(next_count)] = w;
@@ -745,6 +872,11 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
                                           u64 bound, u64 threshold, i32 generation, u32 max_shift,
                                           u64* words, i32* stamp, i32* in_far, V* next_list,
                                           V* next_count, V* pile, V* pile_count) {
+#if SSSP_PUSH_CHAIN
+    const ChainLimits chain = take_chain_limits(max_shift);
+    V chain_start = V(-1);  // the first vertex this lane lowers below the threshold, if any
+    u64 chain_distance = 0;  // the distance it gave it
+#endif
     const u32 shift = push_group_shift(static_cast<i64>(count), g.stride, max_shift);
     const O width = static_cast<O>(1u << shift);
     const O lane = static_cast<O>(lane_id() & ((1u << shift) - 1u));
@@ -788,10 +920,22 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
 #if SSSP_BLOCK_APPEND
                             , queue
 #endif
+#if SSSP_PUSH_CHAIN
+                            , chain_start, chain_distance
+#endif
                             );
         }
 #endif
     }
+#if SSSP_PUSH_CHAIN
+    // After the lane's share, outside its loops: inside them the chain's own loop made ptxas
+    // spill (make cuda-check). Before the flush: the chain may queue entries.
+    if (chain_start >= V(0)) {
+        follow_chain<V, O>(out, k, chain_start, chain_distance, chain, source, bound, threshold,
+                           generation, words, stamp, in_far, next_list, next_count, pile, pile_count,
+                           queue);
+    }
+#endif
 #if SSSP_BLOCK_APPEND
     flush_queue(queue, next_list, next_count);
 #endif

@@ -45,7 +45,7 @@ from ..plan import EngineReport, Plan, pointer_jumping_rounds
 from ..options import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
 from . import programmatic, push, runtime
 from . import workspace as workspace_module
-from . import appends, passes
+from . import appends, chains, passes
 
 ENGINE = "operators"
 SOURCE_FILE = "operators.cu"
@@ -109,17 +109,20 @@ KERNELS = (
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
 #: (push.module_defines), the plain push's also with the wide passes (passes.with_wide,
 #: ENGINES_WIDE_PASSES), and each plain-push one of those also with the block appends
-#: (appends.with_appends, ENGINES_BLOCK_APPEND); make cuda-check compiles each.
-VARIANTS = appends.with_appends(passes.with_wide(push.VARIANTS))
+#: (appends.with_appends, ENGINES_BLOCK_APPEND), and each plain-push one of those also with the
+#: chains (chains.with_chains, ENGINES_PUSH_CHAIN); make cuda-check compiles each.
+VARIANTS = chains.with_chains(appends.with_appends(passes.with_wide(push.VARIANTS)))
 
 
 def run_defines(plan) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads: its push expansion's, with the wide passes
-    when ``ENGINES_WIDE_PASSES`` is on and the block appends when ``ENGINES_BLOCK_APPEND`` is on
-    (both read now)."""
+    when ``ENGINES_WIDE_PASSES`` is on, the block appends when ``ENGINES_BLOCK_APPEND`` is on and
+    the chains when ``ENGINES_PUSH_CHAIN`` is set (all read now)."""
+    block_append = appends.block_append()
     return (push.module_defines(plan.push_expansion)
             + passes.module_defines(passes.wide_passes(), plan.push_expansion)
-            + appends.module_defines(appends.block_append(), plan.push_expansion))
+            + appends.module_defines(block_append, plan.push_expansion)
+            + chains.module_defines(chains.run_hops(), plan.push_expansion, block_append))
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -227,7 +230,10 @@ class _Run:
         self.bits = np.uint32(packing.bits)
         self.no_parent = np.uint64(packing.no_parent)
         self.delta = np.uint64(plan.device_delta)
+        # the widest group's shift (the host loop sizes its push launch with it) and the push
+        # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
+        self.push_argument = np.uint32(chains.run_push_argument(plan.push_expansion))
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0
@@ -286,7 +292,7 @@ class _Run:
                             launch.v(self.source), self.bound, self.bits, self.no_parent, ws.stamp,
                             self.generation(), ws.in_far, near_lists[1 - near_slot],
                             far_lists[far_slot], np.int32(near_slot), np.int32(far_slot),
-                            self.push_shift, ws.near_log, np.int32(self.iterations - 1), ctl)
+                            self.push_argument, ws.near_log, np.int32(self.iterations - 1), ctl)
                 record = self.sync()
                 near_slot = 1 - near_slot
                 near_count = self._check_length("near list", record["near"][near_slot])
@@ -332,7 +338,7 @@ class _Run:
         launch.single("ops_loop_init", np.int32(start), np.int32(finish),
                       np.int32(1 if is_update else 0), np.int32(generation), self.delta,
                       self.bound, self.bits, self.no_parent, launch.v(self.source),
-                      launch.v(self.n), self.push_shift, np.int32(jump_rounds),
+                      launch.v(self.n), self.push_argument, np.int32(jump_rounds),
                       # compute() has no changed list: any buffer, never read (jump_rounds 0)
                       changed_count if changed_count is not None else ws.flag, distances, parents,
                       ctl)

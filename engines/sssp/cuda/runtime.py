@@ -241,9 +241,10 @@ def read_source(filename: str) -> str:
 #: (passes.module_defines, ENGINES_WIDE_PASSES); SSSP_BLOCK_APPEND: both engines' block-aggregated
 #: near-list appends (appends.module_defines, ENGINES_BLOCK_APPEND); SSSP_FUSED_CAPTURED: the fused
 #: update's per-update scalars read from the control block (fused.capture_enabled,
-#: ENGINES_FUSED_CAPTURE).
+#: ENGINES_FUSED_CAPTURE); SSSP_PUSH_CHAIN: both engines' lane-local chain following
+#: (chains.module_defines, ENGINES_PUSH_CHAIN).
 VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_WIDE_PASSES", "SSSP_BLOCK_APPEND",
-                   "SSSP_FUSED_CAPTURED")
+                   "SSSP_FUSED_CAPTURED", "SSSP_PUSH_CHAIN")
 
 
 def variant_defines(defines) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """The engines' environment switches: experiments and test hooks the GPU measurements decide
 (``ENGINES_FUSED_SOLO``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_WIDE_PASSES``, ``ENGINES_BLOCK_APPEND``,
-``ENGINES_FUSED_GRID``, ``ENGINES_FUSED_MAX_BLOCKS``), read at each run. One parse per kind of value, so every switch
+``ENGINES_FUSED_GRID``, ``ENGINES_FUSED_MAX_BLOCKS``, ``ENGINES_PUSH_CHAIN``,
+``ENGINES_PUSH_CHAIN_DEGREE``), read at each run. One parse per kind of value, so every switch
 accepts the same spellings and a bad value is always an ``InvalidArgumentError`` naming the
 switch and what it expects, never a traceback.
 """
@@ -18,6 +19,12 @@ OFF, ON = ("0", "off"), ("1", "on")
 
 def _text(name: str) -> str:
     return os.environ.get(name, "").strip().lower()
+
+
+def given(name: str) -> str:
+    """The switch's value as every parse reads it (case and surrounding spaces folded); empty
+    when unset or empty."""
+    return _text(name)
 
 
 def flag(name: str, default: bool = False) -> bool:
@@ -56,4 +63,4 @@ def choice(name: str, choices: tuple[str, ...], default: str) -> str:
     return text
 
 
-__all__ = ["OFF", "ON", "choice", "count", "flag"]
+__all__ = ["OFF", "ON", "choice", "count", "flag", "given"]

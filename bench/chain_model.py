@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""The near-far push with lane-local chains, modelled on the CPU (issues 27, 34): how many push
+iterations an update or compute() takes with ``ENGINES_PUSH_CHAIN=<hops>`` (kernels.cuh
+follow_chain), and what the chains cost in relaxations, before any GPU time is spent on them.
+
+On the GPU every push iteration costs a grid barrier (or a kernel boundary) and a dependent chain
+of L2 round trips, whatever its size, and on a road network an update's search front advances one
+hop per iteration. The model runs the engines' near-far schedule (algorithm.md §5.9: near list,
+threshold, far pile, epochs) from the start the host reference reaches (the words and frontier an
+update's pull leaves, or compute()'s source), pushing each near list sequentially in list order:
+one legal order of the GPU's concurrent pushes (algorithm.md §5.12; the model checks that every
+setting ends with the chain-free run's distances). A vertex lowered below the threshold starts a chain as a
+lane's kept vertex does on the GPU: its out-edges are relaxed at once from the distance just given,
+the first vertex that lowers below the threshold is followed the same way and the others are
+listed, up to ``hops`` vertices; the vertex where it stops (out of hops, or wider than
+``max_degree`` out-edges) is listed. (On the GPU a lane keeps only the first vertex of its share
+and lists the others; with a vertex's edges spread over a group of lanes, as on the short lists
+chains are for, a lane's share is about one edge.)
+
+Per setting it reports the push iterations, epochs, relaxations (lowerings), the vertices pushed
+from near lists, the vertices followed, and the sum over iterations of the longest chain followed
+in each (the lane that ends an iteration last: what the chains add to the iterations' time).
+Distances only: a parent-only win (same distance, lower id) never lists a vertex, so it does not
+change these counts.
+
+    python bench/chain_model.py --graph luxembourg_osm --stream 200
+    python bench/chain_model.py --graph roadNet-PA --batch safe50k --hops 0 1 2 4
+    python bench/chain_model.py --graph roadNet-PA --compute --max-degree 8
+
+Exit codes (engines/exitcodes.py): 0 done; 1 a setting ended with other distances than the
+chain-free run (a defect of the model); 2 bad arguments or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script: the repository root on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engines.exitcodes import ExitCode  # noqa: E402
+
+#: A distance no finite word reaches (the model's INF; finite distances are at most the bound).
+UNREACHED = np.int64(2**62)
+DEFAULT_HOPS = (0, 1, 2, 4, 8)
+#: ENGINES_PUSH_CHAIN_DEGREE's default (chains.DEFAULT_DEGREE).
+DEFAULT_MAX_DEGREE = 4
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a near-far run starts: the distances (UNREACHED for the INF word) after the pull (an
+    update) or compute()'s seed, the frontier, the graph's CSR and weights, and the run's delta
+    and bound."""
+
+    distances: np.ndarray
+    frontier: np.ndarray
+    row_ptr: np.ndarray
+    col_ind: np.ndarray
+    weight: np.ndarray
+    source: int
+    bound: int
+    delta: int
+
+
+@dataclass
+class Counts:
+    """One run of the model (the fields of the table)."""
+
+    iterations: int = 0
+    epochs: int = 0
+    relaxations: int = 0
+    pushed: int = 0
+    followed: int = 0
+    longest_chains: int = 0
+
+    def add(self, other: "Counts") -> None:
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+def _kernel():
+    import numba as nb
+
+    @nb.njit(cache=True)
+    def run(dist, frontier, row_ptr, col_ind, weight, source, bound, delta, hops, max_degree):
+        n = dist.size
+        stamp = np.zeros(n, np.int64)
+        in_far = np.zeros(n, np.bool_)
+        near = np.empty(n + 1, np.int64)
+        listed = np.empty(n + 1, np.int64)
+        pile = np.empty(n + 1, np.int64)  # in_far keeps each vertex in it once
+        generation = 1
+        first = UNREACHED
+        for v in frontier:
+            first = min(first, dist[v])
+        threshold = (0 if first == UNREACHED else first) + delta
+        near_count = 0
+        pile_count = 0
+        for v in frontier:
+            if dist[v] < threshold:
+                if stamp[v] != generation:
+                    stamp[v] = generation
+                    near[near_count] = v
+                    near_count += 1
+            elif not in_far[v]:
+                in_far[v] = True
+                pile[pile_count] = v
+                pile_count += 1
+        iterations = epochs = relaxations = pushed = followed = longest_chains = 0
+        while True:
+            if near_count > 0:
+                iterations += 1
+                generation += 1
+                pushed += near_count
+                listed_count = 0
+                longest = 0
+                for i in range(near_count):
+                    u = near[i]
+                    du = dist[u]
+                    for e in range(row_ptr[u], row_ptr[u + 1]):
+                        w = col_ind[e]
+                        nd = du + weight[e]
+                        if w == source or nd > bound or nd >= dist[w]:
+                            continue
+                        dist[w] = nd
+                        relaxations += 1
+                        if nd >= threshold:
+                            if not in_far[w]:
+                                in_far[w] = True
+                                pile[pile_count] = w
+                                pile_count += 1
+                            continue
+                        # the chain from w (kernels.cuh follow_chain)
+                        cur = w
+                        dcur = nd
+                        left = hops
+                        chain = 0
+                        while True:
+                            if left == 0 or row_ptr[cur + 1] - row_ptr[cur] > max_degree:
+                                if stamp[cur] != generation:
+                                    stamp[cur] = generation
+                                    listed[listed_count] = cur
+                                    listed_count += 1
+                                break
+                            left -= 1
+                            chain += 1
+                            nxt = -1
+                            dnxt = 0
+                            for f in range(row_ptr[cur], row_ptr[cur + 1]):
+                                x = col_ind[f]
+                                ndx = dcur + weight[f]
+                                if x == source or ndx > bound or ndx >= dist[x]:
+                                    continue
+                                dist[x] = ndx
+                                relaxations += 1
+                                if ndx >= threshold:
+                                    if not in_far[x]:
+                                        in_far[x] = True
+                                        pile[pile_count] = x
+                                        pile_count += 1
+                                elif nxt < 0:
+                                    nxt = x
+                                    dnxt = ndx
+                                elif stamp[x] != generation:
+                                    stamp[x] = generation
+                                    listed[listed_count] = x
+                                    listed_count += 1
+                            if nxt < 0:
+                                break
+                            cur = nxt
+                            dcur = dnxt
+                        followed += chain
+                        longest = max(longest, chain)
+                longest_chains += longest
+                for i in range(listed_count):
+                    near[i] = listed[i]
+                near_count = listed_count
+                continue
+            if pile_count == 0:
+                break
+            epochs += 1  # raise the threshold past the pile (algorithm.md §5.9 (c))
+            smallest = UNREACHED
+            for i in range(pile_count):
+                smallest = min(smallest, dist[pile[i]])
+            threshold = max(threshold, smallest) + delta
+            generation += 1
+            kept = 0
+            for i in range(pile_count):
+                v = pile[i]
+                if dist[v] < threshold:
+                    in_far[v] = False
+                    if stamp[v] != generation:
+                        stamp[v] = generation
+                        near[near_count] = v
+                        near_count += 1
+                else:
+                    pile[kept] = v
+                    kept += 1
+            pile_count = kept
+        return iterations, epochs, relaxations, pushed, followed, longest_chains
+
+    return run
+
+
+_RUN = None
+
+
+def simulate(start: Start, hops: int, max_degree: int = DEFAULT_MAX_DEGREE) -> tuple[Counts, np.ndarray]:
+    """One near-far run from ``start`` with chains of ``hops`` vertices (0: none): its counts and
+    final distances (``start`` is not changed)."""
+    global _RUN
+    if hops < 0 or max_degree < 1:
+        raise ValueError(f"hops {hops} must be >= 0 and max_degree {max_degree} >= 1")
+    if _RUN is None:
+        _RUN = _kernel()
+    dist = start.distances.astype(np.int64, copy=True)
+    counts = _RUN(dist, start.frontier.astype(np.int64), start.row_ptr.astype(np.int64),
+                  start.col_ind.astype(np.int64), start.weight.astype(np.int64), int(start.source),
+                  int(start.bound), max(int(start.delta), 1), int(hops), int(max_degree))
+    return Counts(*(int(c) for c in counts)), dist
+
+
+def _distances_of(words: np.ndarray, bits: int) -> np.ndarray:
+    inf = words == np.uint64(2**64 - 1)
+    return np.where(inf, UNREACHED, (words >> np.uint64(bits)).astype(np.int64))
+
+
+@contextlib.contextmanager
+def captured_starts():
+    """The host reference's near-far starts while the block runs: a list that fills with one
+    Start per propagation (the host engine's NumPy schedule is chosen meanwhile, whose entry point
+    receives exactly the words and frontier it starts from; the Numba heap receives the same)."""
+    from engines.sssp import host
+
+    starts: list[Start] = []
+    propagate, choice = host.propagate_near_far, host.PROPAGATION
+
+    def capture(words, frontier, row_ptr, col_ind, weight, source, packing, delta):
+        starts.append(Start(_distances_of(words, packing.bits), np.array(frontier, dtype=np.int64),
+                            row_ptr, col_ind, weight, int(source), int(packing.bound), int(delta)))
+        return propagate(words, frontier, row_ptr, col_ind, weight, source, packing, delta)
+
+    host.propagate_near_far, host.PROPAGATION = capture, "numpy"
+    try:
+        yield starts
+    finally:
+        host.propagate_near_far, host.PROPAGATION = propagate, choice
+
+
+def model(starts, hops_list, max_degree: int = DEFAULT_MAX_DEGREE) -> tuple[dict, dict, bool]:
+    """Every start run under each hops setting: ``({hops: Counts summed over the starts}, {hops:
+    each run's push iterations}, whether every setting ended with the chain-free run's
+    distances)``."""
+    totals = {h: Counts() for h in hops_list}
+    iterations = {h: [] for h in hops_list}
+    same = True
+    for start in starts:
+        reference = None
+        for h in hops_list:
+            counts, dist = simulate(start, h, max_degree)
+            totals[h].add(counts)
+            iterations[h].append(counts.iterations)
+            if reference is None:
+                reference = simulate(start, 0, max_degree)[1] if h else dist
+            same = same and bool(np.array_equal(dist, reference))
+    return totals, iterations, same
+
+
+# -- the command ---------------------------------------------------------------------------------
+def _starts_for(args) -> list[Start]:
+    from engines import sssp
+
+    if args.stream:
+        from bench import stream as stream_mod
+
+        data = stream_mod.load_input(graph=args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                                     progress=False)
+        batches = stream_mod.stream_batches(data.num_vertices, data.arc_sources(), data.col_ind,
+                                            data.weights.shape[1], count=args.stream,
+                                            size=args.batch_size, seed=args.seed)
+        graph, result = stream_mod.open_engine("host", data, 0)
+        with captured_starts() as starts:
+            for item in batches:
+                sssp.update(graph, item.batch, result)
+        return starts
+    from bench.prepare import prepare_gate
+
+    prepared = prepare_gate(args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=False,
+                            with_batches=args.batch is not None)
+    if args.compute:
+        with captured_starts() as starts:
+            sssp.compute(prepared.graph, prepared.source, backend="host")
+        return starts
+    if args.batch not in prepared.batches:
+        raise SystemExit(f"chain_model: {args.graph} has no batch {args.batch!r} "
+                         f"(it has {', '.join(sorted(prepared.batches))})")
+    distances, parents = prepared.trees[0]
+    result = sssp.Result.from_arrays(prepared.graph, prepared.source, distances.copy(), parents.copy(),
+                                     backend="host")
+    with captured_starts() as starts:
+        sssp.update(prepared.graph, prepared.batches[args.batch].batch, result)
+    return starts
+
+
+def table(totals: dict, iterations: dict, runs: int) -> str:
+    """The counts per run (the mean over the starts; the push iterations' median too, what
+    bench/update_anatomy.py prints of a GPU stream), one row per hops setting."""
+    head = f"{'hops':>5} {'iterations':>11} {'median':>7} {'epochs':>7} {'relaxations':>12} " \
+           f"{'pushed':>10} {'followed':>10} {'longest chains':>15}"
+    rows = [head]
+    for h, c in totals.items():
+        k = max(runs, 1)
+        median = float(np.median(iterations[h])) if iterations[h] else 0.0
+        rows.append(f"{h:>5} {c.iterations / k:>11.1f} {median:>7.1f} {c.epochs / k:>7.1f} "
+                    f"{c.relaxations / k:>12.0f} {c.pushed / k:>10.0f} {c.followed / k:>10.0f} "
+                    f"{c.longest_chains / k:>15.1f}")
+    return "\n".join(rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="chain_model.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--graph", required=True, help="a gate (bench/gates.py), e.g. luxembourg_osm, roadNet-PA")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--stream", type=int, metavar="N", help="N batches of bench/stream.py's random mix")
+    what.add_argument("--batch", metavar="NAME", help="one of the gate's batches (safe50k, unsafe50k, local10k)")
+    what.add_argument("--compute", action="store_true", help="compute() from the gate's source")
+    ap.add_argument("--batch-size", type=int, default=100, help="changes per stream batch (default 100)")
+    ap.add_argument("--seed", type=int, default=1, help="the stream's seed (default 1)")
+    ap.add_argument("--hops", type=int, nargs="+", default=list(DEFAULT_HOPS),
+                    help=f"ENGINES_PUSH_CHAIN settings (default {' '.join(map(str, DEFAULT_HOPS))})")
+    ap.add_argument("--max-degree", type=int, default=DEFAULT_MAX_DEGREE,
+                    help=f"ENGINES_PUSH_CHAIN_DEGREE (default {DEFAULT_MAX_DEGREE})")
+    ap.add_argument("--json", type=Path, help="also write the counts here")
+    ap.add_argument("--data-dir", type=Path, default=None)
+    ap.add_argument("--cache-dir", type=Path, default=None)
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if any(h < 0 for h in args.hops) or args.max_degree < 1 or (args.stream is not None and args.stream < 1):
+        ap.error("--hops must be >= 0, --max-degree and --stream >= 1")
+    if args.stream and (args.batch_size < 4 or args.batch_size % 4):
+        ap.error("--batch-size must be a positive multiple of 4 (bench/stream.py)")
+    hops = list(dict.fromkeys([0] + args.hops))  # the chain-free run first: the reference
+    starts = _starts_for(args)
+    totals, iterations, same = model(starts, hops, args.max_degree)
+    what = f"{args.stream} stream batches of {args.batch_size}" if args.stream else (
+        "compute()" if args.compute else f"batch {args.batch}")
+    print(f"{args.graph}, {what}: {len(starts)} near-far runs, max_degree {args.max_degree}, "
+          "per run:")
+    print(table(totals, iterations, len(starts)))
+    print("every setting ends with the chain-free distances" if same else
+          "DEFECT: a setting ended with other distances than the chain-free run")
+    if args.json:
+        args.json.write_text(json.dumps({"graph": args.graph, "what": what, "runs": len(starts),
+                                         "max_degree": args.max_degree, "same_distances": same,
+                                         "counts": {str(h): asdict(c) for h, c in totals.items()},
+                                         "iterations": {str(h): v for h, v in iterations.items()}},
+                                        indent=2) + "\n")
+    return int(ExitCode.OK if same else ExitCode.CORRECTNESS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

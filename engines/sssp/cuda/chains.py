@@ -1,0 +1,143 @@
+"""Lane-local chain following in the push (issues 27, 34), a compile-time variant of both engines'
+modules, behind ``ENGINES_PUSH_CHAIN``.
+
+A push iteration lists every vertex it lowers below the threshold for the next iteration, so on a
+road network, where a search front is a ring of long chains, the front advances one hop per
+iteration, and every iteration costs a grid barrier (or a kernel boundary) and a dependent chain
+of L2 round trips, whatever its size. In a module compiled with ``SSSP_PUSH_CHAIN``
+(kernels.cuh follow_chain) a lane that lowers a vertex below the threshold relaxes that vertex's
+out-edges itself, at once, follows the first vertex that relaxation lowers below the threshold the
+same way, and lists the others; after ``hops`` vertices followed, or at a vertex wider than
+``max_degree`` out-edges, it lists the vertex where it stopped. The result never depends on it
+(algorithm.md §5.12; kernels.cuh says why the fixpoint is the same).
+
+Modelled on the CPU (``python bench/chain_model.py``, the near-far schedule with the same
+following, in one legal order): a stream of 200 batches of 100 changes on luxembourg_osm takes
+132.6 push iterations per update without it, 68.3 with one hop and 48.3 with two (relaxations
+8,855, 8,852 and 8,868); roadNet-PA safe50k 83 -> 50 -> 43 iterations (relaxations +0.1 %, +4 %),
+roadNet-PA local10k 173 -> 104 -> 93 (+1 %, +6 %), all with ``max_degree`` 4.
+
+Off by default, GPU-unverified: ``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; unset, 0 or ``off``
+keeps the default kernels, which compile from the same tokens as without the variant) selects it
+for every run of either engine; ``ENGINES_PUSH_CHAIN_DEGREE=<edges>`` sets ``max_degree``
+(DEFAULT_DEGREE when unset). Both are read at every run, like ``ENGINES_BLOCK_APPEND``, which it needs
+(``ENGINES_BLOCK_APPEND=1``: without the block appends, the warp-aggregated appends around the
+chain made ptxas spill ops_push, and the appends are the next default); it combines with the wide
+passes and the fused solo push, and with the plain push module only (the "group" and "vertex"
+expansions). A run that asks for it without the appends or with "batched" is an error naming the
+switch. The limits reach the kernels in the push argument (``push_argument``), so each
+setting runs the same compiled module.
+"""
+
+from __future__ import annotations
+
+from ... import errors
+from . import appends, push, switches
+
+#: The switch: the vertices a lane follows past the one it lowered (0 / unset / off: no chains).
+CHAIN_ENV = "ENGINES_PUSH_CHAIN"
+#: The widest vertex (out-edges) a lane follows; wider ones are listed.
+DEGREE_ENV = "ENGINES_PUSH_CHAIN_DEGREE"
+#: ``max_degree`` when ENGINES_PUSH_CHAIN_DEGREE is unset: a road network's vertices (the CPU model
+#: found 8 no better on luxembourg_osm and costlier in relaxations on roadNet-PA).
+DEFAULT_DEGREE = 4
+#: The module variant's defines (runtime.VARIANT_DEFINES).
+DEFINES = ("SSSP_PUSH_CHAIN",)
+#: Bits of each field of the push argument (kernels.cuh SSSP_CHAIN_FIELD_BITS): the group shift,
+#: the hops, the widest vertex followed.
+FIELD_BITS = 8
+#: The largest hops and widest vertex a field holds.
+MAX_HOPS = MAX_DEGREE = (1 << FIELD_BITS) - 1
+#: The plain-push-only rule, the defines and make cuda-check's twins (push.PlainPushVariant).
+_VARIANT = push.PlainPushVariant(CHAIN_ENV, DEFINES)
+
+
+def _bounded(name: str, what: str, value: int, largest: int) -> int:
+    if value > largest:
+        raise errors.InvalidArgumentError(
+            f"{name}={value}: expected {what} (an integer of at least 1 and at most {largest}) or off")
+    return value
+
+
+def chain_hops() -> int:
+    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows (0: off); a bad value is an error
+    naming it."""
+    what = "a number of vertices to follow"
+    return _bounded(CHAIN_ENV, what, switches.count(CHAIN_ENV, what, minimum=1), MAX_HOPS)
+
+
+def chain_degree() -> int:
+    """``ENGINES_PUSH_CHAIN_DEGREE``: the widest vertex followed (DEFAULT_DEGREE when unset); a
+    bad value (0 and off included: a chain follows vertices of at least one edge) is an error
+    naming it."""
+    what = "the widest vertex to follow, in out-edges"
+    if not switches.given(DEGREE_ENV):
+        return DEFAULT_DEGREE
+    value = switches.count(DEGREE_ENV, what, minimum=1)
+    if value == 0:  # 0 or off: no vertex could be followed
+        raise errors.InvalidArgumentError(
+            f"{DEGREE_ENV}={switches.given(DEGREE_ENV)!r}: expected {what} (an integer of at least 1 "
+            f"and at most {MAX_DEGREE}); unset it for {DEFAULT_DEGREE}")
+    return _bounded(DEGREE_ENV, what, value, MAX_DEGREE)
+
+
+def module_defines(hops: int, expansion: str, block_append: bool) -> tuple[str, ...]:
+    """The defines chains add to a run whose push expansion is ``expansion`` (none for 0 hops);
+    InvalidArgumentError with "batched", and without the block appends (``block_append``)."""
+    if int(hops) <= 0:
+        return ()
+    _VARIANT.module_defines(True, expansion)  # the refusal with "batched"
+    if not block_append:
+        raise errors.InvalidArgumentError(
+            f"{CHAIN_ENV} runs with the block appends only: set {appends.APPEND_ENV}=1 too, or "
+            f"unset {CHAIN_ENV}")
+    return DEFINES
+
+
+def push_argument(expansion: str, hops: int, max_degree: int) -> int:
+    """The kernels' push argument (``push_shift``): the expansion's group-shift cap, and with
+    ``hops`` > 0 the chain's limits above it (kernels.cuh take_chain_limits)."""
+    shift = push.max_shift(expansion)
+    hops, max_degree = int(hops), int(max_degree)
+    if hops == 0:
+        return shift
+    if not (1 <= hops <= MAX_HOPS and 1 <= max_degree <= MAX_DEGREE):
+        raise ValueError(f"push_argument: hops {hops} and max_degree {max_degree} must be in "
+                         f"[1, {MAX_HOPS}]")
+    return shift | hops << FIELD_BITS | max_degree << (2 * FIELD_BITS)
+
+
+def run_hops() -> int:
+    """``chain_hops`` for a run now, with ``ENGINES_PUSH_CHAIN_DEGREE`` checked too when chains
+    are on: the engines' run_defines call it, so that a bad value of either is refused when the
+    run is prepared, before update()'s commit."""
+    hops = chain_hops()
+    if hops:
+        chain_degree()
+    return hops
+
+
+def run_push_argument(expansion: str) -> int:
+    """``push_argument`` for a run now (both switches read)."""
+    hops = chain_hops()
+    return push_argument(expansion, hops, chain_degree() if hops else DEFAULT_DEGREE)
+
+
+def combines(defines) -> bool:
+    """Whether chains combine with a module variant: a plain-push one with the block appends
+    (without them, the warp-aggregated appends around the chain made ptxas spill ops_push)."""
+    return _VARIANT.combines(defines) and set(appends.DEFINES) <= set(defines)
+
+
+def with_chains(variants) -> tuple[tuple[str, ...], ...]:
+    """Each of ``variants`` (normalized defines), followed by it with chains where they combine
+    (make cuda-check's list)."""
+    from . import runtime
+
+    return tuple(runtime.variant_defines(v + extra) for v in variants
+                 for extra in (((), DEFINES) if combines(v) else ((),)))
+
+
+__all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFINES", "DEGREE_ENV", "FIELD_BITS", "MAX_DEGREE",
+           "MAX_HOPS", "chain_degree", "chain_hops", "combines", "module_defines", "push_argument",
+           "run_hops", "run_push_argument", "with_chains"]

@@ -1,0 +1,153 @@
+"""bench/chain_model.py, the CPU model of the push with lane-local chains (issues 27, 34): its
+distances against SciPy's Dijkstra for every setting, its iteration counts on a path and a comb
+(the same rules tests/gpu/test_push_chain.py checks on the engines), the capture of the host
+reference's start (its chain-free run ends with the host's distances), and the command."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
+
+import engines
+from bench import chain_model as M
+from engines import sssp
+from engines.exitcodes import ExitCode
+
+
+def _csr(n, src, dst, w):
+    order = np.lexsort((dst, src))
+    src, dst, w = src[order], dst[order], w[order]
+    row_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(row_ptr, src + 1, 1)
+    return np.cumsum(row_ptr), dst.astype(np.int64), w.astype(np.int64)
+
+
+def _compute_start(n, src, dst, w, source=0, delta=5, bound=10**12):
+    row_ptr, col_ind, weight = _csr(n, src, dst, w)
+    distances = np.full(n, M.UNREACHED, dtype=np.int64)
+    distances[source] = 0
+    return M.Start(distances, np.array([source]), row_ptr, col_ind, weight, source, bound, delta)
+
+
+def _dijkstra(n, src, dst, w, source=0):
+    # the minimum over parallel edges, as the spec's distances take it
+    matrix = sp.coo_matrix((w.astype(float), (src, dst)), shape=(n, n)).tocsr()
+    matrix.sum_duplicates()
+    keys = {}
+    for u, v, x in zip(src.tolist(), dst.tolist(), w.tolist()):
+        keys[(u, v)] = min(keys.get((u, v), x), x)
+    rows, cols = zip(*keys) if keys else ((), ())
+    matrix = sp.csr_matrix((list(keys.values()), (rows, cols)), shape=(n, n))
+    d = dijkstra(matrix, indices=source)
+    return np.where(np.isinf(d), M.UNREACHED, d).astype(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("hops, max_degree", [(0, 4), (1, 4), (3, 2), (8, 8), (20, 1)])
+def test_every_setting_ends_with_the_shortest_distances(seed, hops, max_degree):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 400))
+    m = int(rng.integers(n, 5 * n))
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    w = rng.integers(1, 30, m)
+    delta = int(rng.integers(1, 60))
+    counts, dist = M.simulate(_compute_start(n, src, dst, w, delta=delta), hops, max_degree)
+    assert np.array_equal(dist, _dijkstra(n, src, dst, w))
+    assert counts.followed == 0 if hops == 0 else counts.followed >= 0
+    assert counts.relaxations >= int(np.count_nonzero(dist[1:] < M.UNREACHED))  # each reached once at least
+
+
+def test_a_path_takes_an_iteration_per_hops_plus_one_vertices():
+    n = 500
+    src = np.arange(n - 1)
+    w = np.random.default_rng(3).integers(1, 4, n - 1)
+    start = _compute_start(n, src, src + 1, w, delta=10**9)
+    for hops in (0, 1, 4, 16):
+        counts, _ = M.simulate(start, hops)
+        assert counts.iterations == (n if hops == 0 else (n - 1) // (hops + 1) + 1), hops
+        assert counts.relaxations == n - 1 and counts.epochs == 0
+
+
+def test_a_vertex_wider_than_the_cap_is_listed_not_followed():
+    n = 300
+    src = np.concatenate([np.arange(n - 1), np.arange(1, n - 1)])
+    dst = np.concatenate([np.arange(1, n), np.zeros(n - 2, dtype=np.int64)])  # back edges to 0
+    start = _compute_start(n, src, dst, np.ones(src.size, dtype=np.int64), delta=10**9)
+    # every vertex but the last is listed (n - 1 iterations); the last has no out-edge to follow
+    assert M.simulate(start, 4, max_degree=1)[0].iterations == n - 1
+    assert M.simulate(start, 4, max_degree=2)[0].iterations == (n - 1) // 5 + 1
+
+
+def test_a_small_delta_sends_chains_to_the_far_pile():
+    side = 30
+    ids = np.arange(side * side).reshape(side, side)
+    src = np.concatenate([ids[:, :-1].ravel(), ids[:, 1:].ravel(), ids[:-1].ravel(), ids[1:].ravel()])
+    dst = np.concatenate([ids[:, 1:].ravel(), ids[:, :-1].ravel(), ids[1:].ravel(), ids[:-1].ravel()])
+    w = np.random.default_rng(5).integers(1, 20, src.size)
+    start = _compute_start(side * side, src, dst, w, delta=3)
+    plain, d0 = M.simulate(start, 0)
+    chained, d8 = M.simulate(start, 8)
+    assert plain.epochs > 0 and chained.epochs > 0
+    assert np.array_equal(d0, d8) and np.array_equal(d0, _dijkstra(side * side, src, dst, w))
+
+
+def test_bad_settings_are_refused():
+    start = _compute_start(3, np.array([0, 1]), np.array([1, 2]), np.array([1, 1]))
+    with pytest.raises(ValueError):
+        M.simulate(start, -1)
+    with pytest.raises(ValueError):
+        M.simulate(start, 2, max_degree=0)
+
+
+def test_the_captured_start_of_an_update_ends_with_the_hosts_distances():
+    rng = np.random.default_rng(8)
+    n, m = 2_000, 8_000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    graph = engines.Graph.from_edges(src, dst, rng.integers(1, 50, m), num_vertices=n)
+    result = sssp.compute(graph, 0, backend="host")
+    _, parents = result.to_numpy()
+    tree = np.flatnonzero(parents >= 0)[:40]  # delete 40 tree edges: subtrees to repair
+    batch = engines.Batch(insert_src=rng.integers(0, n, 30), insert_dst=rng.integers(0, n, 30),
+                          insert_weights=rng.integers(1, 50, 30), delete_src=parents[tree], delete_dst=tree)
+    from engines.sssp import host
+
+    before = (host.propagate_near_far, host.PROPAGATION)
+    with M.captured_starts() as starts:
+        sssp.update(graph, batch, result)
+    assert (host.propagate_near_far, host.PROPAGATION) == before  # restored
+    assert len(starts) == 1
+    distances, _ = result.to_numpy()
+    expected = np.where(distances >= 2**61 - 1, M.UNREACHED, distances)
+    for hops in (0, 2, 6):
+        _, dist = M.simulate(starts[0], hops)
+        assert np.array_equal(dist, expected), hops
+    totals, iterations, same = M.model(starts, [0, 1, 3])
+    assert same and list(totals) == [0, 1, 3] and all(len(v) == 1 for v in iterations.values())
+    assert totals[0].followed == 0 and totals[3].iterations <= totals[0].iterations
+
+
+def test_the_command_on_the_shared_power_grid(shared_graphs_dir, tmp_path, capsys):
+    out = tmp_path / "counts.json"
+    code = M.main(["--graph", "uspowergrid", "--stream", "4", "--hops", "2", "1", "--json", str(out),
+                   "--data-dir", str(shared_graphs_dir.parent), "--cache-dir", str(tmp_path / "cache")])
+    assert code == ExitCode.OK
+    text = capsys.readouterr().out
+    assert "4 near-far runs" in text and "every setting ends with the chain-free distances" in text
+    import json
+
+    record = json.loads(out.read_text())
+    assert list(record["counts"]) == ["0", "2", "1"] and record["same_distances"] is True
+    assert record["counts"]["0"]["followed"] == 0
+
+
+@pytest.mark.parametrize("argv", [["--graph", "uspowergrid"],
+                                  ["--graph", "uspowergrid", "--stream", "2", "--compute"],
+                                  ["--graph", "uspowergrid", "--stream", "0"],
+                                  ["--graph", "uspowergrid", "--stream", "2", "--hops", "-1"],
+                                  ["--graph", "uspowergrid", "--stream", "2", "--batch-size", "6"]])
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        M.main(argv)
+    assert exc.value.code == 2

@@ -1,0 +1,222 @@
+"""Lane-local chain following without a GPU (kernels.cuh SSSP_PUSH_CHAIN, issues 27 and 34): the
+switches ``ENGINES_PUSH_CHAIN`` and ``ENGINES_PUSH_CHAIN_DEGREE``, the push argument that carries
+their limits to the kernels (and its decoding, as kernels.cuh take_chain_limits does it), the
+module variant each engine's run loads, the refusals (without the block appends, with the
+"batched" expansion) and the variants make cuda-check compiles. The GPU side (the same bytes as the
+host reference, fewer push iterations on a path) is tests/gpu/test_push_chain.py; the CPU model
+of the schedule, tests/bench/test_chain_model.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from engines import errors
+from engines.sssp.plan import PUSH_EXPANSIONS
+from engines.sssp.cuda import appends, chains, compile_check, fused, operators, passes, push, runtime
+
+CHAIN = chains.DEFINES
+APPEND = appends.DEFINES
+ENVS = (chains.CHAIN_ENV, chains.DEGREE_ENV, appends.APPEND_ENV, passes.WIDE_ENV, fused.SOLO_ENV)
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in ENVS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
+    return monkeypatch
+
+
+def _decode(argument: int) -> tuple[int, int, int]:
+    """kernels.cuh take_chain_limits, in Python: (group-shift cap, hops, widest vertex)."""
+    mask = (1 << chains.FIELD_BITS) - 1
+    return (argument & mask, (argument >> chains.FIELD_BITS) & mask,
+            (argument >> 2 * chains.FIELD_BITS) & mask)
+
+
+@pytest.mark.parametrize("text, hops", [(None, 0), ("", 0), ("0", 0), ("off", 0), (" OFF ", 0),
+                                        ("1", 1), (" 3 ", 3), ("255", 255)])
+def test_the_hops_switch(clean_env, text, hops):
+    if text is not None:
+        clean_env.setenv(chains.CHAIN_ENV, text)
+    assert chains.chain_hops() == hops
+
+
+@pytest.mark.parametrize("text", ["on", "yes", "-1", "1.5", "256", "100000"])
+def test_a_bad_hops_switch_is_an_error_naming_it(clean_env, text):
+    clean_env.setenv(chains.CHAIN_ENV, text)
+    with pytest.raises(errors.InvalidArgumentError, match=chains.CHAIN_ENV):
+        chains.chain_hops()
+
+
+@pytest.mark.parametrize("text, degree", [(None, chains.DEFAULT_DEGREE), ("", chains.DEFAULT_DEGREE),
+                                          ("1", 1), ("8", 8), (" 255 ", 255)])
+def test_the_degree_switch(clean_env, text, degree):
+    if text is not None:
+        clean_env.setenv(chains.DEGREE_ENV, text)
+    assert chains.chain_degree() == degree
+
+
+@pytest.mark.parametrize("text", ["0", "off", "-2", "four", "256"])
+def test_a_bad_degree_switch_is_an_error_naming_it(clean_env, text):
+    """0 and off are errors here, not "off": no vertex could be followed (unset gives the
+    default)."""
+    clean_env.setenv(chains.DEGREE_ENV, text)
+    with pytest.raises(errors.InvalidArgumentError, match=chains.DEGREE_ENV):
+        chains.chain_degree()
+
+
+@pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
+def test_without_hops_the_push_argument_is_the_shift_cap(expansion):
+    assert chains.push_argument(expansion, 0, chains.DEFAULT_DEGREE) == push.max_shift(expansion)
+    assert chains.push_argument(expansion, 0, 77) == push.max_shift(expansion)
+
+
+@pytest.mark.parametrize("hops, degree", [(1, 1), (2, 4), (17, 9), (255, 255)])
+@pytest.mark.parametrize("expansion", ["group", "vertex"])
+def test_the_push_argument_carries_the_limits_as_the_kernels_read_them(expansion, hops, degree):
+    argument = chains.push_argument(expansion, hops, degree)
+    assert _decode(argument) == (push.max_shift(expansion), hops, degree)
+    assert 0 <= argument < 2 ** 32  # the kernels' u32
+
+
+@pytest.mark.parametrize("hops, degree", [(256, 4), (-1, 4), (2, 0), (2, 256)])
+def test_limits_outside_the_fields_are_refused(hops, degree):
+    with pytest.raises(ValueError):
+        chains.push_argument("group", hops, degree)
+
+
+def test_the_fields_match_the_header():
+    header = (runtime.SOURCE_DIR / runtime.HEADER_NAME).read_text()
+    assert re.search(r"#define SSSP_CHAIN_FIELD_BITS (\d+)", header).group(1) == str(chains.FIELD_BITS)
+    assert re.search(r"#define SSSP_CHAIN_FIELD_MASK 0x([0-9a-f]+)u", header).group(1) == \
+        f"{(1 << chains.FIELD_BITS) - 1:x}"
+    # the cap of the group shift fits below the chain's fields
+    assert push.MAX_GROUP_SHIFT < 1 << chains.FIELD_BITS
+    assert "#ifndef SSSP_PUSH_CHAIN\n#define SSSP_PUSH_CHAIN 0\n#endif" in header
+    assert "#if SSSP_PUSH_CHAIN && (SSSP_PUSH_BATCHED || !SSSP_BLOCK_APPEND)\n#error" in header
+    assert set(CHAIN) <= set(runtime.VARIANT_DEFINES)
+
+
+def test_run_push_argument_reads_both_switches(clean_env):
+    assert chains.run_push_argument("group") == push.max_shift("group")
+    clean_env.setenv(chains.DEGREE_ENV, "9")  # the degree alone changes nothing
+    assert chains.run_push_argument("group") == push.max_shift("group")
+    clean_env.setenv(chains.CHAIN_ENV, "3")
+    assert _decode(chains.run_push_argument("vertex")) == (0, 3, 9)
+    clean_env.delenv(chains.DEGREE_ENV)
+    assert _decode(chains.run_push_argument("group")) == (push.MAX_GROUP_SHIFT, 3,
+                                                           chains.DEFAULT_DEGREE)
+
+
+def test_the_chains_need_the_appends_and_the_plain_push():
+    assert chains.module_defines(0, "batched", False) == ()
+    for expansion in PUSH_EXPANSIONS:
+        assert chains.module_defines(0, expansion, False) == ()
+        if push.module_defines(expansion):
+            with pytest.raises(errors.InvalidArgumentError, match=chains.CHAIN_ENV):
+                chains.module_defines(2, expansion, True)
+            continue
+        with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
+            chains.module_defines(2, expansion, False)
+        assert chains.module_defines(2, expansion, True) == CHAIN
+    assert chains.combines(APPEND) and chains.combines(APPEND + ("SSSP_FUSED_SOLO",))
+    assert not chains.combines(()) and not chains.combines(("SSSP_FUSED_SOLO",))
+    assert not chains.combines(("SSSP_PUSH_BATCHED",) + APPEND)
+
+
+def test_with_chains_adds_the_twin_of_each_variant_with_the_appends():
+    assert chains.with_chains(((),)) == ((),)
+    assert chains.with_chains(((), APPEND, ("SSSP_PUSH_BATCHED",))) == (
+        (), APPEND, runtime.variant_defines(APPEND + CHAIN), ("SSSP_PUSH_BATCHED",))
+
+
+def test_the_engines_compile_the_chains_beside_every_module_with_the_appends():
+    for variants in (fused.VARIANTS, operators.VARIANTS):
+        with_appends = [v for v in variants if set(APPEND) <= set(v) and "SSSP_PUSH_CHAIN" not in v]
+        with_chains = [v for v in variants if "SSSP_PUSH_CHAIN" in v]
+        assert with_appends and sorted(with_chains) == sorted(
+            runtime.variant_defines(v + CHAIN) for v in with_appends)
+        assert all(set(APPEND) <= set(v) and "SSSP_PUSH_BATCHED" not in v for v in with_chains)
+        assert len(set(variants)) == len(variants)
+    # fused: the four plain-push modules with the appends (plain, wide, solo, solo + wide), each
+    # also captured; operators: plain and wide
+    assert len([v for v in fused.VARIANTS if "SSSP_PUSH_CHAIN" in v]) == 8
+    assert len([v for v in operators.VARIANTS if "SSSP_PUSH_CHAIN" in v]) == 2
+    cuda_dir = runtime.SOURCE_DIR
+    assert compile_check.variants_of(cuda_dir / fused.SOURCE) == fused.VARIANTS
+    assert compile_check.variants_of(cuda_dir / operators.SOURCE_FILE) == operators.VARIANTS
+    assert compile_check.variants_of(Path("/elsewhere") / fused.SOURCE) == ((),)
+
+
+@pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
+def test_a_run_loads_the_chain_variant_when_switched_on(clean_env, expansion):
+    plan = SimpleNamespace(push_expansion=expansion)
+    default = push.module_defines(expansion)
+    assert fused.run_defines(plan) == default and operators.run_defines(plan) == default
+    clean_env.setenv(chains.CHAIN_ENV, "2")
+    if expansion == "batched":
+        # refused before anything runs: run_defines is what both engines read first
+        for run_defines in (fused.run_defines, operators.run_defines):
+            with pytest.raises(errors.InvalidArgumentError, match=chains.CHAIN_ENV):
+                run_defines(plan)
+        return
+    for run_defines in (fused.run_defines, operators.run_defines):
+        with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
+            run_defines(plan)  # the appends are not on
+    clean_env.setenv(appends.APPEND_ENV, "1")
+    assert fused.run_defines(plan) == APPEND + CHAIN
+    assert operators.run_defines(plan) == APPEND + CHAIN
+    clean_env.setenv(passes.WIDE_ENV, "1")
+    clean_env.setenv(fused.SOLO_ENV, "1024")
+    assert runtime.variant_defines(fused.run_defines(plan)) == runtime.variant_defines(
+        APPEND + CHAIN + passes.DEFINES + ("SSSP_FUSED_SOLO",))
+    clean_env.delenv(fused.CAPTURE_ENV)
+    assert runtime.variant_defines(fused.run_defines(plan)) in fused.VARIANTS
+    assert runtime.variant_defines(operators.run_defines(plan)) in operators.VARIANTS
+    clean_env.setenv(chains.CHAIN_ENV, "off")
+    assert "SSSP_PUSH_CHAIN" not in fused.run_defines(plan)
+
+
+@pytest.mark.parametrize("hops", [0, 1, 6])
+def test_the_fused_kernels_get_the_limits_in_their_push_argument(clean_env, hops):
+    """fused._scalars, the arguments both fused kernels take: the push argument carries the
+    chain's limits only with hops (and the degree switch then)."""
+    clean_env.setenv(chains.DEGREE_ENV, "7")
+    plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion="group",
+                           packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
+    argument = fused._scalars(plan, np.int32, hops)[6]
+    assert argument.dtype == np.uint32
+    expected = (push.MAX_GROUP_SHIFT, hops, 7) if hops else (push.MAX_GROUP_SHIFT, 0, 0)
+    assert _decode(int(argument)) == expected
+
+
+def test_the_default_kernels_do_not_see_the_variant():
+    """Every change of the chains sits under #if SSSP_PUSH_CHAIN, defined 0 unless the variant is
+    (the default modules compile from the same tokens as without it; make cuda-check reports their
+    registers)."""
+    header = (runtime.SOURCE_DIR / runtime.HEADER_NAME).read_text()
+    assert header.count("#if SSSP_PUSH_CHAIN\n") >= 5
+    code = runtime.variant_code(runtime.read_source(operators.SOURCE_FILE), ())
+    assert "#define SSSP_PUSH_CHAIN 1" not in code
+    assert runtime.variant_code("", APPEND + CHAIN) == (
+        "#define SSSP_BLOCK_APPEND 1\n#define SSSP_PUSH_CHAIN 1\n")
+
+
+@pytest.mark.parametrize("expansion", ["group", "vertex"])
+def test_a_bad_degree_is_refused_when_the_run_is_prepared(clean_env, expansion):
+    """run_defines (what prepare() reads before update()'s commit) checks the degree switch too,
+    but only when chains are on: unset hops leave a bad degree unread."""
+    plan = SimpleNamespace(push_expansion=expansion)
+    clean_env.setenv(appends.APPEND_ENV, "1")
+    clean_env.setenv(chains.DEGREE_ENV, "0")
+    assert fused.run_defines(plan) == APPEND and operators.run_defines(plan) == APPEND
+    clean_env.setenv(chains.CHAIN_ENV, "2")
+    for run_defines in (fused.run_defines, operators.run_defines):
+        with pytest.raises(errors.InvalidArgumentError, match=chains.DEGREE_ENV):
+            run_defines(plan)
