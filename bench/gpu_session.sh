@@ -18,7 +18,7 @@
 #   switches  the engines' undecided switches, each A/B'd interleaved batch by batch against
 #             off by bench/update_anatomy.py --ab-env (SWITCH_BATCHES batches of 100 changes,
 #             default 1000; SWITCH_CAP seconds each, default 90) into $OUT/switch_<graph>_<name>.log:
-#             SWITCHES, entries GRAPH:NAME=A,B[@BASE=VALUE] (BASE set on both sides); default:
+#             SWITCHES, entries GRAPH:NAME=A,B[@BASE=VALUE...] (each BASE set on both sides); default:
 #             ENGINES_BLOCK_APPEND=0,1 and the chains (ENGINES_PUSH_CHAIN, which need the appends:
 #             @ENGINES_BLOCK_APPEND=1) on luxembourg_osm and roadNet-PA. The solo push, the
 #             captured update and the wide passes were decided at 1b2fb4c (SWITCHES=... runs them)
@@ -174,9 +174,9 @@ for s in $STEPS; do
     switches)
       for sw in ${SWITCHES:-luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 roadNet-PA:ENGINES_BLOCK_APPEND=0,1 \
                  luxembourg_osm:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1 \
-                 roadNet-PA:ENGINES_PUSH_CHAIN=0,1@ENGINES_BLOCK_APPEND=1}; do
+                 roadNet-PA:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1}; do
         g=${sw%%:*}; rest=${sw#*:}; ab=${rest%%@*}; name=${ab%%=*}
-        base=; [ "$rest" = "$ab" ] || base=${rest#*@}
+        base=; [ "$rest" = "$ab" ] || base=${rest#*@}; base=${base//@/ }
         step "switch_${g}_${name}" "${SWITCH_CAP:-90}" env $base python3 bench/update_anatomy.py --graph "$g" \
           --batch-size 100 --batches "${SWITCH_BATCHES:-1000}" --ab-env "$ab"
       done ;;
