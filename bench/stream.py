@@ -478,14 +478,17 @@ def commit_of_checkout() -> dict:
     return {"commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
 
 
-def machine_facts(with_cuda: bool) -> dict:
+def machine_facts(with_cuda: bool, probe: dict | None = None) -> dict:
+    """The machine of a record; ``probe``: protocol.environment.host_probe's answer, taken before
+    the timed batches (measured here when not given)."""
     from protocol.environment import cpu_model, host_probe
 
     # the host CPU by name and by speed: a small update's whole call is mostly host work, and the
     # same code's median differed 1.5x between lent H200 machines whose GPUs were the same (issue
     # 27); host_probe times a fixed Python and small-NumPy workload (about 0.1 s) to say how fast
     facts = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-             "cpu_model": cpu_model(), "host_probe": host_probe(), "python": platform.python_version(),
+             "cpu_model": cpu_model(), "host_probe": probe if probe is not None else host_probe(),
+             "python": platform.python_version(),
              "numpy": np.__version__}
     if with_cuda:
         try:
@@ -628,6 +631,9 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
                       progress=progress)
     stream = stream_batches(data.num_vertices, data.arc_sources(), data.col_ind, data.weights.shape[1],
                             count=batches, size=batch_size, seed=seed)
+    from protocol.environment import host_probe
+
+    probe = host_probe()  # the host's speed before the timed batches, not after them
     if interleave:
         runs = run_interleaved(engines, data, stream, objective, progress)
     else:
@@ -635,7 +641,8 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
     check = check_results(runs)
     record = build_record(data, stream, runs, check, batches=batches, batch_size=batch_size, warmup=warmup,
                           seed=seed, objective=objective, command=command,
-                          with_cuda=any(e in CUDA_ENGINES for e in engines), interleave=interleave)
+                          with_cuda=any(e in CUDA_ENGINES for e in engines), interleave=interleave,
+                          probe=probe)
     print(markdown(record))
     if out_dir is not None:
         write_outputs(out_dir, record, {engine: r.times_ms for engine, r in runs.items()})
@@ -649,11 +656,11 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
 
 
 def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size, warmup, seed, objective,
-                 command, with_cuda, interleave=False) -> dict:
+                 command, with_cuda, interleave=False, probe=None) -> dict:
     record = {
         "command": command or "",
         "commit": commit_of_checkout(),
-        "machine": machine_facts(with_cuda),
+        "machine": machine_facts(with_cuda, probe),
         "graph": {"name": data.name, "origin": data.origin, "vertices": data.num_vertices,
                   "arcs": int(data.col_ind.size), "source": data.source, "objective": objective},
         "stream": {"batches": batches, "batch_size": batch_size, "warmup": warmup, "seed": seed,

@@ -150,11 +150,14 @@ def _version(dist: str) -> str | None:
 
 
 def host_info() -> dict:
+    """The host of a campaign or sweep record: the CPU by name and by speed (host_probe: two hosts
+    of one GPU model differ in what every update's host side costs), the software versions."""
     import numpy
     import psutil
 
     return {
         "cpu_model": cpu_model(),
+        "host_probe": host_probe(),
         "logical_cores": os.cpu_count(),
         "physical_cores": psutil.cpu_count(logical=False),
         "os": f"{platform.system()} {platform.release()}",

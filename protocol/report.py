@@ -358,7 +358,8 @@ def cell_flags(cell: dict) -> str:
 
 GPU_FIELDS = ("name", "sm_count", "memory_bytes", "compute_capability")
 NVML_FIELDS = ("nvidia_driver", "default_sm_mhz", "max_sm_mhz", "ecc_current", "persistence_mode")
-HOST_FIELDS = ("cuda_runtime", "cuda_driver", "cupy", "nvrtc", "cpu_model", "logical_cores", "os", "python", "numpy")
+HOST_FIELDS = ("cuda_runtime", "cuda_driver", "cupy", "nvrtc", "cpu_model", "logical_cores", "host_probe", "os",
+               "python", "numpy")
 
 
 def _with_keys(record: dict | None, keys) -> dict:

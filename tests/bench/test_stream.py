@@ -433,3 +433,21 @@ def test_the_real_host_probe_is_in_the_machine_facts():
 
     probe = machine_facts(False)["host_probe"]
     assert probe["timer"] == "time.perf_counter_ns" and probe["python_call_us"] > 0 and probe["numpy_call_us"] > 0
+
+
+def test_the_host_probe_is_taken_before_the_timed_batches(no_cuda, monkeypatch, edge_file, tmp_path):
+    """The probe describes the host as the batches found it: run() takes it before the first
+    update() call, not after the stream (when the host's state may have changed)."""
+    from engines import sssp
+    from protocol import environment
+
+    events = []
+    monkeypatch.setattr(environment, "host_probe", lambda: events.append("probe") or {"python_call_us": 1.0,
+                        "numpy_call_us": 2.0, "calls": 1, "repeats": 1, "array_size": 100, "timer": "fake",
+                        "python_runs_ns": [1000], "numpy_runs_ns": [2000]})
+    update = sssp.update
+    monkeypatch.setattr(sssp, "update", lambda *a, **k: events.append("update") or update(*a, **k))
+    code, out = _run_file(edge_file, tmp_path)
+    assert code == 0
+    assert events[0] == "probe" and events.count("probe") == 1 and "update" in events
+    assert json.loads((out / "stream.json").read_text())["machine"]["host_probe"]["timer"] == "fake"

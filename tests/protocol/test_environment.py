@@ -103,3 +103,13 @@ def test_the_real_clock_is_the_default():
     assert probe["timer"] == "time.perf_counter_ns"
     assert probe["python_call_us"] > 0 and probe["numpy_call_us"] > 0
     assert all(isinstance(ns, int) for ns in probe["python_runs_ns"] + probe["numpy_runs_ns"])
+
+
+def test_host_info_carries_the_host_probe():
+    """Every campaign and sweep record's host (host_info) says how fast the host runs an update's
+    host side, not only its CPU's name."""
+    info = environment.host_info()
+    probe = info["host_probe"]
+    assert info["cpu_model"] == environment.cpu_model()
+    assert probe["timer"] == "time.perf_counter_ns" and probe["python_call_us"] > 0
+    assert probe["numpy_call_us"] > 0 and probe["calls"] == environment.HOST_PROBE_CALLS

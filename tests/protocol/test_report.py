@@ -336,3 +336,23 @@ def test_push_section_shows_the_floor_when_the_gpu_recorded_it(tmp_path):
     plain = _environment().get_template(TEMPLATE).render(
         **build_context(campaign, build_summary(frame, campaign), {}))
     assert "floor ms" not in plain and "--floor" not in plain
+
+
+def test_the_cpu_line_shows_the_host_probe_when_the_campaign_recorded_it(tmp_path):
+    """Campaigns record protocol.environment.host_probe in their host (two hosts of one GPU model
+    differ in every update's host side); the report's CPU line shows its two figures, and a
+    campaign from before it renders as it did."""
+    store = _write_fixture(tmp_path)
+    before = render_report(store).read_text()
+    cpu_line = next(line for line in before.splitlines() if line.startswith("| CPU |"))
+    assert cpu_line == "| CPU | Fake CPU (16 logical cores) |"
+    campaign = store.read_campaign()
+    campaign["host"]["host_probe"] = {"python_call_us": 0.27125, "numpy_call_us": 19.96, "calls": 1000,
+                                      "repeats": 7, "array_size": 100, "timer": "time.perf_counter_ns",
+                                      "python_runs_ns": [271_250] * 7, "numpy_runs_ns": [19_960_000] * 7}
+    store.write_campaign(campaign)
+    after = render_report(store).read_text()
+    assert ("| CPU | Fake CPU (16 logical cores); host probe 0.27 µs a Python call, 20.0 µs a small NumPy "
+            "call |") in after.splitlines()
+    assert [l for l in before.splitlines() if not l.startswith("| CPU |")] == \
+        [l for l in after.splitlines() if not l.startswith("| CPU |")]
