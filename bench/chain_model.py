@@ -10,12 +10,15 @@ threshold, far pile, epochs) from the start the host reference reaches (the word
 update's pull leaves, or compute()'s source), pushing each near list sequentially in list order:
 one legal order of the GPU's concurrent pushes (algorithm.md §5.12; the model checks that every
 setting ends with the chain-free run's distances). A vertex lowered below the threshold starts a chain as a
-lane's kept vertex does on the GPU: its out-edges are relaxed at once from the distance just given,
+lane's kept vertex does on the GPU: its out-edges are relaxed from the distance the lane gave it,
 the first vertex that lowers below the threshold is followed the same way and the others are
 listed, up to ``hops`` vertices; the vertex where it stops (out of hops, or wider than
-``max_degree`` out-edges) is listed. (On the GPU a lane keeps only the first vertex of its share
-and lists the others; with a vertex's edges spread over a group of lanes, as on the short lists
-chains are for, a lane's share is about one edge.)
+``max_degree`` out-edges) is listed. Lanes as the kernel has them (``--threads``, by default the
+fused engine's grid on an H200 for the graph; the group rule of push.py up to ``--max-shift``):
+each lane keeps the first vertex it lowers below the threshold in its share and lists the others,
+and the kept vertices' chains run after every share. ``--threads 0`` lets every lowering start its
+own chain at once: the most the chains can save (optimistic by up to 2x above one or two hops on a
+grid, review of f53eea2).
 
 Per setting it reports the push iterations, epochs, relaxations (lowerings), the vertices pushed
 from near lists, the vertices followed, and the sum over iterations of the longest chain followed
@@ -52,6 +55,13 @@ UNREACHED = np.int64(2**62)
 DEFAULT_HOPS = (0, 1, 2, 4, 8)
 #: ENGINES_PUSH_CHAIN_DEGREE's default (chains.DEFAULT_DEGREE).
 DEFAULT_MAX_DEGREE = 4
+#: The widest push group's shift (push.MAX_GROUP_SHIFT: the "group" expansion; 0 is "vertex").
+MAX_SHIFT = 5
+#: The H200's multiprocessors, the fused kernel's co-resident blocks per multiprocessor
+#: (fused.cu SSSP_FUSED_MIN_BLOCKS) and threads per block (kernels.cuh SSSP_BLOCK): fused_threads.
+H200_SMS = 132
+H200_BLOCKS_PER_SM = 4
+BLOCK_THREADS = 256
 
 
 @dataclass(frozen=True)
@@ -90,13 +100,63 @@ def _kernel():
     import numba as nb
 
     @nb.njit(cache=True)
-    def run(dist, frontier, row_ptr, col_ind, weight, source, bound, delta, hops, max_degree):
+    def follow(dist, cur, dcur, hops, max_degree, row_ptr, col_ind, weight, source, bound, threshold,
+               stamp, generation, in_far, listed, listed_count, pile, pile_count):
+        """kernels.cuh follow_chain from cur (lowered to dcur): (listed_count, pile_count,
+        vertices followed, vertices lowered)."""
+        left = hops
+        chain = 0
+        lowered = 0
+        while True:
+            if left == 0 or row_ptr[cur + 1] - row_ptr[cur] > max_degree:
+                if stamp[cur] != generation:
+                    stamp[cur] = generation
+                    listed[listed_count] = cur
+                    listed_count += 1
+                break
+            left -= 1
+            chain += 1
+            nxt = -1
+            dnxt = 0
+            for f in range(row_ptr[cur], row_ptr[cur + 1]):
+                x = col_ind[f]
+                ndx = dcur + weight[f]
+                if x == source or ndx > bound or ndx >= dist[x]:
+                    continue
+                dist[x] = ndx
+                lowered += 1
+                if ndx >= threshold:
+                    if not in_far[x]:
+                        in_far[x] = True
+                        pile[pile_count] = x
+                        pile_count += 1
+                elif nxt < 0:
+                    nxt = x
+                    dnxt = ndx
+                elif stamp[x] != generation:
+                    stamp[x] = generation
+                    listed[listed_count] = x
+                    listed_count += 1
+            if nxt < 0:
+                break
+            cur = nxt
+            dcur = dnxt
+        return listed_count, pile_count, chain, lowered
+
+    @nb.njit(cache=True)
+    def run(dist, frontier, row_ptr, col_ind, weight, source, bound, delta, hops, max_degree,
+            threads, max_shift):
         n = dist.size
         stamp = np.zeros(n, np.int64)
         in_far = np.zeros(n, np.bool_)
         near = np.empty(n + 1, np.int64)
         listed = np.empty(n + 1, np.int64)
         pile = np.empty(n + 1, np.int64)  # in_far keeps each vertex in it once
+        lanes = max(threads, 1)
+        kept_vertex = np.full(lanes, -1, np.int64)  # per lane: the vertex it keeps, or -1
+        kept_distance = np.zeros(lanes, np.int64)
+        kept_lane = np.empty(lanes, np.int64)  # the lanes that keep one, in the order they did
+        kept_count = 0
         generation = 1
         first = UNREACHED
         for v in frontier:
@@ -122,63 +182,82 @@ def _kernel():
                 pushed += near_count
                 listed_count = 0
                 longest = 0
-                for i in range(near_count):
-                    u = near[i]
-                    du = dist[u]
-                    for e in range(row_ptr[u], row_ptr[u + 1]):
-                        w = col_ind[e]
-                        nd = du + weight[e]
-                        if w == source or nd > bound or nd >= dist[w]:
-                            continue
-                        dist[w] = nd
-                        relaxations += 1
-                        if nd >= threshold:
-                            if not in_far[w]:
-                                in_far[w] = True
-                                pile[pile_count] = w
-                                pile_count += 1
-                            continue
-                        # the chain from w (kernels.cuh follow_chain)
-                        cur = w
-                        dcur = nd
-                        left = hops
-                        chain = 0
-                        while True:
-                            if left == 0 or row_ptr[cur + 1] - row_ptr[cur] > max_degree:
-                                if stamp[cur] != generation:
-                                    stamp[cur] = generation
-                                    listed[listed_count] = cur
-                                    listed_count += 1
-                                break
-                            left -= 1
-                            chain += 1
-                            nxt = -1
-                            dnxt = 0
-                            for f in range(row_ptr[cur], row_ptr[cur + 1]):
-                                x = col_ind[f]
-                                ndx = dcur + weight[f]
-                                if x == source or ndx > bound or ndx >= dist[x]:
-                                    continue
-                                dist[x] = ndx
-                                relaxations += 1
-                                if ndx >= threshold:
-                                    if not in_far[x]:
-                                        in_far[x] = True
-                                        pile[pile_count] = x
-                                        pile_count += 1
-                                elif nxt < 0:
-                                    nxt = x
-                                    dnxt = ndx
-                                elif stamp[x] != generation:
-                                    stamp[x] = generation
-                                    listed[listed_count] = x
-                                    listed_count += 1
-                            if nxt < 0:
-                                break
-                            cur = nxt
-                            dcur = dnxt
+                if threads > 0:
+                    # lanes as the kernel has them (push_list): the group shift's rule, lane t of
+                    # group g = t >> shift takes items g, g + groups, ... and their edges lane,
+                    # lane + width, ...; it keeps the first vertex it lowers below the threshold
+                    # and follows it after every lane's share (one legal order)
+                    shift = max_shift
+                    while shift > 0 and (near_count << shift) > threads:
+                        shift -= 1
+                    width = 1 << shift
+                    groups = max(threads >> shift, 1)
+                    for t in range(kept_count):
+                        kept_vertex[kept_lane[t]] = -1
+                    kept_count = 0
+                    for i in range(near_count):
+                        u = near[i]
+                        du = dist[u]
+                        begin = row_ptr[u]
+                        for e in range(begin, row_ptr[u + 1]):
+                            w = col_ind[e]
+                            nd = du + weight[e]
+                            if w == source or nd > bound or nd >= dist[w]:
+                                continue
+                            dist[w] = nd
+                            relaxations += 1
+                            if nd >= threshold:
+                                if not in_far[w]:
+                                    in_far[w] = True
+                                    pile[pile_count] = w
+                                    pile_count += 1
+                                continue
+                            lane = (i % groups) * width + (e - begin) % width
+                            if kept_vertex[lane] < 0:
+                                kept_lane[kept_count] = lane
+                                kept_count += 1
+                                kept_vertex[lane] = w
+                                kept_distance[lane] = nd
+                            elif kept_vertex[lane] == w:
+                                kept_distance[lane] = nd
+                            elif stamp[w] != generation:
+                                stamp[w] = generation
+                                listed[listed_count] = w
+                                listed_count += 1
+                    for t in range(kept_count):
+                        lane = kept_lane[t]
+                        listed_count, pile_count, chain, lowered = follow(
+                            dist, kept_vertex[lane], kept_distance[lane], hops, max_degree, row_ptr,
+                            col_ind, weight, source, bound, threshold, stamp, generation, in_far,
+                            listed, listed_count, pile, pile_count)
+                        relaxations += lowered
                         followed += chain
                         longest = max(longest, chain)
+                else:
+                    # every lowering below the threshold starts its own chain at once
+                    for i in range(near_count):
+                        u = near[i]
+                        du = dist[u]
+                        for e in range(row_ptr[u], row_ptr[u + 1]):
+                            w = col_ind[e]
+                            nd = du + weight[e]
+                            if w == source or nd > bound or nd >= dist[w]:
+                                continue
+                            dist[w] = nd
+                            relaxations += 1
+                            if nd >= threshold:
+                                if not in_far[w]:
+                                    in_far[w] = True
+                                    pile[pile_count] = w
+                                    pile_count += 1
+                                continue
+                            listed_count, pile_count, chain, lowered = follow(
+                                dist, w, nd, hops, max_degree, row_ptr, col_ind, weight, source,
+                                bound, threshold, stamp, generation, in_far, listed, listed_count,
+                                pile, pile_count)
+                            relaxations += lowered
+                            followed += chain
+                            longest = max(longest, chain)
                 longest_chains += longest
                 for i in range(listed_count):
                     near[i] = listed[i]
@@ -213,19 +292,34 @@ def _kernel():
 _RUN = None
 
 
-def simulate(start: Start, hops: int, max_degree: int = DEFAULT_MAX_DEGREE) -> tuple[Counts, np.ndarray]:
+def simulate(start: Start, hops: int, max_degree: int = DEFAULT_MAX_DEGREE, *, threads: int = 0,
+             max_shift: int = MAX_SHIFT) -> tuple[Counts, np.ndarray]:
     """One near-far run from ``start`` with chains of ``hops`` vertices (0: none): its counts and
-    final distances (``start`` is not changed)."""
+    final distances (``start`` is not changed). ``threads`` > 0: the kernel's lanes (a push over
+    that many threads, groups up to 2^``max_shift`` lanes, one kept vertex per lane, chains after
+    every share); 0: every lowering below the threshold starts its own chain at once (the most the
+    chains can save)."""
     global _RUN
-    if hops < 0 or max_degree < 1:
-        raise ValueError(f"hops {hops} must be >= 0 and max_degree {max_degree} >= 1")
+    if hops < 0 or max_degree < 1 or threads < 0 or not 0 <= max_shift <= MAX_SHIFT:
+        raise ValueError(f"hops {hops} and threads {threads} must be >= 0, max_degree {max_degree} >= 1, "
+                         f"max_shift {max_shift} in [0, {MAX_SHIFT}]")
     if _RUN is None:
         _RUN = _kernel()
     dist = start.distances.astype(np.int64, copy=True)
     counts = _RUN(dist, start.frontier.astype(np.int64), start.row_ptr.astype(np.int64),
                   start.col_ind.astype(np.int64), start.weight.astype(np.int64), int(start.source),
-                  int(start.bound), max(int(start.delta), 1), int(hops), int(max_degree))
+                  int(start.bound), max(int(start.delta), 1), int(hops), int(max_degree), int(threads),
+                  int(max_shift))
     return Counts(*(int(c) for c in counts)), dist
+
+
+def fused_threads(num_vertices: int) -> int:
+    """The threads of the fused engine's push on an H200 (fused.work_blocks: one block per
+    VERTICES_PER_BLOCK vertices, at least one per multiprocessor, at most the co-resident ones)."""
+    from engines.sssp.cuda import fused
+
+    blocks = fused.work_blocks(num_vertices, H200_SMS * H200_BLOCKS_PER_SM, H200_SMS)
+    return blocks * BLOCK_THREADS
 
 
 def _distances_of(words: np.ndarray, bits: int) -> np.ndarray:
@@ -255,17 +349,18 @@ def captured_starts():
         host.propagate_near_far, host.PROPAGATION = propagate, choice
 
 
-def model(starts, hops_list, max_degree: int = DEFAULT_MAX_DEGREE) -> tuple[dict, dict, bool]:
-    """Every start run under each hops setting: ``({hops: Counts summed over the starts}, {hops:
-    each run's push iterations}, whether every setting ended with the chain-free run's
-    distances)``."""
+def model(starts, hops_list, max_degree: int = DEFAULT_MAX_DEGREE, *, threads: int = 0,
+          max_shift: int = MAX_SHIFT) -> tuple[dict, dict, bool]:
+    """Every start run under each hops setting (``simulate``'s lanes): ``({hops: Counts summed over
+    the starts}, {hops: each run's push iterations}, whether every setting ended with the
+    chain-free run's distances)``."""
     totals = {h: Counts() for h in hops_list}
     iterations = {h: [] for h in hops_list}
     same = True
     for start in starts:
         reference = None
         for h in hops_list:
-            counts, dist = simulate(start, h, max_degree)
+            counts, dist = simulate(start, h, max_degree, threads=threads, max_shift=max_shift)
             totals[h].add(counts)
             iterations[h].append(counts.iterations)
             if reference is None:
@@ -339,6 +434,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"ENGINES_PUSH_CHAIN settings (default {' '.join(map(str, DEFAULT_HOPS))})")
     ap.add_argument("--max-degree", type=int, default=DEFAULT_MAX_DEGREE,
                     help=f"ENGINES_PUSH_CHAIN_DEGREE (default {DEFAULT_MAX_DEGREE})")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="the push's threads, each lane keeping one vertex as the kernel does (default: "
+                         "the fused engine's grid on an H200 for the graph); 0: every lowering starts "
+                         "its own chain (the most chains can save)")
+    ap.add_argument("--max-shift", type=int, default=MAX_SHIFT,
+                    help=f"the widest group of lanes per vertex, as a shift (default {MAX_SHIFT}, the "
+                         "\"group\" expansion; 0: \"vertex\")")
     ap.add_argument("--json", type=Path, help="also write the counts here")
     ap.add_argument("--data-dir", type=Path, default=None)
     ap.add_argument("--cache-dir", type=Path, default=None)
@@ -350,21 +452,30 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if any(h < 0 for h in args.hops) or args.max_degree < 1 or (args.stream is not None and args.stream < 1):
         ap.error("--hops must be >= 0, --max-degree and --stream >= 1")
+    if (args.threads is not None and args.threads < 0) or not 0 <= args.max_shift <= MAX_SHIFT:
+        ap.error(f"--threads must be >= 0 and --max-shift in [0, {MAX_SHIFT}]")
     if args.stream and (args.batch_size < 4 or args.batch_size % 4):
         ap.error("--batch-size must be a positive multiple of 4 (bench/stream.py)")
     hops = list(dict.fromkeys([0] + args.hops))  # the chain-free run first: the reference
     starts = _starts_for(args)
-    totals, iterations, same = model(starts, hops, args.max_degree)
+    threads = args.threads
+    if threads is None:
+        threads = fused_threads(starts[0].distances.size) if starts else 0
+    totals, iterations, same = model(starts, hops, args.max_degree, threads=threads,
+                                     max_shift=args.max_shift)
     what = f"{args.stream} stream batches of {args.batch_size}" if args.stream else (
         "compute()" if args.compute else f"batch {args.batch}")
-    print(f"{args.graph}, {what}: {len(starts)} near-far runs, max_degree {args.max_degree}, "
+    lanes = (f"{threads:,} threads, groups up to {1 << args.max_shift} lanes" if threads
+             else "every lowering its own chain")
+    print(f"{args.graph}, {what}: {len(starts)} near-far runs, max_degree {args.max_degree}, {lanes}, "
           "per run:")
     print(table(totals, iterations, len(starts)))
     print("every setting ends with the chain-free distances" if same else
           "DEFECT: a setting ended with other distances than the chain-free run")
     if args.json:
         args.json.write_text(json.dumps({"graph": args.graph, "what": what, "runs": len(starts),
-                                         "max_degree": args.max_degree, "same_distances": same,
+                                         "max_degree": args.max_degree, "threads": threads,
+                                         "max_shift": args.max_shift, "same_distances": same,
                                          "counts": {str(h): asdict(c) for h, c in totals.items()},
                                          "iterations": {str(h): v for h, v in iterations.items()}},
                                         indent=2) + "\n")

@@ -44,30 +44,60 @@ def _dijkstra(n, src, dst, w, source=0):
     return np.where(np.isinf(d), M.UNREACHED, d).astype(np.int64)
 
 
+@pytest.mark.parametrize("lanes", [(0, 5), (64, 5), (4096, 5), (64, 0), (1, 0)])
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("hops, max_degree", [(0, 4), (1, 4), (3, 2), (8, 8), (20, 1)])
-def test_every_setting_ends_with_the_shortest_distances(seed, hops, max_degree):
+def test_every_setting_ends_with_the_shortest_distances(seed, hops, max_degree, lanes):
+    threads, max_shift = lanes
     rng = np.random.default_rng(seed)
     n = int(rng.integers(20, 400))
     m = int(rng.integers(n, 5 * n))
     src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
     w = rng.integers(1, 30, m)
     delta = int(rng.integers(1, 60))
-    counts, dist = M.simulate(_compute_start(n, src, dst, w, delta=delta), hops, max_degree)
+    counts, dist = M.simulate(_compute_start(n, src, dst, w, delta=delta), hops, max_degree,
+                              threads=threads, max_shift=max_shift)
     assert np.array_equal(dist, _dijkstra(n, src, dst, w))
     assert counts.followed == 0 if hops == 0 else counts.followed >= 0
     assert counts.relaxations >= int(np.count_nonzero(dist[1:] < M.UNREACHED))  # each reached once at least
 
 
-def test_a_path_takes_an_iteration_per_hops_plus_one_vertices():
+@pytest.mark.parametrize("threads", [0, 32, 33_792])
+def test_a_path_takes_an_iteration_per_hops_plus_one_vertices(threads):
     n = 500
     src = np.arange(n - 1)
     w = np.random.default_rng(3).integers(1, 4, n - 1)
     start = _compute_start(n, src, src + 1, w, delta=10**9)
     for hops in (0, 1, 4, 16):
-        counts, _ = M.simulate(start, hops)
+        counts, _ = M.simulate(start, hops, threads=threads)
         assert counts.iterations == (n if hops == 0 else (n - 1) // (hops + 1) + 1), hops
         assert counts.relaxations == n - 1 and counts.epochs == 0
+
+
+def test_a_lane_keeps_only_the_first_vertex_of_its_share():
+    """A star 0 -> 1..k, each leaf then a path of its own: with one lane per vertex ("vertex",
+    max_shift 0) the lane that pushes 0 keeps leaf 1 and lists the others, so only one path gets
+    ahead; with a lane per edge (groups of 32) every leaf is kept by its own lane and every path
+    advances hops + 1 vertices an iteration; every lowering its own chain (threads 0) does the
+    same."""
+    k, length = 8, 60
+    src, dst = [], []
+    for leaf in range(1, k + 1):
+        src.append(0)
+        dst.append(leaf)
+        path = [leaf] + [k + 1 + (leaf - 1) * length + j for j in range(length)]
+        src += path[:-1]
+        dst += path[1:]
+    src, dst = np.array(src), np.array(dst)
+    n = k + 1 + k * length
+    start = _compute_start(n, src, dst, np.ones(src.size, dtype=np.int64), delta=10**9)
+    hops = 4
+    wide = M.simulate(start, hops, threads=4096, max_shift=5)[0]
+    narrow = M.simulate(start, hops, threads=4096, max_shift=0)[0]
+    every = M.simulate(start, hops, threads=0)[0]
+    # each path (leaf + length vertices) is length + 1 vertices past the source
+    assert wide.iterations == every.iterations == (length + 1) // (hops + 1) + 1
+    assert narrow.iterations > wide.iterations and narrow.followed < wide.followed
 
 
 def test_a_vertex_wider_than_the_cap_is_listed_not_followed():
@@ -95,10 +125,17 @@ def test_a_small_delta_sends_chains_to_the_far_pile():
 
 def test_bad_settings_are_refused():
     start = _compute_start(3, np.array([0, 1]), np.array([1, 2]), np.array([1, 1]))
-    with pytest.raises(ValueError):
-        M.simulate(start, -1)
-    with pytest.raises(ValueError):
-        M.simulate(start, 2, max_degree=0)
+    for kwargs in ({"hops": -1}, {"hops": 2, "max_degree": 0}, {"hops": 2, "threads": -1},
+                   {"hops": 2, "max_shift": 6}):
+        with pytest.raises(ValueError):
+            M.simulate(start, **kwargs)
+
+
+def test_the_default_lanes_are_the_fused_grid_on_an_h200():
+    from engines.sssp.cuda import fused
+
+    assert M.fused_threads(114_599) == 132 * 256  # at least a block per multiprocessor
+    assert M.fused_threads(1_090_920) == min(-(-1_090_920 // fused.VERTICES_PER_BLOCK), 528) * 256
 
 
 def test_the_captured_start_of_an_update_ends_with_the_hosts_distances():

@@ -34,7 +34,8 @@ from __future__ import annotations
 from ... import errors
 from . import appends, push, switches
 
-#: The switch: the vertices a lane follows past the one it lowered (0 / unset / off: no chains).
+#: The switch: the vertices a lane follows (relaxes itself), the one it kept included (0 / unset /
+#: off: no chains).
 CHAIN_ENV = "ENGINES_PUSH_CHAIN"
 #: The widest vertex (out-edges) a lane follows; wider ones are listed.
 DEGREE_ENV = "ENGINES_PUSH_CHAIN_DEGREE"

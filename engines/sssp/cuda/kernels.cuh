@@ -786,8 +786,8 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
         if (nd < threshold) {
 #if SSSP_PUSH_CHAIN
             // the lane's first such vertex is followed after its share of the list (push_list,
-            // follow_chain); the others are listed
-            if (chain_start < V(0)) {
+            // follow_chain), from the lowest distance the lane gave it; the others are listed
+            if (chain_start < V(0) || chain_start == w) {
                 chain_start = w;
                 chain_distance = nd;
             } else {
