@@ -11,11 +11,14 @@ same way, and lists the others; after ``hops`` vertices followed, or at a vertex
 ``max_degree`` out-edges, it lists the vertex where it stopped. The result never depends on it
 (algorithm.md §5.12; kernels.cuh says why the fixpoint is the same).
 
-Modelled on the CPU (``python bench/chain_model.py``, the near-far schedule with the same
-following, in one legal order): a stream of 200 batches of 100 changes on luxembourg_osm takes
-132.6 push iterations per update without it, 68.3 with one hop and 48.3 with two (relaxations
-8,855, 8,852 and 8,868); roadNet-PA safe50k 83 -> 50 -> 43 iterations (relaxations +0.1 %, +4 %),
-roadNet-PA local10k 173 -> 104 -> 93 (+1 %, +6 %), all with ``max_degree`` 4.
+Modelled on the CPU (``python bench/chain_model.py``: the near-far schedule with the kernel's
+lanes, one legal order; every setting ends with the chain-free distances), with 0, 1, 2 and 4 hops
+and ``max_degree`` 4: a stream of 400 batches of 100 changes on luxembourg_osm, median push
+iterations per update 51 -> 26.5 -> 19.5 -> 15 (relaxations +0.2 %, +0.5 %, +1.5 %); roadNet-PA
+safe50k 83 -> 53 -> 46 -> 47 (+3.8 %, +8.7 %, +13.9 %), local10k 173 -> 106 -> 94 -> 96 (+3.9 %,
++9.3 %, +17 %), compute() 1,310 -> 821 -> 754 -> 737 (+4.1 %, +10.5 %, +18.9 %). On the GPU an
+iteration costs a grid barrier and a dependent chain of L2 round trips; a followed vertex adds its
+own round trips to its lane's, so fewer iterations pay only where the chains stay short.
 
 Off by default, GPU-unverified: ``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; unset, 0 or ``off``
 keeps the default kernels, which compile from the same tokens as without the variant) selects it
