@@ -113,6 +113,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // (chains.py push_argument).
 #define SSSP_CHAIN_FIELD_BITS 8
 #define SSSP_CHAIN_FIELD_MASK 0xffu
+// Edges of a followed vertex a lane relaxes per step (follow_chain): their loads issued together,
+// then their atomics. Four made ptxas spill the solo and captured fused modules (make cuda-check).
+#define SSSP_CHAIN_EDGE_BATCH 2
 // Entries of the near-list length log (engines/sssp/cuda/push.py NEAR_LOG_CAPACITY): push
 // iteration i of a run writes its near count at i while i is below it (push_profile).
 #define SSSP_NEAR_LOG_CAPACITY 65536
@@ -711,39 +714,63 @@ __device__ __forceinline__ void follow_chain(const CsrView<V, O>& out, const Pac
     // the nested divergent loops (inside push_list's) made ptxas spill (make cuda-check).
     u32 left = limits.hops;  // vertices this lane may still follow, w included
     bool fresh = true;       // w's edge range not loaded yet
-    O e = 0;
-    O end = 0;
+    // 64-bit positions: with 32-bit offsets a step's e + SSSP_CHAIN_EDGE_BATCH must not wrap near
+    // 2^31 - 1
+    i64 e = 0;
+    i64 end = 0;
     V next = V(-1);
     u64 d_next = 0;
     for (;;) {
         if (fresh) {
             if (left == 0) break;  // out of hops: list w
-            e = out.begin(w);
-            end = out.end(w);
-            if (static_cast<i64>(end) - static_cast<i64>(e) > static_cast<i64>(limits.max_degree)) {
+            e = static_cast<i64>(out.begin(w));
+            end = static_cast<i64>(out.end(w));
+            if (end - e > static_cast<i64>(limits.max_degree)) {
                 break;  // too wide for one lane: list w
             }
             --left;
             fresh = false;
         }
-        if (e < end) {  // relax w's edge e from dw
-            const V x = out.neighbour(e);
-            const u64 nd = dw + out.weight_of(e);
-            ++e;
-            // the source is never relaxed; an offer above the bound is never packed (algorithm.md §4.2)
-            if (x == source || nd > bound) continue;
-            const u64 old = atomicMin(words + x, pack(k, nd, static_cast<i64>(w)));
-            if (nd >= word_distance(k, old)) continue;  // not lowered by this lane
-            if (nd >= threshold) {
-                // a plain atomicAdd, not the warp-aggregated append: a warp-synchronous call here
-                // made ptxas spill (make cuda-check), and a chain's far entries are few
-                if (atomicExch(in_far + x, 1) == 0) pile[atomic_add(pile_count, V(1))] = x;
-            } else if (next < V(0)) {
-                next = x;
-                d_next = nd;
-            } else {
-                list_near<V>(x, generation, stamp, next_list, next_count, queue);
+        if (e < end) {
+            // SSSP_CHAIN_EDGE_BATCH of w's edges from dw at once: their loads, then their atomic
+            // minima, issued before any result is used, so a step costs its lane two round trips
+            // (edges, atomics) for that many edges instead of two per edge
+            V x[SSSP_CHAIN_EDGE_BATCH];
+            u64 nd[SSSP_CHAIN_EDGE_BATCH];
+            bool live[SSSP_CHAIN_EDGE_BATCH];
+#pragma unroll
+            for (int j = 0; j < SSSP_CHAIN_EDGE_BATCH; ++j) {
+                const i64 f = e + j;
+                live[j] = f < end;
+                x[j] = live[j] ? out.neighbour(static_cast<O>(f)) : source;
+                nd[j] = dw + (live[j] ? out.weight_of(static_cast<O>(f)) : 0ull);
+                // the source is never relaxed; an offer above the bound is never packed
+                // (algorithm.md §4.2)
+                live[j] = live[j] && x[j] != source && nd[j] <= bound;
             }
+            u64 old[SSSP_CHAIN_EDGE_BATCH];
+#pragma unroll
+            for (int j = 0; j < SSSP_CHAIN_EDGE_BATCH; ++j) {
+                old[j] = live[j] ? atomicMin(words + x[j], pack(k, nd[j], static_cast<i64>(w)))
+                                 : 0ull;
+            }
+#pragma unroll
+            for (int j = 0; j < SSSP_CHAIN_EDGE_BATCH; ++j) {
+                if (!live[j] || nd[j] >= word_distance(k, old[j])) continue;  // not lowered here
+                if (nd[j] >= threshold) {
+                    // a plain atomicAdd, not the warp-aggregated append: a warp-synchronous call
+                    // here made ptxas spill (make cuda-check), and a chain's far entries are few
+                    if (atomicExch(in_far + x[j], 1) == 0) {
+                        pile[atomic_add(pile_count, V(1))] = x[j];
+                    }
+                } else if (next < V(0)) {
+                    next = x[j];
+                    d_next = nd[j];
+                } else {
+                    list_near<V>(x[j], generation, stamp, next_list, next_count, queue);
+                }
+            }
+            e += SSSP_CHAIN_EDGE_BATCH;
             continue;
         }
         if (next < V(0)) return;  // w's edges lowered nothing below the threshold
