@@ -21,8 +21,10 @@ own chain at once: the most the chains can save (optimistic by up to 2x above on
 grid, review of f53eea2).
 
 Per setting it reports the push iterations, epochs, relaxations (lowerings), the vertices pushed
-from near lists, the vertices followed, and the sum over iterations of the longest chain followed
-in each (the lane that ends an iteration last: what the chains add to the iterations' time).
+from near lists, the vertices followed, the sum over iterations of the longest chain followed in
+each, in vertices and in dependent L2 round trips (the lane that ends an iteration last: what the
+chains add to the iterations' time), and a cost: the iterations' critical path in round trips
+(ITERATION_ROUND_TRIPS an iteration, a guessed constant, plus the chains'), against no chains.
 Distances only: a parent-only win (same distance, lower id) never lists a vertex, so it does not
 change these counts.
 
@@ -55,6 +57,14 @@ UNREACHED = np.int64(2**62)
 DEFAULT_HOPS = (0, 1, 2, 4, 8)
 #: ENGINES_PUSH_CHAIN_DEGREE's default (chains.DEFAULT_DEGREE).
 DEFAULT_MAX_DEGREE = 4
+#: Edges of a followed vertex a lane relaxes per step (kernels.cuh SSSP_CHAIN_EDGE_BATCH): a step
+#: is two dependent L2 round trips (the edges' loads, their atomics).
+CHAIN_EDGE_BATCH = 2
+#: What a push iteration costs without chains, in dependent L2 round trips: its grid barrier and the
+#: chain near list -> word and range -> edges -> atomic -> claim -> append -> count. About 4.5 us a
+#: grid sync on the H200 (bench/update_anatomy.py, luxembourg_osm, 8ac346d) at about 0.6 us a round
+#: trip: the cost column's one constant, a guess to be measured, not a measurement.
+ITERATION_ROUND_TRIPS = 8
 #: The widest push group's shift (push.MAX_GROUP_SHIFT: the "group" expansion; 0 is "vertex").
 MAX_SHIFT = 5
 #: The H200's multiprocessors, the fused kernel's co-resident blocks per multiprocessor
@@ -90,6 +100,7 @@ class Counts:
     pushed: int = 0
     followed: int = 0
     longest_chains: int = 0
+    chain_round_trips: int = 0
 
     def add(self, other: "Counts") -> None:
         for name, value in asdict(other).items():
@@ -107,6 +118,7 @@ def _kernel():
         left = hops
         chain = 0
         lowered = 0
+        trips = 0
         while True:
             if left == 0 or row_ptr[cur + 1] - row_ptr[cur] > max_degree:
                 if stamp[cur] != generation:
@@ -116,6 +128,9 @@ def _kernel():
                 break
             left -= 1
             chain += 1
+            # the edge range, then a load and an atomic round per CHAIN_EDGE_BATCH edges
+            width = row_ptr[cur + 1] - row_ptr[cur]
+            trips += 1 + 2 * ((width + CHAIN_EDGE_BATCH - 1) // CHAIN_EDGE_BATCH)
             nxt = -1
             dnxt = 0
             for f in range(row_ptr[cur], row_ptr[cur + 1]):
@@ -141,7 +156,7 @@ def _kernel():
                 break
             cur = nxt
             dcur = dnxt
-        return listed_count, pile_count, chain, lowered
+        return listed_count, pile_count, chain, lowered, trips
 
     @nb.njit(cache=True)
     def run(dist, frontier, row_ptr, col_ind, weight, source, bound, delta, hops, max_degree,
@@ -174,7 +189,7 @@ def _kernel():
                 in_far[v] = True
                 pile[pile_count] = v
                 pile_count += 1
-        iterations = epochs = relaxations = pushed = followed = longest_chains = 0
+        iterations = epochs = relaxations = pushed = followed = longest_chains = chain_trips = 0
         while True:
             if near_count > 0:
                 iterations += 1
@@ -182,6 +197,7 @@ def _kernel():
                 pushed += near_count
                 listed_count = 0
                 longest = 0
+                longest_trips = 0
                 if threads > 0:
                     # lanes as the kernel has them (push_list): the group shift's rule, lane t of
                     # group g = t >> shift takes items g, g + groups, ... and their edges lane,
@@ -226,13 +242,14 @@ def _kernel():
                                 listed_count += 1
                     for t in range(kept_count):
                         lane = kept_lane[t]
-                        listed_count, pile_count, chain, lowered = follow(
+                        listed_count, pile_count, chain, lowered, trips = follow(
                             dist, kept_vertex[lane], kept_distance[lane], hops, max_degree, row_ptr,
                             col_ind, weight, source, bound, threshold, stamp, generation, in_far,
                             listed, listed_count, pile, pile_count)
                         relaxations += lowered
                         followed += chain
                         longest = max(longest, chain)
+                        longest_trips = max(longest_trips, trips)
                 else:
                     # every lowering below the threshold starts its own chain at once
                     for i in range(near_count):
@@ -251,14 +268,16 @@ def _kernel():
                                     pile[pile_count] = w
                                     pile_count += 1
                                 continue
-                            listed_count, pile_count, chain, lowered = follow(
+                            listed_count, pile_count, chain, lowered, trips = follow(
                                 dist, w, nd, hops, max_degree, row_ptr, col_ind, weight, source,
                                 bound, threshold, stamp, generation, in_far, listed, listed_count,
                                 pile, pile_count)
                             relaxations += lowered
                             followed += chain
                             longest = max(longest, chain)
+                            longest_trips = max(longest_trips, trips)
                 longest_chains += longest
+                chain_trips += longest_trips
                 for i in range(listed_count):
                     near[i] = listed[i]
                 near_count = listed_count
@@ -284,7 +303,7 @@ def _kernel():
                     pile[kept] = v
                     kept += 1
             pile_count = kept
-        return iterations, epochs, relaxations, pushed, followed, longest_chains
+        return iterations, epochs, relaxations, pushed, followed, longest_chains, chain_trips
 
     return run
 
@@ -405,18 +424,28 @@ def _starts_for(args) -> list[Start]:
     return starts
 
 
+def cost(counts: Counts) -> int:
+    """The push iterations' critical path in dependent L2 round trips: ITERATION_ROUND_TRIPS an
+    iteration, plus each iteration's longest chain (a model, with one guessed constant)."""
+    return counts.iterations * ITERATION_ROUND_TRIPS + counts.chain_round_trips
+
+
 def table(totals: dict, iterations: dict, runs: int) -> str:
     """The counts per run (the mean over the starts; the push iterations' median too, what
-    bench/update_anatomy.py prints of a GPU stream), one row per hops setting."""
+    bench/update_anatomy.py prints of a GPU stream), one row per hops setting; the last column is
+    ``cost`` against the first row's."""
     head = f"{'hops':>5} {'iterations':>11} {'median':>7} {'epochs':>7} {'relaxations':>12} " \
-           f"{'pushed':>10} {'followed':>10} {'longest chains':>15}"
+           f"{'pushed':>10} {'followed':>10} {'longest chains':>15} {'chain trips':>12} {'cost':>6}"
     rows = [head]
+    base = None
     for h, c in totals.items():
         k = max(runs, 1)
         median = float(np.median(iterations[h])) if iterations[h] else 0.0
+        base = cost(c) if base is None else base
         rows.append(f"{h:>5} {c.iterations / k:>11.1f} {median:>7.1f} {c.epochs / k:>7.1f} "
                     f"{c.relaxations / k:>12.0f} {c.pushed / k:>10.0f} {c.followed / k:>10.0f} "
-                    f"{c.longest_chains / k:>15.1f}")
+                    f"{c.longest_chains / k:>15.1f} {c.chain_round_trips / k:>12.1f} "
+                    f"{cost(c) / max(base, 1):>6.2f}")
     return "\n".join(rows)
 
 

@@ -188,3 +188,21 @@ def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         M.main(argv)
     assert exc.value.code == 2
+
+
+def test_the_chains_round_trips_and_the_cost_on_a_path():
+    """On a path one lane follows every chain: a followed vertex of one out-edge costs its range
+    and one step (1 + 2 round trips), the last vertex (no out-edge) its range only; the cost is
+    ITERATION_ROUND_TRIPS an iteration plus those."""
+    n, hops = 500, 4
+    src = np.arange(n - 1)
+    start = _compute_start(n, src, src + 1, np.ones(n - 1, dtype=np.int64), delta=10**9)
+    counts, _ = M.simulate(start, hops, threads=4096)
+    assert counts.iterations == 100 and counts.followed == 99 * hops + 4
+    assert counts.chain_round_trips == 99 * 3 * hops + (3 + 3 + 3 + 1)
+    assert M.cost(counts) == 100 * M.ITERATION_ROUND_TRIPS + counts.chain_round_trips
+    plain, _ = M.simulate(start, 0, threads=4096)
+    assert plain.chain_round_trips == 0 and M.cost(plain) == n * M.ITERATION_ROUND_TRIPS
+    text = M.table({0: plain, hops: counts}, {0: [n], hops: [100]}, 1)
+    assert text.splitlines()[1].split()[-1] == "1.00"
+    assert float(text.splitlines()[2].split()[-1]) == pytest.approx(M.cost(counts) / M.cost(plain), abs=0.005)
