@@ -57,6 +57,9 @@ UNREACHED = np.int64(2**62)
 DEFAULT_HOPS = (0, 1, 2, 4, 8)
 #: ENGINES_PUSH_CHAIN_DEGREE's default (chains.DEFAULT_DEGREE).
 DEFAULT_MAX_DEGREE = 4
+#: What an offer did (_kernel's lower): nothing, lowered to the far pile's side, lowered below the
+#: threshold.
+NOT_LOWERED, FAR, NEAR = 0, 1, 2
 #: Edges of a followed vertex a lane relaxes per step (kernels.cuh SSSP_CHAIN_EDGE_BATCH): a step
 #: is two dependent L2 round trips (the edges' loads, their atomics).
 CHAIN_EDGE_BATCH = 2
@@ -111,6 +114,22 @@ def _kernel():
     import numba as nb
 
     @nb.njit(cache=True)
+    def lower(dist, x, nd, source, bound, threshold, in_far, pile, pile_count):
+        """An offer of distance nd to x (push_edge's rule): (NOT_LOWERED, FAR: lowered to the
+        threshold or above, onto the far pile on its in_far 0 -> 1 transition, or NEAR: lowered
+        below it), and the pile's new length."""
+        if x == source or nd > bound or nd >= dist[x]:
+            return NOT_LOWERED, pile_count
+        dist[x] = nd
+        if nd < threshold:
+            return NEAR, pile_count
+        if not in_far[x]:
+            in_far[x] = True
+            pile[pile_count] = x
+            pile_count += 1
+        return FAR, pile_count
+
+    @nb.njit(cache=True)
     def follow(dist, cur, dcur, hops, max_degree, row_ptr, col_ind, weight, source, bound, threshold,
                stamp, generation, in_far, listed, listed_count, pile, pile_count):
         """kernels.cuh follow_chain from cur (lowered to dcur): (listed_count, pile_count,
@@ -136,16 +155,13 @@ def _kernel():
             for f in range(row_ptr[cur], row_ptr[cur + 1]):
                 x = col_ind[f]
                 ndx = dcur + weight[f]
-                if x == source or ndx > bound or ndx >= dist[x]:
+                state, pile_count = lower(dist, x, ndx, source, bound, threshold, in_far, pile, pile_count)
+                if state == NOT_LOWERED:
                     continue
-                dist[x] = ndx
                 lowered += 1
-                if ndx >= threshold:
-                    if not in_far[x]:
-                        in_far[x] = True
-                        pile[pile_count] = x
-                        pile_count += 1
-                elif nxt < 0:
+                if state == FAR:
+                    continue
+                if nxt < 0:
                     nxt = x
                     dnxt = ndx
                 elif stamp[x] != generation:
@@ -218,15 +234,10 @@ def _kernel():
                         for e in range(begin, row_ptr[u + 1]):
                             w = col_ind[e]
                             nd = du + weight[e]
-                            if w == source or nd > bound or nd >= dist[w]:
-                                continue
-                            dist[w] = nd
-                            relaxations += 1
-                            if nd >= threshold:
-                                if not in_far[w]:
-                                    in_far[w] = True
-                                    pile[pile_count] = w
-                                    pile_count += 1
+                            state, pile_count = lower(dist, w, nd, source, bound, threshold, in_far, pile,
+                                                      pile_count)
+                            relaxations += state != NOT_LOWERED
+                            if state != NEAR:
                                 continue
                             lane = (i % groups) * width + (e - begin) % width
                             if kept_vertex[lane] < 0:
@@ -258,15 +269,10 @@ def _kernel():
                         for e in range(row_ptr[u], row_ptr[u + 1]):
                             w = col_ind[e]
                             nd = du + weight[e]
-                            if w == source or nd > bound or nd >= dist[w]:
-                                continue
-                            dist[w] = nd
-                            relaxations += 1
-                            if nd >= threshold:
-                                if not in_far[w]:
-                                    in_far[w] = True
-                                    pile[pile_count] = w
-                                    pile_count += 1
+                            state, pile_count = lower(dist, w, nd, source, bound, threshold, in_far, pile,
+                                                      pile_count)
+                            relaxations += state != NOT_LOWERED
+                            if state != NEAR:
                                 continue
                             listed_count, pile_count, chain, lowered, trips = follow(
                                 dist, w, nd, hops, max_degree, row_ptr, col_ind, weight, source,
