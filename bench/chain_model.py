@@ -16,7 +16,8 @@ listed, up to ``hops`` vertices; the vertex where it stops (out of hops, or wide
 ``max_degree`` out-edges) is listed. Lanes as the kernel has them (``--threads``, by default the
 fused engine's grid on an H200 for the graph; the group rule of push.py up to ``--max-shift``):
 each lane keeps the first vertex it lowers below the threshold in its share and lists the others,
-and the kept vertices' chains run after every share. ``--threads 0`` lets every lowering start its
+and the kept vertices' chains run after every share, in iterations whose list is short enough for
+the widest group only (kernels.cuh push_list). ``--threads 0`` lets every lowering start its
 own chain at once: the most the chains can save (optimistic by up to 2x above one or two hops on a
 grid, review of f53eea2).
 
@@ -223,6 +224,8 @@ def _kernel():
                     while shift > 0 and (near_count << shift) > threads:
                         shift -= 1
                     width = 1 << shift
+                    # chains only in lists short enough for the widest group (kernels.cuh push_list)
+                    chain_hops = hops if shift == max_shift else 0
                     groups = max(threads >> shift, 1)
                     for t in range(kept_count):
                         kept_vertex[kept_lane[t]] = -1
@@ -254,7 +257,7 @@ def _kernel():
                     for t in range(kept_count):
                         lane = kept_lane[t]
                         listed_count, pile_count, chain, lowered, trips = follow(
-                            dist, kept_vertex[lane], kept_distance[lane], hops, max_degree, row_ptr,
+                            dist, kept_vertex[lane], kept_distance[lane], chain_hops, max_degree, row_ptr,
                             col_ind, weight, source, bound, threshold, stamp, generation, in_far,
                             listed, listed_count, pile, pile_count)
                         relaxations += lowered

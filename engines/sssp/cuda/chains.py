@@ -11,14 +11,19 @@ same way, and lists the others; after ``hops`` vertices followed, or at a vertex
 ``max_degree`` out-edges, it lists the vertex where it stopped. The result never depends on it
 (algorithm.md §5.12; kernels.cuh says why the fixpoint is the same).
 
+Chains run only in push iterations whose near list is short enough for every vertex to get the
+widest group of lanes (kernels.cuh push_list): in a list that fills the grid the iteration is work,
+not latency, and one lane's chain would only make the others wait.
+
 Modelled on the CPU (``python bench/chain_model.py``: the near-far schedule with the kernel's
 lanes, one legal order; every setting ends with the chain-free distances), with 0, 1, 2 and 4 hops
-and ``max_degree`` 4: a stream of 400 batches of 100 changes on luxembourg_osm, median push
-iterations per update 51 -> 26.5 -> 19.5 -> 15 (relaxations +0.2 %, +0.5 %, +1.5 %); roadNet-PA
-safe50k 83 -> 53 -> 46 -> 47 (+3.8 %, +8.7 %, +13.9 %), local10k 173 -> 106 -> 94 -> 96 (+3.9 %,
-+9.3 %, +17 %), compute() 1,310 -> 821 -> 754 -> 737 (+4.1 %, +10.5 %, +18.9 %). On the GPU an
-iteration costs a grid barrier and a dependent chain of L2 round trips; a followed vertex adds its
-own round trips to its lane's, so fewer iterations pay only where the chains stay short.
+and ``max_degree`` 4, push iterations, relaxations and the model's critical-path cost (iterations
+at a guessed 8 dependent L2 round trips each plus the longest chain's round trips): a stream of 400
+batches of 100 changes on luxembourg_osm, median iterations per update 51 -> 26.5 -> 19.5 -> 15,
+relaxations +0.2 %, +0.3 %, +1.0 %, cost 1.00 -> 0.77 -> 0.71 -> 0.71; roadNet-PA safe50k 83 -> 59
+-> 58 -> 58 iterations, +0.5 %, 0 %, 0 %, cost 0.93, 1.07, 1.33; roadNet-PA local10k 173 -> 111
+-> 103 -> 103, +0.4 %, +3 %, +5 %, cost 0.99, 1.20, 1.68. So two hops for small updates, one at
+most for large batches, if the GPU agrees with the model's constant.
 
 Off by default, GPU-unverified: ``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; unset, 0 or ``off``
 keeps the default kernels, which compile from the same tokens as without the variant) selects it

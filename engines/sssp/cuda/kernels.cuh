@@ -900,11 +900,19 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
                                           u64* words, i32* stamp, i32* in_far, V* next_list,
                                           V* next_count, V* pile, V* pile_count) {
 #if SSSP_PUSH_CHAIN
-    const ChainLimits chain = take_chain_limits(max_shift);
+    ChainLimits chain = take_chain_limits(max_shift);
     V chain_start = V(-1);  // the first vertex this lane lowers below the threshold, if any
     u64 chain_distance = 0;  // the distance it gave it
 #endif
     const u32 shift = push_group_shift(static_cast<i64>(count), g.stride, max_shift);
+#if SSSP_PUSH_CHAIN
+    // Chains only where the list is short enough for every vertex to get the widest group: in a
+    // list that fills the grid the iteration is work, not latency, and a lane's chain would only
+    // make the others wait (bench/chain_model.py: roadNet-PA safe50k, one hop, 83 -> 59 push
+    // iterations at +0.5 % relaxations with this rule, 83 -> 53 at +3.8 % without). A kept vertex
+    // is then listed by follow_chain at once (no hops). Uniform: every thread has the same shift.
+    if (shift < max_shift) chain.hops = 0;
+#endif
     const O width = static_cast<O>(1u << shift);
     const O lane = static_cast<O>(lane_id() & ((1u << shift) - 1u));
 #if SSSP_WIDE_PASSES
