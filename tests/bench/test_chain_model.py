@@ -206,3 +206,23 @@ def test_the_chains_round_trips_and_the_cost_on_a_path():
     text = M.table({0: plain, hops: counts}, {0: [n], hops: [100]}, 1)
     assert text.splitlines()[1].split()[-1] == "1.00"
     assert float(text.splitlines()[2].split()[-1]) == pytest.approx(M.cost(counts) / M.cost(plain), abs=0.005)
+
+
+def test_chains_run_only_in_lists_short_enough_for_the_widest_group():
+    """kernels.cuh push_list's rule, modelled: a source with 8 leaves, each the start of a path of
+    10 more vertices, 4 hops. Over 4,096 threads every list gets groups of 32 lanes: iteration 1
+    follows each leaf's chain to its 4th path vertex, iteration 2 from there to the 9th, iteration
+    3 pushes the last: 3 iterations. Over 64 threads the 8-vertex lists get groups of 8 lanes, so
+    only iteration 1 (a list of one) follows chains; the rest advance a vertex an iteration: 8."""
+    leaves, length, hops = 8, 10, 4
+    src, dst = [], []
+    for leaf in range(1, leaves + 1):
+        path = [leaf] + [leaves + 1 + (leaf - 1) * length + j for j in range(length)]
+        src += [0] + path[:-1]
+        dst += [leaf] + path[1:]
+    n = leaves + 1 + leaves * length
+    src, dst = np.array(src), np.array(dst)
+    start = _compute_start(n, src, dst, np.ones(src.size, dtype=np.int64), delta=10**9)
+    assert M.simulate(start, hops, threads=4096)[0].iterations == 3
+    assert M.simulate(start, hops, threads=64)[0].iterations == 8
+    assert M.simulate(start, 0, threads=64)[0].iterations == length + 2

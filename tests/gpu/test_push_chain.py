@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import engines
-from engines.sssp.cuda import appends, chains
+from engines.sssp.cuda import appends, chains, fused
 from .. import harness as H
 from conformance import oracles as O
 from . import ops_support as S
@@ -191,3 +191,35 @@ def test_a_refused_setting_changes_nothing(monkeypatch, setting):
     if S.fused_available():
         with pytest.raises(engines.errors.InvalidArgumentError, match="ENGINES_"):
             engines.sssp.compute(graph, 0, backend="cuda", cuda_engine="fused")
+
+
+def test_chains_run_only_in_lists_short_enough_for_the_widest_group(with_appends):
+    """kernels.cuh push_list's rule on the engines: a source with 16 leaves, each the start of a
+    path of 10 more vertices, 4 hops, delta past every distance. On one block (256 threads: the
+    fused grid under ENGINES_FUSED_MAX_BLOCKS=1, the device loop's under
+    ENGINES_OPERATORS_LOOP_BLOCKS=1) iteration 1 (a list of one) follows every leaf's chain, but
+    the 16-vertex lists after it get groups of 16 lanes, not 32: no chains, a vertex an iteration,
+    8 iterations. The operators host loop launches each push with the widest groups (push.py
+    launch_threads), so its chains run on: 3 iterations (bench/chain_model.py gives 8 and 3 for 256
+    and 512 threads). Without chains: 12."""
+    with_appends.setenv(fused.MAX_BLOCKS_ENV, "1")
+    with_appends.setenv("ENGINES_OPERATORS_LOOP_BLOCKS", "1")
+    leaves, length = 16, 10
+    src, dst = [], []
+    for leaf in range(1, leaves + 1):
+        path = [leaf] + [leaves + 1 + (leaf - 1) * length + j for j in range(length)]
+        src += [0] + path[:-1]
+        dst += [leaf] + path[1:]
+    n = leaves + 1 + leaves * length
+    src, dst = np.array(src), np.array(dst)
+    w = np.ones(src.size, dtype=np.int64)
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    exp_d, exp_p = O.canonical_tree(n, 0, src, dst, w)
+    configs = tuple(c for c in ("fused", "operators", "operators-host") if c in _configs())
+    expected = {"fused": 8, "operators": 8, "operators-host": 3}
+    for hops, counts in (("0", dict.fromkeys(expected, 12)), ("4", expected)):
+        with_appends.setenv(chains.CHAIN_ENV, hops)
+        results = S.compute_all(graph, 0, engines=configs, delta=10**6)
+        for name in configs:
+            H.assert_tree_equals(results[name], exp_d, exp_p, f"leaves {name} hops {hops}")
+            assert results[name].stats.iterations == counts[name], (name, hops, results[name].stats)
