@@ -61,6 +61,9 @@ DEFAULT_MAX_DEGREE = 4
 #: What an offer did (_kernel's lower): nothing, lowered to the far pile's side, lowered below the
 #: threshold.
 NOT_LOWERED, FAR, NEAR = 0, 1, 2
+#: One iteration's chains (_kernel's follow adds to them): vertices followed, lowered, and the
+#: longest chain in vertices and in round trips.
+TALLY_FOLLOWED, TALLY_LOWERED, TALLY_LONGEST, TALLY_LONGEST_TRIPS = 0, 1, 2, 3
 #: Edges of a followed vertex a lane relaxes per step (kernels.cuh SSSP_CHAIN_EDGE_BATCH): a step
 #: is two dependent L2 round trips (the edges' loads, their atomics).
 CHAIN_EDGE_BATCH = 2
@@ -132,9 +135,10 @@ def _kernel():
 
     @nb.njit(cache=True)
     def follow(dist, cur, dcur, hops, max_degree, row_ptr, col_ind, weight, source, bound, threshold,
-               stamp, generation, in_far, listed, listed_count, pile, pile_count):
-        """kernels.cuh follow_chain from cur (lowered to dcur): (listed_count, pile_count,
-        vertices followed, vertices lowered)."""
+               stamp, generation, in_far, listed, listed_count, pile, pile_count, tally):
+        """kernels.cuh follow_chain from cur (lowered to dcur): (listed_count, pile_count); adds
+        to ``tally`` (TALLY_*) the vertices it followed and lowered, and raises the iteration's
+        longest chain in vertices and in round trips."""
         left = hops
         chain = 0
         lowered = 0
@@ -173,7 +177,11 @@ def _kernel():
                 break
             cur = nxt
             dcur = dnxt
-        return listed_count, pile_count, chain, lowered, trips
+        tally[TALLY_FOLLOWED] += chain
+        tally[TALLY_LOWERED] += lowered
+        tally[TALLY_LONGEST] = max(tally[TALLY_LONGEST], chain)
+        tally[TALLY_LONGEST_TRIPS] = max(tally[TALLY_LONGEST_TRIPS], trips)
+        return listed_count, pile_count
 
     @nb.njit(cache=True)
     def run(dist, frontier, row_ptr, col_ind, weight, source, bound, delta, hops, max_degree,
@@ -189,6 +197,7 @@ def _kernel():
         kept_distance = np.zeros(lanes, np.int64)
         kept_lane = np.empty(lanes, np.int64)  # the lanes that keep one, in the order they did
         kept_count = 0
+        tally = np.zeros(4, np.int64)  # one iteration's chains (TALLY_*)
         generation = 1
         first = UNREACHED
         for v in frontier:
@@ -213,80 +222,64 @@ def _kernel():
                 generation += 1
                 pushed += near_count
                 listed_count = 0
-                longest = 0
-                longest_trips = 0
+                tally[:] = 0
+                # Lanes as the kernel has them (push_list; threads > 0): the group shift's rule,
+                # lane t of group g = t >> shift takes items g, g + groups, ... and their edges lane,
+                # lane + width, ...; it keeps the first vertex it lowers below the threshold and
+                # follows it after every lane's share (one legal order), and only in lists short
+                # enough for the widest group. threads 0: every such lowering is followed at once.
+                chain_hops = hops
+                width = groups = 1
                 if threads > 0:
-                    # lanes as the kernel has them (push_list): the group shift's rule, lane t of
-                    # group g = t >> shift takes items g, g + groups, ... and their edges lane,
-                    # lane + width, ...; it keeps the first vertex it lowers below the threshold
-                    # and follows it after every lane's share (one legal order)
                     shift = max_shift
                     while shift > 0 and (near_count << shift) > threads:
                         shift -= 1
                     width = 1 << shift
-                    # chains only in lists short enough for the widest group (kernels.cuh push_list)
-                    chain_hops = hops if shift == max_shift else 0
                     groups = max(threads >> shift, 1)
-                    for t in range(kept_count):
-                        kept_vertex[kept_lane[t]] = -1
-                    kept_count = 0
-                    for i in range(near_count):
-                        u = near[i]
-                        du = dist[u]
-                        begin = row_ptr[u]
-                        for e in range(begin, row_ptr[u + 1]):
-                            w = col_ind[e]
-                            nd = du + weight[e]
-                            state, pile_count = lower(dist, w, nd, source, bound, threshold, in_far, pile,
-                                                      pile_count)
-                            relaxations += state != NOT_LOWERED
-                            if state != NEAR:
-                                continue
-                            lane = (i % groups) * width + (e - begin) % width
-                            if kept_vertex[lane] < 0:
-                                kept_lane[kept_count] = lane
-                                kept_count += 1
-                                kept_vertex[lane] = w
-                                kept_distance[lane] = nd
-                            elif kept_vertex[lane] == w:
-                                kept_distance[lane] = nd
-                            elif stamp[w] != generation:
-                                stamp[w] = generation
-                                listed[listed_count] = w
-                                listed_count += 1
-                    for t in range(kept_count):
-                        lane = kept_lane[t]
-                        listed_count, pile_count, chain, lowered, trips = follow(
-                            dist, kept_vertex[lane], kept_distance[lane], chain_hops, max_degree, row_ptr,
-                            col_ind, weight, source, bound, threshold, stamp, generation, in_far,
-                            listed, listed_count, pile, pile_count)
-                        relaxations += lowered
-                        followed += chain
-                        longest = max(longest, chain)
-                        longest_trips = max(longest_trips, trips)
-                else:
-                    # every lowering below the threshold starts its own chain at once
-                    for i in range(near_count):
-                        u = near[i]
-                        du = dist[u]
-                        for e in range(row_ptr[u], row_ptr[u + 1]):
-                            w = col_ind[e]
-                            nd = du + weight[e]
-                            state, pile_count = lower(dist, w, nd, source, bound, threshold, in_far, pile,
-                                                      pile_count)
-                            relaxations += state != NOT_LOWERED
-                            if state != NEAR:
-                                continue
-                            listed_count, pile_count, chain, lowered, trips = follow(
-                                dist, w, nd, hops, max_degree, row_ptr, col_ind, weight, source,
-                                bound, threshold, stamp, generation, in_far, listed, listed_count,
-                                pile, pile_count)
-                            relaxations += lowered
-                            followed += chain
-                            longest = max(longest, chain)
-                            longest_trips = max(longest_trips, trips)
-                longest_chains += longest
-                chain_trips += longest_trips
+                    chain_hops = hops if shift == max_shift else 0
+                for t in range(kept_count):
+                    kept_vertex[kept_lane[t]] = -1
+                kept_count = 0
+                for i in range(near_count):
+                    u = near[i]
+                    du = dist[u]
+                    begin = row_ptr[u]
+                    for e in range(begin, row_ptr[u + 1]):
+                        w = col_ind[e]
+                        nd = du + weight[e]
+                        state, pile_count = lower(dist, w, nd, source, bound, threshold, in_far, pile,
+                                                  pile_count)
+                        relaxations += state != NOT_LOWERED
+                        if state != NEAR:
+                            continue
+                        if threads == 0:
+                            listed_count, pile_count = follow(
+                                dist, w, nd, chain_hops, max_degree, row_ptr, col_ind, weight, source,
+                                bound, threshold, stamp, generation, in_far, listed, listed_count, pile,
+                                pile_count, tally)
+                            continue
+                        lane = (i % groups) * width + (e - begin) % width
+                        if kept_vertex[lane] < 0:
+                            kept_lane[kept_count] = lane
+                            kept_count += 1
+                            kept_vertex[lane] = w
+                            kept_distance[lane] = nd
+                        elif kept_vertex[lane] == w:
+                            kept_distance[lane] = nd
+                        elif stamp[w] != generation:
+                            stamp[w] = generation
+                            listed[listed_count] = w
+                            listed_count += 1
+                for t in range(kept_count):  # the lanes' kept vertices (none when threads is 0)
+                    lane = kept_lane[t]
+                    listed_count, pile_count = follow(
+                        dist, kept_vertex[lane], kept_distance[lane], chain_hops, max_degree, row_ptr,
+                        col_ind, weight, source, bound, threshold, stamp, generation, in_far, listed,
+                        listed_count, pile, pile_count, tally)
+                relaxations += tally[TALLY_LOWERED]
+                followed += tally[TALLY_FOLLOWED]
+                longest_chains += tally[TALLY_LONGEST]
+                chain_trips += tally[TALLY_LONGEST_TRIPS]
                 for i in range(listed_count):
                     near[i] = listed[i]
                 near_count = listed_count

@@ -379,10 +379,11 @@ def order_design(count: int) -> list[list[int]]:
     return square if count % 2 == 0 or count == 1 else square + [row[::-1] for row in square]
 
 
-def batch_order(engines, index: int) -> list:
-    """The engines' order for batch ``index``: order ``index mod len(design)`` of
-    :func:`order_design`, fixed by the index alone (a rerun applies the same orders)."""
-    design = order_design(len(engines))
+def batch_order(engines, index: int, design=None) -> list:
+    """The engines' order for batch ``index``: order ``index mod len(design)`` of ``design``
+    (:func:`order_design` of the engines when None; a caller that orders many batches passes it
+    once), fixed by the index alone (a rerun applies the same orders)."""
+    design = order_design(len(engines)) if design is None else design
     return [engines[k] for k in design[index % len(design)]]
 
 
@@ -400,8 +401,9 @@ def run_interleaved(engines, data: StreamInput, batches, objective: int, progres
         start = time.perf_counter()
         opened[engine] = open_engine(engine, data, objective)
         seconds[engine] = time.perf_counter() - start
+    design = order_design(len(engines))
     for i, item in enumerate(progress_bar("interleaved", progress)(batches)):
-        for engine in batch_order(engines, i):
+        for engine in batch_order(engines, i, design):
             start = time.perf_counter()
             times[engine].append(timed_update(*opened[engine], item))
             seconds[engine] += time.perf_counter() - start
@@ -542,8 +544,9 @@ def _probe_text(probe) -> str:
     """The host probe's two figures for the Machine line ('' for a record from before it)."""
     if not probe:
         return ""
-    return (f" (host probe: {probe['python_call_us']:.2f} µs a Python call, {probe['numpy_call_us']:.1f} µs "
-            f"a small NumPy call; median of {probe['repeats']} runs of {probe['calls']:,} calls)")
+    from protocol.environment import probe_figures
+
+    return f" (host probe: {probe_figures(probe)}; median of {probe['repeats']} runs of {probe['calls']:,} calls)"
 
 
 #: Every batch's time per engine, beside the record: generated data (tens of thousands of numbers),

@@ -142,6 +142,13 @@ def host_probe(*, calls: int = HOST_PROBE_CALLS, repeats: int = HOST_PROBE_REPEA
     }
 
 
+def probe_figures(probe: dict) -> str:
+    """host_probe's two figures as the records' readers print them (the stream's Machine line, the
+    report's CPU line)."""
+    return (f"{probe['python_call_us']:.2f} µs a Python call, {probe['numpy_call_us']:.1f} µs a small "
+            "NumPy call")
+
+
 def _version(dist: str) -> str | None:
     try:
         return metadata.version(dist)
@@ -209,5 +216,5 @@ def cuda_device_info(device: int) -> dict:
     }
 
 
-__all__ = ["git_state", "tool_version", "cpu_model", "host_probe", "host_info",
+__all__ = ["git_state", "tool_version", "cpu_model", "host_probe", "probe_figures", "host_info",
            "cuda_versions", "cuda_device_info", "REPO_ROOT"]

@@ -16,7 +16,7 @@ import jinja2
 
 from .schema import UPDATE_REGION
 from .analysis import build_summary, control_trust, gpu_floor
-from .environment import REPO_ROOT
+from .environment import REPO_ROOT, probe_figures
 from .nvml import reason_names
 from .plots import DISTRIBUTIONS, RATIO_VS_SYNCS, engine_time_distributions, ratio_against_syncs
 from .errors import UsageError
@@ -395,6 +395,7 @@ def build_context(campaign: dict, summary: dict, plots: dict, *, records_dir: Pa
         "gpu": gpu,
         "nvml": nvml,
         "host": host,
+        "host_probe_figures": probe_figures(host["host_probe"]) if host["host_probe"] else None,
         "clock_overview": _clock_overview(summary, campaign),
         "cells": summary["cells"],
         "control": summary.get("control"),

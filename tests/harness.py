@@ -98,6 +98,18 @@ def random_graph(rng, shape, n, K, wclass, *, multi=False):
     return n, src, dst, w
 
 
+def leaves_with_paths(leaves: int, length: int):
+    """(n, src, dst): vertex 0 with ``leaves`` out-edges, each leaf the start of a path of
+    ``length`` more vertices (the push chains' short-list rule: tests/bench/test_chain_model.py,
+    tests/gpu/test_push_chain.py)."""
+    src, dst = [], []
+    for leaf in range(1, leaves + 1):
+        path = [leaf] + [leaves + 1 + (leaf - 1) * length + j for j in range(length)]
+        src += [0] + path[:-1]
+        dst += [leaf] + path[1:]
+    return leaves + 1 + leaves * length, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+
+
 def empty_batch_arrays(K):
     return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, K), np.int64),
             np.zeros(0, np.int64), np.zeros(0, np.int64))

@@ -14,6 +14,7 @@ import engines
 from bench import chain_model as M
 from engines import sssp
 from engines.exitcodes import ExitCode
+from tests import harness as H
 
 
 def _csr(n, src, dst, w):
@@ -80,16 +81,8 @@ def test_a_lane_keeps_only_the_first_vertex_of_its_share():
     ahead; with a lane per edge (groups of 32) every leaf is kept by its own lane and every path
     advances hops + 1 vertices an iteration; every lowering its own chain (threads 0) does the
     same."""
-    k, length = 8, 60
-    src, dst = [], []
-    for leaf in range(1, k + 1):
-        src.append(0)
-        dst.append(leaf)
-        path = [leaf] + [k + 1 + (leaf - 1) * length + j for j in range(length)]
-        src += path[:-1]
-        dst += path[1:]
-    src, dst = np.array(src), np.array(dst)
-    n = k + 1 + k * length
+    length = 60
+    n, src, dst = H.leaves_with_paths(8, length)
     start = _compute_start(n, src, dst, np.ones(src.size, dtype=np.int64), delta=10**9)
     hops = 4
     wide = M.simulate(start, hops, threads=4096, max_shift=5)[0]
@@ -214,14 +207,8 @@ def test_chains_run_only_in_lists_short_enough_for_the_widest_group():
     follows each leaf's chain to its 4th path vertex, iteration 2 from there to the 9th, iteration
     3 pushes the last: 3 iterations. Over 64 threads the 8-vertex lists get groups of 8 lanes, so
     only iteration 1 (a list of one) follows chains; the rest advance a vertex an iteration: 8."""
-    leaves, length, hops = 8, 10, 4
-    src, dst = [], []
-    for leaf in range(1, leaves + 1):
-        path = [leaf] + [leaves + 1 + (leaf - 1) * length + j for j in range(length)]
-        src += [0] + path[:-1]
-        dst += [leaf] + path[1:]
-    n = leaves + 1 + leaves * length
-    src, dst = np.array(src), np.array(dst)
+    length, hops = 10, 4
+    n, src, dst = H.leaves_with_paths(8, length)
     start = _compute_start(n, src, dst, np.ones(src.size, dtype=np.int64), delta=10**9)
     assert M.simulate(start, hops, threads=4096)[0].iterations == 3
     assert M.simulate(start, hops, threads=64)[0].iterations == 8

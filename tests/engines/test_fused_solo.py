@@ -91,6 +91,6 @@ def test_the_kernels_get_the_shift_cap_of_the_expansion(expansion):
     no longer exists would otherwise wait for a device to fail)."""
     plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion=expansion,
                            packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
-    scalars = fused._scalars(plan, np.int32, 0)  # no chains (test_push_chain)
+    scalars = fused._scalars(plan, np.int32, (0, 4))  # no chains (test_push_chain)
     assert scalars[6] == push.max_shift(expansion) and scalars[6].dtype == np.uint32
     assert scalars[0] == 5 and scalars[0].dtype == np.int32 and scalars[-1] is np.int32

@@ -103,15 +103,28 @@ def test_the_fields_match_the_header():
     assert set(CHAIN) <= set(runtime.VARIANT_DEFINES)
 
 
-def test_run_push_argument_reads_both_switches(clean_env):
-    assert chains.run_push_argument("group") == push.max_shift("group")
+def test_run_limits_reads_both_switches(clean_env):
+    assert chains.run_limits() == (0, chains.DEFAULT_DEGREE)
     clean_env.setenv(chains.DEGREE_ENV, "9")  # the degree alone changes nothing
-    assert chains.run_push_argument("group") == push.max_shift("group")
+    assert chains.run_limits() == (0, chains.DEFAULT_DEGREE)
+    assert chains.push_argument("group", *chains.run_limits()) == push.max_shift("group")
     clean_env.setenv(chains.CHAIN_ENV, "3")
-    assert _decode(chains.run_push_argument("vertex")) == (0, 3, 9)
+    assert chains.run_limits() == (3, 9)
+    assert _decode(chains.push_argument("vertex", *chains.run_limits())) == (0, 3, 9)
     clean_env.delenv(chains.DEGREE_ENV)
-    assert _decode(chains.run_push_argument("group")) == (push.MAX_GROUP_SHIFT, 3,
-                                                           chains.DEFAULT_DEGREE)
+    assert _decode(chains.push_argument("group", *chains.run_limits())) == (
+        push.MAX_GROUP_SHIFT, 3, chains.DEFAULT_DEGREE)
+
+
+def test_the_hops_and_degree_bounds_come_from_the_shared_count_switch(clean_env):
+    """switches.count owns the bounds (its maximum): the message says both of them."""
+    clean_env.setenv(chains.CHAIN_ENV, str(chains.MAX_HOPS + 1))
+    with pytest.raises(errors.InvalidArgumentError, match=f"at least 1 and at most {chains.MAX_HOPS}"):
+        chains.chain_hops()
+    clean_env.setenv(chains.CHAIN_ENV, "2")
+    clean_env.setenv(chains.DEGREE_ENV, str(chains.MAX_DEGREE + 1))
+    with pytest.raises(errors.InvalidArgumentError, match=f"at most {chains.MAX_DEGREE}"):
+        chains.run_limits()
 
 
 def test_the_chains_need_the_appends_and_the_plain_push():
@@ -188,9 +201,11 @@ def test_the_fused_kernels_get_the_limits_in_their_push_argument(clean_env, hops
     """fused._scalars, the arguments both fused kernels take: the push argument carries the
     chain's limits only with hops (and the degree switch then)."""
     clean_env.setenv(chains.DEGREE_ENV, "7")
+    if hops:
+        clean_env.setenv(chains.CHAIN_ENV, str(hops))
     plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion="group",
                            packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
-    argument = fused._scalars(plan, np.int32, hops)[6]
+    argument = fused._scalars(plan, np.int32, chains.run_limits() if hops else (0, 7))[6]
     assert argument.dtype == np.uint32
     expected = (push.MAX_GROUP_SHIFT, hops, 7) if hops else (push.MAX_GROUP_SHIFT, 0, 0)
     assert _decode(int(argument)) == expected

@@ -76,3 +76,14 @@ def test_choice(monkeypatch):
     monkeypatch.setenv(NAME, "whole")
     with pytest.raises(errors.InvalidArgumentError, match=f"{NAME}='whole': expected one of work, device"):
         switches.choice(NAME, ("work", "device"), "work")
+
+
+@pytest.mark.parametrize("text, ok", [("1", True), ("5", True), ("6", False), ("0", True), ("off", True)])
+def test_a_count_switch_may_have_a_maximum(monkeypatch, text, ok):
+    monkeypatch.setenv("ENGINES_TEST_COUNT", text)
+    if ok:
+        assert switches.count("ENGINES_TEST_COUNT", "widgets", minimum=1, maximum=5) == int(text.replace("off", "0"))
+    else:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"ENGINES_TEST_COUNT='6': expected widgets \(an integer of at least 1 and at most 5\)"):
+            switches.count("ENGINES_TEST_COUNT", "widgets", minimum=1, maximum=5)

@@ -131,35 +131,47 @@ def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, s
     chains_with(monkeypatch, passes.WIDE_ENV, "SSSP_WIDE_PASSES", shape, words, solo, seed=3401)
 
 
+def switch_sides(monkeypatch, env: str, values: tuple[str, str], graph_arrays, configs, rng,
+                 delta: int) -> dict:
+    """compute() and a chain of updates with the switch ``env`` at each of ``values`` (off, on),
+    on two copies of one graph ``(n, src, dst, w)`` (one update() call reads the switch once for
+    all its results) given the same batches: equal bytes and equal compared statistics on every
+    configuration after compute() and after each update. ``{value: {name: result}}`` after the
+    last. Shared by the module variants' tests (here, test_push_chain.py)."""
+    n, src, dst, w = graph_arrays
+    graphs = {value: engines.Graph.from_edges(src, dst, w, num_vertices=n) for value in values}
+    sides = {}
+    for value, graph in graphs.items():
+        monkeypatch.setenv(env, value)
+        sides[value] = S.compute_all(graph, 0, engines=configs, delta=delta)
+    off, on = values
+    for name in ("host",) + configs:
+        H.assert_result_bytes_equal(sides[off][name], sides[on][name])
+    for step, kind in enumerate(("tree_delete", "mixed", "tree_increase", "growth")):
+        _, parents = sides[off]["host"].to_numpy()
+        arrays = H.random_batch(rng, kind, H.ref_of(graphs[off]), parents, 0, "mid")
+        stats = {}
+        for value, graph in graphs.items():
+            monkeypatch.setenv(env, value)
+            stats[value] = S.update_all(graph, H.make_batch(arrays), sides[value])
+        S.assert_conformant(sides[on], stats[on], update=True, what=f"{env}={on} step {step} {kind}")
+        for name in ("host",) + configs:
+            what = f"{env} step {step} {kind} {name}"
+            H.assert_result_bytes_equal(sides[off][name], sides[on][name])
+            for field in S.COMPARED_STATS:
+                assert getattr(stats[off][name], field) == getattr(stats[on][name], field), what
+    return sides
+
+
 def test_the_wide_module_gives_the_default_modules_bytes(monkeypatch):
-    """compute() and a chain of updates with the switch off and on, on two copies of one graph
-    (one update() call reads the switch once for all its results) given the same batches: equal
-    bytes and equal compared statistics on every configuration, packed and distance-only."""
+    """switch_sides with the wide passes off and on, packed and distance-only."""
     configs = _configs()
     rng = np.random.default_rng(34)
     n, src, dst, w = SHAPES["grid"](rng)
     for words in ("packed", "distance-only"):
         if words == "distance-only":
             n, src, dst, w = _distance_only(n, src, dst, w)
-        graphs = {wide: engines.Graph.from_edges(src, dst, w, num_vertices=n) for wide in ("0", "1")}
-        sides = {}
-        for wide, graph in graphs.items():
-            monkeypatch.setenv(passes.WIDE_ENV, wide)
-            sides[wide] = S.compute_all(graph, 0, engines=configs, delta=10)
-        for name in ("host",) + configs:
-            H.assert_result_bytes_equal(sides["0"][name], sides["1"][name])
-        for step, kind in enumerate(("tree_delete", "mixed", "tree_increase", "growth")):
-            _, parents = sides["0"]["host"].to_numpy()
-            arrays = H.random_batch(rng, kind, H.ref_of(graphs["0"]), parents, 0, "mid")
-            stats = {}
-            for wide, graph in graphs.items():
-                monkeypatch.setenv(passes.WIDE_ENV, wide)
-                stats[wide] = S.update_all(graph, H.make_batch(arrays), sides[wide])
-            for name in ("host",) + configs:
-                what = f"{words} step {step} {kind} {name}"
-                H.assert_result_bytes_equal(sides["0"][name], sides["1"][name])
-                for field in S.COMPARED_STATS:
-                    assert getattr(stats["0"][name], field) == getattr(stats["1"][name], field), what
+        switch_sides(monkeypatch, passes.WIDE_ENV, ("0", "1"), (n, src, dst, w), configs, rng, delta=10)
 
 
 @pytest.mark.parametrize("env", [passes.WIDE_ENV, appends.APPEND_ENV])

@@ -57,22 +57,15 @@ DEFINES = ("SSSP_PUSH_CHAIN",)
 FIELD_BITS = 8
 #: The largest hops and widest vertex a field holds.
 MAX_HOPS = MAX_DEGREE = (1 << FIELD_BITS) - 1
-#: The plain-push-only rule, the defines and make cuda-check's twins (push.PlainPushVariant).
-_VARIANT = push.PlainPushVariant(CHAIN_ENV, DEFINES)
-
-
-def _bounded(name: str, what: str, value: int, largest: int) -> int:
-    if value > largest:
-        raise errors.InvalidArgumentError(
-            f"{name}={value}: expected {what} (an integer of at least 1 and at most {largest}) or off")
-    return value
+#: The plain-push-only rule, the need for the block appends' module, the defines and make
+#: cuda-check's twins (push.PlainPushVariant).
+_VARIANT = push.PlainPushVariant(CHAIN_ENV, DEFINES, requires=appends.DEFINES)
 
 
 def chain_hops() -> int:
     """``ENGINES_PUSH_CHAIN``: the vertices a lane follows (0: off); a bad value is an error
     naming it."""
-    what = "a number of vertices to follow"
-    return _bounded(CHAIN_ENV, what, switches.count(CHAIN_ENV, what, minimum=1), MAX_HOPS)
+    return switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
 
 
 def chain_degree() -> int:
@@ -82,12 +75,12 @@ def chain_degree() -> int:
     what = "the widest vertex to follow, in out-edges"
     if not switches.given(DEGREE_ENV):
         return DEFAULT_DEGREE
-    value = switches.count(DEGREE_ENV, what, minimum=1)
+    value = switches.count(DEGREE_ENV, what, minimum=1, maximum=MAX_DEGREE)
     if value == 0:  # 0 or off: no vertex could be followed
         raise errors.InvalidArgumentError(
             f"{DEGREE_ENV}={switches.given(DEGREE_ENV)!r}: expected {what} (an integer of at least 1 "
             f"and at most {MAX_DEGREE}); unset it for {DEFAULT_DEGREE}")
-    return _bounded(DEGREE_ENV, what, value, MAX_DEGREE)
+    return value
 
 
 def module_defines(hops: int, expansion: str, block_append: bool) -> tuple[str, ...]:
@@ -96,7 +89,7 @@ def module_defines(hops: int, expansion: str, block_append: bool) -> tuple[str, 
     if int(hops) <= 0:
         return ()
     _VARIANT.module_defines(True, expansion)  # the refusal with "batched"
-    if not block_append:
+    if not block_append:  # what _VARIANT.requires, said with the switch that gives it
         raise errors.InvalidArgumentError(
             f"{CHAIN_ENV} runs with the block appends only: set {appends.APPEND_ENV}=1 too, or "
             f"unset {CHAIN_ENV}")
@@ -116,37 +109,21 @@ def push_argument(expansion: str, hops: int, max_degree: int) -> int:
     return shift | hops << FIELD_BITS | max_degree << (2 * FIELD_BITS)
 
 
-def run_hops() -> int:
-    """``chain_hops`` for a run now, with ``ENGINES_PUSH_CHAIN_DEGREE`` checked too when chains
-    are on: the engines' run_defines call it, so that a bad value of either is refused when the
-    run is prepared, before update()'s commit."""
+def run_limits() -> tuple[int, int]:
+    """Both switches for a run, read once: ``(hops, max_degree)``, hops 0 when chains are off (the
+    degree is then neither read nor checked). The engines' run_defines read it, so a bad value of
+    either is refused when the run is prepared, before update()'s commit."""
     hops = chain_hops()
-    if hops:
-        chain_degree()
-    return hops
+    return hops, (chain_degree() if hops else DEFAULT_DEGREE)
 
 
-def run_push_argument(expansion: str) -> int:
-    """``push_argument`` for a run now (both switches read)."""
-    hops = chain_hops()
-    return push_argument(expansion, hops, chain_degree() if hops else DEFAULT_DEGREE)
-
-
-def combines(defines) -> bool:
-    """Whether chains combine with a module variant: a plain-push one with the block appends
-    (without them, the warp-aggregated appends around the chain made ptxas spill ops_push)."""
-    return _VARIANT.combines(defines) and set(appends.DEFINES) <= set(defines)
-
-
-def with_chains(variants) -> tuple[tuple[str, ...], ...]:
-    """Each of ``variants`` (normalized defines), followed by it with chains where they combine
-    (make cuda-check's list)."""
-    from . import runtime
-
-    return tuple(runtime.variant_defines(v + extra) for v in variants
-                 for extra in (((), DEFINES) if combines(v) else ((),)))
+#: Whether chains combine with a module variant: a plain-push one with the block appends (without
+#: them, the warp-aggregated appends around the chain made ptxas spill ops_push).
+combines = _VARIANT.combines
+#: Each variant followed by its twin with chains where they combine (make cuda-check's list).
+with_chains = _VARIANT.with_variant
 
 
 __all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFINES", "DEGREE_ENV", "FIELD_BITS", "MAX_DEGREE",
            "MAX_HOPS", "chain_degree", "chain_hops", "combines", "module_defines", "push_argument",
-           "run_hops", "run_push_argument", "with_chains"]
+           "run_limits", "with_chains"]

@@ -120,7 +120,7 @@ def run_defines(plan) -> tuple[str, ...]:
     ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_BLOCK_APPEND`` and
     ``ENGINES_PUSH_CHAIN`` read)."""
     return module_defines(plan, solo_edges(), passes.wide_passes(), capture_enabled(),
-                          appends.block_append(), chains.run_hops())
+                          appends.block_append(), chains.run_limits()[0])
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -172,12 +172,11 @@ def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offse
     return blocks
 
 
-def _scalars(plan, vertex_dtype, chain_hops: int):
-    """The kernels' scalar arguments; the push argument carries the chains' limits when
-    ``chain_hops`` (chains.push_argument)."""
+def _scalars(plan, vertex_dtype, chain_limits: tuple[int, int]):
+    """The kernels' scalar arguments; the push argument carries the chains' ``(hops, max_degree)``
+    when hops > 0 (chains.push_argument)."""
     vt = np.dtype(vertex_dtype).type
     packing = plan.packing
-    degree = chains.chain_degree() if chain_hops else chains.DEFAULT_DEGREE
     return (
         vt(plan.num_vertices),
         vt(plan.source),
@@ -185,7 +184,7 @@ def _scalars(plan, vertex_dtype, chain_hops: int):
         np.uint64(packing.no_parent),
         np.uint64(packing.bound),
         np.uint64(plan.device_delta),
-        np.uint32(chains.push_argument(plan.push_expansion, chain_hops, degree)),
+        np.uint32(chains.push_argument(plan.push_expansion, *chain_limits)),
         vt,
     )
 
@@ -205,12 +204,12 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     s = runtime.stream(device)
     edges = solo_edges()
     captured = capture_enabled()
-    hops = chains.run_hops()
+    limits = chains.run_limits()
     module = load_module(device, module_defines(plan, edges, passes.wide_passes(), captured,
-                                                 appends.block_append(), hops))
+                                                 appends.block_append(), limits[0]))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, hops)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, limits)
     max_rounds = pointer_jumping_rounds(n)
 
     with ws.lock:
@@ -385,12 +384,12 @@ def compute(graph, plan, device: int, loop: str | None = None):
     n = int(plan.num_vertices)
     s = runtime.stream(device)
     edges = solo_edges()
-    hops = chains.run_hops()
+    limits = chains.run_limits()
     module = load_module(device, module_defines(plan, edges, passes.wide_passes(),
-                                                 block_append=appends.block_append(), chain_hops=hops))
+                                                 block_append=appends.block_append(), chain_hops=limits[0]))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, hops)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, limits)
 
     with ws.lock:
         try:

@@ -122,7 +122,7 @@ def run_defines(plan) -> tuple[str, ...]:
     return (push.module_defines(plan.push_expansion)
             + passes.module_defines(passes.wide_passes(), plan.push_expansion)
             + appends.module_defines(block_append, plan.push_expansion)
-            + chains.module_defines(chains.run_hops(), plan.push_expansion, block_append))
+            + chains.module_defines(chains.run_limits()[0], plan.push_expansion, block_append))
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -233,7 +233,7 @@ class _Run:
         # the widest group's shift (the host loop sizes its push launch with it) and the push
         # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
-        self.push_argument = np.uint32(chains.run_push_argument(plan.push_expansion))
+        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chains.run_limits()))
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0

@@ -58,12 +58,12 @@ def module_defines(expansion: str) -> tuple[str, ...]:
 class PlainPushVariant:
     """A module variant behind an environment switch that combines with the plain push module only
     (the "group" and "vertex" expansions, not "batched", whose module relaxes edges in its own
-    loop): the wide passes (passes.py) and the block appends (appends.py). One place for how a run
-    reads the switch, which defines it adds, the refusal with "batched" and the variants make
-    cuda-check compiles."""
+    loop): the wide passes (passes.py), the block appends (appends.py) and the chains (chains.py,
+    which also ``requires`` the appends' defines). One place for how a run reads the switch, which
+    defines it adds, the refusal with "batched" and the variants make cuda-check compiles."""
 
-    def __init__(self, env: str, defines: tuple[str, ...]):
-        self.env, self.defines = env, tuple(defines)
+    def __init__(self, env: str, defines: tuple[str, ...], requires: tuple[str, ...] = ()):
+        self.env, self.defines, self.requires = env, tuple(defines), tuple(requires)
 
     def on(self) -> bool:
         """The switch (off unless 1 / on); a bad value is an error naming it."""
@@ -72,17 +72,21 @@ class PlainPushVariant:
         return switches.flag(self.env)
 
     @staticmethod
-    def combines(defines) -> bool:
-        """Whether such a variant combines with a module variant: one without the push
-        expansions' own defines (VARIANTS)."""
+    def _plain(defines) -> bool:
+        """Whether a module variant is the plain push's: none of the expansions' own defines."""
         return not set(defines) & {d for variant in VARIANTS for d in variant}
+
+    def combines(self, defines) -> bool:
+        """Whether the variant combines with a module variant: a plain-push one (``_plain``) with
+        every define it ``requires``."""
+        return self._plain(defines) and set(self.requires) <= set(defines)
 
     def module_defines(self, on: bool, expansion: str) -> tuple[str, ...]:
         """The defines the variant adds to a run whose push expansion is ``expansion`` (none when
         off); InvalidArgumentError for one it does not combine with."""
         if not on:
             return ()
-        if not self.combines(module_defines(expansion)):
+        if not self._plain(module_defines(expansion)):
             from ... import errors
 
             raise errors.InvalidArgumentError(

@@ -39,9 +39,9 @@ def flag(name: str, default: bool = False) -> bool:
     raise errors.InvalidArgumentError(f"{name}={text!r}: expected 1/on or 0/off")
 
 
-def count(name: str, what: str, *, minimum: int = 0) -> int:
-    """A switch that is a whole number of at least ``minimum`` (``what`` says of what), or 0 when
-    unset, 0 or off."""
+def count(name: str, what: str, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """A switch that is a whole number of at least ``minimum`` and at most ``maximum`` (none when
+    None; ``what`` says of what), or 0 when unset, 0 or off."""
     text = _text(name)
     if not text or text in OFF:
         return 0
@@ -49,9 +49,9 @@ def count(name: str, what: str, *, minimum: int = 0) -> int:
         value = int(text)
     except ValueError:
         value = minimum - 1
-    if value < minimum:
-        raise errors.InvalidArgumentError(
-            f"{name}={text!r}: expected {what} (an integer of at least {minimum}) or off")
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f"at least {minimum}" + ("" if maximum is None else f" and at most {maximum}")
+        raise errors.InvalidArgumentError(f"{name}={text!r}: expected {what} (an integer of {bounds}) or off")
     return value
 
 
