@@ -26,15 +26,20 @@ PLAIN_PUSH_VARIANTS = {
 
 
 @pytest.mark.parametrize("variant", sorted(PLAIN_PUSH_VARIANTS))
-@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), ("off", False),
+@pytest.mark.parametrize("text, on", [(None, None), ("", None), ("0", False), ("off", False),
                                       (" OFF ", False), ("1", True), ("on", True), ("On", True)])
 def test_the_switch(monkeypatch, variant, text, on):
-    _, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
+    """Unset or empty is the variant's default (on None here) with the plain push, off with
+    "batched" whatever the default (test_push_chain: the defaults where they combine)."""
+    module, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
     if text is None:
         monkeypatch.delenv(env, raising=False)
     else:
         monkeypatch.setenv(env, text)
-    assert read() is on
+    assert read("group") is (module._VARIANT.default if on is None else on)
+    assert read("vertex") is read("group")
+    if on is None:
+        assert read("batched") is False
 
 
 @pytest.mark.parametrize("variant", sorted(PLAIN_PUSH_VARIANTS))
@@ -43,7 +48,7 @@ def test_a_bad_switch_is_an_error_naming_it(monkeypatch, variant, text):
     _, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
     monkeypatch.setenv(env, text)
     with pytest.raises(errors.InvalidArgumentError, match=env):
-        read()
+        read("group")
 
 
 def test_the_define_is_a_known_variant():

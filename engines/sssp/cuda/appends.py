@@ -36,14 +36,19 @@ from . import push
 APPEND_ENV = "ENGINES_BLOCK_APPEND"
 #: The module variant's defines (runtime.VARIANT_DEFINES).
 DEFINES = ("SSSP_BLOCK_APPEND",)
-#: The switch, its defines and the plain-push-only rule (push.PlainPushVariant owns them).
-_VARIANT = push.PlainPushVariant(APPEND_ENV, DEFINES)
+#: Whether a run that leaves the switch unset gets the block appends (where its push expansion
+#: combines with them: the plain push's).
+DEFAULT_ON = False
+#: The switch, its defines, its default and the plain-push-only rule (push.PlainPushVariant owns
+#: them).
+_VARIANT = push.PlainPushVariant(APPEND_ENV, DEFINES, default=DEFAULT_ON)
 
 
-def block_append() -> bool:
-    """``ENGINES_BLOCK_APPEND``: whether runs load the block-append module; a bad value is an
+def block_append(expansion: str) -> bool:
+    """``ENGINES_BLOCK_APPEND``: whether a run whose push expansion is ``expansion`` loads the
+    block-append module (unset: DEFAULT_ON where the expansion combines with it); a bad value is an
     error naming it."""
-    return _VARIANT.on()
+    return _VARIANT.on(expansion)
 
 
 #: Whether the block appends combine with a module variant (push.PlainPushVariant.combines).
@@ -55,4 +60,4 @@ module_defines = _VARIANT.module_defines
 with_appends = _VARIANT.with_variant
 
 
-__all__ = ["APPEND_ENV", "DEFINES", "block_append", "combines", "module_defines", "with_appends"]
+__all__ = ["APPEND_ENV", "DEFAULT_ON", "DEFINES", "block_append", "combines", "module_defines", "with_appends"]

@@ -50,6 +50,9 @@ DEGREE_ENV = "ENGINES_PUSH_CHAIN_DEGREE"
 #: ``max_degree`` when ENGINES_PUSH_CHAIN_DEGREE is unset: a road network's vertices (the CPU model
 #: found 8 no better on luxembourg_osm and costlier in relaxations on roadNet-PA).
 DEFAULT_DEGREE = 4
+#: The vertices a lane follows in a run that leaves ENGINES_PUSH_CHAIN unset (0: chains off), where
+#: chains combine with the run's module.
+DEFAULT_HOPS = 0
 #: The module variant's defines (runtime.VARIANT_DEFINES).
 DEFINES = ("SSSP_PUSH_CHAIN",)
 #: Bits of each field of the push argument (kernels.cuh SSSP_CHAIN_FIELD_BITS): the group shift,
@@ -62,10 +65,16 @@ MAX_HOPS = MAX_DEGREE = (1 << FIELD_BITS) - 1
 _VARIANT = push.PlainPushVariant(CHAIN_ENV, DEFINES, requires=appends.DEFINES)
 
 
-def chain_hops() -> int:
-    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows (0: off); a bad value is an error
-    naming it."""
-    return switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
+def chain_hops(expansion: str) -> int:
+    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows in a run whose push expansion is
+    ``expansion`` (0: off). Unset, DEFAULT_HOPS where chains combine with the run's module (the
+    plain push with the block appends on), else 0: a default never turns a run into a refusal. A
+    bad value is an error naming it."""
+    if switches.given(CHAIN_ENV):
+        return switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
+    if not DEFAULT_HOPS or not appends.block_append(expansion):
+        return 0
+    return DEFAULT_HOPS if combines(push.module_defines(expansion) + appends.DEFINES) else 0
 
 
 def chain_degree() -> int:
@@ -109,11 +118,11 @@ def push_argument(expansion: str, hops: int, max_degree: int) -> int:
     return shift | hops << FIELD_BITS | max_degree << (2 * FIELD_BITS)
 
 
-def run_limits() -> tuple[int, int]:
+def run_limits(expansion: str) -> tuple[int, int]:
     """Both switches for a run, read once: ``(hops, max_degree)``, hops 0 when chains are off (the
     degree is then neither read nor checked). The engines' run_defines read it, so a bad value of
     either is refused when the run is prepared, before update()'s commit."""
-    hops = chain_hops()
+    hops = chain_hops(expansion)
     return hops, (chain_degree() if hops else DEFAULT_DEGREE)
 
 
@@ -124,6 +133,6 @@ combines = _VARIANT.combines
 with_chains = _VARIANT.with_variant
 
 
-__all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFINES", "DEGREE_ENV", "FIELD_BITS", "MAX_DEGREE",
+__all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFAULT_HOPS", "DEFINES", "DEGREE_ENV", "FIELD_BITS", "MAX_DEGREE",
            "MAX_HOPS", "chain_degree", "chain_hops", "combines", "module_defines", "push_argument",
            "run_limits", "with_chains"]

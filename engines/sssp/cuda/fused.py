@@ -119,8 +119,9 @@ def run_defines(plan) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO``,
     ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_BLOCK_APPEND`` and
     ``ENGINES_PUSH_CHAIN`` read)."""
-    return module_defines(plan, solo_edges(), passes.wide_passes(), capture_enabled(),
-                          appends.block_append(), chains.run_limits()[0])
+    expansion = plan.push_expansion
+    return module_defines(plan, solo_edges(), passes.wide_passes(expansion), capture_enabled(),
+                          appends.block_append(expansion), chains.run_limits(expansion)[0])
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -204,9 +205,10 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     s = runtime.stream(device)
     edges = solo_edges()
     captured = capture_enabled()
-    limits = chains.run_limits()
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes(), captured,
-                                                 appends.block_append(), limits[0]))
+    expansion = plan.push_expansion
+    limits = chains.run_limits(expansion)
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes(expansion), captured,
+                                                 appends.block_append(expansion), limits[0]))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, limits)
@@ -384,9 +386,11 @@ def compute(graph, plan, device: int, loop: str | None = None):
     n = int(plan.num_vertices)
     s = runtime.stream(device)
     edges = solo_edges()
-    limits = chains.run_limits()
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes(),
-                                                 block_append=appends.block_append(), chain_hops=limits[0]))
+    expansion = plan.push_expansion
+    limits = chains.run_limits(expansion)
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes(expansion),
+                                                 block_append=appends.block_append(expansion),
+                                                 chain_hops=limits[0]))
     ws = workspace.get(device, vertex_dtype)
     syncs = runtime.SyncCounter()
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, limits)

@@ -118,11 +118,12 @@ def run_defines(plan) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads: its push expansion's, with the wide passes
     when ``ENGINES_WIDE_PASSES`` is on, the block appends when ``ENGINES_BLOCK_APPEND`` is on and
     the chains when ``ENGINES_PUSH_CHAIN`` is set (all read now)."""
-    block_append = appends.block_append()
-    return (push.module_defines(plan.push_expansion)
-            + passes.module_defines(passes.wide_passes(), plan.push_expansion)
-            + appends.module_defines(block_append, plan.push_expansion)
-            + chains.module_defines(chains.run_limits()[0], plan.push_expansion, block_append))
+    expansion = plan.push_expansion
+    block_append = appends.block_append(expansion)
+    return (push.module_defines(expansion)
+            + passes.module_defines(passes.wide_passes(expansion), expansion)
+            + appends.module_defines(block_append, expansion)
+            + chains.module_defines(chains.run_limits(expansion)[0], expansion, block_append))
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -233,7 +234,7 @@ class _Run:
         # the widest group's shift (the host loop sizes its push launch with it) and the push
         # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
-        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chains.run_limits()))
+        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chains.run_limits(plan.push_expansion)))
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0

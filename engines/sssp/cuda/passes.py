@@ -35,10 +35,10 @@ DEFINES = ("SSSP_WIDE_PASSES",)
 _VARIANT = push.PlainPushVariant(WIDE_ENV, DEFINES)
 
 
-def wide_passes() -> bool:
-    """``ENGINES_WIDE_PASSES``: whether runs load the wide-pass module; a bad value is an
-    error naming it."""
-    return _VARIANT.on()
+def wide_passes(expansion: str) -> bool:
+    """``ENGINES_WIDE_PASSES``: whether a run whose push expansion is ``expansion`` loads the
+    wide-pass module; a bad value is an error naming it."""
+    return _VARIANT.on(expansion)
 
 
 #: Whether the wide passes combine with a module variant (push.PlainPushVariant.combines).
