@@ -190,6 +190,31 @@ def _scalars(plan, vertex_dtype, chain_limits: tuple[int, int]):
     )
 
 
+def _run_setup(plan, device: int, vertex_dtype, captured: bool = False):
+    """What update() and compute() set up alike before entering the stream: ``(stream, solo
+    edges, module, workspace, sync counter, _scalars)``, each switch read once (the module variant
+    and the chain limits in the push argument come from the same reading)."""
+    edges = solo_edges()
+    expansion = plan.push_expansion
+    limits = chains.run_limits(expansion)
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes(expansion), captured,
+                                                 appends.block_append(expansion), limits[0]))
+    return (runtime.stream(device), edges, module, workspace.get(device, vertex_dtype),
+            runtime.SyncCounter(), _scalars(plan, vertex_dtype, limits))
+
+
+def _kernel(module, name: str, graph, plan, vertex_dtype, edges: int):
+    """The kernel ``name`` of a run on the graph's device view (inside the run's device and
+    stream): ``(view, function, grid blocks, solo limit)``."""
+    dg = graph._device.view(plan.objective)
+    n = int(plan.num_vertices)
+    # the view's edge count: no read of a pending commit's exact one (a sync); the solo rule needs
+    # only the mean degree
+    solo = np.dtype(vertex_dtype).type(solo_limit(n, dg.num_edges, edges))
+    return (dg, module.function(name, vertex_dtype, dg.offset_dtype),
+            grid_blocks(module, name, vertex_dtype, dg.offset_dtype, n), solo)
+
+
 def update(graph, distances, parents, plan, changes, device: int, loop: str | None = None) -> EngineReport:
     """One fused update of ``(distances, parents)`` (CuPy, already grown to n) in place
     (algorithm.md §5). ``loop`` (the operators engine's loop mode) is ignored: both engine
@@ -202,28 +227,16 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     n = int(plan.num_vertices)
     num_changed = changes.upper
     num_heads = changes.num_heads
-    s = runtime.stream(device)
-    edges = solo_edges()
     captured = capture_enabled()
-    expansion = plan.push_expansion
-    limits = chains.run_limits(expansion)
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes(expansion), captured,
-                                                 appends.block_append(expansion), limits[0]))
-    ws = workspace.get(device, vertex_dtype)
-    syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, limits)
+    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, captured)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
     max_rounds = pointer_jumping_rounds(n)
 
     with ws.lock:
         try:
             runtime.order_after_current_stream(s, device)
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
-                dg = graph._device.view(plan.objective)
-                # the view's edge count: no read of a pending commit's exact one (a sync); the
-                # solo rule needs only the mean degree
-                solo = vt(solo_limit(n, dg.num_edges, edges))
-                fn = module.function("fused_update", vertex_dtype, dg.offset_dtype)
-                blocks = grid_blocks(module, "fused_update", vertex_dtype, dg.offset_dtype, n)
+                dg, fn, blocks, solo = _kernel(module, "fused_update", graph, plan, vertex_dtype, edges)
                 ws.reserve(n, max(num_changed, num_heads, 1), s)  # within capacity: nothing
                 if captured:  # the change lists are staged by the captured graph itself
                     (changed_from, changed_to, heads, changed_count), staging = changes.captured_staging(ws)
@@ -384,25 +397,14 @@ def compute(graph, plan, device: int, loop: str | None = None):
     cupy = runtime.cupy_module()
     vertex_dtype = np.dtype(graph.vertex_dtype)
     n = int(plan.num_vertices)
-    s = runtime.stream(device)
-    edges = solo_edges()
-    expansion = plan.push_expansion
-    limits = chains.run_limits(expansion)
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes(expansion),
-                                                 block_append=appends.block_append(expansion),
-                                                 chain_hops=limits[0]))
-    ws = workspace.get(device, vertex_dtype)
-    syncs = runtime.SyncCounter()
-    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(plan, vertex_dtype, limits)
+    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype)
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
 
     with ws.lock:
         try:
             runtime.order_after_current_stream(s, device)
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
-                dg = graph._device.view(plan.objective)
-                solo = vt(solo_limit(n, dg.num_edges, edges))
-                fn = module.function("fused_compute", vertex_dtype, dg.offset_dtype)
-                blocks = grid_blocks(module, "fused_compute", vertex_dtype, dg.offset_dtype, n)
+                dg, fn, blocks, solo = _kernel(module, "fused_compute", graph, plan, vertex_dtype, edges)
                 ws.reserve(n, 1, s)
                 distances = cupy.empty(n, dtype=cupy.int64)
                 parents = cupy.empty(n, dtype=vertex_dtype)
