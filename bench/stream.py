@@ -23,11 +23,13 @@ Two orders of the engines:
   the same code minutes apart differ by up to 1.6x in median (the machine's state drifts), and
   each engine is measured in a different stretch of that drift.
 * ``--interleave``: every engine opens its graph and result first, then batch by batch each engine
-  applies that batch in turn, in orders of a Williams design cycled over the batches (batch i takes
-  order i mod its length, :func:`order_design`): over one cycle every engine holds every position
-  equally often and follows every other engine equally often, so neither going first nor what the
-  engine before left behind (GPU clocks, caches) sides with one engine; the record names the
-  design and its orders (stream.order_design). Every engine sees the same drift, so the per-batch
+  applies that batch in turn, in orders of a serially balanced Williams design cycled over the
+  batches (batch i takes order i mod its length, :func:`order_design`): over one cycle every engine
+  holds every position equally often, and in the whole sequence of runs, batch boundaries included,
+  every engine follows every engine (itself included: each order starts with the engine that ended
+  the one before) equally often, so neither going first nor what the run before left behind (GPU
+  clocks, caches) sides with one engine; the record names the design, its orders and that balance
+  (stream.order_design). Every engine sees the same drift, so the per-batch
   ratio B_i / A_i of two engines cancels it; the record adds "paired": the median of those ratios over
   the timed batches with a seeded 95 % bootstrap interval (protocol.stats.paired_ratio), for each
   pair of engines that ran. Use it to judge one engine against another (issue 27's "operators
@@ -352,22 +354,16 @@ def run_engine(engine: str, data: StreamInput, batches, objective: int, progress
     return EngineRun(times, final_tree(result), time.perf_counter() - start)
 
 
-#: The name of the interleaved orders' design, as the record spells it.
-ORDER_DESIGN = "williams"
+#: The name of the interleaved orders' design, as the record spells it. Records from before the
+#: orders were chained across batches say "williams" and carry no "carryover" field: their orders
+#: balance positions and successors within a batch only.
+ORDER_DESIGN = "williams-serial"
 
 
-def order_design(count: int) -> list[list[int]]:
-    """A Williams design for ``count`` engines: the orders (permutations of ``range(count)``) that
-    the interleaved batches cycle through. Over the design every engine holds every position
-    equally often and every ordered pair (X immediately followed by Y, X != Y) appears equally
-    often within an order, so carry-over from one engine to the next is balanced, not confounded
-    with the engine (a cyclic rotation of three engines always puts the same engine after each).
-
-    ``count`` orders for an even count, ``2 * count`` for an odd one (a Latin square whose first
-    row is 0, 1, E-1, 2, E-2, ... and whose rows add 1 mod E, plus for an odd count every row
-    reversed): one order for one engine, AB and BA for two, six for three."""
-    if count < 1:
-        raise ValueError(f"an order design needs at least one engine, got {count}")
+def _williams_square(count: int) -> list[list[int]]:
+    """Williams's Latin square for ``count`` engines: first row 0, 1, E-1, 2, E-2, ..., each next
+    row adds 1 mod E. Every row ends with the engine E/2 places after the one it starts with
+    ((E+1)/2 for an odd count)."""
     first, low, high = [0], 1, count - 1
     while len(first) < count:
         first.append(low)
@@ -375,8 +371,72 @@ def order_design(count: int) -> list[list[int]]:
         if len(first) < count:
             first.append(high)
             high -= 1
-    square = [[(k + r) % count for k in first] for r in range(count)]
-    return square if count % 2 == 0 or count == 1 else square + [row[::-1] for row in square]
+    return [[(k + r) % count for k in first] for r in range(count)]
+
+
+def _chained(rows: list[list[int]]) -> list[list[int]]:
+    """``rows`` reordered so that each row starts with the engine that ended the row before, the
+    last row's with the first's: an Eulerian circuit (Hierholzer) of the multigraph with one edge
+    first -> last per row, from row 0, taking a vertex's unused rows in ``rows``' order. Every
+    engine must start as many rows as it ends and the edges must connect every engine."""
+    unused = {}
+    for i, row in enumerate(rows):
+        unused.setdefault(row[0], []).append(i)
+    for starts in unused.values():
+        starts.reverse()  # pop() takes them in rows' order
+    stack, circuit = [(rows[0][0], None)], []
+    while stack:
+        vertex, edge = stack[-1]
+        if unused.get(vertex):
+            i = unused[vertex].pop()
+            stack.append((rows[i][-1], i))
+        else:
+            stack.pop()
+            if edge is not None:
+                circuit.append(edge)
+    if len(circuit) != len(rows):
+        raise AssertionError(f"the rows' first -> last edges leave {len(rows) - len(circuit)} rows unchained")
+    return [rows[i] for i in reversed(circuit)]
+
+
+def order_design(count: int) -> list[list[int]]:
+    """The orders (permutations of ``range(count)``) that the interleaved batches cycle through,
+    serially balanced over the whole stream: run back to back (all batches' runs in one sequence,
+    the cycle's last run followed by its first), every engine is preceded by every engine, itself
+    included, equally often: len(orders) / count times per cycle, batch boundaries counted. And
+    every engine holds every position of a batch equally often (len(orders) / count times).
+
+    Within a batch an engine never follows itself, so that balance needs every batch boundary to
+    repeat an engine: each order starts with the engine that ended the one before (the engine runs
+    twice in a row, once per batch; it is then "preceded by itself", as often as by any other).
+    The orders are Williams's (every engine in every position equally often, every ordered pair
+    X != Y adjacent equally often within the orders), chained by :func:`_chained`:
+
+    * 1 engine: one order; 2: AB, BA (A B | B A | A ...);
+    * an odd count: the Williams square and its rows reversed, 2 * count orders (six for three);
+    * an even count of 4 or more: 2 * count orders, the Williams square and a copy with the upper
+      half of the engines relabelled (E/2 + j -> E/2 + (j+1 mod E/2)). The square alone cannot be
+      chained: every row ends E/2 after its start, so its first -> last edges pair the engines
+      {r, r + E/2} and never leave those pairs; the relabelled copy's edges join r to
+      E/2 + (r+1 mod E/2), which links all pairs into one cycle.
+
+    Exact balance is reached for every count. No shorter cycle has it for 3, 4 or 5 engines:
+    balanced positions need a multiple of ``count`` orders, and ``count`` orders are a row-complete
+    Latin square whose rows chain into one cycle: none exists of order 3 or 5 (no row-complete
+    square at all) nor of order 4 (its six row-complete squares all end E/2 after the start); the
+    tests count these exhaustively."""
+    if count < 1:
+        raise ValueError(f"an order design needs at least one engine, got {count}")
+    square = _williams_square(count)
+    if count <= 2:
+        rows = square
+    elif count % 2:
+        rows = square + [row[::-1] for row in square]
+    else:
+        half = count // 2
+        relabel = list(range(half)) + [half + (j + 1) % half for j in range(half)]
+        rows = square + [[relabel[k] for k in row] for row in square]
+    return _chained(rows)
 
 
 def batch_order(engines, index: int, design=None) -> list:
@@ -388,9 +448,16 @@ def batch_order(engines, index: int, design=None) -> list:
 
 
 def design_record(engines) -> dict:
-    """The interleaved orders as the record keeps them: the design's name and its orders by name."""
-    return {"name": ORDER_DESIGN, "orders": [[engines[k] for k in row] for row in order_design(len(engines))],
-            "rule": "batch i takes order i mod len(orders)"}
+    """The interleaved orders as the record keeps them: the design's name, its orders by name, the
+    rule that assigns them to batches and what one cycle of them guarantees ("carryover", with the
+    counts per cycle)."""
+    orders = [[engines[k] for k in row] for row in order_design(len(engines))]
+    each = len(orders) // len(engines)
+    return {"name": ORDER_DESIGN, "orders": orders, "rule": "batch i takes order i mod len(orders)",
+            "carryover": "balanced across batch boundaries: each order starts with the engine that ended the "
+                         "order before (the last order's with the first's), so over one cycle of the orders run "
+                         "back to back every engine is preceded by every engine, itself included, equally often",
+            "per_cycle": {"in_each_position": each, "after_each_engine": each}}
 
 
 def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool) -> dict:
@@ -526,9 +593,8 @@ def markdown(record: dict) -> str:
         lines.append(f"| {engine} | {t['count']:,} | {_fmt(t['median_ms'])} | {_fmt(t['p99_ms'])} | "
                      f"{_fmt(t['mean_ms'])} | {_fmt(t['max_ms'])} | {equal} |")
     if record.get("paired"):  # none with one engine
-        lines += ["", "Engines interleaved batch by batch (the orders of a Williams design in turn: every engine "
-                  "equally often in each position and after each other engine); engine B / engine A "
-                  "per batch, timed batches:", "",
+        lines += ["", f"Engines interleaved batch by batch ({_design_text(s.get('order_design'))}); engine B / "
+                  "engine A per batch, timed batches:", "",
                   "| engine B / engine A | batches | median ratio | 95 % CI |", "|---|---:|---:|---|"]
         for name, r in record["paired"].items():
             lines.append(f"| {name} | {r['pairs']:,} | {_fmt(r['median'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] |")
@@ -538,6 +604,16 @@ def markdown(record: dict) -> str:
               f"{record['machine'].get('cpu_model') or record['machine']['processor']}"
               + _probe_text(record["machine"].get("host_probe"))]
     return "\n".join(lines) + "\n"
+
+
+def _design_text(design) -> str:
+    """The interleaved orders' design in words: a record from before the orders were chained across
+    batches (no "carryover") balanced successors within a batch only."""
+    if design and design.get("carryover"):
+        return ("the orders of a serially balanced Williams design in turn: every engine equally often in each "
+                "position and after each engine, itself included, batch boundaries counted")
+    return ("the orders of a Williams design in turn: every engine equally often in each position and after "
+            "each other engine")
 
 
 def _probe_text(probe) -> str:
@@ -705,8 +781,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the stream's seed (default {DEFAULT_SEED})")
     parser.add_argument("--objective", type=int, default=0, help="the weight column measured (default 0)")
     parser.add_argument("--interleave", action="store_true",
-                        help="apply each batch with every engine in turn (the orders of a Williams design, cycled over "
-                             "the batches) and "
+                        help="apply each batch with every engine in turn (the orders of a serially balanced Williams "
+                             "design, cycled over the batches) and "
                              "record the per-batch ratios between engines with a bootstrap interval; default: "
                              "the engines one after another")
     options.add_table_out_option(parser, "stream.json and stream.md")

@@ -285,8 +285,102 @@ def test_the_interleaved_orders_balance_positions_and_successors(count):
     assert set(positions.values()) == {period // count}  # every engine equally often in every position
     if count > 1:  # every ordered pair equally often right after one another
         assert set(successors.values()) == {period * (count - 1) // (count * (count - 1))}
-    # the shortest Williams designs: one order, AB and BA, the six of three engines
-    assert period == (count if count % 2 == 0 or count == 1 else 2 * count)
+    # one order, AB and BA, then 2 * count (the shortest chained cycles: see below)
+    assert period == (count if count <= 2 else 2 * count)
+
+
+def _carryover(orders, engines):
+    """Over one cycle of ``orders`` run back to back (every batch's runs in one sequence, the last
+    run followed by the first): how often each engine is preceded by each engine, itself included
+    (batch boundaries counted), and how often each engine holds each position of a batch."""
+    from collections import Counter
+
+    runs = [e for order in orders for e in order]
+    preceded = Counter(zip(runs[-1:] + runs[:-1], runs))  # (before, after), the wrap included
+    positions = Counter((e, k) for order in orders for k, e in enumerate(order))
+    return ({(x, y): preceded[(x, y)] for x in engines for y in engines},
+            {(e, k): positions[(e, k)] for e in engines for k in range(len(engines))})
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_the_orders_run_back_to_back_are_balanced_across_batch_boundaries(count):
+    engines = [f"e{k}" for k in range(count)]
+    period = len(stream.order_design(count))
+    orders = [stream.batch_order(engines, i) for i in range(period)]
+    assert all(sorted(order) == sorted(engines) for order in orders)  # each engine once per batch
+    preceded, positions = _carryover(orders, engines)
+    # exhaustive counts over one cycle: every one of the count**2 (before, after) pairs, itself
+    # included, period / count times; every engine in every position period / count times
+    assert sum(preceded.values()) == period * count and set(preceded.values()) == {period // count}
+    assert set(positions.values()) == {period // count}
+    # every boundary repeats an engine: each order starts with the engine that ended the one before
+    assert all(orders[i][0] == orders[i - 1][-1] for i in range(period))
+    # the same over any whole number of cycles, from any batch on (batch i takes order i mod period)
+    later = [stream.batch_order(engines, i) for i in range(3, 3 + 2 * period)]
+    assert set(_carryover(later, engines)[0].values()) == {2 * period // count}
+    assert period == (1 if count == 1 else 2 if count == 2 else 2 * count)
+
+
+def _row_complete_squares(count):
+    """Every set of ``count`` orders that puts every engine in every position once and every ordered
+    pair X != Y next to one another once (a row-complete Latin square), by exhaustive search: the
+    order starting with engine r is the r-th (any such set has one order per first engine)."""
+    from itertools import permutations
+
+    orders = list(permutations(range(count)))
+    found = []
+
+    def extend(rows, pairs):
+        if len(rows) == count:
+            found.append(list(rows))
+            return
+        for order in orders:
+            if order[0] != len(rows) or any(order[k] == row[k] for row in rows for k in range(count)):
+                continue
+            adjacent = set(zip(order, order[1:]))
+            if not adjacent & pairs:
+                extend(rows + [order], pairs | adjacent)
+
+    extend([], set())
+    return found
+
+
+@pytest.mark.parametrize("count", [3, 4, 5])
+def test_no_shorter_cycle_is_balanced_across_boundaries(count):
+    # a balanced cycle needs every boundary to repeat an engine (count engines, each preceded by
+    # itself as often as by any other: period / count self-pairs per engine, one per boundary), and
+    # a multiple of count orders; count orders would be a row-complete Latin square whose orders
+    # chain first -> last into one cycle. Exhaustively: none of order 3 or 5; order 4 has six, each
+    # ending 2 after where it starts (two cycles of two). So the design's 2 * count is the shortest.
+    squares = _row_complete_squares(count)
+    assert len(squares) == {3: 0, 4: 6, 5: 0}[count]
+    for square in squares:
+        successor = {row[0]: row[-1] for row in square}
+        assert all(successor[successor[r]] == r for r in range(count))  # never one cycle of four
+        assert not any(set(_carryover(rows, range(count))[0].values()) == {1}
+                       for rows in _permuted(square))
+    assert len(stream.order_design(count)) == 2 * count
+
+
+def _permuted(square):
+    from itertools import permutations
+
+    return (list(rows) for rows in permutations(square))
+
+
+def test_the_plain_williams_orders_are_not_balanced_across_boundaries():
+    # the check above can fail: cycled as they come, Williams's orders for three engines (a square
+    # and its rows reversed) give each engine 6 predecessors but not 2 of each engine
+    plain = [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["c", "b", "a"], ["a", "c", "b"], ["b", "a", "c"]]
+    preceded, positions = _carryover(plain, ["a", "b", "c"])
+    assert set(positions.values()) == {2} and set(preceded.values()) != {2}
+    assert preceded[("c", "c")] == 0 and preceded[("c", "a")] == 3 and preceded[("a", "b")] == 2
+    # two engines alternating AB, AB, ...: every run after the other engine, but A always first
+    preceded, positions = _carryover([["a", "b"], ["a", "b"]], ["a", "b"])
+    assert preceded[("a", "a")] == 0 and positions[("a", 0)] == 2
+    # four engines: Williams's square alone cannot chain (each order ends 2 after its start)
+    square = [[(k + r) % 4 for k in (0, 1, 3, 2)] for r in range(4)]
+    assert all(set(_carryover(rows, range(4))[0].values()) != {1} for rows in _permuted(square))
 
 
 def test_the_cyclic_rotation_of_three_engines_would_not_be_balanced():
@@ -301,9 +395,10 @@ def test_the_order_of_a_batch_is_fixed_by_its_index():
     engines = ["fused", "operators", "host"]
     first = [stream.batch_order(engines, i) for i in range(20)]
     assert first == [stream.batch_order(list(engines), i) for i in range(20)]  # reproducible
-    assert first[:6] == [["fused", "operators", "host"], ["operators", "host", "fused"],
-                         ["host", "fused", "operators"], ["host", "operators", "fused"],
-                         ["fused", "host", "operators"], ["operators", "fused", "host"]]
+    # Williams's six orders, chained: each starts with the engine that ended the one before
+    assert first[:6] == [["fused", "operators", "host"], ["host", "fused", "operators"],
+                         ["operators", "host", "fused"], ["fused", "host", "operators"],
+                         ["operators", "fused", "host"], ["host", "operators", "fused"]]
     assert first[6:12] == first[:6] and first[12:18] == first[:6]  # batch i takes order i mod 6
     assert len({tuple(o) for o in first[:6]}) == 6  # for three engines: all six permutations
     assert [stream.batch_order(["a", "b"], i) for i in range(4)] == [["a", "b"], ["b", "a"]] * 2
@@ -354,9 +449,12 @@ def test_interleaved_run_rotates_and_every_engine_applies_every_batch_once(two_h
         assert [i for e, i in calls if e == engine] == list(range(30))
     record = json.loads((out / "stream.json").read_text())
     assert record["stream"]["order"] == "interleaved"
-    assert record["stream"]["order_design"] == {
-        "name": "williams", "orders": [["first", "second"], ["second", "first"]],
-        "rule": "batch i takes order i mod len(orders)"}
+    design = record["stream"]["order_design"]
+    assert design.pop("carryover").startswith("balanced across batch boundaries: each order starts with the engine "
+                                              "that ended the order before")
+    assert design == {
+        "name": "williams-serial", "orders": [["first", "second"], ["second", "first"]],
+        "rule": "batch i takes order i mod len(orders)", "per_cycle": {"in_each_position": 1, "after_each_engine": 1}}
     assert record["check"] == {"reference": "first", "equal": True, "differences": {}}  # equal final trees
     times = np.load(out / stream.TIMES_NAME)
     assert len(times["first"]) == len(times["second"]) == 30
@@ -366,7 +464,15 @@ def test_interleaved_run_rotates_and_every_engine_applies_every_batch_once(two_h
     assert r["median"] == pytest.approx(float(np.median(times["second"][5:] / times["first"][5:])))
     table = (out / "stream.md").read_text()
     assert "| engine B / engine A | batches | median ratio | 95 % CI |" in table and "| second/first | 25 |" in table
-    assert "the orders of a Williams design in turn" in table
+    assert "the orders of a serially balanced Williams design in turn" in table
+    assert "itself included, batch boundaries counted" in table
+    # a record from before the chained orders (design "williams", no "carryover") reads as it did
+    record["stream"]["order_design"] = {"name": "williams", "orders": [["first", "second"], ["second", "first"]],
+                                        "rule": "batch i takes order i mod len(orders)"}
+    old = stream.markdown(record)
+    assert ("Engines interleaved batch by batch (the orders of a Williams design in turn: every engine equally "
+            "often in each position and after each other engine); engine B / engine A per batch") in old
+    assert "serially" not in old and "| second/first | 25 |" in old
 
 
 def test_the_interleaved_final_trees_are_checked(two_hosts, monkeypatch, edge_file, tmp_path, capsys):
