@@ -70,10 +70,17 @@ def test_the_engines_compile_the_appends_beside_every_plain_push_module():
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_appends_variant_when_switched_on(monkeypatch, expansion):
     plan = SimpleNamespace(push_expansion=expansion)
-    for name in (fused.SOLO_ENV, passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV):
+    for name in (fused.SOLO_ENV, appends.APPEND_ENV):
         monkeypatch.delenv(name, raising=False)
+    for name in (passes.WIDE_ENV, chains.CHAIN_ENV):  # off, whatever their defaults
+        monkeypatch.setenv(name, "0")
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
-    assert fused.run_defines(plan) == push.module_defines(expansion)  # the default is unchanged
+    # unset: the appends' default, which never applies to "batched"
+    default = push.module_defines(expansion) + (
+        APPEND if appends.DEFAULT_ON and expansion != "batched" else ())
+    assert fused.run_defines(plan) == default and operators.run_defines(plan) == default
+    monkeypatch.setenv(appends.APPEND_ENV, "0")
+    assert fused.run_defines(plan) == push.module_defines(expansion)
     assert operators.run_defines(plan) == push.module_defines(expansion)
     assert fused.module_defines(plan, 0) == fused.module_defines(plan, 0, block_append=False)
     monkeypatch.setenv(appends.APPEND_ENV, "1")

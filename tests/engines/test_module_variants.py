@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from engines.sssp.cuda import fused, operators, push, runtime
+from engines.sssp.cuda import appends, chains, fused, operators, passes, push, runtime
 from engines.sssp.plan import PUSH_EXPANSIONS
 
 
@@ -55,6 +55,8 @@ def _defines_of(code: str) -> list[str]:
 def test_a_fused_run_loads_the_module_of_its_expansion_and_switch(recorder, monkeypatch,
                                                                   expansion, solo, capture):
     monkeypatch.setenv(fused.SOLO_ENV, solo)
+    for name in (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV):  # whatever their defaults
+        monkeypatch.setenv(name, "0")
     if capture is None:  # unset: captured, the default
         monkeypatch.delenv(fused.CAPTURE_ENV, raising=False)
     else:

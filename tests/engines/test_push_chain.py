@@ -26,8 +26,12 @@ ENVS = (chains.CHAIN_ENV, chains.DEGREE_ENV, appends.APPEND_ENV, passes.WIDE_ENV
 
 @pytest.fixture
 def clean_env(monkeypatch):
+    """The chain switches unset, the other variants explicitly off whatever their defaults (the
+    block appends too: a test turns them on where chains need them)."""
     for name in ENVS:
         monkeypatch.delenv(name, raising=False)
+    for name in (appends.APPEND_ENV, passes.WIDE_ENV):
+        monkeypatch.setenv(name, "0")
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
     return monkeypatch
 
@@ -226,10 +230,11 @@ def test_the_default_kernels_do_not_see_the_variant():
 @pytest.mark.parametrize("expansion", ["group", "vertex"])
 def test_a_bad_degree_is_refused_when_the_run_is_prepared(clean_env, expansion):
     """run_defines (what prepare() reads before update()'s commit) checks the degree switch too,
-    but only when chains are on: unset hops leave a bad degree unread."""
+    but only when chains are on: hops off leave a bad degree unread."""
     plan = SimpleNamespace(push_expansion=expansion)
     clean_env.setenv(appends.APPEND_ENV, "1")
     clean_env.setenv(chains.DEGREE_ENV, "0")
+    clean_env.setenv(chains.CHAIN_ENV, "0")  # off, whatever the default
     assert fused.run_defines(plan) == APPEND and operators.run_defines(plan) == APPEND
     clean_env.setenv(chains.CHAIN_ENV, "2")
     for run_defines in (fused.run_defines, operators.run_defines):
@@ -249,6 +254,7 @@ def test_defaults_apply_only_where_the_variants_combine(clean_env, expansion):
     value wins either way, and an explicit 1 with "batched" is still refused."""
     clean_env.setattr(appends._VARIANT, "default", True)
     clean_env.setattr(chains, "DEFAULT_HOPS", 2)
+    clean_env.delenv(appends.APPEND_ENV)
     plan = SimpleNamespace(push_expansion=expansion)
     base = push.module_defines(expansion)
     if expansion == "batched":
