@@ -54,7 +54,9 @@ def test_lengths_add_up_to_the_pushes_on_every_engine(seed):
             _assert_profile_matches_stats(r, f"{name} update {step}")
 
 
-def test_a_chain_pushes_one_vertex_per_iteration():
+def test_a_chain_pushes_one_vertex_per_iteration(monkeypatch):
+    # the plain push's one hop per iteration: lane-local chains (test_push_chain) take several
+    monkeypatch.setenv("ENGINES_PUSH_CHAIN", "0")
     n = 2000
     src = np.arange(n - 1)
     graph = engines.Graph.from_edges(src, src + 1, np.ones(n - 1, dtype=np.int64), num_vertices=n)
