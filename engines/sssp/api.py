@@ -204,7 +204,7 @@ def update(graph, batch, *results, probe=None):
         item.plan = Plan(source=item.result.source, objective=k, num_vertices=n_after,
                          max_weight=item.max_weight, delta=item.delta,
                          packing=decide_packing(item.max_weight, n_after),
-                         push_expansion=item.opts.push_expansion)
+                         push_expansion=item.opts.push_expansion, batch_changes=int(events.size))
     device = _cuda_device(pending)
     if device is not None:
         try:

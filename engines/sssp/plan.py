@@ -57,6 +57,9 @@ class Plan:
     delta: int  # resolved, >= 1
     packing: Packing  # .packed, .bits, .bound
     push_expansion: str = DEFAULT_PUSH_EXPANSION  # the CUDA engines' push (PUSH_EXPANSIONS)
+    #: the changes of the batch an update applies (events, every objective's); 0 for compute().
+    #: The CUDA engines choose the block-append module by it (engines/sssp/cuda/appends.py)
+    batch_changes: int = 0
 
     @property
     def bound(self) -> int:

@@ -75,11 +75,18 @@ def test_a_run_loads_the_appends_variant_when_switched_on(monkeypatch, expansion
     for name in (passes.WIDE_ENV, chains.CHAIN_ENV):  # off, whatever their defaults
         monkeypatch.setenv(name, "0")
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
-    # unset: the appends' default, which never applies to "batched"
-    default = push.module_defines(expansion) + (
-        APPEND if appends.DEFAULT_ON and expansion != "batched" else ())
-    assert fused.run_defines(plan) == default and operators.run_defines(plan) == default
+    # unset: the batch size decides, and the default never applies to "batched"
+    assert fused.run_defines(plan) == push.module_defines(expansion)  # compute(): no batch
+    assert operators.run_defines(plan) == push.module_defines(expansion)
+    for changes in (appends.MIN_BATCH_CHANGES - 1, appends.MIN_BATCH_CHANGES, 50_000):
+        batch_plan = SimpleNamespace(push_expansion=expansion, batch_changes=changes)
+        on = changes >= appends.MIN_BATCH_CHANGES and expansion != "batched"
+        default = push.module_defines(expansion) + (APPEND if on else ())
+        assert fused.run_defines(batch_plan) == default, changes
+        assert operators.run_defines(batch_plan) == default, changes
+    batch_plan = SimpleNamespace(push_expansion=expansion, batch_changes=50_000)
     monkeypatch.setenv(appends.APPEND_ENV, "0")
+    assert fused.run_defines(batch_plan) == push.module_defines(expansion)  # an explicit 0 wins
     assert fused.run_defines(plan) == push.module_defines(expansion)
     assert operators.run_defines(plan) == push.module_defines(expansion)
     assert fused.module_defines(plan, 0) == fused.module_defines(plan, 0, block_append=False)
@@ -120,3 +127,30 @@ def test_the_default_kernels_do_not_see_the_variant():
     assert "#define SSSP_BLOCK_APPEND 1" not in code
     assert runtime.variant_code("", APPEND) == "#define SSSP_BLOCK_APPEND 1\n"
     assert runtime.variant_code("", WIDE) == "#define SSSP_WIDE_PASSES 1\n"
+
+
+def test_an_update_plans_with_its_batch_size_and_compute_with_none(monkeypatch):
+    """The appends' default reads Plan.batch_changes: update() sets it to the batch's changes
+    (every insertion and deletion), compute() leaves it 0. Checked on the host engine, which builds
+    the same plan before its commit."""
+    import numpy as np
+
+    import engines
+    from engines.sssp import api
+
+    plans, plan_class = [], api.Plan
+
+    def recording_plan(**fields):
+        plans.append(plan_class(**fields))
+        return plans[-1]
+
+    monkeypatch.setattr(api, "Plan", recording_plan)
+    src, dst = np.array([0, 1, 2, 3]), np.array([1, 2, 3, 4])
+    graph = engines.Graph.from_edges(src, dst, np.array([1, 2, 3, 4]), num_vertices=6)
+    result = engines.sssp.compute(graph, 0, backend="host")
+    assert [p.batch_changes for p in plans] == [0]
+    batch = engines.Batch(insert_src=np.array([4, 0, 5]), insert_dst=np.array([5, 5, 1]),
+                          insert_weights=np.array([1, 9, 1]), delete_src=np.array([2]),
+                          delete_dst=np.array([3]))
+    engines.sssp.update(graph, batch, result)
+    assert [p.batch_changes for p in plans] == [0, 4]

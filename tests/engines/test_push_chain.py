@@ -21,6 +21,8 @@ from engines.sssp.cuda import appends, chains, compile_check, fused, operators, 
 
 CHAIN = chains.DEFINES
 APPEND = appends.DEFINES
+#: A run of the plain push (the readers take the plan: its expansion and batch size).
+GROUP = SimpleNamespace(push_expansion="group", batch_changes=0)
 ENVS = (chains.CHAIN_ENV, chains.DEGREE_ENV, appends.APPEND_ENV, passes.WIDE_ENV, fused.SOLO_ENV)
 
 
@@ -48,14 +50,14 @@ def _decode(argument: int) -> tuple[int, int, int]:
 def test_the_hops_switch(clean_env, text, hops):
     if text is not None:
         clean_env.setenv(chains.CHAIN_ENV, text)
-    assert chains.chain_hops("group") == hops
+    assert chains.chain_hops(GROUP) == hops
 
 
 @pytest.mark.parametrize("text", ["on", "yes", "-1", "1.5", "256", "100000"])
 def test_a_bad_hops_switch_is_an_error_naming_it(clean_env, text):
     clean_env.setenv(chains.CHAIN_ENV, text)
     with pytest.raises(errors.InvalidArgumentError, match=chains.CHAIN_ENV):
-        chains.chain_hops("group")
+        chains.chain_hops(GROUP)
 
 
 @pytest.mark.parametrize("text, degree", [(None, chains.DEFAULT_DEGREE), ("", chains.DEFAULT_DEGREE),
@@ -108,15 +110,15 @@ def test_the_fields_match_the_header():
 
 
 def test_run_limits_reads_both_switches(clean_env):
-    assert chains.run_limits("group") == (0, chains.DEFAULT_DEGREE)
+    assert chains.run_limits(GROUP) == (0, chains.DEFAULT_DEGREE)
     clean_env.setenv(chains.DEGREE_ENV, "9")  # the degree alone changes nothing
-    assert chains.run_limits("group") == (0, chains.DEFAULT_DEGREE)
-    assert chains.push_argument("group", *chains.run_limits("group")) == push.max_shift("group")
+    assert chains.run_limits(GROUP) == (0, chains.DEFAULT_DEGREE)
+    assert chains.push_argument("group", *chains.run_limits(GROUP)) == push.max_shift("group")
     clean_env.setenv(chains.CHAIN_ENV, "3")
-    assert chains.run_limits("group") == (3, 9)
-    assert _decode(chains.push_argument("vertex", *chains.run_limits("group"))) == (0, 3, 9)
+    assert chains.run_limits(GROUP) == (3, 9)
+    assert _decode(chains.push_argument("vertex", *chains.run_limits(GROUP))) == (0, 3, 9)
     clean_env.delenv(chains.DEGREE_ENV)
-    assert _decode(chains.push_argument("group", *chains.run_limits("group"))) == (
+    assert _decode(chains.push_argument("group", *chains.run_limits(GROUP))) == (
         push.MAX_GROUP_SHIFT, 3, chains.DEFAULT_DEGREE)
 
 
@@ -124,11 +126,11 @@ def test_the_hops_and_degree_bounds_come_from_the_shared_count_switch(clean_env)
     """switches.count owns the bounds (its maximum): the message says both of them."""
     clean_env.setenv(chains.CHAIN_ENV, str(chains.MAX_HOPS + 1))
     with pytest.raises(errors.InvalidArgumentError, match=f"at least 1 and at most {chains.MAX_HOPS}"):
-        chains.chain_hops("group")
+        chains.chain_hops(GROUP)
     clean_env.setenv(chains.CHAIN_ENV, "2")
     clean_env.setenv(chains.DEGREE_ENV, str(chains.MAX_DEGREE + 1))
     with pytest.raises(errors.InvalidArgumentError, match=f"at most {chains.MAX_DEGREE}"):
-        chains.run_limits("group")
+        chains.run_limits(GROUP)
 
 
 def test_the_chains_need_the_appends_and_the_plain_push():
@@ -209,7 +211,7 @@ def test_the_fused_kernels_get_the_limits_in_their_push_argument(clean_env, hops
         clean_env.setenv(chains.CHAIN_ENV, str(hops))
     plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion="group",
                            packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
-    argument = fused._scalars(plan, np.int32, chains.run_limits("group") if hops else (0, 7))[6]
+    argument = fused._scalars(plan, np.int32, chains.run_limits(GROUP) if hops else (0, 7))[6]
     assert argument.dtype == np.uint32
     expected = (push.MAX_GROUP_SHIFT, hops, 7) if hops else (push.MAX_GROUP_SHIFT, 0, 0)
     assert _decode(int(argument)) == expected
@@ -242,39 +244,46 @@ def test_a_bad_degree_is_refused_when_the_run_is_prepared(clean_env, expansion):
             run_defines(plan)
 
 
-def test_the_appends_default_is_the_one_their_variant_applies():
-    assert appends._VARIANT.default is appends.DEFAULT_ON
-    assert chains.DEFAULT_HOPS == 0 or 1 <= chains.DEFAULT_HOPS <= chains.MAX_HOPS
+def test_the_shipped_defaults():
+    """Measured on the GPU (appends.py, chains.py): the appends for large batches only, no chains."""
+    assert chains.DEFAULT_HOPS == 0
+    assert not appends.by_default(0) and not appends.by_default(100)
+    assert not appends.by_default(appends.MIN_BATCH_CHANGES - 1)
+    assert appends.by_default(appends.MIN_BATCH_CHANGES) and appends.by_default(50_000)
+    assert 10_000 < appends.MIN_BATCH_CHANGES <= 50_000  # between local10k and safe50k
 
 
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_defaults_apply_only_where_the_variants_combine(clean_env, expansion):
-    """With the defaults on (the appends, chains of two hops), a run that leaves both switches
-    unset gets them with the plain push and neither with "batched", without an error; an explicit
-    value wins either way, and an explicit 1 with "batched" is still refused."""
-    clean_env.setattr(appends._VARIANT, "default", True)
+    """With chains of two hops by default, an update large enough for the appends' default that
+    leaves both switches unset gets both with the plain push and neither with "batched", without an
+    error (a small one gets neither); an explicit value wins either way, and an explicit 1 with
+    "batched" is still refused."""
     clean_env.setattr(chains, "DEFAULT_HOPS", 2)
     clean_env.delenv(appends.APPEND_ENV)
-    plan = SimpleNamespace(push_expansion=expansion)
+    small = SimpleNamespace(push_expansion=expansion, batch_changes=appends.MIN_BATCH_CHANGES - 1)
+    assert fused.run_defines(small) == push.module_defines(expansion) == operators.run_defines(small)
+    assert chains.run_limits(small) == (0, chains.DEFAULT_DEGREE)
+    plan = SimpleNamespace(push_expansion=expansion, batch_changes=appends.MIN_BATCH_CHANGES)
     base = push.module_defines(expansion)
     if expansion == "batched":
         assert fused.run_defines(plan) == base and operators.run_defines(plan) == base
-        assert chains.run_limits(expansion) == (0, chains.DEFAULT_DEGREE)
+        assert chains.run_limits(plan) == (0, chains.DEFAULT_DEGREE)
         clean_env.setenv(appends.APPEND_ENV, "1")
         for run_defines in (fused.run_defines, operators.run_defines):
             with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
                 run_defines(plan)
         return
     assert fused.run_defines(plan) == APPEND + CHAIN and operators.run_defines(plan) == APPEND + CHAIN
-    assert chains.run_limits(expansion) == (2, chains.DEFAULT_DEGREE)
+    assert chains.run_limits(plan) == (2, chains.DEFAULT_DEGREE)
     clean_env.setenv(chains.CHAIN_ENV, "off")
     assert fused.run_defines(plan) == APPEND and operators.run_defines(plan) == APPEND
     clean_env.setenv(chains.CHAIN_ENV, "3")
-    assert chains.run_limits(expansion) == (3, chains.DEFAULT_DEGREE)
+    assert chains.run_limits(plan) == (3, chains.DEFAULT_DEGREE)
     clean_env.setenv(appends.APPEND_ENV, "0")  # chains asked for without the appends: refused
     for run_defines in (fused.run_defines, operators.run_defines):
         with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
             run_defines(plan)
     clean_env.delenv(chains.CHAIN_ENV)  # the chains' default follows the appends off
     assert fused.run_defines(plan) == base and operators.run_defines(plan) == base
-    assert chains.run_limits(expansion) == (0, chains.DEFAULT_DEGREE)
+    assert chains.run_limits(plan) == (0, chains.DEFAULT_DEGREE)

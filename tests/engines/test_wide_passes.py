@@ -29,17 +29,20 @@ PLAIN_PUSH_VARIANTS = {
 @pytest.mark.parametrize("text, on", [(None, None), ("", None), ("0", False), ("off", False),
                                       (" OFF ", False), ("1", True), ("on", True), ("On", True)])
 def test_the_switch(monkeypatch, variant, text, on):
-    """Unset or empty is the variant's default (on None here) with the plain push, off with
-    "batched" whatever the default (test_push_chain: the defaults where they combine)."""
+    """Unset or empty is the variant's default (on None here: off for a small update, and the
+    appends on for a large one) with the plain push, off with "batched" whatever the default."""
     module, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
     if text is None:
         monkeypatch.delenv(env, raising=False)
     else:
         monkeypatch.setenv(env, text)
-    assert read("group") is (module._VARIANT.default if on is None else on)
-    assert read("vertex") is read("group")
-    if on is None:
-        assert read("batched") is False
+    large = 10 ** 6  # changes: past appends.MIN_BATCH_CHANGES
+    for changes, default in ((0, False), (100, False), (large, variant == "appends")):
+        plan = SimpleNamespace(push_expansion="group", batch_changes=changes)
+        assert read(plan) is (default if on is None else on), changes
+        assert read(SimpleNamespace(push_expansion="vertex", batch_changes=changes)) is read(plan)
+        if on is None:
+            assert read(SimpleNamespace(push_expansion="batched", batch_changes=changes)) is False
 
 
 @pytest.mark.parametrize("variant", sorted(PLAIN_PUSH_VARIANTS))
@@ -48,7 +51,7 @@ def test_a_bad_switch_is_an_error_naming_it(monkeypatch, variant, text):
     _, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
     monkeypatch.setenv(env, text)
     with pytest.raises(errors.InvalidArgumentError, match=env):
-        read("group")
+        read(SimpleNamespace(push_expansion="group", batch_changes=0))
 
 
 def test_the_define_is_a_known_variant():

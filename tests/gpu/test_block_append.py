@@ -56,6 +56,8 @@ def test_a_one_block_grid_overflows_the_block_queue_and_loses_nothing(monkeypatc
     against SciPy's tree (the spec's parent rule), then a chain of updates against the host's
     bytes."""
     monkeypatch.setenv(appends.APPEND_ENV, "1")
+    # every lowered vertex through the queue, none kept by a chain, whatever the chains' default
+    monkeypatch.setenv("ENGINES_PUSH_CHAIN", "0")
     monkeypatch.setenv(fused.SOLO_ENV, solo)
     monkeypatch.setenv(fused.MAX_BLOCKS_ENV, "1")
     monkeypatch.setenv("ENGINES_OPERATORS_LOOP_BLOCKS", "1")

@@ -16,16 +16,24 @@ bench/phase_breakdown.py), its fused engine region 1.44 -> 1.12 ms and whole upd
 tests/gpu/test_wide_passes.py 32 passed. The wide passes themselves cost small updates 1.4-2.7 %,
 so the appends get this switch of their own.
 
-Off by default until the whole GPU suite passes with it on (as its own variant it is not yet
-verified on a GPU; the kernel code is the one verified inside the wide module at 48c2bca, but for
-a full queue's overflow, now a plain atomicAdd instead of the warp-aggregated append, which made
-ptxas spill ops_push<int, long long> in this variant):
-``ENGINES_BLOCK_APPEND=1`` (or ``on``) selects it for every run of either engine; unset, ``0`` or
-``off`` keeps the default kernels, which compile from the same tokens as without the variant. Read
-at every run, like ``ENGINES_WIDE_PASSES``. It combines with the wide passes and the fused solo
-push, and with the plain push module only (the "group" and "vertex" expansions): the "batched"
-expansion relaxes edges in its own loop (push_edges_batched), and a run that asks for the appends
-with it is an error naming the switch.
+On by default for an update whose batch has at least ``MIN_BATCH_CHANGES`` changes, off for
+smaller batches and for compute(), from these measurements (H100, 170950f, whole ``update()`` per
+batch interleaved off/on, ``bench/update_anatomy.py --batch-size 100 --batches 1000 --ab-env
+ENGINES_BLOCK_APPEND=0,1``, median per-batch ratio on/off; ``bench/engine_table.py`` engine region):
+luxembourg_osm, 100 changes a batch, 1.024 and 1.029 (a short near list gains nothing from fewer
+atomics and pays for the block queue); roadNet-PA, 100 changes, 1.017; roadNet-PA local10k (10,000
+changes) fused 1.09 -> 1.12 ms; roadNet-PA safe50k (50,000) fused 1.59 -> 1.23 ms, operators 1.92
+-> 1.69 ms. The whole GPU suite passed with the appends on for every run (718 of 720; the other
+two counted a broom's pushes under the chains, since pinned), so the choice between the two
+modules is the measurements', not a question of the bytes. compute() was not measured with them
+and keeps the plain module.
+
+``ENGINES_BLOCK_APPEND=1`` (or ``on``) selects it for every run of either engine, ``0`` or ``off``
+for none; unset, the batch size decides (``block_append``). Read at every run, like
+``ENGINES_WIDE_PASSES``. It combines with the wide passes and the fused solo push, and with the
+plain push module only (the "group" and "vertex" expansions): the "batched" expansion relaxes edges
+in its own loop (push_edges_batched), and a run that asks for the appends with it is an error
+naming the switch; the default never applies to it.
 """
 
 from __future__ import annotations
@@ -36,19 +44,24 @@ from . import push
 APPEND_ENV = "ENGINES_BLOCK_APPEND"
 #: The module variant's defines (runtime.VARIANT_DEFINES).
 DEFINES = ("SSSP_BLOCK_APPEND",)
-#: Whether a run that leaves the switch unset gets the block appends (where its push expansion
-#: combines with them: the plain push's).
-DEFAULT_ON = False
-#: The switch, its defines, its default and the plain-push-only rule (push.PlainPushVariant owns
-#: them).
-_VARIANT = push.PlainPushVariant(APPEND_ENV, DEFINES, default=DEFAULT_ON)
+#: The smallest batch (in changes) whose update gets the block appends when the switch is unset:
+#: between the measured 10,000 (local10k, 3 % slower with them) and 50,000 (safe50k, 23 % faster).
+MIN_BATCH_CHANGES = 20_000
+#: The switch, its defines and the plain-push-only rule (push.PlainPushVariant owns them).
+_VARIANT = push.PlainPushVariant(APPEND_ENV, DEFINES)
 
 
-def block_append(expansion: str) -> bool:
-    """``ENGINES_BLOCK_APPEND``: whether a run whose push expansion is ``expansion`` loads the
-    block-append module (unset: DEFAULT_ON where the expansion combines with it); a bad value is an
-    error naming it."""
-    return _VARIANT.on(expansion)
+def by_default(batch_changes: int) -> bool:
+    """Whether a run that leaves the switch unset gets the appends (where its push expansion
+    combines with them): an update of at least MIN_BATCH_CHANGES changes; compute() (0) never."""
+    return int(batch_changes) >= MIN_BATCH_CHANGES
+
+
+def block_append(plan) -> bool:
+    """``ENGINES_BLOCK_APPEND`` for a run of ``plan`` (its push expansion and batch size): whether
+    it loads the block-append module (unset: ``by_default``, never with "batched"); a bad value is
+    an error naming it."""
+    return _VARIANT.on(plan.push_expansion, by_default(getattr(plan, "batch_changes", 0)))
 
 
 #: Whether the block appends combine with a module variant (push.PlainPushVariant.combines).
@@ -60,4 +73,4 @@ module_defines = _VARIANT.module_defines
 with_appends = _VARIANT.with_variant
 
 
-__all__ = ["APPEND_ENV", "DEFAULT_ON", "DEFINES", "block_append", "combines", "module_defines", "with_appends"]
+__all__ = ["APPEND_ENV", "DEFINES", "MIN_BATCH_CHANGES", "block_append", "by_default", "combines", "module_defines", "with_appends"]

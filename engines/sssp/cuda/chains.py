@@ -22,15 +22,28 @@ at a guessed 8 dependent L2 round trips each plus the longest chain's round trip
 batches of 100 changes on luxembourg_osm, median iterations per update 51 -> 26.5 -> 19.5 -> 15,
 relaxations +0.2 %, +0.3 %, +1.0 %, cost 1.00 -> 0.77 -> 0.71 -> 0.71; roadNet-PA safe50k 83 -> 59
 -> 58 -> 58 iterations, +0.5 %, 0 %, 0 %, cost 0.93, 1.07, 1.33; roadNet-PA local10k 173 -> 111
--> 103 -> 103, +0.4 %, +3 %, +5 %, cost 0.99, 1.20, 1.68. So two hops for small updates, one at
-most for large batches, if the GPU agrees with the model's constant.
+-> 103 -> 103, +0.4 %, +3 %, +5 %, cost 0.99, 1.20, 1.68.
 
-Off by default, GPU-unverified: ``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; unset, 0 or ``off``
+Measured (H100, 170950f; the GPU tests, tests/gpu/test_push_chain.py, all passed there, and the
+whole GPU suite with two-hop chains on by default passed but for two tests that counted the plain
+push's lists, since pinned): whole ``update()`` per batch interleaved, ``bench/update_anatomy.py
+--batch-size 100 --batches 1000 --ab-env ENGINES_PUSH_CHAIN=0,2`` with ``ENGINES_BLOCK_APPEND=1``,
+median per-batch ratio: luxembourg_osm 0.908, 0.953, 0.965 (three runs; 0.961 and 0.958 with
+``max_degree`` 2 and 3; 4 against 2 hops 1.002, 1 against 2 hops 1.012), but roadNet-PA 1.051
+(1.042, 1.056 with ``max_degree`` 2, 3; one hop 1.008); the engine table's fused region on
+roadNet-PA safe50k 1.23 -> 1.28 ms and local10k 1.12 -> 1.33 ms (105 instead of 177 push
+iterations, each longer). Against the plain module (appends off) luxembourg_osm gains 1.7 %
+(0.983 twice: the chains' gain less the appends' cost on short lists) and roadNet-PA loses 5.5 %
+(1.055). The model's iteration counts hold; its cost constant does not: an iteration saved is
+worth less than a longest chain costs on the stand-in's shorter paths. So chains stay off by
+default, a switch for road networks of long degree-2 chains like luxembourg_osm.
+
+Off by default (DEFAULT_HOPS 0): ``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; unset, 0 or ``off``
 keeps the default kernels, which compile from the same tokens as without the variant) selects it
 for every run of either engine; ``ENGINES_PUSH_CHAIN_DEGREE=<edges>`` sets ``max_degree``
 (DEFAULT_DEGREE when unset). Both are read at every run, like ``ENGINES_BLOCK_APPEND``, which it needs
 (``ENGINES_BLOCK_APPEND=1``: without the block appends, the warp-aggregated appends around the
-chain made ptxas spill ops_push, and the appends are the next default); it combines with the wide
+chain made ptxas spill ops_push); it combines with the wide
 passes and the fused solo push, and with the plain push module only (the "group" and "vertex"
 expansions). A run that asks for it without the appends or with "batched" is an error naming the
 switch. The limits reach the kernels in the push argument (``push_argument``), so each
@@ -65,16 +78,16 @@ MAX_HOPS = MAX_DEGREE = (1 << FIELD_BITS) - 1
 _VARIANT = push.PlainPushVariant(CHAIN_ENV, DEFINES, requires=appends.DEFINES)
 
 
-def chain_hops(expansion: str) -> int:
-    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows in a run whose push expansion is
-    ``expansion`` (0: off). Unset, DEFAULT_HOPS where chains combine with the run's module (the
-    plain push with the block appends on), else 0: a default never turns a run into a refusal. A
-    bad value is an error naming it."""
+def chain_hops(plan) -> int:
+    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows in a run of ``plan`` (0: off). Unset,
+    DEFAULT_HOPS where chains combine with the run's module (the plain push with the block appends
+    on, appends.block_append), else 0: a default never turns a run into a refusal. A bad value is
+    an error naming it."""
     if switches.given(CHAIN_ENV):
         return switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
-    if not DEFAULT_HOPS or not appends.block_append(expansion):
+    if not DEFAULT_HOPS or not appends.block_append(plan):
         return 0
-    return DEFAULT_HOPS if combines(push.module_defines(expansion) + appends.DEFINES) else 0
+    return DEFAULT_HOPS if combines(push.module_defines(plan.push_expansion) + appends.DEFINES) else 0
 
 
 def chain_degree() -> int:
@@ -118,11 +131,11 @@ def push_argument(expansion: str, hops: int, max_degree: int) -> int:
     return shift | hops << FIELD_BITS | max_degree << (2 * FIELD_BITS)
 
 
-def run_limits(expansion: str) -> tuple[int, int]:
+def run_limits(plan) -> tuple[int, int]:
     """Both switches for a run, read once: ``(hops, max_degree)``, hops 0 when chains are off (the
     degree is then neither read nor checked). The engines' run_defines read it, so a bad value of
     either is refused when the run is prepared, before update()'s commit."""
-    hops = chain_hops(expansion)
+    hops = chain_hops(plan)
     return hops, (chain_degree() if hops else DEFAULT_DEGREE)
 
 

@@ -119,9 +119,8 @@ def run_defines(plan) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO``,
     ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_BLOCK_APPEND`` and
     ``ENGINES_PUSH_CHAIN`` read)."""
-    expansion = plan.push_expansion
-    return module_defines(plan, solo_edges(), passes.wide_passes(expansion), capture_enabled(),
-                          appends.block_append(expansion), chains.run_limits(expansion)[0])
+    return module_defines(plan, solo_edges(), passes.wide_passes(plan), capture_enabled(),
+                          appends.block_append(plan), chains.run_limits(plan)[0])
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -195,10 +194,9 @@ def _run_setup(plan, device: int, vertex_dtype, captured: bool = False):
     edges, module, workspace, sync counter, _scalars)``, each switch read once (the module variant
     and the chain limits in the push argument come from the same reading)."""
     edges = solo_edges()
-    expansion = plan.push_expansion
-    limits = chains.run_limits(expansion)
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes(expansion), captured,
-                                                 appends.block_append(expansion), limits[0]))
+    limits = chains.run_limits(plan)
+    module = load_module(device, module_defines(plan, edges, passes.wide_passes(plan), captured,
+                                                 appends.block_append(plan), limits[0]))
     return (runtime.stream(device), edges, module, workspace.get(device, vertex_dtype),
             runtime.SyncCounter(), _scalars(plan, vertex_dtype, limits))
 

@@ -119,11 +119,11 @@ def run_defines(plan) -> tuple[str, ...]:
     when ``ENGINES_WIDE_PASSES`` is on, the block appends when ``ENGINES_BLOCK_APPEND`` is on and
     the chains when ``ENGINES_PUSH_CHAIN`` is set (all read now)."""
     expansion = plan.push_expansion
-    block_append = appends.block_append(expansion)
+    block_append = appends.block_append(plan)
     return (push.module_defines(expansion)
-            + passes.module_defines(passes.wide_passes(expansion), expansion)
+            + passes.module_defines(passes.wide_passes(plan), expansion)
             + appends.module_defines(block_append, expansion)
-            + chains.module_defines(chains.run_limits(expansion)[0], expansion, block_append))
+            + chains.module_defines(chains.run_limits(plan)[0], expansion, block_append))
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -234,7 +234,7 @@ class _Run:
         # the widest group's shift (the host loop sizes its push launch with it) and the push
         # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
-        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chains.run_limits(plan.push_expansion)))
+        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chains.run_limits(plan)))
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0

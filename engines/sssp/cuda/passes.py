@@ -35,10 +35,10 @@ DEFINES = ("SSSP_WIDE_PASSES",)
 _VARIANT = push.PlainPushVariant(WIDE_ENV, DEFINES)
 
 
-def wide_passes(expansion: str) -> bool:
-    """``ENGINES_WIDE_PASSES``: whether a run whose push expansion is ``expansion`` loads the
-    wide-pass module; a bad value is an error naming it."""
-    return _VARIANT.on(expansion)
+def wide_passes(plan) -> bool:
+    """``ENGINES_WIDE_PASSES``: whether a run of ``plan`` (its push expansion) loads the wide-pass
+    module; a bad value is an error naming it."""
+    return _VARIANT.on(plan.push_expansion)
 
 
 #: Whether the wide passes combine with a module variant (push.PlainPushVariant.combines).

@@ -62,21 +62,19 @@ class PlainPushVariant:
     which also ``requires`` the appends' defines). One place for how a run reads the switch, which
     defines it adds, the refusal with "batched" and the variants make cuda-check compiles."""
 
-    def __init__(self, env: str, defines: tuple[str, ...], requires: tuple[str, ...] = (),
-                 default: bool = False):
+    def __init__(self, env: str, defines: tuple[str, ...], requires: tuple[str, ...] = ()):
         self.env, self.defines, self.requires = env, tuple(defines), tuple(requires)
-        self.default = bool(default)
 
-    def on(self, expansion: str) -> bool:
+    def on(self, expansion: str, default: bool = False) -> bool:
         """The switch for a run whose push expansion is ``expansion``: on for 1 / on, off for 0 /
-        off; unset, the variant's ``default``, but only where it combines with the expansion's
-        module, so a default never turns a run into the refusal that an explicit 1 with "batched"
-        gets. A bad value is an error naming the switch."""
+        off; unset, the run's ``default``, but only where the variant combines with the
+        expansion's module, so a default never turns a run into the refusal that an explicit 1
+        with "batched" gets. A bad value is an error naming the switch."""
         from . import switches
 
         if switches.given(self.env):
             return switches.flag(self.env)
-        return self.default and self._plain(module_defines(expansion))
+        return bool(default) and self._plain(module_defines(expansion))
 
     @staticmethod
     def _plain(defines) -> bool:
