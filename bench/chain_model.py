@@ -70,7 +70,13 @@ CHAIN_EDGE_BATCH = 2
 #: What a push iteration costs without chains, in dependent L2 round trips: its grid barrier and the
 #: chain near list -> word and range -> edges -> atomic -> claim -> append -> count. About 4.5 us a
 #: grid sync on the H200 (bench/update_anatomy.py, luxembourg_osm, 8ac346d) at about 0.6 us a round
-#: trip: the cost column's one constant, a guess to be measured, not a measurement.
+#: trip: the cost column's one constant, a guess when it was set. Measured since (H100, 170950f,
+#: engines/sssp/cuda/chains.py), two hops against none with the appends on: the iteration counts
+#: hold (roadNet-PA safe50k 84 -> 59, local10k 177 -> 105; modelled 83 -> 58, 173 -> 103) and so
+#: does the cost column on roadNet-PA, whose fused engine region moved 1.23 -> 1.28 ms (1.04x) and
+#: 1.12 -> 1.33 ms (1.19x) where it said 1.07 and 1.20; luxembourg_osm's whole update() moved
+#: 0.91-0.97x where the column says 0.71 of the push's critical path (the whole call also holds the
+#: apply and the fixed phases, which chains do not shorten).
 ITERATION_ROUND_TRIPS = 8
 #: The widest push group's shift (push.MAX_GROUP_SHIFT: the "group" expansion; 0 is "vertex").
 MAX_SHIFT = 5

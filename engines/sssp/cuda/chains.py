@@ -34,9 +34,10 @@ median per-batch ratio: luxembourg_osm 0.908, 0.953, 0.965 (three runs; 0.961 an
 roadNet-PA safe50k 1.23 -> 1.28 ms and local10k 1.12 -> 1.33 ms (105 instead of 177 push
 iterations, each longer). Against the plain module (appends off) luxembourg_osm gains 1.7 %
 (0.983 twice: the chains' gain less the appends' cost on short lists) and roadNet-PA loses 5.5 %
-(1.055). The model's iteration counts hold; its cost constant does not: an iteration saved is
-worth less than a longest chain costs on the stand-in's shorter paths. So chains stay off by
-default, a switch for road networks of long degree-2 chains like luxembourg_osm.
+(1.055). The model's iteration counts hold, and so does its cost column on roadNet-PA (1.07 and
+1.20 modelled, 1.04 and 1.19 measured): there the longest chain of an iteration costs more than the
+iterations it saves. So chains stay off by default, a switch for road networks of long degree-2
+chains like luxembourg_osm.
 
 Off by default (DEFAULT_HOPS 0): ``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; unset, 0 or ``off``
 keeps the default kernels, which compile from the same tokens as without the variant) selects it
