@@ -97,7 +97,7 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
     engine = _select_engine("cuda", opts, device)
     try:
         graph.to_device(device)  # a graph a CUDA result is computed on lives on the device (algorithm.md §3.6)
-        cuda.prepare(graph, plan, engine, device, 0)
+        cuda.prepare(graph, plan, engine, device, 0, update=False)
         d, p, report = cuda.compute(graph, plan, engine, device, operators_loop=opts.operators_loop)
     except Exception as exc:  # nothing was created: no result to poison
         raise _wrap_device_errors(exc) from exc

@@ -36,7 +36,7 @@ def test_a_bad_value_names_the_switch(monkeypatch, text):
 
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_captured_variant_unless_switched_off(monkeypatch, expansion):
-    plan = SimpleNamespace(push_expansion=expansion)
+    plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
     for name in (fused.SOLO_ENV, fused.CAPTURE_ENV):
         monkeypatch.delenv(name, raising=False)
     for name in ("ENGINES_WIDE_PASSES", "ENGINES_BLOCK_APPEND", "ENGINES_PUSH_CHAIN"):
@@ -50,6 +50,11 @@ def test_a_run_loads_the_captured_variant_unless_switched_off(monkeypatch, expan
     monkeypatch.setenv(fused.SOLO_ENV, "1024")
     assert set(fused.run_defines(plan)) == set(plain) | {"SSSP_FUSED_SOLO"} | set(CAPTURED)
     assert fused.module_defines(plan, 0, False, True) == plain + CAPTURED
+    # compute() is never captured: what prepare() compiles for it is what it loads
+    monkeypatch.delenv(fused.CAPTURE_ENV)
+    assert "SSSP_FUSED_CAPTURED" in fused.run_defines(plan)
+    assert "SSSP_FUSED_CAPTURED" not in fused.run_defines(plan, update=False)
+    assert fused._run_choice(plan, False)[0] == fused.run_defines(plan, update=False)
 
 
 def test_every_variant_is_compiled_also_captured():

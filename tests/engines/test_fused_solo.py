@@ -46,7 +46,7 @@ def test_solo_limit_is_the_edge_budget_over_the_mean_degree():
 
 
 def test_the_run_loads_the_variant_of_its_expansion_and_switch():
-    group, batched = SimpleNamespace(push_expansion="group"), SimpleNamespace(push_expansion="batched")
+    group, batched = SimpleNamespace(push_expansion="group", batch_changes=0), SimpleNamespace(push_expansion="batched", batch_changes=0)
     assert fused.module_defines(group, 0) == ()
     assert fused.module_defines(group, 512) == ("SSSP_FUSED_SOLO",)
     assert fused.module_defines(batched, 0) == ("SSSP_PUSH_BATCHED",)
@@ -89,7 +89,7 @@ def test_cuda_check_compiles_every_variant_of_each_engine():
 def test_the_kernels_get_the_shift_cap_of_the_expansion(expansion):
     """fused._scalars, the arguments both fused kernels take, without a GPU (a name it calls that
     no longer exists would otherwise wait for a device to fail)."""
-    plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion=expansion,
+    plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion=expansion, batch_changes=0,
                            packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
     scalars = fused._scalars(plan, np.int32, (0, 4))  # no chains (test_push_chain)
     assert scalars[6] == push.max_shift(expansion) and scalars[6].dtype == np.uint32

@@ -61,7 +61,7 @@ def test_a_fused_run_loads_the_module_of_its_expansion_and_switch(recorder, monk
         monkeypatch.delenv(fused.CAPTURE_ENV, raising=False)
     else:
         monkeypatch.setenv(fused.CAPTURE_ENV, capture)
-    plan = SimpleNamespace(push_expansion=expansion)
+    plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
     module = fused.load_module(0, fused.run_defines(plan))
     (raw,) = recorder.built
     expected = sorted(push.module_defines(expansion) + (("SSSP_FUSED_SOLO",) if solo != "0" else ())
@@ -78,7 +78,7 @@ def test_each_variant_is_compiled_once_and_kept_apart(recorder):
     assert solo is not plain and fused.load_module(0, ("SSSP_FUSED_SOLO",)) is solo
     both = fused.load_module(0, ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO"))
     assert both is fused.load_module(0, ("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))  # any order
-    ops = operators.load_module(0, operators.run_defines(SimpleNamespace(push_expansion="batched")))
+    ops = operators.load_module(0, operators.run_defines(SimpleNamespace(push_expansion="batched", batch_changes=0)))
     assert ops.defines == ("SSSP_PUSH_BATCHED",) and not recorder.built[-1].cooperative
     assert len(recorder.built) == 4
     assert [_defines_of(r.code) for r in recorder.built] == [

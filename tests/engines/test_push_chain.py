@@ -48,6 +48,7 @@ def _decode(argument: int) -> tuple[int, int, int]:
 @pytest.mark.parametrize("text, hops", [(None, 0), ("", 0), ("0", 0), ("off", 0), (" OFF ", 0),
                                         ("1", 1), (" 3 ", 3), ("255", 255)])
 def test_the_hops_switch(clean_env, text, hops):
+    clean_env.setenv(appends.APPEND_ENV, "1")  # explicit chains need explicit appends
     if text is not None:
         clean_env.setenv(chains.CHAIN_ENV, text)
     assert chains.chain_hops(GROUP) == hops
@@ -110,6 +111,7 @@ def test_the_fields_match_the_header():
 
 
 def test_run_limits_reads_both_switches(clean_env):
+    clean_env.setenv(appends.APPEND_ENV, "1")
     assert chains.run_limits(GROUP) == (0, chains.DEFAULT_DEGREE)
     clean_env.setenv(chains.DEGREE_ENV, "9")  # the degree alone changes nothing
     assert chains.run_limits(GROUP) == (0, chains.DEFAULT_DEGREE)
@@ -124,6 +126,7 @@ def test_run_limits_reads_both_switches(clean_env):
 
 def test_the_hops_and_degree_bounds_come_from_the_shared_count_switch(clean_env):
     """switches.count owns the bounds (its maximum): the message says both of them."""
+    clean_env.setenv(appends.APPEND_ENV, "1")
     clean_env.setenv(chains.CHAIN_ENV, str(chains.MAX_HOPS + 1))
     with pytest.raises(errors.InvalidArgumentError, match=f"at least 1 and at most {chains.MAX_HOPS}"):
         chains.chain_hops(GROUP)
@@ -175,7 +178,7 @@ def test_the_engines_compile_the_chains_beside_every_module_with_the_appends():
 
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_chain_variant_when_switched_on(clean_env, expansion):
-    plan = SimpleNamespace(push_expansion=expansion)
+    plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
     default = push.module_defines(expansion)
     assert fused.run_defines(plan) == default and operators.run_defines(plan) == default
     clean_env.setenv(chains.CHAIN_ENV, "2")
@@ -207,9 +210,10 @@ def test_the_fused_kernels_get_the_limits_in_their_push_argument(clean_env, hops
     """fused._scalars, the arguments both fused kernels take: the push argument carries the
     chain's limits only with hops (and the degree switch then)."""
     clean_env.setenv(chains.DEGREE_ENV, "7")
+    clean_env.setenv(appends.APPEND_ENV, "1")
     if hops:
         clean_env.setenv(chains.CHAIN_ENV, str(hops))
-    plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion="group",
+    plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion="group", batch_changes=0,
                            packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
     argument = fused._scalars(plan, np.int32, chains.run_limits(GROUP) if hops else (0, 7))[6]
     assert argument.dtype == np.uint32
@@ -233,7 +237,7 @@ def test_the_default_kernels_do_not_see_the_variant():
 def test_a_bad_degree_is_refused_when_the_run_is_prepared(clean_env, expansion):
     """run_defines (what prepare() reads before update()'s commit) checks the degree switch too,
     but only when chains are on: hops off leave a bad degree unread."""
-    plan = SimpleNamespace(push_expansion=expansion)
+    plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
     clean_env.setenv(appends.APPEND_ENV, "1")
     clean_env.setenv(chains.DEGREE_ENV, "0")
     clean_env.setenv(chains.CHAIN_ENV, "0")  # off, whatever the default
@@ -278,7 +282,10 @@ def test_defaults_apply_only_where_the_variants_combine(clean_env, expansion):
     assert chains.run_limits(plan) == (2, chains.DEFAULT_DEGREE)
     clean_env.setenv(chains.CHAIN_ENV, "off")
     assert fused.run_defines(plan) == APPEND and operators.run_defines(plan) == APPEND
-    clean_env.setenv(chains.CHAIN_ENV, "3")
+    clean_env.setenv(chains.CHAIN_ENV, "3")  # explicit chains: the appends' default is not enough
+    with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
+        chains.run_limits(plan)
+    clean_env.setenv(appends.APPEND_ENV, "1")
     assert chains.run_limits(plan) == (3, chains.DEFAULT_DEGREE)
     clean_env.setenv(appends.APPEND_ENV, "0")  # chains asked for without the appends: refused
     for run_defines in (fused.run_defines, operators.run_defines):
@@ -287,3 +294,17 @@ def test_defaults_apply_only_where_the_variants_combine(clean_env, expansion):
     clean_env.delenv(chains.CHAIN_ENV)  # the chains' default follows the appends off
     assert fused.run_defines(plan) == base and operators.run_defines(plan) == base
     assert chains.run_limits(plan) == (0, chains.DEFAULT_DEGREE)
+
+
+@pytest.mark.parametrize("changes", [0, 100, 10 ** 6])
+def test_explicit_chains_need_explicit_appends_whatever_the_batch(clean_env, changes):
+    """ENGINES_PUSH_CHAIN with the appends unset is refused for every batch size and compute(),
+    though a large update gets the appends by default: a stream is not refused batch by batch."""
+    clean_env.delenv(appends.APPEND_ENV)
+    clean_env.setenv(chains.CHAIN_ENV, "2")
+    plan = SimpleNamespace(push_expansion="group", batch_changes=changes)
+    for read in (chains.run_limits, fused.run_defines, operators.run_defines):
+        with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
+            read(plan)
+    clean_env.setenv(appends.APPEND_ENV, "1")
+    assert chains.run_limits(plan)[0] == 2 and "SSSP_PUSH_CHAIN" in fused.run_defines(plan)

@@ -98,7 +98,7 @@ def test_the_engines_compile_the_wide_variant_beside_every_plain_push_module():
 
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_wide_variant_when_switched_on(monkeypatch, expansion):
-    plan = SimpleNamespace(push_expansion=expansion)
+    plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
     monkeypatch.delenv(fused.SOLO_ENV, raising=False)
     monkeypatch.delenv(passes.WIDE_ENV, raising=False)
     for name in ("ENGINES_BLOCK_APPEND", "ENGINES_PUSH_CHAIN"):  # off, whatever their defaults

@@ -84,3 +84,60 @@ def test_a_one_block_grid_overflows_the_block_queue_and_loses_nothing(monkeypatc
         stats = S.update_all(graph, batch, results)
         S.assert_conformant(results, stats, update=True, what=f"broom step {step} {kind}")
     assert "operators" in modules_loaded("SSSP_BLOCK_APPEND")
+
+
+def _distinct_pairs(rng, n: int, count: int, avoid: set) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` distinct vertex pairs (u != v), none in ``avoid`` (pairs u * n + v)."""
+    keys: set = set()
+    while len(keys) < count:
+        u, v = rng.integers(0, n, 2)
+        key = int(u) * n + int(v)
+        if u != v and key not in avoid:
+            keys.add(key)
+    keys_array = np.fromiter(keys, dtype=np.int64)
+    return keys_array // n, keys_array % n
+
+
+def test_unset_the_batch_size_chooses_the_module(monkeypatch):
+    """ENGINES_BLOCK_APPEND unset (the default, appends.by_default): an update of at least
+    appends.MIN_BATCH_CHANGES changes loads the appends' module on both engines, a small update and
+    compute() the plain one; prepare() compiles what the run loads (compute() uncaptured), and
+    every result is the host's bytes."""
+    from engines.sssp.cuda import operators, runtime
+
+    monkeypatch.delenv(appends.APPEND_ENV, raising=False)
+    monkeypatch.setenv("ENGINES_PUSH_CHAIN", "0")
+    loaded: list[tuple[str, tuple]] = []
+    for module in (fused, operators):
+        def recording(device, defines=(), _original=module.load_module, _engine=module.ENGINE):
+            loaded.append((_engine, runtime.variant_defines(defines)))
+            return _original(device, defines)
+        monkeypatch.setattr(module, "load_module", recording)
+    rng = np.random.default_rng(3403)
+    n, half = 30_000, appends.MIN_BATCH_CHANGES // 2
+    src, dst = _distinct_pairs(rng, n, 120_000, set())
+    graph = engines.Graph.from_edges(src, dst, rng.integers(1, 100, src.size), num_vertices=n)
+    configs = tuple(c for c in ("fused", "operators", "operators-host")
+                    if S.fused_available() or c != "fused")
+
+    results = S.compute_all(graph, 0, engines=configs)
+    assert not any("SSSP_BLOCK_APPEND" in d or "SSSP_FUSED_CAPTURED" in d for _, d in loaded), loaded
+    for changes in (2 * half, 100):  # a large batch, then a small one
+        loaded.clear()
+        pick = rng.choice(src.size, changes // 2, replace=False)
+        existing = set((src * n + dst).tolist())
+        ins_src, ins_dst = _distinct_pairs(rng, n, changes // 2, existing)
+        batch = engines.Batch(insert_src=ins_src, insert_dst=ins_dst,
+                              insert_weights=rng.integers(1, 100, ins_src.size),
+                              delete_src=src[pick], delete_dst=dst[pick])
+        S.update_all(graph, batch, results)
+        for name in configs:
+            H.assert_result_bytes_equal(results["host"], results[name])
+        large = changes >= appends.MIN_BATCH_CHANGES
+        # prepare and the run load the same variant: one kind per engine
+        assert {e for e, d in loaded if "SSSP_BLOCK_APPEND" in d} == (
+            {"fused", "operators"} & {S.CUDA_CONFIGS[c]["cuda_engine"] for c in configs} if large else set()), loaded
+        assert large or not any("SSSP_BLOCK_APPEND" in d for _, d in loaded)
+        keep = np.ones(src.size, dtype=bool)
+        keep[pick] = False
+        src, dst = np.concatenate([src[keep], ins_src]), np.concatenate([dst[keep], ins_dst])

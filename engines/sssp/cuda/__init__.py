@@ -80,7 +80,7 @@ def stream(device: int):
     return runtime.stream(device)
 
 
-def prepare(graph, plan, engine: str, device: int, num_changes: int) -> None:
+def prepare(graph, plan, engine: str, device: int, num_changes: int, update: bool = True) -> None:
     """Before the commit (algorithm.md §8.2 step 6): compile the engine's module and reserve the
     workspace for ``plan.num_vertices`` vertices and ``num_changes`` changes. CudaError /
     OutOfMemoryError. (The device graph reserves what the commit needs in
@@ -88,7 +88,7 @@ def prepare(graph, plan, engine: str, device: int, num_changes: int) -> None:
     from . import workspace
 
     module = _engine_module(engine)
-    module.load_module(device, module.run_defines(plan))  # the variant the run will load
+    module.load_module(device, module.run_defines(plan, update))  # the variant the run will load
     s = runtime.stream(device)
     ws = workspace.get(device, graph.vertex_dtype)
     with ws.lock:

@@ -61,7 +61,7 @@ def block_append(plan) -> bool:
     """``ENGINES_BLOCK_APPEND`` for a run of ``plan`` (its push expansion and batch size): whether
     it loads the block-append module (unset: ``by_default``, never with "batched"); a bad value is
     an error naming it."""
-    return _VARIANT.on(plan.push_expansion, by_default(getattr(plan, "batch_changes", 0)))
+    return _VARIANT.on(plan.push_expansion, by_default(plan.batch_changes))
 
 
 #: Whether the block appends combine with a module variant (push.PlainPushVariant.combines).

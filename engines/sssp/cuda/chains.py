@@ -85,7 +85,14 @@ def chain_hops(plan) -> int:
     on, appends.block_append), else 0: a default never turns a run into a refusal. A bad value is
     an error naming it."""
     if switches.given(CHAIN_ENV):
-        return switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
+        hops = switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
+        if hops and not switches.flag(appends.APPEND_ENV):
+            # not the appends' batch-size default: a stream would then be refused for its small
+            # batches and compute() only
+            raise errors.InvalidArgumentError(
+                f"{CHAIN_ENV} runs with the block appends only: set {appends.APPEND_ENV}=1 too, or "
+                f"unset {CHAIN_ENV}")
+        return hops
     if not DEFAULT_HOPS or not appends.block_append(plan):
         return 0
     return DEFAULT_HOPS if combines(push.module_defines(plan.push_expansion) + appends.DEFINES) else 0

@@ -115,12 +115,21 @@ def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
             + chains.module_defines(chain_hops, plan.push_expansion, block_append))
 
 
-def run_defines(plan) -> tuple[str, ...]:
-    """The module variant a run of ``plan`` loads now (``ENGINES_FUSED_SOLO``,
-    ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``, ``ENGINES_BLOCK_APPEND`` and
-    ``ENGINES_PUSH_CHAIN`` read)."""
-    return module_defines(plan, solo_edges(), passes.wide_passes(plan), capture_enabled(),
-                          appends.block_append(plan), chains.run_limits(plan)[0])
+def run_defines(plan, update: bool = True) -> tuple[str, ...]:
+    """The module variant a run of ``plan`` loads now, an update's or compute()'s (only an update
+    is captured): ``ENGINES_FUSED_SOLO``, ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``,
+    ``ENGINES_BLOCK_APPEND`` (unset: by the plan's batch size) and ``ENGINES_PUSH_CHAIN`` read."""
+    return _run_choice(plan, update)[0]
+
+
+def _run_choice(plan, update: bool):
+    """``(defines, solo edges, chain limits)`` of a run of ``plan``, every switch read once: what
+    prepare() compiles (run_defines) is what the run loads (_run_setup)."""
+    edges = solo_edges()
+    limits = chains.run_limits(plan)
+    defines = module_defines(plan, edges, passes.wide_passes(plan), update and capture_enabled(),
+                             appends.block_append(plan), limits[0])
+    return defines, edges, limits
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -189,16 +198,14 @@ def _scalars(plan, vertex_dtype, chain_limits: tuple[int, int]):
     )
 
 
-def _run_setup(plan, device: int, vertex_dtype, captured: bool = False):
+def _run_setup(plan, device: int, vertex_dtype, update: bool):
     """What update() and compute() set up alike before entering the stream: ``(stream, solo
-    edges, module, workspace, sync counter, _scalars)``, each switch read once (the module variant
-    and the chain limits in the push argument come from the same reading)."""
-    edges = solo_edges()
-    limits = chains.run_limits(plan)
-    module = load_module(device, module_defines(plan, edges, passes.wide_passes(plan), captured,
-                                                 appends.block_append(plan), limits[0]))
-    return (runtime.stream(device), edges, module, workspace.get(device, vertex_dtype),
-            runtime.SyncCounter(), _scalars(plan, vertex_dtype, limits))
+    edges, module, workspace, sync counter, _scalars)``, each switch read once (_run_choice: the
+    module variant and the chain limits in the push argument come from the same reading)."""
+    defines, edges, limits = _run_choice(plan, update)
+    return (runtime.stream(device), edges, load_module(device, defines),
+            workspace.get(device, vertex_dtype), runtime.SyncCounter(),
+            _scalars(plan, vertex_dtype, limits))
 
 
 def _kernel(module, name: str, graph, plan, vertex_dtype, edges: int):
@@ -225,8 +232,8 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     n = int(plan.num_vertices)
     num_changed = changes.upper
     num_heads = changes.num_heads
-    captured = capture_enabled()
-    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, captured)
+    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, update=True)
+    captured = "SSSP_FUSED_CAPTURED" in module.defines
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
     max_rounds = pointer_jumping_rounds(n)
 
@@ -395,7 +402,7 @@ def compute(graph, plan, device: int, loop: str | None = None):
     cupy = runtime.cupy_module()
     vertex_dtype = np.dtype(graph.vertex_dtype)
     n = int(plan.num_vertices)
-    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype)
+    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, update=False)
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
 
     with ws.lock:

@@ -114,10 +114,12 @@ KERNELS = (
 VARIANTS = chains.with_chains(appends.with_appends(passes.with_wide(push.VARIANTS)))
 
 
-def run_defines(plan) -> tuple[str, ...]:
-    """The module variant a run of ``plan`` loads: its push expansion's, with the wide passes
-    when ``ENGINES_WIDE_PASSES`` is on, the block appends when ``ENGINES_BLOCK_APPEND`` is on and
-    the chains when ``ENGINES_PUSH_CHAIN`` is set (all read now)."""
+def run_defines(plan, update: bool = True) -> tuple[str, ...]:
+    """The module variant a run of ``plan`` loads (an update's and compute()'s alike, ``update``
+    aside): its push expansion's, with the wide passes when ``ENGINES_WIDE_PASSES`` is on, the
+    block appends when ``ENGINES_BLOCK_APPEND`` is on or, unset, for an update of at least
+    ``appends.MIN_BATCH_CHANGES`` changes (appends.block_append), and the chains when
+    ``ENGINES_PUSH_CHAIN`` is set (all read now)."""
     expansion = plan.push_expansion
     block_append = appends.block_append(plan)
     return (push.module_defines(expansion)
