@@ -105,7 +105,7 @@ def test_a_run_loads_the_appends_variant_when_switched_on(monkeypatch, expansion
         WIDE + APPEND)
     monkeypatch.setenv(passes.WIDE_ENV, "0")
     monkeypatch.setenv(fused.SOLO_ENV, "1024")
-    assert fused.run_defines(plan) == SOLO + APPEND
+    assert fused.run_defines(plan) == APPEND + SOLO  # both engines' variants first (variants.defines)
     monkeypatch.delenv(fused.CAPTURE_ENV)
     assert runtime.variant_defines(fused.run_defines(plan)) in fused.VARIANTS
     for edges in (0, 512):

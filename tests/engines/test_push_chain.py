@@ -38,6 +38,11 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
+def _limits(plan) -> tuple[int, int]:
+    """chains.run_limits as a run reads it (variants.run_choice): with the run's appends."""
+    return chains.run_limits(plan, appends.block_append(plan))
+
+
 def _decode(argument: int) -> tuple[int, int, int]:
     """kernels.cuh take_chain_limits, in Python: (group-shift cap, hops, widest vertex)."""
     mask = (1 << chains.FIELD_BITS) - 1
@@ -51,14 +56,14 @@ def test_the_hops_switch(clean_env, text, hops):
     clean_env.setenv(appends.APPEND_ENV, "1")  # explicit chains need explicit appends
     if text is not None:
         clean_env.setenv(chains.CHAIN_ENV, text)
-    assert chains.chain_hops(GROUP) == hops
+    assert chains.chain_hops(GROUP, appends.block_append(GROUP)) == hops
 
 
 @pytest.mark.parametrize("text", ["on", "yes", "-1", "1.5", "256", "100000"])
 def test_a_bad_hops_switch_is_an_error_naming_it(clean_env, text):
     clean_env.setenv(chains.CHAIN_ENV, text)
     with pytest.raises(errors.InvalidArgumentError, match=chains.CHAIN_ENV):
-        chains.chain_hops(GROUP)
+        chains.chain_hops(GROUP, appends.block_append(GROUP))
 
 
 @pytest.mark.parametrize("text, degree", [(None, chains.DEFAULT_DEGREE), ("", chains.DEFAULT_DEGREE),
@@ -112,15 +117,15 @@ def test_the_fields_match_the_header():
 
 def test_run_limits_reads_both_switches(clean_env):
     clean_env.setenv(appends.APPEND_ENV, "1")
-    assert chains.run_limits(GROUP) == (0, chains.DEFAULT_DEGREE)
+    assert _limits(GROUP) == (0, chains.DEFAULT_DEGREE)
     clean_env.setenv(chains.DEGREE_ENV, "9")  # the degree alone changes nothing
-    assert chains.run_limits(GROUP) == (0, chains.DEFAULT_DEGREE)
-    assert chains.push_argument("group", *chains.run_limits(GROUP)) == push.max_shift("group")
+    assert _limits(GROUP) == (0, chains.DEFAULT_DEGREE)
+    assert chains.push_argument("group", *_limits(GROUP)) == push.max_shift("group")
     clean_env.setenv(chains.CHAIN_ENV, "3")
-    assert chains.run_limits(GROUP) == (3, 9)
-    assert _decode(chains.push_argument("vertex", *chains.run_limits(GROUP))) == (0, 3, 9)
+    assert _limits(GROUP) == (3, 9)
+    assert _decode(chains.push_argument("vertex", *_limits(GROUP))) == (0, 3, 9)
     clean_env.delenv(chains.DEGREE_ENV)
-    assert _decode(chains.push_argument("group", *chains.run_limits(GROUP))) == (
+    assert _decode(chains.push_argument("group", *_limits(GROUP))) == (
         push.MAX_GROUP_SHIFT, 3, chains.DEFAULT_DEGREE)
 
 
@@ -129,11 +134,11 @@ def test_the_hops_and_degree_bounds_come_from_the_shared_count_switch(clean_env)
     clean_env.setenv(appends.APPEND_ENV, "1")
     clean_env.setenv(chains.CHAIN_ENV, str(chains.MAX_HOPS + 1))
     with pytest.raises(errors.InvalidArgumentError, match=f"at least 1 and at most {chains.MAX_HOPS}"):
-        chains.chain_hops(GROUP)
+        chains.chain_hops(GROUP, appends.block_append(GROUP))
     clean_env.setenv(chains.CHAIN_ENV, "2")
     clean_env.setenv(chains.DEGREE_ENV, str(chains.MAX_DEGREE + 1))
     with pytest.raises(errors.InvalidArgumentError, match=f"at most {chains.MAX_DEGREE}"):
-        chains.run_limits(GROUP)
+        _limits(GROUP)
 
 
 def test_the_chains_need_the_appends_and_the_plain_push():
@@ -215,7 +220,7 @@ def test_the_fused_kernels_get_the_limits_in_their_push_argument(clean_env, hops
         clean_env.setenv(chains.CHAIN_ENV, str(hops))
     plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion="group", batch_changes=0,
                            packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
-    argument = fused._scalars(plan, np.int32, chains.run_limits(GROUP) if hops else (0, 7))[6]
+    argument = fused._scalars(plan, np.int32, _limits(GROUP) if hops else (0, 7))[6]
     assert argument.dtype == np.uint32
     expected = (push.MAX_GROUP_SHIFT, hops, 7) if hops else (push.MAX_GROUP_SHIFT, 0, 0)
     assert _decode(int(argument)) == expected
@@ -267,33 +272,33 @@ def test_defaults_apply_only_where_the_variants_combine(clean_env, expansion):
     clean_env.delenv(appends.APPEND_ENV)
     small = SimpleNamespace(push_expansion=expansion, batch_changes=appends.MIN_BATCH_CHANGES - 1)
     assert fused.run_defines(small) == push.module_defines(expansion) == operators.run_defines(small)
-    assert chains.run_limits(small) == (0, chains.DEFAULT_DEGREE)
+    assert _limits(small) == (0, chains.DEFAULT_DEGREE)
     plan = SimpleNamespace(push_expansion=expansion, batch_changes=appends.MIN_BATCH_CHANGES)
     base = push.module_defines(expansion)
     if expansion == "batched":
         assert fused.run_defines(plan) == base and operators.run_defines(plan) == base
-        assert chains.run_limits(plan) == (0, chains.DEFAULT_DEGREE)
+        assert _limits(plan) == (0, chains.DEFAULT_DEGREE)
         clean_env.setenv(appends.APPEND_ENV, "1")
         for run_defines in (fused.run_defines, operators.run_defines):
             with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
                 run_defines(plan)
         return
     assert fused.run_defines(plan) == APPEND + CHAIN and operators.run_defines(plan) == APPEND + CHAIN
-    assert chains.run_limits(plan) == (2, chains.DEFAULT_DEGREE)
+    assert _limits(plan) == (2, chains.DEFAULT_DEGREE)
     clean_env.setenv(chains.CHAIN_ENV, "off")
     assert fused.run_defines(plan) == APPEND and operators.run_defines(plan) == APPEND
     clean_env.setenv(chains.CHAIN_ENV, "3")  # explicit chains: the appends' default is not enough
     with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
-        chains.run_limits(plan)
+        _limits(plan)
     clean_env.setenv(appends.APPEND_ENV, "1")
-    assert chains.run_limits(plan) == (3, chains.DEFAULT_DEGREE)
+    assert _limits(plan) == (3, chains.DEFAULT_DEGREE)
     clean_env.setenv(appends.APPEND_ENV, "0")  # chains asked for without the appends: refused
     for run_defines in (fused.run_defines, operators.run_defines):
         with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
             run_defines(plan)
     clean_env.delenv(chains.CHAIN_ENV)  # the chains' default follows the appends off
     assert fused.run_defines(plan) == base and operators.run_defines(plan) == base
-    assert chains.run_limits(plan) == (0, chains.DEFAULT_DEGREE)
+    assert _limits(plan) == (0, chains.DEFAULT_DEGREE)
 
 
 @pytest.mark.parametrize("changes", [0, 100, 10 ** 6])
@@ -303,8 +308,8 @@ def test_explicit_chains_need_explicit_appends_whatever_the_batch(clean_env, cha
     clean_env.delenv(appends.APPEND_ENV)
     clean_env.setenv(chains.CHAIN_ENV, "2")
     plan = SimpleNamespace(push_expansion="group", batch_changes=changes)
-    for read in (chains.run_limits, fused.run_defines, operators.run_defines):
+    for read in (_limits, fused.run_defines, operators.run_defines):
         with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
             read(plan)
     clean_env.setenv(appends.APPEND_ENV, "1")
-    assert chains.run_limits(plan)[0] == 2 and "SSSP_PUSH_CHAIN" in fused.run_defines(plan)
+    assert _limits(plan)[0] == 2 and "SSSP_PUSH_CHAIN" in fused.run_defines(plan)

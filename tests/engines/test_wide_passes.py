@@ -116,7 +116,7 @@ def test_a_run_loads_the_wide_variant_when_switched_on(monkeypatch, expansion):
     assert fused.run_defines(plan) == WIDE
     assert operators.run_defines(plan) == WIDE
     monkeypatch.setenv(fused.SOLO_ENV, "1024")
-    assert fused.run_defines(plan) == ("SSSP_FUSED_SOLO",) + WIDE
+    assert fused.run_defines(plan) == WIDE + ("SSSP_FUSED_SOLO",)
     for edges in (0, 512):
         for wide in (False, True):
             assert runtime.variant_defines(fused.module_defines(plan, edges, wide)) in fused.VARIANTS

@@ -79,11 +79,11 @@ MAX_HOPS = MAX_DEGREE = (1 << FIELD_BITS) - 1
 _VARIANT = push.PlainPushVariant(CHAIN_ENV, DEFINES, requires=appends.DEFINES)
 
 
-def chain_hops(plan) -> int:
-    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows in a run of ``plan`` (0: off). Unset,
-    DEFAULT_HOPS where chains combine with the run's module (the plain push with the block appends
-    on, appends.block_append), else 0: a default never turns a run into a refusal. A bad value is
-    an error naming it."""
+def chain_hops(plan, block_append: bool) -> int:
+    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows in a run of ``plan`` whose block appends
+    are ``block_append`` (appends.block_append) (0: off). Unset, DEFAULT_HOPS where chains combine
+    with the run's module (the plain push with the block appends on), else 0: a default never turns
+    a run into a refusal. A bad value is an error naming it."""
     if switches.given(CHAIN_ENV):
         hops = switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
         if hops and not switches.flag(appends.APPEND_ENV):
@@ -93,7 +93,7 @@ def chain_hops(plan) -> int:
                 f"{CHAIN_ENV} runs with the block appends only: set {appends.APPEND_ENV}=1 too, or "
                 f"unset {CHAIN_ENV}")
         return hops
-    if not DEFAULT_HOPS or not appends.block_append(plan):
+    if not DEFAULT_HOPS or not block_append:
         return 0
     return DEFAULT_HOPS if combines(push.module_defines(plan.push_expansion) + appends.DEFINES) else 0
 
@@ -139,11 +139,11 @@ def push_argument(expansion: str, hops: int, max_degree: int) -> int:
     return shift | hops << FIELD_BITS | max_degree << (2 * FIELD_BITS)
 
 
-def run_limits(plan) -> tuple[int, int]:
+def run_limits(plan, block_append: bool) -> tuple[int, int]:
     """Both switches for a run, read once: ``(hops, max_degree)``, hops 0 when chains are off (the
     degree is then neither read nor checked). The engines' run_defines read it, so a bad value of
     either is refused when the run is prepared, before update()'s commit."""
-    hops = chain_hops(plan)
+    hops = chain_hops(plan, block_append)
     return hops, (chain_degree() if hops else DEFAULT_DEGREE)
 
 

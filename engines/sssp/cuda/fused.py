@@ -17,7 +17,7 @@ import numpy as np
 
 from ... import errors
 from ..plan import EngineReport, pointer_jumping_rounds
-from . import appends, chains, passes, push, runtime, switches, workspace
+from . import appends, chains, passes, push, runtime, switches, variants, workspace
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
@@ -106,13 +106,11 @@ def capture_enabled() -> bool:
 
 def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
                    block_append: bool = False, chain_hops: int = 0) -> tuple[str, ...]:
-    """The module variant of a run: its push expansion's, the solo push when ``edges``, the wide
-    passes when ``wide`` (passes.py), the captured update when ``captured``, the block appends
-    when ``block_append`` (appends.py), the chains when ``chain_hops`` (chains.py)."""
-    return (push.module_defines(plan.push_expansion) + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
-            + passes.module_defines(wide, plan.push_expansion) + (_CAPTURED_DEFINES if captured else ())
-            + appends.module_defines(block_append, plan.push_expansion)
-            + chains.module_defines(chain_hops, plan.push_expansion, block_append))
+    """The module variant of a run: both engines' (variants.defines: the push expansion's, the wide
+    passes when ``wide``, the block appends when ``block_append``, the chains when ``chain_hops``),
+    then the solo push when ``edges`` and the captured update when ``captured``."""
+    return (variants.defines(plan.push_expansion, wide, block_append, chain_hops)
+            + (("SSSP_FUSED_SOLO",) if edges > 0 else ()) + (_CAPTURED_DEFINES if captured else ()))
 
 
 def run_defines(plan, update: bool = True) -> tuple[str, ...]:
@@ -126,10 +124,9 @@ def _run_choice(plan, update: bool):
     """``(defines, solo edges, chain limits)`` of a run of ``plan``, every switch read once: what
     prepare() compiles (run_defines) is what the run loads (_run_setup)."""
     edges = solo_edges()
-    limits = chains.run_limits(plan)
-    defines = module_defines(plan, edges, passes.wide_passes(plan), update and capture_enabled(),
-                             appends.block_append(plan), limits[0])
-    return defines, edges, limits
+    defines, limits = variants.run_choice(plan)
+    return (defines + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
+            + (_CAPTURED_DEFINES if update and capture_enabled() else ())), edges, limits
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)

@@ -45,7 +45,7 @@ from ..plan import EngineReport, Plan, pointer_jumping_rounds
 from ..options import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
 from . import programmatic, push, runtime
 from . import workspace as workspace_module
-from . import appends, chains, passes
+from . import appends, chains, passes, variants
 
 ENGINE = "operators"
 SOURCE_FILE = "operators.cu"
@@ -119,13 +119,8 @@ def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     aside): its push expansion's, with the wide passes when ``ENGINES_WIDE_PASSES`` is on, the
     block appends when ``ENGINES_BLOCK_APPEND`` is on or, unset, for an update of at least
     ``appends.MIN_BATCH_CHANGES`` changes (appends.block_append), and the chains when
-    ``ENGINES_PUSH_CHAIN`` is set (all read now)."""
-    expansion = plan.push_expansion
-    block_append = appends.block_append(plan)
-    return (push.module_defines(expansion)
-            + passes.module_defines(passes.wide_passes(plan), expansion)
-            + appends.module_defines(block_append, expansion)
-            + chains.module_defines(chains.run_limits(plan)[0], expansion, block_append))
+    ``ENGINES_PUSH_CHAIN`` is set (all read now; variants.run_choice)."""
+    return variants.run_choice(plan)[0]
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -222,9 +217,10 @@ class _Run:
         self.source = int(plan.source)
         # The offset type of the device buffers, as the fused engine takes it: Graph.offset_dtype
         # would read the commit's edge count, a hidden wait for the device apply before sync #1
-        # (and the host rule can differ from the buffers' type, which the commit chose).
-        self.launch = _Launcher(device, graph.vertex_dtype, dgraph.offset_dtype, stream,
-                                run_defines(plan))
+        # (and the host rule can differ from the buffers' type, which the commit chose). The
+        # module and the chains' limits in the push argument come from one reading of the switches.
+        defines, chain_limits = variants.run_choice(plan)
+        self.launch = _Launcher(device, graph.vertex_dtype, dgraph.offset_dtype, stream, defines)
         self.control = ws.control("operators")
         self.ctl = self.control.device
         self.syncs = runtime.SyncCounter()
@@ -236,7 +232,7 @@ class _Run:
         # the widest group's shift (the host loop sizes its push launch with it) and the push
         # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
-        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chains.run_limits(plan)))
+        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chain_limits))
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0

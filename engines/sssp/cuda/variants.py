@@ -1,0 +1,31 @@
+"""The module variant of a run that both CUDA engines share: the push expansion's module with the
+plain-push variants on top (the wide passes, passes.py; the block appends, appends.py; the chains,
+chains.py), and the chains' limits that reach the kernels in the push argument, from one reading of
+their switches. The fused engine adds its own (the solo push, the captured update, fused.py).
+"""
+
+from __future__ import annotations
+
+from . import appends, chains, passes, push
+
+
+def defines(expansion: str, wide: bool = False, block_append: bool = False,
+            chain_hops: int = 0) -> tuple[str, ...]:
+    """The defines of a module running ``expansion``'s push with the wide passes when ``wide``,
+    the block appends when ``block_append`` and the chains when ``chain_hops``; InvalidArgumentError
+    (naming the switch) for a variant the expansion's module does not combine with."""
+    return (push.module_defines(expansion) + passes.module_defines(wide, expansion)
+            + appends.module_defines(block_append, expansion)
+            + chains.module_defines(chain_hops, expansion, block_append))
+
+
+def run_choice(plan) -> tuple[tuple[str, ...], tuple[int, int]]:
+    """``(defines, chain limits)`` of a run of ``plan``: ENGINES_WIDE_PASSES,
+    ENGINES_BLOCK_APPEND (unset: by the plan's batch size) and ENGINES_PUSH_CHAIN(_DEGREE) read
+    once, so the module a run loads and the limits its push argument carries agree."""
+    block_append = appends.block_append(plan)
+    limits = chains.run_limits(plan, block_append)
+    return defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]), limits
+
+
+__all__ = ["defines", "run_choice"]
