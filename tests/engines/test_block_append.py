@@ -75,15 +75,16 @@ def test_a_run_loads_the_appends_variant_when_switched_on(monkeypatch, expansion
     for name in (passes.WIDE_ENV, chains.CHAIN_ENV):  # off, whatever their defaults
         monkeypatch.setenv(name, "0")
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
-    # unset: the batch size decides, and the default never applies to "batched"
+    # unset: the batch size decides on the fused engine, every update has them on the operators
+    # engine, and the default never applies to "batched"
     assert fused.run_defines(plan) == push.module_defines(expansion)  # compute(): no batch
     assert operators.run_defines(plan) == push.module_defines(expansion)
-    for changes in (appends.MIN_BATCH_CHANGES - 1, appends.MIN_BATCH_CHANGES, 50_000):
+    for changes in (1, 100, appends.MIN_BATCH_CHANGES - 1, appends.MIN_BATCH_CHANGES, 50_000):
         batch_plan = SimpleNamespace(push_expansion=expansion, batch_changes=changes)
-        on = changes >= appends.MIN_BATCH_CHANGES and expansion != "batched"
-        default = push.module_defines(expansion) + (APPEND if on else ())
-        assert fused.run_defines(batch_plan) == default, changes
-        assert operators.run_defines(batch_plan) == default, changes
+        plain = expansion == "batched"
+        fused_on = changes >= appends.MIN_BATCH_CHANGES and not plain
+        assert fused.run_defines(batch_plan) == push.module_defines(expansion) + (APPEND if fused_on else ()), changes
+        assert operators.run_defines(batch_plan) == push.module_defines(expansion) + (() if plain else APPEND), changes
     batch_plan = SimpleNamespace(push_expansion=expansion, batch_changes=50_000)
     monkeypatch.setenv(appends.APPEND_ENV, "0")
     assert fused.run_defines(batch_plan) == push.module_defines(expansion)  # an explicit 0 wins

@@ -38,9 +38,10 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
-def _limits(plan) -> tuple[int, int]:
-    """chains.run_limits as a run reads it (variants.run_choice): with the run's appends."""
-    return chains.run_limits(plan, appends.block_append(plan))
+def _limits(plan, engine: str = "fused") -> tuple[int, int]:
+    """chains.run_limits as a run of ``engine`` reads it (variants.run_choice): with the run's
+    appends."""
+    return chains.run_limits(plan, appends.block_append(plan, engine), engine)
 
 
 def _decode(argument: int) -> tuple[int, int, int]:
@@ -56,14 +57,14 @@ def test_the_hops_switch(clean_env, text, hops):
     clean_env.setenv(appends.APPEND_ENV, "1")  # explicit chains need explicit appends
     if text is not None:
         clean_env.setenv(chains.CHAIN_ENV, text)
-    assert chains.chain_hops(GROUP, appends.block_append(GROUP)) == hops
+    assert chains.chain_hops(GROUP, appends.block_append(GROUP, "fused"), "fused") == hops
 
 
 @pytest.mark.parametrize("text", ["on", "yes", "-1", "1.5", "256", "100000"])
 def test_a_bad_hops_switch_is_an_error_naming_it(clean_env, text):
     clean_env.setenv(chains.CHAIN_ENV, text)
     with pytest.raises(errors.InvalidArgumentError, match=chains.CHAIN_ENV):
-        chains.chain_hops(GROUP, appends.block_append(GROUP))
+        chains.chain_hops(GROUP, appends.block_append(GROUP, "fused"), "fused")
 
 
 @pytest.mark.parametrize("text, degree", [(None, chains.DEFAULT_DEGREE), ("", chains.DEFAULT_DEGREE),
@@ -134,7 +135,7 @@ def test_the_hops_and_degree_bounds_come_from_the_shared_count_switch(clean_env)
     clean_env.setenv(appends.APPEND_ENV, "1")
     clean_env.setenv(chains.CHAIN_ENV, str(chains.MAX_HOPS + 1))
     with pytest.raises(errors.InvalidArgumentError, match=f"at least 1 and at most {chains.MAX_HOPS}"):
-        chains.chain_hops(GROUP, appends.block_append(GROUP))
+        chains.chain_hops(GROUP, appends.block_append(GROUP, "fused"), "fused")
     clean_env.setenv(chains.CHAIN_ENV, "2")
     clean_env.setenv(chains.DEGREE_ENV, str(chains.MAX_DEGREE + 1))
     with pytest.raises(errors.InvalidArgumentError, match=f"at most {chains.MAX_DEGREE}"):
@@ -254,51 +255,77 @@ def test_a_bad_degree_is_refused_when_the_run_is_prepared(clean_env, expansion):
 
 
 def test_the_shipped_defaults():
-    """Measured on the GPU (appends.py, chains.py): the appends for large batches only, no chains."""
-    assert chains.DEFAULT_HOPS == 0
-    assert not appends.by_default(0) and not appends.by_default(100)
-    assert not appends.by_default(appends.MIN_BATCH_CHANGES - 1)
-    assert appends.by_default(appends.MIN_BATCH_CHANGES) and appends.by_default(50_000)
+    """Measured on the GPU (appends.py, chains.py): on the fused engine the appends for large
+    batches only and no chains; on the operators engine both for every update; compute() (no
+    batch) neither; an engine without a module has no defaults."""
+    assert chains.default_hops("fused") == chains.DEFAULT_HOPS == 0
+    assert chains.default_hops("operators") == chains.OPERATORS_DEFAULT_HOPS == 2
+    assert not appends.by_default(0, "fused") and not appends.by_default(100, "fused")
+    assert not appends.by_default(appends.MIN_BATCH_CHANGES - 1, "fused")
+    assert appends.by_default(appends.MIN_BATCH_CHANGES, "fused") and appends.by_default(50_000, "fused")
     assert 10_000 < appends.MIN_BATCH_CHANGES <= 50_000  # between local10k and safe50k
+    assert not appends.by_default(0, "operators")
+    assert all(appends.by_default(changes, "operators") for changes in (1, 100, 10_000, 50_000))
+    for read in (appends.min_batch_changes, chains.default_hops):
+        with pytest.raises(ValueError, match="host"):
+            read("host")
 
 
+@pytest.mark.parametrize("engine", ["fused", "operators"])
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
-def test_defaults_apply_only_where_the_variants_combine(clean_env, expansion):
-    """With chains of two hops by default, an update large enough for the appends' default that
-    leaves both switches unset gets both with the plain push and neither with "batched", without an
-    error (a small one gets neither); an explicit value wins either way, and an explicit 1 with
-    "batched" is still refused."""
+def test_defaults_apply_only_where_the_variants_combine(clean_env, engine, expansion):
+    """With both switches unset, an update that gets the appends by default gets the chains' default
+    too with the plain push and neither with "batched", without an error (a smaller one and compute()
+    get neither); an explicit value wins either way, and an explicit 1 with "batched" is still
+    refused. The operators engine as shipped (two hops from the first change); the fused engine with
+    two hops patched in (its appends from MIN_BATCH_CHANGES)."""
     clean_env.setattr(chains, "DEFAULT_HOPS", 2)
     clean_env.delenv(appends.APPEND_ENV)
-    small = SimpleNamespace(push_expansion=expansion, batch_changes=appends.MIN_BATCH_CHANGES - 1)
-    assert fused.run_defines(small) == push.module_defines(expansion) == operators.run_defines(small)
-    assert _limits(small) == (0, chains.DEFAULT_DEGREE)
-    plan = SimpleNamespace(push_expansion=expansion, batch_changes=appends.MIN_BATCH_CHANGES)
+    run_defines = {"fused": fused.run_defines, "operators": operators.run_defines}[engine]
     base = push.module_defines(expansion)
+    least = appends.min_batch_changes(engine)
+    for changes in (0, least - 1):  # compute(), and the largest batch below the engine's default
+        small = SimpleNamespace(push_expansion=expansion, batch_changes=changes)
+        assert run_defines(small) == base, changes
+        assert _limits(small, engine) == (0, chains.DEFAULT_DEGREE)
+    plan = SimpleNamespace(push_expansion=expansion, batch_changes=least)
     if expansion == "batched":
-        assert fused.run_defines(plan) == base and operators.run_defines(plan) == base
-        assert _limits(plan) == (0, chains.DEFAULT_DEGREE)
+        assert run_defines(plan) == base
+        assert _limits(plan, engine) == (0, chains.DEFAULT_DEGREE)
         clean_env.setenv(appends.APPEND_ENV, "1")
-        for run_defines in (fused.run_defines, operators.run_defines):
-            with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
-                run_defines(plan)
-        return
-    assert fused.run_defines(plan) == APPEND + CHAIN and operators.run_defines(plan) == APPEND + CHAIN
-    assert _limits(plan) == (2, chains.DEFAULT_DEGREE)
-    clean_env.setenv(chains.CHAIN_ENV, "off")
-    assert fused.run_defines(plan) == APPEND and operators.run_defines(plan) == APPEND
-    clean_env.setenv(chains.CHAIN_ENV, "3")  # explicit chains: the appends' default is not enough
-    with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
-        _limits(plan)
-    clean_env.setenv(appends.APPEND_ENV, "1")
-    assert _limits(plan) == (3, chains.DEFAULT_DEGREE)
-    clean_env.setenv(appends.APPEND_ENV, "0")  # chains asked for without the appends: refused
-    for run_defines in (fused.run_defines, operators.run_defines):
         with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
             run_defines(plan)
+        return
+    assert run_defines(plan) == APPEND + CHAIN
+    assert _limits(plan, engine) == (2, chains.DEFAULT_DEGREE)
+    clean_env.setenv(chains.CHAIN_ENV, "off")
+    assert run_defines(plan) == APPEND
+    clean_env.setenv(chains.CHAIN_ENV, "3")  # explicit chains: the appends' default is not enough
+    with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
+        _limits(plan, engine)
+    clean_env.setenv(appends.APPEND_ENV, "1")
+    assert _limits(plan, engine) == (3, chains.DEFAULT_DEGREE)
+    clean_env.setenv(appends.APPEND_ENV, "0")  # chains asked for without the appends: refused
+    with pytest.raises(errors.InvalidArgumentError, match=appends.APPEND_ENV):
+        run_defines(plan)
     clean_env.delenv(chains.CHAIN_ENV)  # the chains' default follows the appends off
-    assert fused.run_defines(plan) == base and operators.run_defines(plan) == base
-    assert _limits(plan) == (0, chains.DEFAULT_DEGREE)
+    assert run_defines(plan) == base
+    assert _limits(plan, engine) == (0, chains.DEFAULT_DEGREE)
+
+
+def test_the_operators_engine_chains_every_update_the_fused_engine_none(clean_env):
+    """The shipped defaults through both engines' run_defines, both switches unset: a 100-change
+    update runs the appends and the chains on the operators engine and the plain module on the
+    fused one, a 50,000-change update the appends on both and the chains on the operators engine
+    only, compute() the plain module on both."""
+    clean_env.delenv(appends.APPEND_ENV)
+    for changes, fused_defines, operators_defines in ((0, (), ()), (100, (), APPEND + CHAIN),
+                                                      (50_000, APPEND, APPEND + CHAIN)):
+        plan = SimpleNamespace(push_expansion="group", batch_changes=changes)
+        assert fused.run_defines(plan, update=changes > 0) == fused_defines, changes
+        assert operators.run_defines(plan, update=changes > 0) == operators_defines, changes
+        assert _limits(plan, "operators")[0] == (2 if changes else 0)
+        assert _limits(plan, "fused")[0] == 0
 
 
 @pytest.mark.parametrize("changes", [0, 100, 10 ** 6])

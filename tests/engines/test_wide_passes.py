@@ -21,7 +21,8 @@ WIDE = passes.DEFINES
 #: defines. Their switch and combine rule are one mechanism, tested here for both.
 PLAIN_PUSH_VARIANTS = {
     "wide": (passes, passes.wide_passes, passes.WIDE_ENV, passes.DEFINES),
-    "appends": (appends, appends.block_append, appends.APPEND_ENV, appends.DEFINES),
+    # the fused engine's reading (the operators engine's default: test_block_append.py)
+    "appends": (appends, lambda plan: appends.block_append(plan, "fused"), appends.APPEND_ENV, appends.DEFINES),
 }
 
 

@@ -98,15 +98,21 @@ def _distinct_pairs(rng, n: int, count: int, avoid: set) -> tuple[np.ndarray, np
     return keys_array // n, keys_array % n
 
 
-def test_unset_the_batch_size_chooses_the_module(monkeypatch):
+@pytest.mark.parametrize("chain", ["0", None])
+def test_unset_the_batch_size_chooses_the_module(monkeypatch, chain):
     """ENGINES_BLOCK_APPEND unset (the default, appends.by_default): an update of at least
-    appends.MIN_BATCH_CHANGES changes loads the appends' module on both engines, a small update and
-    compute() the plain one; prepare() compiles what the run loads (compute() uncaptured), and
-    every result is the host's bytes."""
+    appends.MIN_BATCH_CHANGES changes loads the appends' module on both engines, a small update the
+    plain one on the fused engine and the appends' on the operators engine, compute() the plain one
+    on both; with ENGINES_PUSH_CHAIN unset too (the shipped defaults) the operators engine's updates
+    also load the chains (chains.OPERATORS_DEFAULT_HOPS), the fused engine's never. prepare()
+    compiles what the run loads (compute() uncaptured), and every result is the host's bytes."""
     from engines.sssp.cuda import operators, runtime
 
     monkeypatch.delenv(appends.APPEND_ENV, raising=False)
-    monkeypatch.setenv("ENGINES_PUSH_CHAIN", "0")
+    if chain is None:
+        monkeypatch.delenv("ENGINES_PUSH_CHAIN", raising=False)
+    else:
+        monkeypatch.setenv("ENGINES_PUSH_CHAIN", chain)
     loaded: list[tuple[str, tuple]] = []
     for module in (fused, operators):
         def recording(device, defines=(), _original=module.load_module, _engine=module.ENGINE):
@@ -134,10 +140,13 @@ def test_unset_the_batch_size_chooses_the_module(monkeypatch):
         for name in configs:
             H.assert_result_bytes_equal(results["host"], results[name])
         large = changes >= appends.MIN_BATCH_CHANGES
+        running = {S.CUDA_CONFIGS[c]["cuda_engine"] for c in configs}
         # prepare and the run load the same variant: one kind per engine
         assert {e for e, d in loaded if "SSSP_BLOCK_APPEND" in d} == (
-            {"fused", "operators"} & {S.CUDA_CONFIGS[c]["cuda_engine"] for c in configs} if large else set()), loaded
-        assert large or not any("SSSP_BLOCK_APPEND" in d for _, d in loaded)
+            {"fused", "operators"} if large else {"operators"}) & running, loaded
+        assert {e for e, d in loaded if "SSSP_PUSH_CHAIN" in d} == (
+            {"operators"} & running if chain is None else set()), loaded
+        assert {e for e, _ in loaded} == running, loaded
         keep = np.ones(src.size, dtype=bool)
         keep[pick] = False
         src, dst = np.concatenate([src[keep], ins_src]), np.concatenate([dst[keep], ins_dst])

@@ -16,7 +16,7 @@ bench/phase_breakdown.py), its fused engine region 1.44 -> 1.12 ms and whole upd
 tests/gpu/test_wide_passes.py 32 passed. The wide passes themselves cost small updates 1.4-2.7 %,
 so the appends get this switch of their own.
 
-On by default for an update whose batch has at least ``MIN_BATCH_CHANGES`` changes, off for
+On by default for a fused update whose batch has at least ``MIN_BATCH_CHANGES`` changes, off for
 smaller batches and for compute(), from these measurements (H100, 170950f, whole ``update()`` per
 batch interleaved off/on, ``bench/update_anatomy.py --batch-size 100 --batches 1000 --ab-env
 ENGINES_BLOCK_APPEND=0,1``, median per-batch ratio on/off; ``bench/engine_table.py`` engine region):
@@ -27,6 +27,15 @@ changes) fused 1.09 -> 1.12 ms; roadNet-PA safe50k (50,000) fused 1.59 -> 1.23 m
 two counted a broom's pushes under the chains, since pinned), so the choice between the two
 modules is the measurements', not a question of the bytes. compute() was not measured with them
 and keeps the plain module.
+
+The operators engine gets them for every update (``OPERATORS_MIN_BATCH_CHANGES``), with the chains
+(chains.py), from these measurements (H200, 55cf5ac, the operators engine's whole ``update()`` per
+batch interleaved, ``bench/update_anatomy.py --engine operators --ab-env``, median per-batch ratio):
+the appends alone cost it 100-change batches as they cost the fused engine (luxembourg_osm 1.024,
+roadNet-PA 1.016) and gain on larger ones (roadNet-PA 10,000 changes 0.994, 50,000 0.979), but the
+chains they carry gain more on every batch measured (with the appends on, two hops against none:
+luxembourg_osm 100 changes 0.820, roadNet-PA 100, 10,000 and 50,000 changes 0.982, 0.988, 0.994),
+because each push iteration they save is a kernel phase of that engine.
 
 ``ENGINES_BLOCK_APPEND=1`` (or ``on``) selects it for every run of either engine, ``0`` or ``off``
 for none; unset, the batch size decides (``block_append``). Read at every run, like
@@ -44,24 +53,38 @@ from . import push
 APPEND_ENV = "ENGINES_BLOCK_APPEND"
 #: The module variant's defines (runtime.VARIANT_DEFINES).
 DEFINES = ("SSSP_BLOCK_APPEND",)
-#: The smallest batch (in changes) whose update gets the block appends when the switch is unset:
-#: between the measured 10,000 (local10k, 3 % slower with them) and 50,000 (safe50k, 23 % faster).
+#: The smallest batch (in changes) whose fused update gets the block appends when the switch is
+#: unset: between the measured 10,000 (local10k, 3 % slower with them) and 50,000 (safe50k, 23 %
+#: faster).
 MIN_BATCH_CHANGES = 20_000
+#: The same for the operators engine: every update (the chains' gain needs the appends; above).
+OPERATORS_MIN_BATCH_CHANGES = 1
 #: The switch, its defines and the plain-push-only rule (push.PlainPushVariant owns them).
 _VARIANT = push.PlainPushVariant(APPEND_ENV, DEFINES)
 
 
-def by_default(batch_changes: int) -> bool:
-    """Whether a run that leaves the switch unset gets the appends (where its push expansion
-    combines with them): an update of at least MIN_BATCH_CHANGES changes; compute() (0) never."""
-    return int(batch_changes) >= MIN_BATCH_CHANGES
+def min_batch_changes(engine: str) -> int:
+    """The smallest update (in changes) that gets the appends by default on ``engine`` ("fused" or
+    "operators")."""
+    if engine == "fused":
+        return MIN_BATCH_CHANGES
+    if engine == "operators":
+        return OPERATORS_MIN_BATCH_CHANGES
+    raise ValueError(f"min_batch_changes: unknown CUDA engine {engine!r}")
 
 
-def block_append(plan) -> bool:
-    """``ENGINES_BLOCK_APPEND`` for a run of ``plan`` (its push expansion and batch size): whether
-    it loads the block-append module (unset: ``by_default``, never with "batched"); a bad value is
-    an error naming it."""
-    return _VARIANT.on(plan.push_expansion, by_default(plan.batch_changes))
+def by_default(batch_changes: int, engine: str) -> bool:
+    """Whether a run of ``engine`` that leaves the switch unset gets the appends (where its push
+    expansion combines with them): an update of at least ``min_batch_changes(engine)`` changes;
+    compute() (0) never."""
+    return int(batch_changes) >= min_batch_changes(engine) > 0
+
+
+def block_append(plan, engine: str) -> bool:
+    """``ENGINES_BLOCK_APPEND`` for a run of ``plan`` (its push expansion and batch size) on
+    ``engine``: whether it loads the block-append module (unset: ``by_default``, never with
+    "batched"); a bad value is an error naming it."""
+    return _VARIANT.on(plan.push_expansion, by_default(plan.batch_changes, engine))
 
 
 #: Whether the block appends combine with a module variant (push.PlainPushVariant.combines).
@@ -73,4 +96,5 @@ module_defines = _VARIANT.module_defines
 with_appends = _VARIANT.with_variant
 
 
-__all__ = ["APPEND_ENV", "DEFINES", "MIN_BATCH_CHANGES", "block_append", "by_default", "combines", "module_defines", "with_appends"]
+__all__ = ["APPEND_ENV", "DEFINES", "MIN_BATCH_CHANGES", "OPERATORS_MIN_BATCH_CHANGES", "block_append", "by_default",
+           "combines", "min_batch_changes", "module_defines", "with_appends"]

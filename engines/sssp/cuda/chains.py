@@ -36,12 +36,20 @@ iterations, each longer). Against the plain module (appends off) luxembourg_osm 
 (0.983 twice: the chains' gain less the appends' cost on short lists) and roadNet-PA loses 5.5 %
 (1.055). The model's iteration counts hold, and so does its cost column on roadNet-PA (1.07 and
 1.20 modelled, 1.04 and 1.19 measured): there the longest chain of an iteration costs more than the
-iterations it saves. So chains stay off by default, a switch for road networks of long degree-2
-chains like luxembourg_osm.
+iterations it saves. So chains stay off by default on the fused engine, a switch for road networks
+of long degree-2 chains like luxembourg_osm.
 
-Off by default (DEFAULT_HOPS 0): ``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; unset, 0 or ``off``
-keeps the default kernels, which compile from the same tokens as without the variant) selects it
-for every run of either engine; ``ENGINES_PUSH_CHAIN_DEGREE=<edges>`` sets ``max_degree``
+On the operators engine each push iteration saved is a kernel phase, and there two hops gain on every
+batch measured (H200, 55cf5ac, ``bench/update_anatomy.py --engine operators --ab-env
+ENGINES_PUSH_CHAIN=0,2`` with ``ENGINES_BLOCK_APPEND=1``, median per-batch ratio): luxembourg_osm 100
+changes 0.820, roadNet-PA 100, 10,000 and 50,000 changes 0.982, 0.988, 0.994. So that engine runs
+them by default (``OPERATORS_DEFAULT_HOPS``) with the block appends it then has for every update
+(appends.py); compute() keeps the plain module on both engines.
+
+Unset, the engine's default (``default_hops``: DEFAULT_HOPS 0 on the fused engine,
+OPERATORS_DEFAULT_HOPS 2 on the operators engine, wherever the run has the block appends):
+``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; 0 or ``off`` keeps the default kernels, which compile
+from the same tokens as without the variant) selects it for every run of either engine; ``ENGINES_PUSH_CHAIN_DEGREE=<edges>`` sets ``max_degree``
 (DEFAULT_DEGREE when unset). Both are read at every run, like ``ENGINES_BLOCK_APPEND``, which it needs
 (``ENGINES_BLOCK_APPEND=1``: without the block appends, the warp-aggregated appends around the
 chain made ptxas spill ops_push); it combines with the wide
@@ -64,9 +72,12 @@ DEGREE_ENV = "ENGINES_PUSH_CHAIN_DEGREE"
 #: ``max_degree`` when ENGINES_PUSH_CHAIN_DEGREE is unset: a road network's vertices (the CPU model
 #: found 8 no better on luxembourg_osm and costlier in relaxations on roadNet-PA).
 DEFAULT_DEGREE = 4
-#: The vertices a lane follows in a run that leaves ENGINES_PUSH_CHAIN unset (0: chains off), where
-#: chains combine with the run's module.
+#: The vertices a lane follows in a fused run that leaves ENGINES_PUSH_CHAIN unset (0: chains off),
+#: where chains combine with the run's module.
 DEFAULT_HOPS = 0
+#: The same for the operators engine, whose every update has the block appends by default
+#: (appends.OPERATORS_MIN_BATCH_CHANGES): two hops, measured there (appends.py gives the figures).
+OPERATORS_DEFAULT_HOPS = 2
 #: The module variant's defines (runtime.VARIANT_DEFINES).
 DEFINES = ("SSSP_PUSH_CHAIN",)
 #: Bits of each field of the push argument (kernels.cuh SSSP_CHAIN_FIELD_BITS): the group shift,
@@ -79,11 +90,20 @@ MAX_HOPS = MAX_DEGREE = (1 << FIELD_BITS) - 1
 _VARIANT = push.PlainPushVariant(CHAIN_ENV, DEFINES, requires=appends.DEFINES)
 
 
-def chain_hops(plan, block_append: bool) -> int:
-    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows in a run of ``plan`` whose block appends
-    are ``block_append`` (appends.block_append) (0: off). Unset, DEFAULT_HOPS where chains combine
-    with the run's module (the plain push with the block appends on), else 0: a default never turns
-    a run into a refusal. A bad value is an error naming it."""
+def default_hops(engine: str) -> int:
+    """The hops of a run of ``engine`` ("fused" or "operators") that leaves the switch unset."""
+    if engine == "fused":
+        return DEFAULT_HOPS
+    if engine == "operators":
+        return OPERATORS_DEFAULT_HOPS
+    raise ValueError(f"default_hops: unknown CUDA engine {engine!r}")
+
+
+def chain_hops(plan, block_append: bool, engine: str) -> int:
+    """``ENGINES_PUSH_CHAIN``: the vertices a lane follows in a run of ``plan`` on ``engine`` whose
+    block appends are ``block_append`` (appends.block_append) (0: off). Unset, ``default_hops``
+    where chains combine with the run's module (the plain push with the block appends on), else 0:
+    a default never turns a run into a refusal. A bad value is an error naming it."""
     if switches.given(CHAIN_ENV):
         hops = switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
         if hops and not switches.flag(appends.APPEND_ENV):
@@ -93,9 +113,10 @@ def chain_hops(plan, block_append: bool) -> int:
                 f"{CHAIN_ENV} runs with the block appends only: set {appends.APPEND_ENV}=1 too, or "
                 f"unset {CHAIN_ENV}")
         return hops
-    if not DEFAULT_HOPS or not block_append:
+    hops = default_hops(engine)
+    if not hops or not block_append:
         return 0
-    return DEFAULT_HOPS if combines(push.module_defines(plan.push_expansion) + appends.DEFINES) else 0
+    return hops if combines(push.module_defines(plan.push_expansion) + appends.DEFINES) else 0
 
 
 def chain_degree() -> int:
@@ -139,11 +160,11 @@ def push_argument(expansion: str, hops: int, max_degree: int) -> int:
     return shift | hops << FIELD_BITS | max_degree << (2 * FIELD_BITS)
 
 
-def run_limits(plan, block_append: bool) -> tuple[int, int]:
-    """Both switches for a run, read once: ``(hops, max_degree)``, hops 0 when chains are off (the
-    degree is then neither read nor checked). The engines' run_defines read it, so a bad value of
-    either is refused when the run is prepared, before update()'s commit."""
-    hops = chain_hops(plan, block_append)
+def run_limits(plan, block_append: bool, engine: str) -> tuple[int, int]:
+    """Both switches for a run of ``engine``, read once: ``(hops, max_degree)``, hops 0 when chains
+    are off (the degree is then neither read nor checked). The engines' run_defines read it, so a
+    bad value of either is refused when the run is prepared, before update()'s commit."""
+    hops = chain_hops(plan, block_append, engine)
     return hops, (chain_degree() if hops else DEFAULT_DEGREE)
 
 
@@ -155,5 +176,5 @@ with_chains = _VARIANT.with_variant
 
 
 __all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFAULT_HOPS", "DEFINES", "DEGREE_ENV", "FIELD_BITS", "MAX_DEGREE",
-           "MAX_HOPS", "chain_degree", "chain_hops", "combines", "module_defines", "push_argument",
-           "run_limits", "with_chains"]
+           "MAX_HOPS", "OPERATORS_DEFAULT_HOPS", "chain_degree", "chain_hops", "combines", "default_hops",
+           "module_defines", "push_argument", "run_limits", "with_chains"]

@@ -116,7 +116,8 @@ def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
 def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads now, an update's or compute()'s (only an update
     is captured): ``ENGINES_FUSED_SOLO``, ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``,
-    ``ENGINES_BLOCK_APPEND`` (unset: by the plan's batch size) and ``ENGINES_PUSH_CHAIN`` read."""
+    ``ENGINES_BLOCK_APPEND`` (unset: by the plan's batch size) and ``ENGINES_PUSH_CHAIN`` (unset:
+    off on this engine) read."""
     return _run_choice(plan, update)[0]
 
 
@@ -124,7 +125,7 @@ def _run_choice(plan, update: bool):
     """``(defines, solo edges, chain limits)`` of a run of ``plan``, every switch read once: what
     prepare() compiles (run_defines) is what the run loads (_run_setup)."""
     edges = solo_edges()
-    defines, limits = variants.run_choice(plan)
+    defines, limits = variants.run_choice(plan, ENGINE)
     return (defines + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
             + (_CAPTURED_DEFINES if update and capture_enabled() else ())), edges, limits
 

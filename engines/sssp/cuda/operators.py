@@ -117,10 +117,11 @@ VARIANTS = chains.with_chains(appends.with_appends(passes.with_wide(push.VARIANT
 def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads (an update's and compute()'s alike, ``update``
     aside): its push expansion's, with the wide passes when ``ENGINES_WIDE_PASSES`` is on, the
-    block appends when ``ENGINES_BLOCK_APPEND`` is on or, unset, for an update of at least
-    ``appends.MIN_BATCH_CHANGES`` changes (appends.block_append), and the chains when
-    ``ENGINES_PUSH_CHAIN`` is set (all read now; variants.run_choice)."""
-    return variants.run_choice(plan)[0]
+    block appends when ``ENGINES_BLOCK_APPEND`` is on or, unset, for every update on this engine
+    (``appends.OPERATORS_MIN_BATCH_CHANGES``; never compute()), and the chains when
+    ``ENGINES_PUSH_CHAIN`` is set or, unset, wherever the appends are on
+    (``chains.OPERATORS_DEFAULT_HOPS``) (all read now; variants.run_choice)."""
+    return variants.run_choice(plan, ENGINE)[0]
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -219,7 +220,7 @@ class _Run:
         # would read the commit's edge count, a hidden wait for the device apply before sync #1
         # (and the host rule can differ from the buffers' type, which the commit chose). The
         # module and the chains' limits in the push argument come from one reading of the switches.
-        defines, chain_limits = variants.run_choice(plan)
+        defines, chain_limits = variants.run_choice(plan, ENGINE)
         self.launch = _Launcher(device, graph.vertex_dtype, dgraph.offset_dtype, stream, defines)
         self.control = ws.control("operators")
         self.ctl = self.control.device
