@@ -40,6 +40,10 @@ GRIDS = ("work", "device")
 #: the whole update per batch: luxembourg_osm 100-change stream 0.974x, a 4,039-vertex graph with
 #: 1,760-change batches 0.996x, roadNet-PA with 100 and 10,000 changes 1.000x and 0.995x: the
 #: barrier's cost hardly depends on the grid here, so the rule saves little (and costs nothing).
+#: Smaller grids than one block per SM save nothing either (H200, 55cf5ac, ``--ab-env
+#: ENGINES_FUSED_MAX_BLOCKS=132,B``, whole update per batch interleaved): the 4,039-vertex graph's
+#: 1,760-change batches 1.002x at 16 blocks and 1.037x at 4, luxembourg_osm's 100-change batches
+#: 1.024x at 32, so the floor of one block per multiprocessor stays.
 VERTICES_PER_BLOCK = 2048
 #: The solo push (fused.cu solo_push, issue 34): block 0 alone runs the push iterations of a
 #: near list whose expected edges (its length x the mean out-degree) are at most this many,
