@@ -15,13 +15,16 @@
 #             step with them
 #             The captured fused update (issue 27 step 2) likewise: `--graph luxembourg_osm
 #             --batch-size 100 --ab-env ENGINES_FUSED_CAPTURE=0,1`; the step switches runs them all
-#   switches  the engines' undecided switches, each A/B'd interleaved batch by batch against
-#             off by bench/update_anatomy.py --ab-env (SWITCH_BATCHES batches of 100 changes,
+#   switches  the engines' module switches, each A/B'd interleaved batch by batch against
+#             off by bench/update_anatomy.py --ab-env on the fused engine (its default; the
+#             operators engine's figures behind its defaults, appends.py and chains.py, came from
+#             the same command with --engine operators) (SWITCH_BATCHES batches of 100 changes,
 #             default 1000; SWITCH_CAP seconds each, default 90) into $OUT/switch_<graph>_<name>.log:
 #             SWITCHES, entries GRAPH:NAME=A,B[@BASE=VALUE...] (each BASE set on both sides); default:
 #             ENGINES_BLOCK_APPEND=0,1 and the chains (ENGINES_PUSH_CHAIN, which need the appends:
-#             @ENGINES_BLOCK_APPEND=1) on luxembourg_osm and roadNet-PA. The solo push, the
-#             captured update and the wide passes were decided at 1b2fb4c (SWITCHES=... runs them)
+#             @ENGINES_BLOCK_APPEND=1) on luxembourg_osm and roadNet-PA, which decided the
+#             appends' and the chains' defaults (55cf5ac). The solo push, the captured update and
+#             the wide passes were decided at 1b2fb4c (SWITCHES=... runs them)
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)

@@ -326,6 +326,16 @@ def test_the_operators_engine_chains_every_update_the_fused_engine_none(clean_en
         assert operators.run_defines(plan, update=changes > 0) == operators_defines, changes
         assert _limits(plan, "operators")[0] == (2 if changes else 0)
         assert _limits(plan, "fused")[0] == 0
+    # the appends forced on by hand run alone, compute() included: the chains' default rides on the
+    # appends' own default only
+    clean_env.setenv(appends.APPEND_ENV, "1")
+    for changes in (0, 100, 50_000):
+        plan = SimpleNamespace(push_expansion="group", batch_changes=changes)
+        for run_defines in (fused.run_defines, operators.run_defines):
+            assert run_defines(plan, update=changes > 0) == APPEND, (run_defines, changes)
+        assert _limits(plan, "operators")[0] == 0
+    clean_env.setenv(chains.CHAIN_ENV, "2")  # and chains asked for by hand run on both engines
+    assert _limits(plan, "operators")[0] == _limits(plan, "fused")[0] == 2
 
 
 @pytest.mark.parametrize("changes", [0, 100, 10 ** 6])

@@ -147,6 +147,8 @@ def test_unset_the_batch_size_chooses_the_module(monkeypatch, chain):
         assert {e for e, d in loaded if "SSSP_PUSH_CHAIN" in d} == (
             {"operators"} & running if chain is None else set()), loaded
         assert {e for e, _ in loaded} == running, loaded
+        for engine in running:  # prepare() compiled the variant the run loaded
+            assert len({d for e, d in loaded if e == engine}) == 1, (engine, loaded)
         keep = np.ones(src.size, dtype=bool)
         keep[pick] = False
         src, dst = np.concatenate([src[keep], ins_src]), np.concatenate([dst[keep], ins_dst])

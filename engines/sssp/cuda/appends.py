@@ -37,8 +37,9 @@ chains they carry gain more on every batch measured (with the appends on, two ho
 luxembourg_osm 100 changes 0.820, roadNet-PA 100, 10,000 and 50,000 changes 0.982, 0.988, 0.994),
 because each push iteration they save is a kernel phase of that engine.
 
-``ENGINES_BLOCK_APPEND=1`` (or ``on``) selects it for every run of either engine, ``0`` or ``off``
-for none; unset, the batch size decides (``block_append``). Read at every run, like
+``ENGINES_BLOCK_APPEND=1`` (or ``on``) selects it for every run of either engine, alone (the
+operators engine's default chains come with the appends' default only, chains.chain_hops), ``0`` or
+``off`` for none; unset, the engine and the batch size decide (``block_append``). Read at every run, like
 ``ENGINES_WIDE_PASSES``. It combines with the wide passes and the fused solo push, and with the
 plain push module only (the "group" and "vertex" expansions): the "batched" expansion relaxes edges
 in its own loop (push_edges_batched), and a run that asks for the appends with it is an error

@@ -47,7 +47,8 @@ them by default (``OPERATORS_DEFAULT_HOPS``) with the block appends it then has 
 (appends.py); compute() keeps the plain module on both engines.
 
 Unset, the engine's default (``default_hops``: DEFAULT_HOPS 0 on the fused engine,
-OPERATORS_DEFAULT_HOPS 2 on the operators engine, wherever the run has the block appends):
+OPERATORS_DEFAULT_HOPS 2 on the operators engine, wherever the appends' own default gives the run the
+block appends: with ``ENGINES_BLOCK_APPEND`` unset, for every operators update, never compute()):
 ``ENGINES_PUSH_CHAIN=<hops>`` (1 to MAX_HOPS; 0 or ``off`` keeps the default kernels, which compile
 from the same tokens as without the variant) selects it for every run of either engine; ``ENGINES_PUSH_CHAIN_DEGREE=<edges>`` sets ``max_degree``
 (DEFAULT_DEGREE when unset). Both are read at every run, like ``ENGINES_BLOCK_APPEND``, which it needs
@@ -102,8 +103,10 @@ def default_hops(engine: str) -> int:
 def chain_hops(plan, block_append: bool, engine: str) -> int:
     """``ENGINES_PUSH_CHAIN``: the vertices a lane follows in a run of ``plan`` on ``engine`` whose
     block appends are ``block_append`` (appends.block_append) (0: off). Unset, ``default_hops``
-    where chains combine with the run's module (the plain push with the block appends on), else 0:
-    a default never turns a run into a refusal. A bad value is an error naming it."""
+    where the appends' own default gave the run the block appends (``ENGINES_BLOCK_APPEND`` unset)
+    and chains combine with its module (the plain push), else 0: ``ENGINES_BLOCK_APPEND=1`` set by
+    hand runs the appends alone, and a default never turns a run into a refusal. A bad value is an
+    error naming it."""
     if switches.given(CHAIN_ENV):
         hops = switches.count(CHAIN_ENV, "a number of vertices to follow", minimum=1, maximum=MAX_HOPS)
         if hops and not switches.flag(appends.APPEND_ENV):
@@ -114,7 +117,7 @@ def chain_hops(plan, block_append: bool, engine: str) -> int:
                 f"unset {CHAIN_ENV}")
         return hops
     hops = default_hops(engine)
-    if not hops or not block_append:
+    if not hops or not block_append or switches.given(appends.APPEND_ENV):
         return 0
     return hops if combines(push.module_defines(plan.push_expansion) + appends.DEFINES) else 0
 

@@ -119,7 +119,7 @@ def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     aside): its push expansion's, with the wide passes when ``ENGINES_WIDE_PASSES`` is on, the
     block appends when ``ENGINES_BLOCK_APPEND`` is on or, unset, for every update on this engine
     (``appends.OPERATORS_MIN_BATCH_CHANGES``; never compute()), and the chains when
-    ``ENGINES_PUSH_CHAIN`` is set or, unset, wherever the appends are on
+    ``ENGINES_PUSH_CHAIN`` is set or, both switches unset, with the appends' default
     (``chains.OPERATORS_DEFAULT_HOPS``) (all read now; variants.run_choice)."""
     return variants.run_choice(plan, ENGINE)[0]
 
