@@ -185,6 +185,18 @@ def transcript_commands(body: str) -> list[str]:
     return commands
 
 
+def machine_verdict(command: str, done) -> bool:
+    """Whether ``done`` is a finished campaign that judged this machine too noisy (exit 4 with the
+    report written): the README's host-versus-host campaign times the real clock, so on a busy
+    2-core CI machine its A/A control or a cell may come out noisy by chance; that verdict is the
+    machine's, not the command's (the A/A rule itself is tested on set timings in tests/protocol)."""
+    from engines.exitcodes import ExitCode
+
+    return ("perf_ab.py engines" in command and done.returncode == int(ExitCode.TOO_NOISY)
+            and "report: " in done.stdout + done.stderr
+            and ("untrustworthy" in done.stderr or "too noisy" in done.stderr))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("body", blocks("transcript"), ids=lambda body: "bring-your-own-graph")
 def test_transcripts(body, tmp_path, unchanged_tree):
@@ -193,7 +205,8 @@ def test_transcripts(body, tmp_path, unchanged_tree):
     for command in commands:
         command = command.replace("/tmp/", f"{tmp_path}/")
         done = run(["bash", "-c", command])
-        assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        assert done.returncode == 0 or machine_verdict(command, done), (
+            f"{command}\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     assert (tmp_path / "toy-ab" / "M7.md").is_file()
 
 
