@@ -113,8 +113,13 @@ def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
     """The module variant of a run: both engines' (variants.defines: the push expansion's, the wide
     passes when ``wide``, the block appends when ``block_append``, the chains when ``chain_hops``),
     then the solo push when ``edges`` and the captured update when ``captured``."""
-    return (variants.defines(plan.push_expansion, wide, block_append, chain_hops)
-            + (("SSSP_FUSED_SOLO",) if edges > 0 else ()) + (_CAPTURED_DEFINES if captured else ()))
+    return variants.defines(plan.push_expansion, wide, block_append, chain_hops) + _own_defines(edges, captured)
+
+
+def _own_defines(edges: int, captured: bool) -> tuple[str, ...]:
+    """This engine's variants after both engines' (variants.defines): the solo push when ``edges``,
+    the captured update when ``captured``."""
+    return (("SSSP_FUSED_SOLO",) if edges > 0 else ()) + (_CAPTURED_DEFINES if captured else ())
 
 
 def run_defines(plan, update: bool = True) -> tuple[str, ...]:
@@ -130,8 +135,7 @@ def _run_choice(plan, update: bool):
     prepare() compiles (run_defines) is what the run loads (_run_setup)."""
     edges = solo_edges()
     defines, limits = variants.run_choice(plan, ENGINE)
-    return (defines + (("SSSP_FUSED_SOLO",) if edges > 0 else ())
-            + (_CAPTURED_DEFINES if update and capture_enabled() else ())), edges, limits
+    return defines + _own_defines(edges, update and capture_enabled()), edges, limits
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
