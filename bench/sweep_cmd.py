@@ -297,6 +297,7 @@ def run_sweep(args) -> int:
                     with CampaignProgress(enabled=not args.no_progress) as progress:
                         runner = CampaignRunner(config, RecordStore(folder), instruments, resume=args.resume,
                                                 progress=progress, reproduce_command=sweep["reproduce"],
+                                                records_root=store.root,
                                                 environment=environment, input_loader=loader)
                         codes.append(runner.run([gi]))
                 del gi

@@ -16,8 +16,13 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def git_state(repo: Path = REPO_ROOT) -> dict:
-    """``{"commit": sha or None, "dirty": bool}``; a tree without commits or git counts as dirty."""
+def git_state(repo: Path = REPO_ROOT, exclude=()) -> dict:
+    """``{"commit": sha or None, "dirty": bool}``; a tree without commits or git counts as dirty.
+
+    ``exclude``: folders whose changes are not the code's, the records a measurement is writing
+    into the tree (``make bench-commit`` into results/, ``make sweep`` into results/sweep): its own
+    sweep.json and finished campaigns would otherwise make a resumed or later campaign refuse a
+    clean checkout. A folder outside ``repo`` is ignored."""
 
     def git(*args):
         return subprocess.run(
@@ -26,12 +31,27 @@ def git_state(repo: Path = REPO_ROOT) -> dict:
 
     try:
         head = git("rev-parse", "--verify", "HEAD")
-        status = git("status", "--porcelain", "--untracked-files=normal")
+        status = git("status", "--porcelain", "--untracked-files=normal", "--", ".",
+                     *(f":(exclude){path}" for path in _inside(repo, exclude)))
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": True}
     commit = head.stdout.strip() if head.returncode == 0 else None
     dirty = status.returncode != 0 or bool(status.stdout.strip()) or commit is None
     return {"commit": commit, "dirty": dirty}
+
+
+def _inside(repo: Path, folders) -> list[str]:
+    """The folders under ``repo``, as paths relative to it (git pathspecs)."""
+    root = Path(repo).resolve()
+    inside = []
+    for folder in folders:
+        try:
+            relative = Path(folder).resolve().relative_to(root)
+        except ValueError:
+            continue
+        if relative.parts:  # excluding the repository itself would hide every change
+            inside.append(relative.as_posix())
+    return inside
 
 
 def tool_version() -> str:

@@ -23,6 +23,7 @@ import json
 import os
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterable
 
 from . import placement, planted_check
@@ -139,6 +140,7 @@ class CampaignRunner:
         environment: dict | None = None,
         input_loader: Callable | None = None,
         in_process: bool | None = None,
+        records_root: Path | str | None = None,
     ):
         self.config = config
         self.store = store
@@ -152,6 +154,9 @@ class CampaignRunner:
         self._reproduce = reproduce_command
         self._environment = environment
         self._input_loader = input_loader
+        # what the tree check leaves out: the records being written (a sweep's campaigns sit in
+        # its own folder beside sweep.json, so it names that folder)
+        self._records_root = Path(records_root) if records_root is not None else Path(store.root)
         # one worker pass (no added ones: protocol/adaptive.py) runs in this process by default
         self.in_process = config.passes == 1 if in_process is None else bool(in_process)
         self._started_cells: set = set()
@@ -166,7 +171,7 @@ class CampaignRunner:
     def _code_state(self) -> dict:
         """The commit this session runs; a dirty tree (or none) needs --allow-dirty, on resume too,
         since every session's rounds are measurements of the code that ran them."""
-        git = git_state()
+        git = git_state(exclude=(self._records_root,))
         if git["dirty"] and not self.config.allow_dirty:
             raise UsageError(
                 "the working tree is dirty (or has no commit): commit first, or pass --allow-dirty "

@@ -60,7 +60,7 @@ def test_report_without_records_exit_2(tmp_path, capsys):
 def test_host_campaign_on_uspowergrid_then_report(tmp_path, monkeypatch, capsys):
     import protocol.runner
 
-    monkeypatch.setattr(protocol.runner, "git_state", lambda: {"commit": None, "dirty": True})
+    monkeypatch.setattr(protocol.runner, "git_state", lambda **_: {"commit": None, "dirty": True})
     out = tmp_path / "results"
     base = ["--sides", "host,host", "--graphs", "uspowergrid", "--batches", "local10k", "--objectives", "0",
             "--rounds", "5", "--out", str(out), "--no-progress", "--max-foreign-cpu", "1000", "--no-control"]

@@ -303,12 +303,28 @@ def test_bad_parameters_are_usage_errors(overrides, message):
 def test_dirty_tree_needs_allow_dirty(toy, tmp_path, monkeypatch):
     import protocol.runner as runner_module
 
-    monkeypatch.setattr(runner_module, "git_state", lambda: {"commit": "abc", "dirty": True})
+    monkeypatch.setattr(runner_module, "git_state", lambda **_: {"commit": "abc", "dirty": True})
     with pytest.raises(UsageError, match="--allow-dirty"):
         run(host_config(allow_dirty=False), [toy], tmp_path)
     code, store = run(host_config(allow_dirty=True), [toy], tmp_path)
     assert code == ExitCode.OK
     assert store.read_campaign()["sessions"][0]["git"] == {"commit": "abc", "dirty": True, "dirty_allowed": True}
+
+
+def test_the_tree_check_leaves_out_the_records_being_written(toy, tmp_path, monkeypatch):
+    """A campaign writing into the checkout (bench-commit into results/, a sweep into results/sweep)
+    must not call its own records dirt: the runner excludes its store, or the folder it is told."""
+    import protocol.runner as runner_module
+
+    seen = []
+    monkeypatch.setattr(runner_module, "git_state",
+                        lambda **kw: seen.append(kw) or {"commit": "abc", "dirty": False})
+    run(host_config(allow_dirty=False), [toy], tmp_path / "own")
+    assert seen[-1] == {"exclude": (tmp_path / "own",)}
+    store = RecordStore(tmp_path / "sweep" / "campaigns" / "toy")
+    with Instruments.open(gpu=False) as inst:
+        CampaignRunner(host_config(allow_dirty=False), store, inst, records_root=tmp_path / "sweep").run([toy])
+    assert seen[-1] == {"exclude": (tmp_path / "sweep",)}
 
 
 def test_unknown_batch_or_objective_is_usage_error(toy, tmp_path):
@@ -338,7 +354,7 @@ def test_each_session_records_its_commit_and_a_dirty_resume_needs_allow_dirty(to
 
     states = iter([{"commit": "a" * 40, "dirty": False}, {"commit": "b" * 40, "dirty": True},
                    {"commit": "b" * 40, "dirty": True}])
-    monkeypatch.setattr(runner_module, "git_state", lambda: next(states))
+    monkeypatch.setattr(runner_module, "git_state", lambda **_: next(states))
     code, store = run(host_config(allow_dirty=False, rounds=5), [toy], tmp_path)
     assert code == ExitCode.OK
     # the second session's tree is dirty: refused without --allow-dirty, before anything is written
