@@ -97,8 +97,8 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
     engine = _select_engine("cuda", opts, device)
     try:
         graph.to_device(device)  # a graph a CUDA result is computed on lives on the device (algorithm.md §3.6)
-        cuda.prepare(graph, plan, engine, device, 0, update=False)
-        d, p, report = cuda.compute(graph, plan, engine, device, operators_loop=opts.operators_loop)
+        choice = cuda.prepare(graph, plan, engine, device, 0, update=False)
+        d, p, report = cuda.compute(graph, plan, engine, device, operators_loop=opts.operators_loop, choice=choice)
     except Exception as exc:  # nothing was created: no result to poison
         raise _wrap_device_errors(exc) from exc
     return _known(Result(graph, source, d, p, backend="cuda", device=device, options=opts,
@@ -118,12 +118,14 @@ def _known(result: Result) -> Result:
 
 
 class _Pending:
-    """One result's pre-commit work: its plan inputs, engine and device."""
+    """One result's pre-commit work: its plan inputs, engine and device, and the CUDA engine's
+    run choice (prepare()'s one reading of the switches, handed to the run)."""
 
-    __slots__ = ("result", "opts", "engine", "max_weight", "delta", "plan")
+    __slots__ = ("result", "opts", "engine", "max_weight", "delta", "plan", "choice")
 
     def __init__(self, result: Result, opts: Options, engine: str):
         self.result, self.opts, self.engine = result, opts, engine
+        self.choice = None
 
 
 def _check_results(graph: Graph, results) -> None:
@@ -211,7 +213,7 @@ def update(graph, batch, *results, probe=None):
             graph.to_device(device)  # the graph of a CUDA result lives on its device (algorithm.md §3.6)
             for item in pending:
                 if item.engine != "host":
-                    cuda_module().prepare(graph, item.plan, item.engine, device, events.size)
+                    item.choice = cuda_module().prepare(graph, item.plan, item.engine, device, events.size)
             graph.reserve_commit(events)
         except Exception as exc:
             raise _wrap_device_errors(exc) from exc
@@ -260,7 +262,7 @@ def _run_update(graph: Graph, item: _Pending, commit, probe) -> Stats:
         stream = cuda.stream(r.device)
         _call_probe(probe, "engine_start", stream)
         report = cuda.update(graph, r._d, r._p, item.plan, changes, item.engine, r.device,
-                             operators_loop=item.opts.operators_loop)
+                             operators_loop=item.opts.operators_loop, choice=item.choice)
         _call_probe(probe, "engine_stop", stream)
     r._version = graph.version
     r._state = graph.state_id

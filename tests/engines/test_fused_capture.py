@@ -54,7 +54,7 @@ def test_a_run_loads_the_captured_variant_unless_switched_off(monkeypatch, expan
     monkeypatch.delenv(fused.CAPTURE_ENV)
     assert "SSSP_FUSED_CAPTURED" in fused.run_defines(plan)
     assert "SSSP_FUSED_CAPTURED" not in fused.run_defines(plan, update=False)
-    assert fused._run_choice(plan, False)[0] == fused.run_defines(plan, update=False)
+    assert fused.run_choice(plan, False).defines == fused.run_defines(plan, update=False)
 
 
 def test_every_variant_is_compiled_also_captured():

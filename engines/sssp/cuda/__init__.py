@@ -80,19 +80,22 @@ def stream(device: int):
     return runtime.stream(device)
 
 
-def prepare(graph, plan, engine: str, device: int, num_changes: int, update: bool = True) -> None:
-    """Before the commit (algorithm.md §8.2 step 6): compile the engine's module and reserve the
-    workspace for ``plan.num_vertices`` vertices and ``num_changes`` changes. CudaError /
-    OutOfMemoryError. (The device graph reserves what the commit needs in
-    ``Graph.reserve_commit``.)"""
+def prepare(graph, plan, engine: str, device: int, num_changes: int, update: bool = True):
+    """Before the commit (algorithm.md §8.2 step 6): read the run's switches once
+    (``variants.RunChoice``, returned: pass it to ``update``/``compute``), compile the module
+    variant it names and reserve the workspace for ``plan.num_vertices`` vertices and
+    ``num_changes`` changes. CudaError / OutOfMemoryError. (The device graph reserves what the
+    commit needs in ``Graph.reserve_commit``.)"""
     from . import workspace
 
     module = _engine_module(engine)
-    module.load_module(device, module.run_defines(plan, update))  # the variant the run will load
+    choice = module.run_choice(plan, update)
+    module.load_module(device, choice.defines)  # the variant the run will load
     s = runtime.stream(device)
     ws = workspace.get(device, graph.vertex_dtype)
     with ws.lock:
         ws.reserve(int(plan.num_vertices), max(int(num_changes), 1), s)
+    return choice
 
 
 def changes_for(commit, objective: int):
@@ -113,14 +116,17 @@ def device_bytes(graph, *results) -> int:
 
 
 def update(graph, distances, parents, plan, changes, engine: str, device: int, *,
-           operators_loop: str):
-    """Run ``engine`` on the device arrays in place; returns an ``EngineReport``."""
-    return _engine_module(engine).update(graph, distances, parents, plan, changes, device, loop=operators_loop)
+           operators_loop: str, choice=None):
+    """Run ``engine`` on the device arrays in place; returns an ``EngineReport``. ``choice``:
+    what ``prepare`` returned (None: the switches are read again)."""
+    return _engine_module(engine).update(graph, distances, parents, plan, changes, device, loop=operators_loop,
+                                         choice=choice)
 
 
-def compute(graph, plan, engine: str, device: int, *, operators_loop: str):
-    """A tree from scratch with ``engine``: (distances cupy int64, parents cupy, EngineReport)."""
-    return _engine_module(engine).compute(graph, plan, device, loop=operators_loop)
+def compute(graph, plan, engine: str, device: int, *, operators_loop: str, choice=None):
+    """A tree from scratch with ``engine``: (distances cupy int64, parents cupy, EngineReport).
+    ``choice``: what ``prepare`` returned (None: the switches are read again)."""
+    return _engine_module(engine).compute(graph, plan, device, loop=operators_loop, choice=choice)
 
 
 __all__ = [

@@ -127,15 +127,15 @@ def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     is captured): ``ENGINES_FUSED_SOLO``, ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``,
     ``ENGINES_BLOCK_APPEND`` (unset: by the plan's batch size) and ``ENGINES_PUSH_CHAIN`` (unset:
     off on this engine) read."""
-    return _run_choice(plan, update)[0]
+    return run_choice(plan, update).defines
 
 
-def _run_choice(plan, update: bool):
-    """``(defines, solo edges, chain limits)`` of a run of ``plan``, every switch read once: what
-    prepare() compiles (run_defines) is what the run loads (_run_setup)."""
+def run_choice(plan, update: bool = True) -> variants.RunChoice:
+    """The ``variants.RunChoice`` of a run of ``plan``, every switch read once: prepare() takes it
+    and hands it to the run, so what it compiles is what the run loads (_run_setup)."""
     edges = solo_edges()
     defines, limits = variants.run_choice(plan, ENGINE)
-    return defines + _own_defines(edges, update and capture_enabled()), edges, limits
+    return variants.RunChoice(defines + _own_defines(edges, update and capture_enabled()), limits, edges)
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)
@@ -204,14 +204,16 @@ def _scalars(plan, vertex_dtype, chain_limits: tuple[int, int]):
     )
 
 
-def _run_setup(plan, device: int, vertex_dtype, update: bool):
+def _run_setup(plan, device: int, vertex_dtype, update: bool, choice: variants.RunChoice | None = None):
     """What update() and compute() set up alike before entering the stream: ``(stream, solo
-    edges, module, workspace, sync counter, _scalars)``, each switch read once (_run_choice: the
-    module variant and the chain limits in the push argument come from the same reading)."""
-    defines, edges, limits = _run_choice(plan, update)
-    return (runtime.stream(device), edges, load_module(device, defines),
+    edges, module, workspace, sync counter, _scalars)``, from ``choice`` (prepare()'s reading of
+    the switches; None: read them now, run_choice): the module variant and the chain limits in the
+    push argument come from the same reading."""
+    if choice is None:
+        choice = run_choice(plan, update)
+    return (runtime.stream(device), choice.solo_edges, load_module(device, choice.defines),
             workspace.get(device, vertex_dtype), runtime.SyncCounter(),
-            _scalars(plan, vertex_dtype, limits))
+            _scalars(plan, vertex_dtype, choice.chain_limits))
 
 
 def _kernel(module, name: str, graph, plan, vertex_dtype, edges: int):
@@ -226,7 +228,8 @@ def _kernel(module, name: str, graph, plan, vertex_dtype, edges: int):
             grid_blocks(module, name, vertex_dtype, dg.offset_dtype, n), solo)
 
 
-def update(graph, distances, parents, plan, changes, device: int, loop: str | None = None) -> EngineReport:
+def update(graph, distances, parents, plan, changes, device: int, loop: str | None = None,
+           choice: variants.RunChoice | None = None) -> EngineReport:
     """One fused update of ``(distances, parents)`` (CuPy, already grown to n) in place
     (algorithm.md §5). ``loop`` (the operators engine's loop mode) is ignored: both engine
     modules take the same arguments.
@@ -238,7 +241,7 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     n = int(plan.num_vertices)
     num_changed = changes.upper
     num_heads = changes.num_heads
-    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, update=True)
+    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, True, choice)
     captured = "SSSP_FUSED_CAPTURED" in module.defines
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
     max_rounds = pointer_jumping_rounds(n)
@@ -402,13 +405,13 @@ def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> Engine
     )
 
 
-def compute(graph, plan, device: int, loop: str | None = None):
+def compute(graph, plan, device: int, loop: str | None = None, choice: variants.RunChoice | None = None):
     """A tree from scratch (algorithm.md §6): returns (distances cupy int64, parents cupy,
     EngineReport). ``loop`` is ignored, as in ``update``."""
     cupy = runtime.cupy_module()
     vertex_dtype = np.dtype(graph.vertex_dtype)
     n = int(plan.num_vertices)
-    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, update=False)
+    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, False, choice)
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
 
     with ws.lock:

@@ -120,8 +120,16 @@ def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     block appends when ``ENGINES_BLOCK_APPEND`` is on or, unset, for every update on this engine
     (``appends.OPERATORS_MIN_BATCH_CHANGES``; never compute()), and the chains when
     ``ENGINES_PUSH_CHAIN`` is set or, both switches unset, with the appends' default
-    (``chains.OPERATORS_DEFAULT_HOPS``) (all read now; variants.run_choice)."""
-    return variants.run_choice(plan, ENGINE)[0]
+    (``chains.OPERATORS_DEFAULT_HOPS``) (all read now; run_choice)."""
+    return run_choice(plan, update).defines
+
+
+def run_choice(plan, update: bool = True) -> variants.RunChoice:
+    """The ``variants.RunChoice`` of a run of ``plan`` (the switches read now, once): prepare()
+    takes it and hands it to the run. ``update`` changes nothing on this engine (the plan's batch
+    size decides the appends)."""
+    defines, limits = variants.run_choice(plan, ENGINE)
+    return variants.RunChoice(defines, limits)
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -205,7 +213,8 @@ class _Launcher:
 class _Run:
     """The state of one engine run: workspace, device graph, control block, sync count."""
 
-    def __init__(self, graph, plan: Plan, device: int, ws, dgraph, stream, loop: str):
+    def __init__(self, graph, plan: Plan, device: int, ws, dgraph, stream, loop: str,
+                 choice: variants.RunChoice | None = None):
         if loop not in LOOP_MODES:
             raise errors.InternalError(f"unknown operators loop mode {loop!r}")
         self.loop = loop
@@ -219,8 +228,10 @@ class _Run:
         # The offset type of the device buffers, as the fused engine takes it: Graph.offset_dtype
         # would read the commit's edge count, a hidden wait for the device apply before sync #1
         # (and the host rule can differ from the buffers' type, which the commit chose). The
-        # module and the chains' limits in the push argument come from one reading of the switches.
-        defines, chain_limits = variants.run_choice(plan, ENGINE)
+        # module and the chains' limits in the push argument come from one reading of the switches,
+        # prepare()'s when it handed it over.
+        choice = run_choice(plan) if choice is None else choice
+        defines, chain_limits = choice.defines, choice.chain_limits
         self.launch = _Launcher(device, graph.vertex_dtype, dgraph.offset_dtype, stream, defines)
         self.control = ws.control("operators")
         self.ctl = self.control.device
@@ -490,7 +501,8 @@ def _begin(graph, plan: Plan, device: int, num_changes: int):
 # update()
 
 
-def update(graph, distances, parents, plan: Plan, changes, device: int, loop: str) -> EngineReport:
+def update(graph, distances, parents, plan: Plan, changes, device: int, loop: str,
+           choice: variants.RunChoice | None = None) -> EngineReport:
     """Update the tree in (distances, parents) (CuPy, already grown) to ``graph``'s state.
 
     Post-commit input errors (algorithm.md §8.3) re-zero the workspace and raise
@@ -503,7 +515,7 @@ def update(graph, distances, parents, plan: Plan, changes, device: int, loop: st
     with ws.lock, cupy.cuda.Device(int(device)), stream, \
             runtime.cuda_errors("running the operators engine"):
         try:
-            return _update(_Run(graph, plan, device, ws, dgraph, stream, loop), distances, parents,
+            return _update(_Run(graph, plan, device, ws, dgraph, stream, loop, choice), distances, parents,
                            changes)
         except BaseException:
             # Whatever failed (a post-commit input error, CUDA, an interrupt), the scratch may hold
@@ -572,7 +584,7 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
 # compute()
 
 
-def compute(graph, plan: Plan, device: int, loop: str):
+def compute(graph, plan: Plan, device: int, loop: str, choice: variants.RunChoice | None = None):
     """The canonical tree from ``plan.source`` on ``graph``: (distances, parents, report)
     (algorithm.md §6)."""
     cupy = runtime.cupy_module()
@@ -582,7 +594,7 @@ def compute(graph, plan: Plan, device: int, loop: str):
             runtime.cuda_errors("running the operators engine"):
         distances = cupy.empty(n, dtype=cupy.int64)
         parents = cupy.empty(n, dtype=graph.vertex_dtype)
-        run = _Run(graph, plan, device, ws, dgraph, stream, loop)
+        run = _Run(graph, plan, device, ws, dgraph, stream, loop, choice)
         try:
             launch = run.launch
             launch.over("ops_compute_init", n, launch.v(n), launch.v(run.source), ws.word, run.bits,

@@ -6,7 +6,22 @@ their switches. The fused engine adds its own (the solo push, the captured updat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from . import appends, chains, passes, push
+
+
+@dataclass(frozen=True)
+class RunChoice:
+    """What one run of an engine loads and passes, from one reading of the switches: the module
+    variant (``defines``), the chains' ``(hops, max_degree)`` that reach the kernels in the push
+    argument, and the fused engine's solo-push edges (0 on the operators engine). prepare()
+    takes it before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an
+    update reads the switches once and the module it compiled is the one it loads."""
+
+    defines: tuple[str, ...]
+    chain_limits: tuple[int, int]
+    solo_edges: int = 0
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,
@@ -29,4 +44,4 @@ def run_choice(plan, engine: str) -> tuple[tuple[str, ...], tuple[int, int]]:
     return defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]), limits
 
 
-__all__ = ["defines", "run_choice"]
+__all__ = ["RunChoice", "defines", "run_choice"]
