@@ -31,7 +31,7 @@ import numpy as np
 
 from ..batch import ApplySummary
 from ..errors import InternalError
-from ..sssp.cuda import runtime
+from ..sssp.cuda import runtime, switches
 from ..sssp.cuda.runtime import cuda_errors, cupy_module
 
 ENGINE = "apply"
@@ -54,6 +54,12 @@ _serials = itertools.count(1)
 #: The smallest event capacity reserved: small batches of varying size (a few to a few hundred
 #: changes, the common interactive case) then never grow the event buffers in a steady state.
 MIN_EVENTS = 4096
+#: ``ENGINES_APPLY_MIN_EVENTS=<events>`` reserves that smallest capacity instead (unset, 0 or off:
+#: MIN_EVENTS), read when a graph's event buffers grow (its first commit, then a larger batch). It
+#: is what a captured commit pays for whatever the batch: the commit sorts 2 x capacity keys, and
+#: a sort that fits one tile of the library's radix sort runs as one kernel instead of a pass per
+#: key byte (issue 27, A/B with bench/update_anatomy.py --ab-env ENGINES_APPLY_MIN_EVENTS=4096,B).
+MIN_EVENTS_ENV = "ENGINES_APPLY_MIN_EVENTS"
 #: The apply record (int64): fixed slots, then six groups of K per-column slots
 #: (device_apply.cu RecordSlot and rec_*).
 REC_DELETED, REC_MISSING, REC_INSERTED, REC_UPDATED, REC_EDGES = 0, 1, 2, 3, 4
@@ -63,6 +69,12 @@ COL_SUM, COL_LOST, COL_WRITTEN, COL_RESCAN, COL_INCREASED, COL_OLD_MAX = range(6
 SIZE_COUNT, SIZE_DELETIONS, SIZE_INSERTIONS, SIZE_N_OLD, SIZE_N_AFTER, SIZE_M_OLD = range(6)
 SIZE_SLOTS = 6
 WARP = 32
+
+
+def min_events() -> int:
+    """The smallest event capacity a graph reserves: ``ENGINES_APPLY_MIN_EVENTS`` or, unset,
+    ``MIN_EVENTS``; a bad value is an error naming it."""
+    return switches.count(MIN_EVENTS_ENV, "an event capacity", minimum=1) or MIN_EVENTS
 
 
 def record_length(num_weights: int) -> int:
@@ -182,7 +194,7 @@ class ApplyScratch:
                 self.cum = cupy.empty(cap, dtype=cupy.int64)
                 self.n_cap = cap
             if num_events > self.event_cap or self.keys is None:
-                cap = max(_grown(self.event_cap, num_events), MIN_EVENTS)
+                cap = max(_grown(self.event_cap, num_events), min_events())
                 k = self.num_weights
                 self.keys = self.stage_key = self.stage_ins = self.increased = self.staging = None
                 self.record = self.sizes = self.ev_src = self.ev_dst = self.ev_weights = None
@@ -582,4 +594,5 @@ def reserve(dgraph, events, stream) -> None:
     load_module(dgraph.device)
 
 
-__all__ = ["ApplyScratch", "DeviceChangeLists", "PendingCommit", "commit", "load_module", "reserve", "record_length"]
+__all__ = ["ApplyScratch", "DeviceChangeLists", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "commit", "load_module",
+           "min_events", "reserve", "record_length"]

@@ -87,3 +87,26 @@ def test_a_count_switch_may_have_a_maximum(monkeypatch, text, ok):
         with pytest.raises(errors.InvalidArgumentError,
                            match=r"ENGINES_TEST_COUNT='6': expected widgets \(an integer of at least 1 and at most 5\)"):
             switches.count("ENGINES_TEST_COUNT", "widgets", minimum=1, maximum=5)
+
+
+@pytest.mark.parametrize("text, events", [(None, 4096), ("off", 4096), ("0", 4096), ("1024", 1024), (" 64 ", 64)])
+def test_the_apply_capacity_floor(monkeypatch, text, events):
+    """ENGINES_APPLY_MIN_EVENTS (device_apply.min_events): the smallest event capacity a graph
+    reserves, MIN_EVENTS when unset or off; a bad value names the switch."""
+    from engines.graph import device_apply
+
+    assert device_apply.MIN_EVENTS == 4096
+    if text is None:
+        monkeypatch.delenv(device_apply.MIN_EVENTS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(device_apply.MIN_EVENTS_ENV, text)
+    assert device_apply.min_events() == events
+
+
+@pytest.mark.parametrize("text", ["-1", "many", "1e3"])
+def test_a_bad_apply_capacity_floor_names_the_switch(monkeypatch, text):
+    from engines.graph import device_apply
+
+    monkeypatch.setenv(device_apply.MIN_EVENTS_ENV, text)
+    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_APPLY_MIN_EVENTS=.*an event capacity"):
+        device_apply.min_events()

@@ -99,6 +99,43 @@ def test_one_capture_serves_every_batch_within_capacity():
     assert 0 < len(scratch.captured) <= device_apply.MAX_CAPTURED
 
 
+@pytest.mark.parametrize("floor", [64, 1024])
+def test_a_smaller_capacity_floor_gives_the_same_bytes(monkeypatch, floor):
+    """ENGINES_APPLY_MIN_EVENTS (device_apply.min_events): small batches reserve the floor instead
+    of MIN_EVENTS (a captured commit then sorts fewer keys), a batch past it grows the capacity
+    and captures again, and every state equals the host twin's; update() through both CUDA
+    engines on a graph with that floor returns the host reference's bytes."""
+    monkeypatch.setenv(device_apply.MIN_EVENTS_ENV, str(floor))
+    rng = np.random.default_rng(D._seed("floor", floor))
+    graph = D._graph(rng, 400, 2)
+    twin = D.host_twin(graph)
+    graph.to_device()
+    for step, count in enumerate((5, 40, floor, 3)):
+        D._apply_both(graph, twin, _reweights(rng, twin, count), f"batch {step} of {count}")
+    scratch = _scratch(graph)
+    assert scratch.event_cap == floor
+    captures = scratch.captures
+    D._apply_both(graph, twin, _reweights(rng, twin, floor + 30), "past the floor")
+    assert scratch.event_cap > floor and scratch.captures > captures
+    for step, count in enumerate((7, 90)):
+        D._apply_both(graph, twin, _reweights(rng, twin, count), f"after growth {step}")
+
+    rng = np.random.default_rng(D._seed("floor update", floor))
+    graph = D._graph(rng, 300, 1)
+    twin = D.host_twin(graph)  # draws the batches (a host graph kept at the same state)
+    configs = tuple(c for c in ("fused", "operators") if S.fused_available() or c != "fused")
+    results = {"host": sssp.compute(graph, 0, backend="host")}
+    for name in configs:
+        results[name] = sssp.compute(graph, 0, backend="cuda", update_launch="graph", **S.CUDA_CONFIGS[name])
+    for step in range(4):
+        batch = H.make_batch(D.fixed_size_arrays(rng, twin, 20, 20))
+        twin.apply(batch)
+        S.update_all(graph, batch, results)
+        for name in configs:
+            H.assert_result_bytes_equal(results["host"], results[name])
+    assert _scratch(graph).event_cap == floor
+
+
 def test_growth_of_the_vertex_count_captures_a_new_plan():
     """Insertions naming new vertices change the row count, hence the plan: captured again, and
     the bytes equal the host twin's."""
