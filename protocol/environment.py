@@ -20,9 +20,12 @@ def git_state(repo: Path = REPO_ROOT, exclude=()) -> dict:
     """``{"commit": sha or None, "dirty": bool}``; a tree without commits or git counts as dirty.
 
     ``exclude``: folders whose changes are not the code's, the records a measurement is writing
-    into the tree (``make bench-commit`` into results/, ``make sweep`` into results/sweep): its own
-    sweep.json and finished campaigns would otherwise make a resumed or later campaign refuse a
-    clean checkout. A folder outside ``repo`` is ignored."""
+    into the tree (``make bench-commit`` into results/, a sweep whose ``--out`` is inside the
+    checkout such as ``SWEEP_OUT=results/sweep``): its own sweep.json and finished campaigns would
+    otherwise make a resumed or later campaign refuse a clean checkout. Matched literally (a name
+    with ``*`` hides nothing else). A folder outside ``repo``, the repository itself, or one that
+    holds tracked code (Python or CUDA sources: an ``--out`` pointed at the code by mistake) excludes
+    nothing."""
 
     def git(*args):
         return subprocess.run(
@@ -31,8 +34,9 @@ def git_state(repo: Path = REPO_ROOT, exclude=()) -> dict:
 
     try:
         head = git("rev-parse", "--verify", "HEAD")
+        records = [path for path in _inside(repo, exclude) if not _holds_code(git, path)]
         status = git("status", "--porcelain", "--untracked-files=normal", "--", ".",
-                     *(f":(exclude){path}" for path in _inside(repo, exclude)))
+                     *(f":(exclude,literal){path}" for path in records))
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": True}
     commit = head.stdout.strip() if head.returncode == 0 else None
@@ -52,6 +56,20 @@ def _inside(repo: Path, folders) -> list[str]:
         if relative.parts:  # excluding the repository itself would hide every change
             inside.append(relative.as_posix())
     return inside
+
+
+#: What makes a folder code rather than records: tracked files with these endings.
+CODE_SUFFIXES = (".py", ".cu", ".cuh", ".sh", ".toml", ".j2")
+
+
+def _holds_code(git, path: str) -> bool:
+    """Whether the tracked files under ``path`` (relative to the repository) include code; a git
+    failure counts as code (the folder is then not left out)."""
+    listed = git("ls-files", "-z", "--", f":(literal){path}")
+    if listed.returncode != 0:
+        return True
+    return any(name.endswith(CODE_SUFFIXES) or name.rsplit("/", 1)[-1] == "Makefile"
+               for name in listed.stdout.split("\0") if name)
 
 
 def tool_version() -> str:

@@ -60,6 +60,9 @@ MIN_EVENTS = 4096
 #: a sort that fits one tile of the library's radix sort runs as one kernel instead of a pass per
 #: key byte (issue 27, A/B with bench/update_anatomy.py --ab-env ENGINES_APPLY_MIN_EVENTS=4096,B).
 MIN_EVENTS_ENV = "ENGINES_APPLY_MIN_EVENTS"
+#: Its largest value: every captured commit works on the whole reserved capacity (a typo of a few
+#: digits more would slow every update and reserve its buffers), far below the int32 event lists.
+MAX_MIN_EVENTS = 1 << 24
 #: The apply record (int64): fixed slots, then six groups of K per-column slots
 #: (device_apply.cu RecordSlot and rec_*).
 REC_DELETED, REC_MISSING, REC_INSERTED, REC_UPDATED, REC_EDGES = 0, 1, 2, 3, 4
@@ -74,7 +77,7 @@ WARP = 32
 def min_events() -> int:
     """The smallest event capacity a graph reserves: ``ENGINES_APPLY_MIN_EVENTS`` or, unset,
     ``MIN_EVENTS``; a bad value is an error naming it."""
-    return switches.count(MIN_EVENTS_ENV, "an event capacity", minimum=1) or MIN_EVENTS
+    return switches.count(MIN_EVENTS_ENV, "an event capacity", minimum=1, maximum=MAX_MIN_EVENTS) or MIN_EVENTS
 
 
 def record_length(num_weights: int) -> int:
@@ -177,6 +180,8 @@ class ApplyScratch:
         """Room for a commit on a state of ``m_old`` entries growing to ``n_rows`` rows with
         ``num_events`` events; new zero-invariant buffers are zeroed (stream-ordered)."""
         cupy = cupy_module()
+        floor = min_events() if num_events > self.event_cap or self.keys is None else 0  # before
+        # anything changes: a bad value refuses the commit with the scratch as it was
         caps = (self.m_cap, self.n_cap, self.event_cap)
         layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
         # half-way leaves a layout no capture was made for
@@ -194,7 +199,7 @@ class ApplyScratch:
                 self.cum = cupy.empty(cap, dtype=cupy.int64)
                 self.n_cap = cap
             if num_events > self.event_cap or self.keys is None:
-                cap = max(_grown(self.event_cap, num_events), min_events())
+                cap = max(_grown(self.event_cap, num_events), floor)
                 k = self.num_weights
                 self.keys = self.stage_key = self.stage_ins = self.increased = self.staging = None
                 self.record = self.sizes = self.ev_src = self.ev_dst = self.ev_weights = None
@@ -594,5 +599,5 @@ def reserve(dgraph, events, stream) -> None:
     load_module(dgraph.device)
 
 
-__all__ = ["ApplyScratch", "DeviceChangeLists", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "commit", "load_module",
+__all__ = ["ApplyScratch", "DeviceChangeLists", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "commit", "load_module",
            "min_events", "reserve", "record_length"]

@@ -419,3 +419,20 @@ def test_crossover_table_prints_missing_numbers():
                                               "points": [{"size": 10, "ratio": None, "lo": float("nan"), "hi": 2.0}],
                                               "summary": "no measured size"}]}, file=buffer)
     assert "10: – [–, 2]" in buffer.getvalue()
+
+
+def test_the_sweep_leaves_its_own_folder_out_of_the_tree_check(tmp_path, monkeypatch):
+    """Without --allow-dirty, each campaign of a sweep checks the tree leaving out the whole sweep
+    folder (sweep.json beside the campaigns is its record, not code): a sweep into results/sweep
+    of a clean checkout must not refuse itself (it did on the device at eb027b6)."""
+    import protocol.runner
+
+    seen = []
+    monkeypatch.setattr(protocol.runner, "git_state",
+                        lambda **kw: seen.append(kw) or {"commit": "abc", "dirty": False})
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    out = tmp_path / "out"
+    argv = [a for a in _argv(graph, out, tmp_path / "cache") if a != "--allow-dirty"]
+    argv[argv.index("--sizes") + 1: argv.index("--rounds")] = ["10"]
+    assert sweep_cmd.cli(argv) == 0
+    assert seen and all(kw == {"exclude": (out,)} for kw in seen), seen

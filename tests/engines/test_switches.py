@@ -103,7 +103,7 @@ def test_the_apply_capacity_floor(monkeypatch, text, events):
     assert device_apply.min_events() == events
 
 
-@pytest.mark.parametrize("text", ["-1", "many", "1e3"])
+@pytest.mark.parametrize("text", ["-1", "many", "1e3", str((1 << 24) + 1)])
 def test_a_bad_apply_capacity_floor_names_the_switch(monkeypatch, text):
     from engines.graph import device_apply
 

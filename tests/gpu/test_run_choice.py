@@ -13,7 +13,7 @@ import engines
 from engines import sssp
 from engines.errors import InvalidArgumentError
 from engines.sssp import cuda as sssp_cuda
-from engines.sssp.cuda import appends, chains, passes
+from engines.sssp.cuda import appends, chains, fused, passes
 from .. import harness as H
 from . import ops_support as S
 
@@ -21,7 +21,9 @@ pytestmark = S.GPU
 
 #: The switches a RunChoice reads (variants.run_choice), and a value each of them refuses.
 SPOILED = {appends.APPEND_ENV: "bogus", chains.CHAIN_ENV: "bogus", chains.DEGREE_ENV: "bogus",
-           passes.WIDE_ENV: "bogus"}
+           passes.WIDE_ENV: "bogus", fused.SOLO_ENV: "bogus", fused.CAPTURE_ENV: "bogus"}
+#: What the control's refusal names: one of the spoiled switches.
+SPOILED_NAMES = "|".join(SPOILED)
 
 
 def _graph_and_batches(seed: int, n: int = 3_000, m: int = 24_000, batches: int = 3, size: int = 200):
@@ -75,5 +77,5 @@ def test_the_run_uses_the_reading_prepare_handed_it(monkeypatch, config):
     monkeypatch.setattr(sssp_cuda, "prepare", original)
     for name, value in SPOILED.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(InvalidArgumentError):
+    with pytest.raises(InvalidArgumentError, match=SPOILED_NAMES):
         sssp.update(graph, batches[0], cuda)

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
 def _git(repo, *args):
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
-                   capture_output=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false",
+                    "-c", "init.defaultBranch=main", *args], cwd=repo, check=True, capture_output=True)
 
 
 @pytest.fixture
@@ -61,6 +61,24 @@ def test_code_changes_count_whatever_is_excluded(repo):
 def test_folders_outside_the_repository_or_the_repository_itself_exclude_nothing(repo, tmp_path):
     (repo / "engines" / "new.py").write_text("")
     assert git_state(repo, exclude=(tmp_path / "elsewhere", repo))["dirty"] is True
+
+
+def test_an_excluded_name_is_not_a_pattern(repo):
+    """A records folder named with a wildcard hides only itself (literal pathspecs)."""
+    star = repo / "results" / "r*"
+    star.mkdir()
+    (star / "sweep.json").write_text("{}")
+    (repo / "results" / "report.txt").write_text("untracked, outside the records")
+    assert git_state(repo, exclude=(star,))["dirty"] is True
+    (repo / "results" / "report.txt").unlink()
+    assert git_state(repo, exclude=(star,))["dirty"] is False
+
+
+def test_a_folder_holding_code_is_never_left_out(repo):
+    """An --out pointed at the code by mistake must not hide that code's changes."""
+    (repo / "engines" / "code.py").write_text("x = 2\n")
+    (repo / "engines" / "records.json").write_text("{}")
+    assert git_state(repo, exclude=(repo / "engines",))["dirty"] is True
 
 
 def test_no_commit_is_dirty(tmp_path):

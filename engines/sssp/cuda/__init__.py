@@ -5,14 +5,18 @@ this package: the fused engine (one persistent cooperative kernel, ``fused.py``)
 engine (one kernel per phase and a host loop, ``operators.py``). CuPy is imported lazily: this
 package imports on machines without CuPy, and ``is_available()`` is then False.
 
-Each engine module (``fused``, ``operators``) provides the same three functions:
+Each engine module (``fused``, ``operators``) provides the same four functions:
 
-- ``load_module(device)``: compile (or fetch from the cache) the engine's module on ``device``;
-- ``update(graph, distances, parents, plan, changes, device, loop) -> EngineReport``;
-- ``compute(graph, plan, device, loop) -> (distances, parents, EngineReport)``;
+- ``load_module(device, defines)``: compile (or fetch from the cache) a variant of the engine's
+  module on ``device``;
+- ``run_choice(plan, update) -> variants.RunChoice``: the run's switches, read once (``prepare``
+  below takes it and the dispatch hands it to the run);
+- ``update(graph, distances, parents, plan, changes, device, loop, choice=None) -> EngineReport``;
+- ``compute(graph, plan, device, loop, choice=None) -> (distances, parents, EngineReport)``;
 
 ``loop`` is ``Options.operators_loop``: the operators engine's loop mode, which the fused engine
-ignores (one signature, so the dispatch below has no case per engine).
+ignores (one signature, so the dispatch below has no case per engine). ``choice`` None reads the
+switches again (a direct call).
 """
 
 from __future__ import annotations

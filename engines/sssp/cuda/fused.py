@@ -474,4 +474,4 @@ def _reset_quietly(ws, s) -> None:
 
 __all__ = ["CAPTURE_ENV", "ENGINE", "KERNELS", "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
            "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module", "max_blocks", "module_defines",
-           "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]
+           "run_choice", "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]

@@ -616,4 +616,4 @@ def compute(graph, plan: Plan, device: int, loop: str, choice: variants.RunChoic
 
 
 __all__ = ["ENGINE", "KERNELS", "LOOP_MODES", "SOURCE_FILE", "VARIANTS", "compute", "load_module",
-           "run_defines", "update"]
+           "run_choice", "run_defines", "update"]
