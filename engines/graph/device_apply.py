@@ -51,14 +51,19 @@ GROWTH = 1.5
 #: Serial numbers of the scratch's and the arena's allocations (``ApplyScratch.layout``,
 #: ``_Arena.serial``): what a captured commit's addresses depend on besides the buffer sets.
 _serials = itertools.count(1)
-#: The smallest event capacity reserved: small batches of varying size (a few to a few hundred
-#: changes, the common interactive case) then never grow the event buffers in a steady state.
-MIN_EVENTS = 4096
+#: The smallest event capacity reserved: small batches of varying size (a few to a thousand
+#: changes, the common interactive case) then never grow the event buffers in a steady state. It is
+#: also what a captured commit pays for whatever the batch: the commit sorts 2 x capacity keys, and
+#: 2,048 keys still sort in one tile of the library's radix sort (one kernel instead of a pass per
+#: key byte). Measured on an H100 at 600e69b (bench/update_anatomy.py --ab-env
+#: ENGINES_APPLY_MIN_EVENTS=A,B, whole update() per batch interleaved, median ratio B/A):
+#: 4,096 -> 1,024 gives luxembourg_osm's 100-change batches 0.898-0.899 on the fused engine and
+#: 0.977 on the operators engine, roadNet-PA's 100- and 1,000-change batches 0.923 and 0.931 (fused);
+#: 1,024 -> 512 gives 0.998 and 1,024 -> 2,048 1.095 (4,096 keys no longer fit the tile).
+MIN_EVENTS = 1024
 #: ``ENGINES_APPLY_MIN_EVENTS=<events>`` reserves that smallest capacity instead (unset, 0 or off:
-#: MIN_EVENTS), read when a graph's event buffers grow (its first commit, then a larger batch). It
-#: is what a captured commit pays for whatever the batch: the commit sorts 2 x capacity keys, and
-#: a sort that fits one tile of the library's radix sort runs as one kernel instead of a pass per
-#: key byte (issue 27, A/B with bench/update_anatomy.py --ab-env ENGINES_APPLY_MIN_EVENTS=4096,B).
+#: MIN_EVENTS), read when a graph's event buffers grow (its first commit, then a larger batch), for
+#: the A/Bs above.
 MIN_EVENTS_ENV = "ENGINES_APPLY_MIN_EVENTS"
 #: Its largest value: every captured commit works on the whole reserved capacity (a typo of a few
 #: digits more would slow every update and reserve its buffers), far below the int32 event lists.

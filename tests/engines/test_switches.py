@@ -89,13 +89,13 @@ def test_a_count_switch_may_have_a_maximum(monkeypatch, text, ok):
             switches.count("ENGINES_TEST_COUNT", "widgets", minimum=1, maximum=5)
 
 
-@pytest.mark.parametrize("text, events", [(None, 4096), ("off", 4096), ("0", 4096), ("1024", 1024), (" 64 ", 64)])
+@pytest.mark.parametrize("text, events", [(None, 1024), ("off", 1024), ("0", 1024), ("1024", 1024), (" 64 ", 64)])
 def test_the_apply_capacity_floor(monkeypatch, text, events):
     """ENGINES_APPLY_MIN_EVENTS (device_apply.min_events): the smallest event capacity a graph
     reserves, MIN_EVENTS when unset or off; a bad value names the switch."""
     from engines.graph import device_apply
 
-    assert device_apply.MIN_EVENTS == 4096
+    assert device_apply.MIN_EVENTS == 1024
     if text is None:
         monkeypatch.delenv(device_apply.MIN_EVENTS_ENV, raising=False)
     else:

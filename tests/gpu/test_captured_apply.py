@@ -185,12 +185,16 @@ def test_update_chains_with_graph_launch_equal_the_host(seed, shape, n, kinds):
     results = {"host": sssp.compute(graph, 0, backend="host")}
     for engine in engines_here:
         results[engine] = sssp.compute(graph, 0, backend="cuda", update_launch="graph", **S.CUDA_CONFIGS[engine])
+    staged = False  # whether any batch had events: a chain of empty batches commits nothing
     for kind in kinds:
         _, parents = results["host"].to_numpy()
         batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
+        staged = staged or graph.events_for(batch).size > 0
         stats = S.update_all(graph, batch, results)
         S.assert_conformant(results, stats, update=True)
-    assert _scratch(graph).captures >= 1
+    # (hypothesis found kinds=['empty'] * 3 on the device at 125ec9d: nothing to capture)
+    scratch = graph._device.scratch
+    assert (scratch.captures >= 1) if staged else (scratch is None or scratch.captures == 0)
 
 
 def test_update_launch_graph_only_when_every_cuda_result_asks():
