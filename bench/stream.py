@@ -53,6 +53,7 @@ import shlex
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,8 @@ import numpy as np  # noqa: E402
 from protocol.errors import EnvironmentProblem, UsageError, run_command  # noqa: E402
 from engines.config import EngineConfig  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
+from bench.stream_tail import GcWatch, tail_anatomy, work_of  # noqa: E402
+from bench.stream_tail import markdown_lines as tail_lines  # noqa: E402
 
 PROG = "stream.py"
 CUDA_ENGINES = ("fused", "operators")
@@ -317,20 +320,34 @@ def final_tree(result) -> tuple[np.ndarray, np.ndarray]:
     return result.to_numpy()
 
 
-def timed_update(graph, result, item: StreamBatch) -> float:
-    """Apply one batch with ``update()``; the wall time of the whole call, in ms (both orders time
-    a call here, so they measure the same thing)."""
+@dataclass
+class TimedBatch:
+    """One batch's ``update()``: the wall time of the whole call in ms, the work the update
+    reported (stream_tail.work_of) and the garbage collections inside the call
+    (``(count, seconds)``, stream_tail.GcWatch)."""
+
+    ms: float
+    work: tuple
+    gc: tuple
+
+
+def timed_update(graph, result, item: StreamBatch, watch: GcWatch) -> TimedBatch:
+    """Apply one batch with ``update()`` and time the whole call (both orders time a call here, so
+    they measure the same thing); ``watch`` is read outside the timer."""
     from engines import sssp
 
+    collections, seconds = watch.reading()
     start = time.perf_counter()
-    sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
-    return (time.perf_counter() - start) * 1e3
+    stats = sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
+    ms = (time.perf_counter() - start) * 1e3
+    after = watch.reading()
+    return TimedBatch(ms, work_of(stats), (after[0] - collections, after[1] - seconds))
 
 
-def timed_stream(graph, result, batches, bar) -> list[float]:
-    """Apply every batch with ``update()``; the wall time of each whole call, in ms (the progress
-    bar advances outside the timer)."""
-    return [timed_update(graph, result, item) for item in bar(batches)]
+def timed_stream(graph, result, batches, bar, watch: GcWatch) -> list[TimedBatch]:
+    """Apply every batch with ``update()``, each call timed (the progress bar advances outside the
+    timer)."""
+    return [timed_update(graph, result, item, watch) for item in bar(batches)]
 
 
 def progress_bar(engine: str, enabled: bool):
@@ -345,13 +362,21 @@ class EngineRun:
     times_ms: list
     tree: tuple
     seconds: float  # the engine's own wall time: opening, every update() call, the final tree
+    work: list = None  # per batch: stream_tail.work_of of its update's Stats
+    gcs: list = None  # per batch: (collections, seconds) inside the call
+
+    @classmethod
+    def of(cls, timed: list, tree, seconds: float) -> "EngineRun":
+        return cls([t.ms for t in timed], tree, seconds, [t.work for t in timed], [t.gc for t in timed])
 
 
-def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool) -> EngineRun:
+def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool,
+               watch: GcWatch | None = None) -> EngineRun:
     start = time.perf_counter()
     graph, result = open_engine(engine, data, objective)
-    times = timed_stream(graph, result, batches, progress_bar(engine, progress))
-    return EngineRun(times, final_tree(result), time.perf_counter() - start)
+    with (GcWatch() if watch is None else nullcontext(watch)) as gc_watch:
+        timed = timed_stream(graph, result, batches, progress_bar(engine, progress), gc_watch)
+    return EngineRun.of(timed, final_tree(result), time.perf_counter() - start)
 
 
 #: The name of the interleaved orders' design, as the record spells it. Records from before the
@@ -460,7 +485,8 @@ def design_record(engines) -> dict:
             "per_cycle": {"in_each_position": each, "after_each_engine": each}}
 
 
-def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool) -> dict:
+def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool,
+                    watch: GcWatch | None = None) -> dict:
     """Every engine opened first, then each batch applied by every engine in :func:`batch_order`'s
     order: ``{engine: EngineRun}`` in ``engines``' order, the times in batch order."""
     opened, times, seconds = {}, {e: [] for e in engines}, {}
@@ -469,16 +495,17 @@ def run_interleaved(engines, data: StreamInput, batches, objective: int, progres
         opened[engine] = open_engine(engine, data, objective)
         seconds[engine] = time.perf_counter() - start
     design = order_design(len(engines))
-    for i, item in enumerate(progress_bar("interleaved", progress)(batches)):
-        for engine in batch_order(engines, i, design):
-            start = time.perf_counter()
-            times[engine].append(timed_update(*opened[engine], item))
-            seconds[engine] += time.perf_counter() - start
+    with (GcWatch() if watch is None else nullcontext(watch)) as gc_watch:
+        for i, item in enumerate(progress_bar("interleaved", progress)(batches)):
+            for engine in batch_order(engines, i, design):
+                start = time.perf_counter()
+                times[engine].append(timed_update(*opened[engine], item, gc_watch))
+                seconds[engine] += time.perf_counter() - start
     runs = {}
     for engine in engines:
         start = time.perf_counter()
         tree = final_tree(opened[engine][1])
-        runs[engine] = EngineRun(times[engine], tree, seconds[engine] + time.perf_counter() - start)
+        runs[engine] = EngineRun.of(times[engine], tree, seconds[engine] + time.perf_counter() - start)
     return runs
 
 
@@ -598,6 +625,7 @@ def markdown(record: dict) -> str:
                   "| engine B / engine A | batches | median ratio | 95 % CI |", "|---|---:|---:|---|"]
         for name, r in record["paired"].items():
             lines.append(f"| {name} | {r['pairs']:,} | {_fmt(r['median'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] |")
+    lines += tail_lines(record["engines"])
     lines += ["", f"Command: `{record['command']}`", f"Commit: {record['commit']['commit']}"
               + (" (with local changes)" if record["commit"]["dirty"] else ""),
               f"Machine: {record['machine'].get('gpu', 'no GPU')}, "
@@ -747,7 +775,7 @@ def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size,
                    "deleted_arcs": batches * batch_size // 2},
         "timer": "time.perf_counter around the whole sssp.update() call, in ms",
         "engines": {engine: {"summary": summarize(r.times_ms[warmup:]), "seconds": round(r.seconds, 3),
-                             "per_batch_file": TIMES_NAME} for engine, r in runs.items()},
+                             "per_batch_file": TIMES_NAME, "tail": _tail(r, warmup)} for engine, r in runs.items()},
         "check": check,
     }
     if interleave:
@@ -756,6 +784,14 @@ def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size,
         record["stream"]["order_design"] = design_record(list(runs))  # runs: in the interleaved engines' order
         record["paired"] = paired_ratios({e: r.times_ms for e, r in runs.items()}, warmup)
     return record
+
+
+def _tail(run: EngineRun, warmup: int) -> dict | None:
+    """The engine's slowest batches against all (stream_tail.tail_anatomy); None for a run that
+    kept no per-batch work."""
+    if run.work is None or run.gcs is None:
+        return None
+    return tail_anatomy(run.times_ms, run.work, run.gcs, warmup)
 
 
 class _Parser(argparse.ArgumentParser):

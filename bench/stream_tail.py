@@ -1,0 +1,118 @@
+"""What the slowest batches of a stream are made of (issue 27's p99): for each engine, the batches
+at or above the p99 time against all timed batches, by the work each update reported (push
+iterations, epochs, invalidated and affected vertices, from ``sssp.update``'s Stats) and by the
+Python garbage collections that ran inside the timed call.
+
+A tail whose batches did far more work than the median batch is the workload's (a deletion high in
+the tree invalidates a large subtree); a tail of ordinary batches with collections inside is the
+host's. ``GcWatch`` counts collections through ``gc.callbacks``, which Python calls only when a
+collection runs, so it adds nothing to a call without one; the time it reports is the
+collections' own, measured inside them (part of what the user paid).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import numpy as np
+
+#: The Stats fields kept per batch, in this order.
+WORK_FIELDS = ("iterations", "epochs", "invalidated", "affected")
+#: The tail: batches whose time is at or above this percentile of the timed batches.
+TAIL_PERCENTILE = 99
+
+
+class GcWatch:
+    """Counts Python's garbage collections and the time inside them while installed (a context
+    manager); ``reading()`` is ``(collections, seconds)`` so far, to difference around a call."""
+
+    def __init__(self, clock=time.perf_counter):
+        self._clock = clock
+        self.collections = 0
+        self.seconds = 0.0
+        self._started = None
+
+    def _callback(self, phase, info):
+        if phase == "start":
+            self._started = self._clock()
+        elif phase == "stop" and self._started is not None:
+            self.collections += 1
+            self.seconds += self._clock() - self._started
+            self._started = None
+
+    def reading(self) -> tuple[int, float]:
+        return self.collections, self.seconds
+
+    def __enter__(self):
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._callback)
+        return False
+
+
+def work_of(stats) -> tuple:
+    """The kept Stats fields of one update (None where an engine's Stats lacks one)."""
+    return tuple(getattr(stats, name, None) for name in WORK_FIELDS)
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def _group(indices, times, work, gcs) -> dict:
+    chosen = list(indices)
+    out = {"batches": len(chosen), "median_ms": _median([times[i] for i in chosen])}
+    for k, name in enumerate(WORK_FIELDS):
+        out[f"median_{name}"] = _median([work[i][k] for i in chosen])
+    with_gc = [i for i in chosen if gcs[i][0] > 0]
+    out["with_gc"] = len(with_gc)
+    out["gc_ms"] = round(sum(gcs[i][1] for i in chosen) * 1e3, 3)
+    return out
+
+
+def tail_anatomy(times_ms, work, gcs, warmup: int) -> dict | None:
+    """``{"threshold_ms", "tail": group, "all": group}`` over the timed batches (after
+    ``warmup``): the tail is every batch at or above the TAIL_PERCENTILE time; a group gives its
+    batch count, median time, the median of each WORK_FIELDS entry, how many batches had a
+    collection inside the call and the collections' total ms. None without timed batches."""
+    times = [float(t) for t in times_ms]
+    if not len(times) == len(work) == len(gcs):
+        raise ValueError("tail_anatomy: one time, one work tuple and one collection reading per batch")
+    timed = list(range(warmup, len(times)))
+    if not timed:
+        return None
+    threshold = float(np.percentile([times[i] for i in timed], TAIL_PERCENTILE))
+    tail = [i for i in timed if times[i] >= threshold]
+    return {"percentile": TAIL_PERCENTILE, "threshold_ms": threshold,
+            "tail": _group(tail, times, work, gcs), "all": _group(timed, times, work, gcs)}
+
+
+def _cell(value, digits=0) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def markdown_lines(engines: dict) -> list[str]:
+    """The report's table: per engine, its tail against all its timed batches (engines without a
+    tail record, from before it existed, are left out; no lines when none has one)."""
+    rows = [(engine, run["tail"]) for engine, run in engines.items() if run.get("tail")]
+    if not rows:
+        return []
+    lines = ["", f"The slowest batches (at or above each engine's p{TAIL_PERCENTILE}) against all timed batches: "
+             "the work the update reported (medians) and Python's garbage collections inside the call:", "",
+             "| engine | batches | median ms | iterations | epochs | invalidated | affected | with a collection | "
+             "collections ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for engine, tail in rows:
+        for label in ("tail", "all"):
+            g = tail[label]
+            name = f"{engine}, p{tail['percentile']} tail" if label == "tail" else f"{engine}, all"
+            lines.append(f"| {name} | {g['batches']:,} | {_cell(g['median_ms'], 3)} | {_cell(g['median_iterations'])} | "
+                         f"{_cell(g['median_epochs'])} | {_cell(g['median_invalidated'])} | "
+                         f"{_cell(g['median_affected'])} | {g['with_gc']:,} | {g['gc_ms']:.3f} |")
+    return lines
+
+
+__all__ = ["GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "markdown_lines", "tail_anatomy", "work_of"]
