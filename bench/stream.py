@@ -13,7 +13,11 @@ exists is a re-weight), every inserted arc drawing its own K weights in [1, 100]
 whole sequence depends only on the graph and the seed (never on an engine's answer), so it is drawn
 once and every engine replays the same batches, each on its own copy of the graph with one result.
 The first ``--warmup`` batches are applied but left out of the statistics (compilation, first
-allocations).
+allocations). Beside the median and p99, the record ("tail" per engine) and the report compare the
+batches at or above each engine's p99 with all its timed batches: the work each update reported
+(push iterations, epochs, invalidated and affected vertices) and Python's garbage collections inside
+the timed call (bench/stream_tail.py), so a tail of heavy batches reads apart from a tail of
+ordinary ones that met a collection.
 
 Two orders of the engines:
 
@@ -53,7 +57,6 @@ import shlex
 import subprocess
 import sys
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -320,31 +323,24 @@ def final_tree(result) -> tuple[np.ndarray, np.ndarray]:
     return result.to_numpy()
 
 
-@dataclass
-class TimedBatch:
-    """One batch's ``update()``: the wall time of the whole call in ms, the work the update
-    reported (stream_tail.work_of) and the garbage collections inside the call
-    (``(count, seconds)``, stream_tail.GcWatch)."""
-
-    ms: float
-    work: tuple
-    gc: tuple
-
-
-def timed_update(graph, result, item: StreamBatch, watch: GcWatch) -> TimedBatch:
+def timed_update(graph, result, item: StreamBatch, watch: GcWatch) -> tuple:
     """Apply one batch with ``update()`` and time the whole call (both orders time a call here, so
-    they measure the same thing); ``watch`` is read outside the timer."""
+    they measure the same thing): ``(ms, work, collections)``, the work the update reported
+    (stream_tail.work_of) and the garbage collections inside the call (stream_tail.GcWatch.since).
+    Plain tuples of numbers, which the collector stops tracking, so that the bookkeeping of a long
+    stream does not feed the collections it counts. The watch's counters are read as attributes
+    right beside the clock readings (a call between them could itself run a collection)."""
     from engines import sssp
 
-    collections, seconds = watch.reading()
+    before = (watch.collections, watch.full, watch.seconds)
     start = time.perf_counter()
     stats = sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
-    ms = (time.perf_counter() - start) * 1e3
-    after = watch.reading()
-    return TimedBatch(ms, work_of(stats), (after[0] - collections, after[1] - seconds))
+    end = time.perf_counter()
+    after = (watch.collections, watch.full, watch.seconds)
+    return (end - start) * 1e3, work_of(stats), GcWatch.since(before, after)
 
 
-def timed_stream(graph, result, batches, bar, watch: GcWatch) -> list[TimedBatch]:
+def timed_stream(graph, result, batches, bar, watch: GcWatch) -> list[tuple]:
     """Apply every batch with ``update()``, each call timed (the progress bar advances outside the
     timer)."""
     return [timed_update(graph, result, item, watch) for item in bar(batches)]
@@ -363,19 +359,19 @@ class EngineRun:
     tree: tuple
     seconds: float  # the engine's own wall time: opening, every update() call, the final tree
     work: list = None  # per batch: stream_tail.work_of of its update's Stats
-    gcs: list = None  # per batch: (collections, seconds) inside the call
+    gcs: list = None  # per batch: (collections, full collections, seconds) inside the call
 
     @classmethod
     def of(cls, timed: list, tree, seconds: float) -> "EngineRun":
-        return cls([t.ms for t in timed], tree, seconds, [t.work for t in timed], [t.gc for t in timed])
+        """From timed_update's tuples, in batch order."""
+        return cls([t[0] for t in timed], tree, seconds, [t[1] for t in timed], [t[2] for t in timed])
 
 
-def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool,
-               watch: GcWatch | None = None) -> EngineRun:
+def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool) -> EngineRun:
     start = time.perf_counter()
     graph, result = open_engine(engine, data, objective)
-    with (GcWatch() if watch is None else nullcontext(watch)) as gc_watch:
-        timed = timed_stream(graph, result, batches, progress_bar(engine, progress), gc_watch)
+    with GcWatch() as watch:
+        timed = timed_stream(graph, result, batches, progress_bar(engine, progress), watch)
     return EngineRun.of(timed, final_tree(result), time.perf_counter() - start)
 
 
@@ -485,8 +481,7 @@ def design_record(engines) -> dict:
             "per_cycle": {"in_each_position": each, "after_each_engine": each}}
 
 
-def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool,
-                    watch: GcWatch | None = None) -> dict:
+def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool) -> dict:
     """Every engine opened first, then each batch applied by every engine in :func:`batch_order`'s
     order: ``{engine: EngineRun}`` in ``engines``' order, the times in batch order."""
     opened, times, seconds = {}, {e: [] for e in engines}, {}
@@ -495,11 +490,11 @@ def run_interleaved(engines, data: StreamInput, batches, objective: int, progres
         opened[engine] = open_engine(engine, data, objective)
         seconds[engine] = time.perf_counter() - start
     design = order_design(len(engines))
-    with (GcWatch() if watch is None else nullcontext(watch)) as gc_watch:
+    with GcWatch() as watch:  # one for every engine: each call takes its own difference
         for i, item in enumerate(progress_bar("interleaved", progress)(batches)):
             for engine in batch_order(engines, i, design):
                 start = time.perf_counter()
-                times[engine].append(timed_update(*opened[engine], item, gc_watch))
+                times[engine].append(timed_update(*opened[engine], item, watch))
                 seconds[engine] += time.perf_counter() - start
     runs = {}
     for engine in engines:
@@ -791,7 +786,7 @@ def _tail(run: EngineRun, warmup: int) -> dict | None:
     kept no per-batch work."""
     if run.work is None or run.gcs is None:
         return None
-    return tail_anatomy(run.times_ms, run.work, run.gcs, warmup)
+    return tail_anatomy(run.times_ms, run.work, run.gcs, warmup, percentile=P99)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -19,17 +19,22 @@ import numpy as np
 
 #: The Stats fields kept per batch, in this order.
 WORK_FIELDS = ("iterations", "epochs", "invalidated", "affected")
-#: The tail: batches whose time is at or above this percentile of the timed batches.
-TAIL_PERCENTILE = 99
+#: The tail: batches whose time is at or above this percentile of the timed batches (the stream
+#: passes its own p99, so the threshold is the p99 of its summary).
+TAIL_PERCENTILE = 99.0
+#: The oldest generation: a collection of it walks every tracked object (the long pauses).
+FULL_GENERATION = 2
 
 
 class GcWatch:
-    """Counts Python's garbage collections and the time inside them while installed (a context
-    manager); ``reading()`` is ``(collections, seconds)`` so far, to difference around a call."""
+    """Counts Python's garbage collections, the full ones (FULL_GENERATION) and the time inside
+    them while installed (a context manager). Its attributes ``collections``, ``full`` and
+    ``seconds`` are read beside the clock around a call and differenced (``since``)."""
 
     def __init__(self, clock=time.perf_counter):
         self._clock = clock
         self.collections = 0
+        self.full = 0
         self.seconds = 0.0
         self._started = None
 
@@ -38,11 +43,17 @@ class GcWatch:
             self._started = self._clock()
         elif phase == "stop" and self._started is not None:
             self.collections += 1
+            self.full += info.get("generation") == FULL_GENERATION
             self.seconds += self._clock() - self._started
             self._started = None
 
-    def reading(self) -> tuple[int, float]:
-        return self.collections, self.seconds
+    def reading(self) -> tuple[int, int, float]:
+        return self.collections, self.full, self.seconds
+
+    @staticmethod
+    def since(before: tuple, after: tuple) -> tuple[int, int, float]:
+        """``(collections, full collections, seconds)`` between two readings."""
+        return after[0] - before[0], after[1] - before[1], after[2] - before[2]
 
     def __enter__(self):
         gc.callbacks.append(self._callback)
@@ -68,26 +79,29 @@ def _group(indices, times, work, gcs) -> dict:
     out = {"batches": len(chosen), "median_ms": _median([times[i] for i in chosen])}
     for k, name in enumerate(WORK_FIELDS):
         out[f"median_{name}"] = _median([work[i][k] for i in chosen])
-    with_gc = [i for i in chosen if gcs[i][0] > 0]
-    out["with_gc"] = len(with_gc)
-    out["gc_ms"] = round(sum(gcs[i][1] for i in chosen) * 1e3, 3)
+    out["with_gc"] = sum(1 for i in chosen if gcs[i][0] > 0)
+    out["with_full_gc"] = sum(1 for i in chosen if gcs[i][1] > 0)
+    gc_ms = sum(gcs[i][2] for i in chosen) * 1e3
+    out["gc_ms"] = round(gc_ms, 3)
+    out["gc_ms_per_batch"] = round(gc_ms / len(chosen), 4) if chosen else None
     return out
 
 
-def tail_anatomy(times_ms, work, gcs, warmup: int) -> dict | None:
-    """``{"threshold_ms", "tail": group, "all": group}`` over the timed batches (after
-    ``warmup``): the tail is every batch at or above the TAIL_PERCENTILE time; a group gives its
-    batch count, median time, the median of each WORK_FIELDS entry, how many batches had a
-    collection inside the call and the collections' total ms. None without timed batches."""
+def tail_anatomy(times_ms, work, gcs, warmup: int, percentile: float = TAIL_PERCENTILE) -> dict | None:
+    """``{"percentile", "threshold_ms", "tail": group, "all": group}`` over the timed batches
+    (after ``warmup``): the tail is every batch at or above the ``percentile`` time; a group gives
+    its batch count, median time, the median of each WORK_FIELDS entry, how many batches had a
+    collection (a full one) inside the call, and the collections' ms in all and per batch.
+    ``gcs``: per batch ``(collections, full collections, seconds)``. None without timed batches."""
     times = [float(t) for t in times_ms]
     if not len(times) == len(work) == len(gcs):
         raise ValueError("tail_anatomy: one time, one work tuple and one collection reading per batch")
     timed = list(range(warmup, len(times)))
     if not timed:
         return None
-    threshold = float(np.percentile([times[i] for i in timed], TAIL_PERCENTILE))
+    threshold = float(np.percentile([times[i] for i in timed], percentile))
     tail = [i for i in timed if times[i] >= threshold]
-    return {"percentile": TAIL_PERCENTILE, "threshold_ms": threshold,
+    return {"percentile": percentile, "threshold_ms": threshold,
             "tail": _group(tail, times, work, gcs), "all": _group(timed, times, work, gcs)}
 
 
@@ -101,18 +115,19 @@ def markdown_lines(engines: dict) -> list[str]:
     rows = [(engine, run["tail"]) for engine, run in engines.items() if run.get("tail")]
     if not rows:
         return []
-    lines = ["", f"The slowest batches (at or above each engine's p{TAIL_PERCENTILE}) against all timed batches: "
-             "the work the update reported (medians) and Python's garbage collections inside the call:", "",
-             "| engine | batches | median ms | iterations | epochs | invalidated | affected | with a collection | "
-             "collections ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["", "The slowest batches (at or above each engine's p99) against all timed batches: the work the "
+             "update reported (medians) and Python's garbage collections inside the call:", "",
+             "| engine | batches | median ms | iterations | epochs | invalidated | affected | with a collection "
+             "(full) | collections ms per batch |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for engine, tail in rows:
         for label in ("tail", "all"):
             g = tail[label]
-            name = f"{engine}, p{tail['percentile']} tail" if label == "tail" else f"{engine}, all"
-            lines.append(f"| {name} | {g['batches']:,} | {_cell(g['median_ms'], 3)} | {_cell(g['median_iterations'])} | "
-                         f"{_cell(g['median_epochs'])} | {_cell(g['median_invalidated'])} | "
-                         f"{_cell(g['median_affected'])} | {g['with_gc']:,} | {g['gc_ms']:.3f} |")
+            name = f"{engine}, p{tail['percentile']:g} tail" if label == "tail" else f"{engine}, all"
+            lines.append(f"| {name} | {g['batches']:,} | {_cell(g['median_ms'], 3)} | {_cell(g['median_iterations'], 1)} | "
+                         f"{_cell(g['median_epochs'], 1)} | {_cell(g['median_invalidated'], 1)} | "
+                         f"{_cell(g['median_affected'], 1)} | {g['with_gc']:,} ({g['with_full_gc']:,}) | "
+                         f"{_cell(g['gc_ms_per_batch'], 4)} |")
     return lines
 
 
-__all__ = ["GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "markdown_lines", "tail_anatomy", "work_of"]
+__all__ = ["FULL_GENERATION", "GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "markdown_lines", "tail_anatomy", "work_of"]

@@ -89,7 +89,7 @@ def test_a_count_switch_may_have_a_maximum(monkeypatch, text, ok):
             switches.count("ENGINES_TEST_COUNT", "widgets", minimum=1, maximum=5)
 
 
-@pytest.mark.parametrize("text, events", [(None, 1024), ("off", 1024), ("0", 1024), ("1024", 1024), (" 64 ", 64)])
+@pytest.mark.parametrize("text, events", [(None, 1024), ("off", 1024), ("0", 1024), ("4096", 4096), (" 64 ", 64)])
 def test_the_apply_capacity_floor(monkeypatch, text, events):
     """ENGINES_APPLY_MIN_EVENTS (device_apply.min_events): the smallest event capacity a graph
     reserves, MIN_EVENTS when unset or off; a bad value names the switch."""
