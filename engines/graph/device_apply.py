@@ -184,6 +184,11 @@ class ApplyScratch:
     def reserve(self, n_rows: int, m_old: int, num_events: int, stream) -> None:
         """Room for a commit on a state of ``m_old`` entries growing to ``n_rows`` rows with
         ``num_events`` events; new zero-invariant buffers are zeroed (stream-ordered)."""
+        if self.fits(n_rows, m_old, num_events):
+            # the steady state (every update reserves twice: Graph.reserve_commit, then the
+            # commit): nothing grows, so the buffers and their layout stay, and no CUDA context
+            # is entered
+            return
         cupy = cupy_module()
         floor = min_events() if num_events > self.event_cap or self.keys is None else 0  # before
         # anything changes: a bad value refuses the commit with the scratch as it was
@@ -230,6 +235,14 @@ class ApplyScratch:
         if (self.m_cap, self.n_cap, self.event_cap) != caps or not layout:
             layout = next(_serials)
         self.layout = layout
+
+    def fits(self, n_rows: int, m_old: int, num_events: int) -> bool:
+        """Whether every buffer is in place (a completed reserve: ``layout`` is set) with room for
+        ``m_old`` entries, ``n_rows`` rows and ``num_events`` events: what ``reserve`` would then
+        leave exactly as it is."""
+        return bool(self.layout) and self.mark is not None and self.row_flag is not None \
+            and self.keys is not None and m_old <= self.m_cap and n_rows + 1 <= self.n_cap \
+            and num_events <= self.event_cap
 
     def _events_at(self) -> int:
         """Where the event list starts in the staging buffer: past the record and the sizes."""
