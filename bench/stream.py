@@ -332,12 +332,12 @@ def timed_update(graph, result, item: StreamBatch, watch: GcWatch) -> tuple:
     right beside the clock readings (a call between them could itself run a collection)."""
     from engines import sssp
 
-    before = (watch.collections, watch.full, watch.seconds)
+    c0, f0, s0 = watch.collections, watch.full, watch.seconds  # plain stores: nothing allocated
     start = time.perf_counter()
     stats = sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
     end = time.perf_counter()
-    after = (watch.collections, watch.full, watch.seconds)
-    return (end - start) * 1e3, work_of(stats), GcWatch.since(before, after)
+    c1, f1, s1 = watch.collections, watch.full, watch.seconds
+    return (end - start) * 1e3, work_of(stats), GcWatch.since((c0, f0, s0), (c1, f1, s1))
 
 
 def timed_stream(graph, result, batches, bar, watch: GcWatch) -> list[tuple]:

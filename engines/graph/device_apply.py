@@ -196,13 +196,18 @@ class ApplyScratch:
         layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
         # half-way leaves a layout no capture was made for
         with cuda_errors("reserving the device apply"), cupy.cuda.Device(self.device), stream:
+            # Each group's capacity reads 0 from the moment its buffers are released until all of
+            # them are in place: an allocation that fails half-way (OutOfMemoryError, which the
+            # caller may survive) then makes the next reserve rebuild the whole group, never use
+            # a part of it sized for another capacity (fits() relies on it).
             if m_old > self.m_cap or self.mark is None:
                 cap = _grown(self.m_cap, m_old)
-                self.mark = None
+                self.m_cap, self.mark = 0, None
                 self.mark = cupy.zeros(cap, dtype=cupy.int32)
                 self.m_cap = cap
             if n_rows + 1 > self.n_cap or self.row_flag is None:
                 cap = _grown(self.n_cap, n_rows + 1)
+                self.n_cap = 0
                 self.row_flag = self.row_delta = self.cum = None
                 self.row_flag = cupy.zeros(cap, dtype=cupy.int32)
                 self.row_delta = cupy.zeros(cap, dtype=cupy.int64)
@@ -211,8 +216,10 @@ class ApplyScratch:
             if num_events > self.event_cap or self.keys is None:
                 cap = max(_grown(self.event_cap, num_events), floor)
                 k = self.num_weights
+                self.event_cap = 0
                 self.keys = self.stage_key = self.stage_ins = self.increased = self.staging = None
                 self.record = self.sizes = self.ev_src = self.ev_dst = self.ev_weights = None
+                self._pinned, self._pinned_ptr, self._upload_done = None, 0, None
                 # both sides' sort keys in one array, sorted by one call (as unsigned: the side
                 # bit is the top bit, device_apply.cu apply_keys)
                 self.keys = cupy.empty(2 * cap, dtype=cupy.uint64)
@@ -237,9 +244,9 @@ class ApplyScratch:
         self.layout = layout
 
     def fits(self, n_rows: int, m_old: int, num_events: int) -> bool:
-        """Whether every buffer is in place (a completed reserve: ``layout`` is set) with room for
-        ``m_old`` entries, ``n_rows`` rows and ``num_events`` events: what ``reserve`` would then
-        leave exactly as it is."""
+        """Whether every buffer is in place (a completed reserve: ``layout`` is set; a group whose
+        allocation failed half-way reads capacity 0) with room for ``m_old`` entries, ``n_rows``
+        rows and ``num_events`` events: what ``reserve`` would then leave exactly as it is."""
         return bool(self.layout) and self.mark is not None and self.row_flag is not None \
             and self.keys is not None and m_old <= self.m_cap and n_rows + 1 <= self.n_cap \
             and num_events <= self.event_cap

@@ -5,8 +5,12 @@ fails the test if touched."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
+import numpy as np
 import pytest
 
+from engines import errors
 from engines.graph import device_apply
 
 
@@ -48,3 +52,103 @@ def test_a_missing_buffer_or_an_unfinished_layout_goes_to_the_device(scratch, mi
     assert not scratch.fits(1, 1, 1)
     with pytest.raises(_Touched):
         scratch.reserve(1, 1, 1, stream=None)
+
+
+class _FakeOutOfMemory(MemoryError):
+    """Raised by the fake CuPy's n-th allocation (a MemoryError, as CuPy's OutOfMemoryError is)."""
+
+
+_FakeOutOfMemory.__module__ = "cupy.fake"
+
+
+class _FakeCupy:
+    """CuPy's calls that ApplyScratch.reserve makes, on NumPy arrays; allocation number ``fail_at``
+    raises."""
+
+    int32, int64, uint64, uint8 = np.int32, np.int64, np.uint64, np.uint8
+
+    def __init__(self, fail_at=None):
+        self.fail_at, self.allocations = fail_at, 0
+        outer = self
+
+        class Device:
+            def __init__(self, device):
+                pass
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+        class Pinned(bytearray):
+            ptr = 1234
+
+        class Cuda:
+            pass
+
+        self.cuda = Cuda()
+        self.cuda.Device = Device
+
+        def alloc_pinned_memory(nbytes):
+            outer._allocation()
+            return Pinned(nbytes)
+
+        self.cuda.alloc_pinned_memory = alloc_pinned_memory
+
+    def _allocation(self):
+        self.allocations += 1
+        if self.allocations == self.fail_at:
+            raise _FakeOutOfMemory("out of memory")
+
+    def zeros(self, n, dtype):
+        self._allocation()
+        return np.zeros(n, dtype=dtype)
+
+    def empty(self, n, dtype):
+        self._allocation()
+        return np.empty(n, dtype=dtype)
+
+
+def _fresh_scratch():
+    sc = object.__new__(device_apply.ApplyScratch)
+    sc.device, sc.num_weights = 0, 2
+    sc.m_cap = sc.n_cap = sc.event_cap = 0
+    sc.mark = sc.row_flag = sc.row_delta = sc.cum = None
+    sc.keys = sc.stage_key = sc.stage_ins = sc.increased = sc.staging = None
+    sc.record = sc.sizes = sc.ev_src = sc.ev_dst = sc.ev_weights = None
+    sc.layout, sc._pinned, sc._pinned_ptr, sc._upload_done = 0, None, 0, None
+    return sc
+
+
+def _assert_complete(sc, rows, entries, events):
+    assert sc.fits(rows, entries, events)
+    for name in ("mark", "row_flag", "row_delta", "cum", "keys", "stage_key", "stage_ins", "increased", "staging",
+                 "record", "sizes", "ev_src", "ev_dst", "ev_weights", "_pinned"):
+        assert getattr(sc, name) is not None, name
+    assert sc.mark.size == sc.m_cap and sc.row_flag.size == sc.row_delta.size == sc.cum.size == sc.n_cap
+    assert sc.keys.size == 2 * sc.event_cap and sc.ev_src.size == sc.ev_dst.size == sc.event_cap
+    assert sc._pinned.size == sc.staging.size  # the host copy packs the events at the same capacity
+
+
+# a growing reserve allocates ten times: mark; row_flag, row_delta, cum; keys, stage_key, stage_ins,
+# increased, staging, the pinned copy; each fails once below
+@pytest.mark.parametrize("fail_at", range(1, 11))
+def test_a_reserve_that_failed_half_way_is_rebuilt_by_the_next(monkeypatch, fail_at):
+    """An out-of-memory error at any allocation of a growing reserve, then a retry with a batch
+    that the failed reserve's capacities would have held: the retry rebuilds every group the
+    failure left incomplete (none is used at a capacity it was not sized for)."""
+    scratch = _fresh_scratch()
+    monkeypatch.setattr(device_apply, "cupy_module", lambda: _FakeCupy())
+    scratch.reserve(10, 20, 8, stream=nullcontext())
+    _assert_complete(scratch, 10, 20, 8)
+    failing = _FakeCupy(fail_at)
+    monkeypatch.setattr(device_apply, "cupy_module", lambda: failing)
+    with pytest.raises(errors.OutOfMemoryError):
+        scratch.reserve(1000, 5000, 5000, stream=nullcontext())
+    assert failing.allocations == fail_at
+    assert not scratch.fits(1000, 5000, 5000)
+    monkeypatch.setattr(device_apply, "cupy_module", lambda: _FakeCupy())
+    scratch.reserve(10, 20, 8, stream=nullcontext())  # fits the old capacities: must still rebuild
+    _assert_complete(scratch, 10, 20, 8)
+    assert scratch.layout != 0
