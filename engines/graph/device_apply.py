@@ -184,14 +184,15 @@ class ApplyScratch:
     def reserve(self, n_rows: int, m_old: int, num_events: int, stream) -> None:
         """Room for a commit on a state of ``m_old`` entries growing to ``n_rows`` rows with
         ``num_events`` events; new zero-invariant buffers are zeroed (stream-ordered)."""
-        if self.fits(n_rows, m_old, num_events):
+        grow_entries, grow_rows, grow_events = self._grows(n_rows, m_old, num_events)
+        if self.layout and not (grow_entries or grow_rows or grow_events):
             # the steady state (every update reserves twice: Graph.reserve_commit, then the
             # commit): nothing grows, so the buffers and their layout stay, and no CUDA context
             # is entered
             return
         cupy = cupy_module()
-        floor = min_events() if num_events > self.event_cap or self.keys is None else 0  # before
-        # anything changes: a bad value refuses the commit with the scratch as it was
+        floor = min_events() if grow_events else 0  # before anything changes: a bad value
+        # refuses the commit with the scratch as it was
         caps = (self.m_cap, self.n_cap, self.event_cap)
         layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
         # half-way leaves a layout no capture was made for
@@ -200,12 +201,12 @@ class ApplyScratch:
             # them are in place: an allocation that fails half-way (OutOfMemoryError, which the
             # caller may survive) then makes the next reserve rebuild the whole group, never use
             # a part of it sized for another capacity (fits() relies on it).
-            if m_old > self.m_cap or self.mark is None:
+            if grow_entries:
                 cap = _grown(self.m_cap, m_old)
                 self.m_cap, self.mark = 0, None
                 self.mark = cupy.zeros(cap, dtype=cupy.int32)
                 self.m_cap = cap
-            if n_rows + 1 > self.n_cap or self.row_flag is None:
+            if grow_rows:
                 cap = _grown(self.n_cap, n_rows + 1)
                 self.n_cap = 0
                 self.row_flag = self.row_delta = self.cum = None
@@ -213,7 +214,7 @@ class ApplyScratch:
                 self.row_delta = cupy.zeros(cap, dtype=cupy.int64)
                 self.cum = cupy.empty(cap, dtype=cupy.int64)
                 self.n_cap = cap
-            if num_events > self.event_cap or self.keys is None:
+            if grow_events:
                 cap = max(_grown(self.event_cap, num_events), floor)
                 k = self.num_weights
                 self.event_cap = 0
@@ -247,9 +248,13 @@ class ApplyScratch:
         """Whether every buffer is in place (a completed reserve: ``layout`` is set; a group whose
         allocation failed half-way reads capacity 0) with room for ``m_old`` entries, ``n_rows``
         rows and ``num_events`` events: what ``reserve`` would then leave exactly as it is."""
-        return bool(self.layout) and self.mark is not None and self.row_flag is not None \
-            and self.keys is not None and m_old <= self.m_cap and n_rows + 1 <= self.n_cap \
-            and num_events <= self.event_cap
+        return bool(self.layout) and not any(self._grows(n_rows, m_old, num_events))
+
+    def _grows(self, n_rows: int, m_old: int, num_events: int) -> tuple[bool, bool, bool]:
+        """Which buffer groups ``reserve`` must (re)allocate: the per-entry ``mark``, the per-row
+        scratch, the event buffers (missing, or too small)."""
+        return (m_old > self.m_cap or self.mark is None, n_rows + 1 > self.n_cap or self.row_flag is None,
+                num_events > self.event_cap or self.keys is None)
 
     def _events_at(self) -> int:
         """Where the event list starts in the staging buffer: past the record and the sizes."""

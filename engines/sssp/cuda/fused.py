@@ -13,6 +13,8 @@ beforehand (``prepare``) and reused.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ... import errors
@@ -134,8 +136,9 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     """The ``variants.RunChoice`` of a run of ``plan``, every switch read once: prepare() takes it
     and hands it to the run, so what it compiles is what the run loads (_run_setup)."""
     edges = solo_edges()
-    defines, limits = variants.run_choice(plan, ENGINE)
-    return variants.RunChoice(defines + _own_defines(edges, update and capture_enabled()), limits, edges)
+    shared = variants.run_choice(plan, ENGINE)
+    return dataclasses.replace(shared, defines=shared.defines + _own_defines(edges, update and capture_enabled()),
+                               solo_edges=edges)
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)

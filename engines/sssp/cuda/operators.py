@@ -128,8 +128,7 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     """The ``variants.RunChoice`` of a run of ``plan`` (the switches read now, once): prepare()
     takes it and hands it to the run. ``update`` changes nothing on this engine (the plan's batch
     size decides the appends)."""
-    defines, limits = variants.run_choice(plan, ENGINE)
-    return variants.RunChoice(defines, limits)
+    return variants.run_choice(plan, ENGINE)
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:

@@ -34,14 +34,15 @@ def defines(expansion: str, wide: bool = False, block_append: bool = False,
             + chains.module_defines(chain_hops, expansion, block_append))
 
 
-def run_choice(plan, engine: str) -> tuple[tuple[str, ...], tuple[int, int]]:
-    """``(defines, chain limits)`` of a run of ``plan`` on ``engine`` ("fused" or "operators"):
+def run_choice(plan, engine: str) -> RunChoice:
+    """The RunChoice both engines share for a run of ``plan`` on ``engine`` ("fused" or
+    "operators"; no solo edges: the fused engine adds its own variants):
     ENGINES_WIDE_PASSES, ENGINES_BLOCK_APPEND (unset: by the plan's batch size and the engine) and
     ENGINES_PUSH_CHAIN(_DEGREE) (unset: by the engine) read once, so the module a run loads and the
     limits its push argument carries agree."""
     block_append = appends.block_append(plan, engine)
     limits = chains.run_limits(plan, block_append, engine)
-    return defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]), limits
+    return RunChoice(defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]), limits)
 
 
 __all__ = ["RunChoice", "defines", "run_choice"]
