@@ -354,6 +354,102 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
+// The small-batch path of the new row offsets (device_apply.py TOUCHED_SCAN_ENV): the length
+// changes of the touched rows only, summed in sorted order. touched_cum[j] (j in [0, count]) is
+// the sum of row_delta over the rows whose first event sits before sorted position j. One block
+// walks the side's `count` sorted events in tiles of SSSP_BLOCK x TOUCHED_ITEMS, so a batch costs
+// O(events) here and one launch, where the full prefix sum of row_delta costs O(n) and the
+// library's three launches (scan state, scan, copy into `cum`).
+constexpr int TOUCHED_ITEMS = 8;
+
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_touched_scan(const i64* __restrict__ sizes, const i64* __restrict__ sorted,
+                       const i64* __restrict__ row_delta, i64* __restrict__ touched_cum) {
+    using namespace apply;
+    constexpr int WARPS = SSSP_BLOCK / 32;
+    __shared__ i64 warp_before[WARPS];  // per tile: the sums of the warps before each warp
+    __shared__ i64 tile_total;
+    const i64 count = sizes[SZ_COUNT];
+    const int lane = lane_id();
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    i64 carry = 0;  // the sum of every tile before this one (the same in every thread)
+    for (i64 tile = 0; tile < count; tile += static_cast<i64>(SSSP_BLOCK) * TOUCHED_ITEMS) {
+        const i64 first = tile + static_cast<i64>(threadIdx.x) * TOUCHED_ITEMS;
+        i64 values[TOUCHED_ITEMS];
+        i64 total = 0;
+#pragma unroll
+        for (int u = 0; u < TOUCHED_ITEMS; ++u) {
+            const i64 j = first + u;
+            i64 value = 0;
+            if (j < count) {
+                const i32 row = event_row(sorted[j]);
+                // a row's change counts once, at its first event (decide wrote it there)
+                if (j == 0 || event_row(sorted[j - 1]) != row) value = row_delta[row];
+            }
+            values[u] = value;
+            total += value;
+        }
+        i64 inclusive = total;  // this thread's total summed over the lanes up to it
+        for (int off = 1; off < 32; off <<= 1) {
+            const i64 other = __shfl_up_sync(SSSP_FULL_MASK, inclusive, off);
+            if (lane >= off) inclusive += other;
+        }
+        if (lane == 31) warp_before[warp] = inclusive;
+        __syncthreads();
+        if (warp == 0) {
+            const i64 own = lane < WARPS ? warp_before[lane] : 0;
+            i64 upto = own;
+            for (int off = 1; off < 32; off <<= 1) {
+                const i64 other = __shfl_up_sync(SSSP_FULL_MASK, upto, off);
+                if (lane >= off) upto += other;
+            }
+            if (lane < WARPS) warp_before[lane] = upto - own;
+            if (lane == WARPS - 1) tile_total = upto;
+        }
+        __syncthreads();
+        i64 running = carry + warp_before[warp] + (inclusive - total);
+#pragma unroll
+        for (int u = 0; u < TOUCHED_ITEMS; ++u) {
+            if (first + u < count) touched_cum[first + u] = running;
+            running += values[u];
+        }
+        carry += tile_total;
+        __syncthreads();  // warp_before and tile_total are rewritten by the next tile
+    }
+    if (threadIdx.x == 0) touched_cum[count] = carry;
+}
+
+// The new row offsets from the touched rows' sums: row v's offset moves by the changes of the
+// touched rows before it, which are those of the events sorted before the first event of a row
+// >= v (a binary search in the side's sorted events, cached: the batch's keys are few).
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_row_ptr_touched(const i64* __restrict__ sizes, const O* __restrict__ old_ptr,
+                          const i64* __restrict__ sorted, const i64* __restrict__ touched_cum,
+                          O* __restrict__ new_ptr, i32 write_edges, i64* __restrict__ record) {
+    using namespace apply;
+    const i32 n_old = static_cast<i32>(sizes[SZ_N_OLD]);
+    const i32 n_after = static_cast<i32>(sizes[SZ_N_AFTER]);
+    const i64 count = sizes[SZ_COUNT];
+    const GridStride g;
+    for (i64 v = g.first; v <= n_after; v += g.stride) {
+        i64 lo = 0, hi = count;  // the first sorted position whose row is >= v
+        while (lo < hi) {
+            const i64 mid = (lo + hi) >> 1;
+            if (static_cast<i64>(event_row(sorted[mid])) < v) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        const i64 value = static_cast<i64>(old_ptr[v < n_old ? v : n_old]) + touched_cum[lo];
+        new_ptr[v] = static_cast<O>(value);
+        if (v == n_after && write_edges) record[REC_EDGES] = value;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Untouched rows: every entry moves by its row's shift (one coalesced pass over the old entries).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)

@@ -37,8 +37,8 @@ from ..sssp.cuda.runtime import cuda_errors, cupy_module
 ENGINE = "apply"
 #: The apply's kernels, beside this file; compiled with the engines' shared header (runtime.read_source).
 SOURCE = str(Path(__file__).resolve().with_name("device_apply.cu"))
-KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_move", "apply_rebuild",
-           "apply_rescan_max", "apply_changes", "apply_changes_sized")
+KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_touched_scan", "apply_row_ptr_touched",
+           "apply_move", "apply_rebuild", "apply_rescan_max", "apply_changes", "apply_changes_sized")
 #: How a commit's kernels are launched (module docstring; ``Options.update_launch``).
 LAUNCHES = ("python", "graph")
 #: The launch of a commit that names none (``Graph.apply``; ``update()`` passes the results'
@@ -68,6 +68,16 @@ MIN_EVENTS_ENV = "ENGINES_APPLY_MIN_EVENTS"
 #: Its largest value: every captured commit works on the whole reserved capacity (a typo of a few
 #: digits more would slow every update and reserve its buffers), far below the int32 event lists.
 MAX_MIN_EVENTS = 1 << 24
+#: The new row offsets of a commit sized for at most this many events (the reserved capacity of a
+#: captured commit, the batch's events launched one by one) come from the touched rows alone
+#: (device_apply.cu apply_touched_scan, apply_row_ptr_touched: one block sums the row changes in
+#: sorted-event order, each row offset binary-searches the sorted events), instead of the library's
+#: prefix sum over every row (three launches and O(n) per side). 0: always the prefix sum (the
+#: rule before issue 27's change, the default until the GPU measurements say otherwise).
+TOUCHED_SCAN_MAX = 0
+#: ``ENGINES_APPLY_TOUCHED_SCAN=<events>`` takes another limit (0 / off: always the prefix sum),
+#: read when a graph's event buffers grow, like ``ENGINES_APPLY_MIN_EVENTS``.
+TOUCHED_SCAN_ENV = "ENGINES_APPLY_TOUCHED_SCAN"
 #: The apply record (int64): fixed slots, then six groups of K per-column slots
 #: (device_apply.cu RecordSlot and rec_*).
 REC_DELETED, REC_MISSING, REC_INSERTED, REC_UPDATED, REC_EDGES = 0, 1, 2, 3, 4
@@ -83,6 +93,14 @@ def min_events() -> int:
     """The smallest event capacity a graph reserves: ``ENGINES_APPLY_MIN_EVENTS`` or, unset,
     ``MIN_EVENTS``; a bad value is an error naming it."""
     return switches.count(MIN_EVENTS_ENV, "an event capacity", minimum=1, maximum=MAX_MIN_EVENTS) or MIN_EVENTS
+
+
+def touched_scan_limit() -> int:
+    """The largest event count whose commit sums the touched rows only: ``ENGINES_APPLY_TOUCHED_SCAN``
+    (0 or off: never) or, unset, ``TOUCHED_SCAN_MAX``; a bad value is an error naming it."""
+    if not switches.given(TOUCHED_SCAN_ENV):
+        return TOUCHED_SCAN_MAX
+    return switches.count(TOUCHED_SCAN_ENV, "an event count", maximum=MAX_MIN_EVENTS)
 
 
 def record_length(num_weights: int) -> int:
@@ -156,7 +174,8 @@ class ApplyScratch:
         self.num_weights = int(num_weights)
         self.m_cap = self.n_cap = self.event_cap = 0
         self.mark = self.row_flag = self.row_delta = self.cum = None
-        self.keys = self.stage_key = self.stage_ins = self.increased = None
+        self.keys = self.stage_key = self.stage_ins = self.increased = self.touched_cum = None
+        self.touched_limit = 0  # touched_scan_limit(), read with the event buffers' capacity
         self.staging = None  # device bytes: header (record | sizes) | src | dst | insertion weights
         self.record = self.sizes = None  # views of the staging header
         self.ev_src = self.ev_dst = self.ev_weights = None  # views of the staged event list
@@ -178,7 +197,7 @@ class ApplyScratch:
     @property
     def nbytes(self) -> int:
         arrays = (self.mark, self.row_flag, self.row_delta, self.cum, self.keys, self.stage_key,
-                  self.stage_ins, self.increased, self.staging)
+                  self.stage_ins, self.increased, self.touched_cum, self.staging)
         return sum(int(a.nbytes) for a in arrays if a is not None) + self.arena.nbytes
 
     def reserve(self, n_rows: int, m_old: int, num_events: int, stream) -> None:
@@ -191,8 +210,8 @@ class ApplyScratch:
             # is entered
             return
         cupy = cupy_module()
-        floor = min_events() if grow_events else 0  # before anything changes: a bad value
-        # refuses the commit with the scratch as it was
+        # before anything changes: a bad value refuses the commit with the scratch as it was
+        floor, touched = (min_events(), touched_scan_limit()) if grow_events else (0, self.touched_limit)
         caps = (self.m_cap, self.n_cap, self.event_cap)
         layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
         # half-way leaves a layout no capture was made for
@@ -219,6 +238,7 @@ class ApplyScratch:
                 k = self.num_weights
                 self.event_cap = 0
                 self.keys = self.stage_key = self.stage_ins = self.increased = self.staging = None
+                self.touched_cum = None
                 self.record = self.sizes = self.ev_src = self.ev_dst = self.ev_weights = None
                 self._pinned, self._pinned_ptr, self._upload_done = None, 0, None
                 # both sides' sort keys in one array, sorted by one call (as unsigned: the side
@@ -227,6 +247,7 @@ class ApplyScratch:
                 self.stage_key = cupy.empty(cap, dtype=cupy.int32)
                 self.stage_ins = cupy.empty(cap, dtype=cupy.int32)
                 self.increased = cupy.zeros(cap * max(k, 1), dtype=cupy.uint8)
+                self.touched_cum = cupy.empty(cap + 1, dtype=cupy.int64)  # one side's at a time
                 at = self._events_at()  # header (record | sizes), then the events at capacity
                 nbytes = at + (8 + 4 * k) * cap
                 staging = self.staging = cupy.empty(nbytes, dtype=cupy.uint8)
@@ -240,6 +261,7 @@ class ApplyScratch:
                 self._pinned_ptr = int(mem.ptr)
                 self._upload_done = None
                 self.event_cap = cap
+                self.touched_limit = touched
         if (self.m_cap, self.n_cap, self.event_cap) != caps or not layout:
             layout = next(_serials)
         self.layout = layout
@@ -523,6 +545,8 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     # they fit the shared memory every CUDA device offers a block (48 KiB)
     shared_cols = 8 * (REC_FIXED + 5 * k) <= 48 * 1024
     decide_shared = 8 * (REC_FIXED + 5 * k) if shared_cols else 8 * REC_FIXED
+    # the row offsets from the touched rows alone (TOUCHED_SCAN_MAX) when the plan's events are few
+    touched = 0 < scratch.touched_limit and count <= scratch.touched_limit
     keys = scratch.keys[: 2 * count]
     keys_out, keys_in = keys[:count], keys[count:]
     steps = [("kernel", fn["apply_keys"], blocks(count, device), (sizes, i64(count), ev_src, ev_dst, keys_out,
@@ -536,9 +560,20 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
                 sizes, sorted_keys, ev_key, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
                 scratch.mark, scratch.row_flag, scratch.row_delta, scratch.stage_key, scratch.stage_ins,
                 i32(stats), record, scratch.increased, i32(shared_cols)), decide_shared),
-            ("cumsum", scratch.row_delta[:n_after], scratch.cum[:n_after]),
-            ("kernel", fn["apply_row_ptr"], blocks(n_after + 1, device), (
-                sizes, cur.ptr[side], scratch.cum, target.ptr[side], i32(stats), record), 0),
+        ]
+        if touched:
+            steps += [
+                ("kernel", fn["apply_touched_scan"], 1, (sizes, sorted_keys, scratch.row_delta, scratch.touched_cum), 0),
+                ("kernel", fn["apply_row_ptr_touched"], blocks(n_after + 1, device), (
+                    sizes, cur.ptr[side], sorted_keys, scratch.touched_cum, target.ptr[side], i32(stats), record), 0),
+            ]
+        else:
+            steps += [
+                ("cumsum", scratch.row_delta[:n_after], scratch.cum[:n_after]),
+                ("kernel", fn["apply_row_ptr"], blocks(n_after + 1, device), (
+                    sizes, cur.ptr[side], scratch.cum, target.ptr[side], i32(stats), record), 0),
+            ]
+        steps += [
             ("kernel", fn["apply_move"], blocks(m_old, device), (
                 sizes, i32(k), cur.ptr[side], target.ptr[side], scratch.row_flag, cur.key[side], cur.row_of[side],
                 old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0),

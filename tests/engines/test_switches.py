@@ -110,3 +110,27 @@ def test_a_bad_apply_capacity_floor_names_the_switch(monkeypatch, text):
     monkeypatch.setenv(device_apply.MIN_EVENTS_ENV, text)
     with pytest.raises(errors.InvalidArgumentError, match="ENGINES_APPLY_MIN_EVENTS=.*an event capacity"):
         device_apply.min_events()
+
+
+@pytest.mark.parametrize("text, limit", [(None, "default"), ("", "default"), ("off", 0), ("0", 0),
+                                         ("4096", 4096), (" 16384 ", 16384)])
+def test_the_touched_scan_limit(monkeypatch, text, limit):
+    """ENGINES_APPLY_TOUCHED_SCAN (device_apply.touched_scan_limit): the largest event count whose
+    commit sums the touched rows only; TOUCHED_SCAN_MAX when unset, 0 (never) when 0 or off."""
+    from engines.graph import device_apply
+
+    if text is None:
+        monkeypatch.delenv(device_apply.TOUCHED_SCAN_ENV, raising=False)
+    else:
+        monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, text)
+    want = device_apply.TOUCHED_SCAN_MAX if limit == "default" else limit
+    assert device_apply.touched_scan_limit() == want
+
+
+@pytest.mark.parametrize("text", ["-1", "some", "2.5", str((1 << 24) + 1)])
+def test_a_bad_touched_scan_limit_names_the_switch(monkeypatch, text):
+    from engines.graph import device_apply
+
+    monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, text)
+    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_APPLY_TOUCHED_SCAN=.*an event count"):
+        device_apply.touched_scan_limit()

@@ -115,7 +115,8 @@ def _fresh_scratch():
     sc.device, sc.num_weights = 0, 2
     sc.m_cap = sc.n_cap = sc.event_cap = 0
     sc.mark = sc.row_flag = sc.row_delta = sc.cum = None
-    sc.keys = sc.stage_key = sc.stage_ins = sc.increased = sc.staging = None
+    sc.keys = sc.stage_key = sc.stage_ins = sc.increased = sc.staging = sc.touched_cum = None
+    sc.touched_limit = 0
     sc.record = sc.sizes = sc.ev_src = sc.ev_dst = sc.ev_weights = None
     sc.layout, sc._pinned, sc._pinned_ptr, sc._upload_done = 0, None, 0, None
     return sc
@@ -123,17 +124,19 @@ def _fresh_scratch():
 
 def _assert_complete(sc, rows, entries, events):
     assert sc.fits(rows, entries, events)
-    for name in ("mark", "row_flag", "row_delta", "cum", "keys", "stage_key", "stage_ins", "increased", "staging",
+    for name in ("mark", "row_flag", "row_delta", "cum", "keys", "stage_key", "stage_ins", "increased",
+                 "touched_cum", "staging",
                  "record", "sizes", "ev_src", "ev_dst", "ev_weights", "_pinned"):
         assert getattr(sc, name) is not None, name
     assert sc.mark.size == sc.m_cap and sc.row_flag.size == sc.row_delta.size == sc.cum.size == sc.n_cap
+    assert sc.touched_cum.size == sc.event_cap + 1
     assert sc.keys.size == 2 * sc.event_cap and sc.ev_src.size == sc.ev_dst.size == sc.event_cap
     assert sc._pinned.size == sc.staging.size  # the host copy packs the events at the same capacity
 
 
-# a growing reserve allocates ten times: mark; row_flag, row_delta, cum; keys, stage_key, stage_ins,
-# increased, staging, the pinned copy; each fails once below
-@pytest.mark.parametrize("fail_at", range(1, 11))
+# a growing reserve allocates eleven times: mark; row_flag, row_delta, cum; keys, stage_key, stage_ins,
+# increased, touched_cum, staging, the pinned copy; each fails once below
+@pytest.mark.parametrize("fail_at", range(1, 12))
 def test_a_reserve_that_failed_half_way_is_rebuilt_by_the_next(monkeypatch, fail_at):
     """An out-of-memory error at any allocation of a growing reserve, then a retry with a batch
     that the failed reserve's capacities would have held: the retry rebuilds every group the
@@ -152,3 +155,25 @@ def test_a_reserve_that_failed_half_way_is_rebuilt_by_the_next(monkeypatch, fail
     scratch.reserve(10, 20, 8, stream=nullcontext())  # fits the old capacities: must still rebuild
     _assert_complete(scratch, 10, 20, 8)
     assert scratch.layout != 0
+
+
+def test_the_touched_scan_limit_is_read_when_the_event_buffers_grow(monkeypatch):
+    """ENGINES_APPLY_TOUCHED_SCAN is read with the event capacity (a captured commit's plan depends
+    on both): a reserve that grows only rows or entries keeps the limit, one that grows the events
+    takes the switch's value, and a bad value refuses the reserve before anything changes."""
+    scratch = _fresh_scratch()
+    monkeypatch.setattr(device_apply, "cupy_module", lambda: _FakeCupy())
+    monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "5000")
+    scratch.reserve(10, 20, 8, stream=nullcontext())
+    assert scratch.touched_limit == 5000
+    monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "off")
+    scratch.reserve(500, 900, 8, stream=nullcontext())  # rows and entries grow, events fit
+    assert scratch.touched_limit == 5000
+    monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "many")
+    before = (scratch.layout, scratch.event_cap, scratch.keys)
+    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_APPLY_TOUCHED_SCAN"):
+        scratch.reserve(500, 900, 5000, stream=nullcontext())
+    assert (scratch.layout, scratch.event_cap, scratch.keys) == before and scratch.touched_limit == 5000
+    monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "off")
+    scratch.reserve(500, 900, 5000, stream=nullcontext())
+    assert scratch.touched_limit == 0 and scratch.event_cap >= 5000
