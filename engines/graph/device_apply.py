@@ -74,7 +74,7 @@ MAX_MIN_EVENTS = 1 << 24
 #: sorted-event order, each row offset binary-searches the sorted events), instead of the library's
 #: prefix sum over every row (three launches and O(n) per side). 0: always the prefix sum (the
 #: rule before issue 27's change, the default until the GPU measurements say otherwise).
-TOUCHED_SCAN_MAX = 0
+TOUCHED_SCAN_MAX = 1024
 #: ``ENGINES_APPLY_TOUCHED_SCAN=<events>`` takes another limit (0 / off: always the prefix sum),
 #: read when a graph's event buffers grow, like ``ENGINES_APPLY_MIN_EVENTS``.
 TOUCHED_SCAN_ENV = "ENGINES_APPLY_TOUCHED_SCAN"
