@@ -72,11 +72,15 @@ MAX_MIN_EVENTS = 1 << 24
 #: captured commit, the batch's events launched one by one) come from the touched rows alone
 #: (device_apply.cu apply_touched_scan, apply_row_ptr_touched: one block sums the row changes in
 #: sorted-event order, each row offset binary-searches the sorted events), instead of the library's
-#: prefix sum over every row (three launches and O(n) per side). 0: always the prefix sum (the
-#: rule before issue 27's change, the default until the GPU measurements say otherwise).
+#: prefix sum over every row (three launches and O(n) per side). It pays only at the capacity floor
+#: (MIN_EVENTS): measured on an H100 at 4ad55b5 (bench/update_anatomy.py --ab-env
+#: ENGINES_APPLY_TOUCHED_SCAN=0,16384, whole update() per batch interleaved, median ratio), roadNet-PA's
+#: 100-change batches 0.983, luxembourg_osm's 0.995 (fused) and 1.001 (operators); but a 4,039-vertex
+#: graph's 1,760-change batches 1.010 and roadNet-PA's 10,000-change batches 1.051 (one block's
+#: several tiles and longer searches cost more than the launches they save).
 TOUCHED_SCAN_MAX = 1024
-#: ``ENGINES_APPLY_TOUCHED_SCAN=<events>`` takes another limit (0 / off: always the prefix sum),
-#: read when a graph's event buffers grow, like ``ENGINES_APPLY_MIN_EVENTS``.
+#: ``ENGINES_APPLY_TOUCHED_SCAN=<events>`` takes another limit (0 / off: always the prefix sum, the
+#: rule before), read when a graph's event buffers grow, like ``ENGINES_APPLY_MIN_EVENTS``.
 TOUCHED_SCAN_ENV = "ENGINES_APPLY_TOUCHED_SCAN"
 #: The apply record (int64): fixed slots, then six groups of K per-column slots
 #: (device_apply.cu RecordSlot and rec_*).
