@@ -74,6 +74,8 @@ from engines.config import EngineConfig  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
 from bench.stream_tail import GcWatch, tail_anatomy, work_of  # noqa: E402
 from bench.stream_tail import markdown_lines as tail_lines  # noqa: E402
+from bench.stream_clock import SmClock, clock_record  # noqa: E402
+from bench.stream_clock import markdown_lines as clock_lines  # noqa: E402
 
 PROG = "stream.py"
 CUDA_ENGINES = ("fused", "operators")
@@ -323,10 +325,11 @@ def final_tree(result) -> tuple[np.ndarray, np.ndarray]:
     return result.to_numpy()
 
 
-def timed_update(graph, result, item: StreamBatch, watch: GcWatch) -> tuple:
+def timed_update(graph, result, item: StreamBatch, watch: GcWatch, clock: SmClock | None = None) -> tuple:
     """Apply one batch with ``update()`` and time the whole call (both orders time a call here, so
-    they measure the same thing): ``(ms, work, collections)``, the work the update reported
-    (stream_tail.work_of) and the garbage collections inside the call (stream_tail.GcWatch.since).
+    they measure the same thing): ``(ms, work, collections, SM MHz)``, the work the update reported
+    (stream_tail.work_of), the garbage collections inside the call (stream_tail.GcWatch.since) and
+    the GPU's SM clock read after the call (stream_clock.SmClock; None without a clock).
     Plain tuples of numbers, which the collector stops tracking, so that the bookkeeping of a long
     stream does not feed the collections it counts. The watch's counters are read as attributes
     right beside the clock readings (a call between them could itself run a collection)."""
@@ -337,13 +340,14 @@ def timed_update(graph, result, item: StreamBatch, watch: GcWatch) -> tuple:
     stats = sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
     end = time.perf_counter()
     c1, f1, s1 = watch.collections, watch.full, watch.seconds
-    return (end - start) * 1e3, work_of(stats), GcWatch.since((c0, f0, s0), (c1, f1, s1))
+    mhz = clock.read() if clock is not None else None  # after the timer: the reading costs the call nothing
+    return (end - start) * 1e3, work_of(stats), GcWatch.since((c0, f0, s0), (c1, f1, s1)), mhz
 
 
-def timed_stream(graph, result, batches, bar, watch: GcWatch) -> list[tuple]:
+def timed_stream(graph, result, batches, bar, watch: GcWatch, clock: SmClock | None = None) -> list[tuple]:
     """Apply every batch with ``update()``, each call timed (the progress bar advances outside the
     timer)."""
-    return [timed_update(graph, result, item, watch) for item in bar(batches)]
+    return [timed_update(graph, result, item, watch, clock) for item in bar(batches)]
 
 
 def progress_bar(engine: str, enabled: bool):
@@ -360,19 +364,32 @@ class EngineRun:
     seconds: float  # the engine's own wall time: opening, every update() call, the final tree
     work: list = None  # per batch: stream_tail.work_of of its update's Stats
     gcs: list = None  # per batch: (collections, full collections, seconds) inside the call
+    clocks: list = None  # per batch: the SM clock (MHz) after the call, None where unread
+    clock_problem: str | None = None  # why there are no clock readings
 
     @classmethod
-    def of(cls, timed: list, tree, seconds: float) -> "EngineRun":
+    def of(cls, timed: list, tree, seconds: float, clock_problem: str | None = None) -> "EngineRun":
         """From timed_update's tuples, in batch order."""
-        return cls([t[0] for t in timed], tree, seconds, [t[1] for t in timed], [t[2] for t in timed])
+        return cls([t[0] for t in timed], tree, seconds, [t[1] for t in timed], [t[2] for t in timed],
+                   [t[3] for t in timed], clock_problem)
+
+
+def open_clock(engines) -> SmClock:
+    """The SM clock of the GPU the CUDA engines among ``engines`` run on (CuPy's current device,
+    where open_engine puts their graphs); a clock without readings for the host reference alone."""
+    if not any(e in CUDA_ENGINES for e in engines):
+        return SmClock.open(None)
+    import cupy
+
+    return SmClock.open(cupy.cuda.runtime.getDevice())
 
 
 def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool) -> EngineRun:
     start = time.perf_counter()
     graph, result = open_engine(engine, data, objective)
-    with GcWatch() as watch:
-        timed = timed_stream(graph, result, batches, progress_bar(engine, progress), watch)
-    return EngineRun.of(timed, final_tree(result), time.perf_counter() - start)
+    with GcWatch() as watch, open_clock([engine]) as clock:
+        timed = timed_stream(graph, result, batches, progress_bar(engine, progress), watch, clock)
+    return EngineRun.of(timed, final_tree(result), time.perf_counter() - start, clock.problem)
 
 
 #: The name of the interleaved orders' design, as the record spells it. Records from before the
@@ -490,17 +507,21 @@ def run_interleaved(engines, data: StreamInput, batches, objective: int, progres
         opened[engine] = open_engine(engine, data, objective)
         seconds[engine] = time.perf_counter() - start
     design = order_design(len(engines))
-    with GcWatch() as watch:  # one for every engine: each call takes its own difference
+    # one watch and one clock for every engine: each call takes its own difference and reading (the
+    # host reference none: the GPU's clock says nothing of its calls)
+    with GcWatch() as watch, open_clock(engines) as clock:
+        clocks = {e: clock if e in CUDA_ENGINES else None for e in engines}
         for i, item in enumerate(progress_bar("interleaved", progress)(batches)):
             for engine in batch_order(engines, i, design):
                 start = time.perf_counter()
-                times[engine].append(timed_update(*opened[engine], item, watch))
+                times[engine].append(timed_update(*opened[engine], item, watch, clocks[engine]))
                 seconds[engine] += time.perf_counter() - start
     runs = {}
     for engine in engines:
         start = time.perf_counter()
         tree = final_tree(opened[engine][1])
-        runs[engine] = EngineRun.of(times[engine], tree, seconds[engine] + time.perf_counter() - start)
+        problem = clock.problem if engine in CUDA_ENGINES else "no GPU: the host reference"
+        runs[engine] = EngineRun.of(times[engine], tree, seconds[engine] + time.perf_counter() - start, problem)
     return runs
 
 
@@ -621,6 +642,7 @@ def markdown(record: dict) -> str:
         for name, r in record["paired"].items():
             lines.append(f"| {name} | {r['pairs']:,} | {_fmt(r['median'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] |")
     lines += tail_lines(record["engines"])
+    lines += clock_lines(record["engines"])
     lines += ["", f"Command: `{record['command']}`", f"Commit: {record['commit']['commit']}"
               + (" (with local changes)" if record["commit"]["dirty"] else ""),
               f"Machine: {record['machine'].get('gpu', 'no GPU')}, "
@@ -770,7 +792,8 @@ def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size,
                    "deleted_arcs": batches * batch_size // 2},
         "timer": "time.perf_counter around the whole sssp.update() call, in ms",
         "engines": {engine: {"summary": summarize(r.times_ms[warmup:]), "seconds": round(r.seconds, 3),
-                             "per_batch_file": TIMES_NAME, "tail": _tail(r, warmup)} for engine, r in runs.items()},
+                             "per_batch_file": TIMES_NAME, "tail": _tail(r, warmup), "clock": _clock(r, warmup)}
+                    for engine, r in runs.items()},
         "check": check,
     }
     if interleave:
@@ -786,7 +809,14 @@ def _tail(run: EngineRun, warmup: int) -> dict | None:
     kept no per-batch work."""
     if run.work is None or run.gcs is None:
         return None
-    return tail_anatomy(run.times_ms, run.work, run.gcs, warmup, percentile=P99)
+    return tail_anatomy(run.times_ms, run.work, run.gcs, warmup, percentile=P99, clocks=run.clocks)
+
+
+def _clock(run: EngineRun, warmup: int) -> dict | None:
+    """The engine's SM clock readings (stream_clock.clock_record); None for a run that kept none."""
+    if run.clocks is None:
+        return None
+    return clock_record(run.times_ms, run.clocks, warmup, run.clock_problem)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -74,9 +74,11 @@ def _median(values):
     return float(np.median(values)) if values else None
 
 
-def _group(indices, times, work, gcs) -> dict:
+def _group(indices, times, work, gcs, clocks=None) -> dict:
     chosen = list(indices)
     out = {"batches": len(chosen), "median_ms": _median([times[i] for i in chosen])}
+    if clocks is not None:  # the GPU's SM clock after each call (bench/stream_clock.py)
+        out["median_sm_mhz"] = _median([clocks[i] for i in chosen])
     for k, name in enumerate(WORK_FIELDS):
         out[f"median_{name}"] = _median([work[i][k] for i in chosen])
     out["with_gc"] = sum(1 for i in chosen if gcs[i][0] > 0)
@@ -87,14 +89,17 @@ def _group(indices, times, work, gcs) -> dict:
     return out
 
 
-def tail_anatomy(times_ms, work, gcs, warmup: int, percentile: float = TAIL_PERCENTILE) -> dict | None:
+def tail_anatomy(times_ms, work, gcs, warmup: int, percentile: float = TAIL_PERCENTILE,
+                 clocks=None) -> dict | None:
     """``{"percentile", "threshold_ms", "tail": group, "all": group}`` over the timed batches
     (after ``warmup``): the tail is every batch at or above the ``percentile`` time; a group gives
     its batch count, median time, the median of each WORK_FIELDS entry, how many batches had a
     collection (a full one) inside the call, and the collections' ms in all and per batch.
-    ``gcs``: per batch ``(collections, full collections, seconds)``. None without timed batches."""
+    ``gcs``: per batch ``(collections, full collections, seconds)``; ``clocks`` (optional): per batch
+    the SM clock read after the call (None where unread), whose median each group then gives. None
+    without timed batches."""
     times = [float(t) for t in times_ms]
-    if not len(times) == len(work) == len(gcs):
+    if not len(times) == len(work) == len(gcs) or (clocks is not None and len(clocks) != len(times)):
         raise ValueError("tail_anatomy: one time, one work tuple and one collection reading per batch")
     timed = list(range(warmup, len(times)))
     if not timed:
@@ -102,7 +107,7 @@ def tail_anatomy(times_ms, work, gcs, warmup: int, percentile: float = TAIL_PERC
     threshold = float(np.percentile([times[i] for i in timed], percentile))
     tail = [i for i in timed if times[i] >= threshold]
     return {"percentile": percentile, "threshold_ms": threshold,
-            "tail": _group(tail, times, work, gcs), "all": _group(timed, times, work, gcs)}
+            "tail": _group(tail, times, work, gcs, clocks), "all": _group(timed, times, work, gcs, clocks)}
 
 
 def _cell(value, digits=0) -> str:
@@ -115,10 +120,14 @@ def markdown_lines(engines: dict) -> list[str]:
     rows = [(engine, run["tail"]) for engine, run in engines.items() if run.get("tail")]
     if not rows:
         return []
+    # the clock's column only where some engine read one (records from before it, the host alone)
+    clocked = any(tail[label].get("median_sm_mhz") is not None for _, tail in rows for label in ("tail", "all"))
     lines = ["", "The slowest batches (at or above each engine's p99) against all timed batches: the work the "
-             "update reported (medians) and Python's garbage collections inside the call:", "",
+             "update reported (medians) and Python's garbage collections inside the call"
+             + (", and the median SM clock after the call:" if clocked else ":"), "",
              "| engine | batches | median ms | iterations | epochs | invalidated | affected | with a collection "
-             "(full) | collections ms per batch |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "(full) | collections ms per batch |" + (" SM MHz |" if clocked else ""),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if clocked else "")]
     for engine, tail in rows:
         for label in ("tail", "all"):
             g = tail[label]
@@ -126,7 +135,8 @@ def markdown_lines(engines: dict) -> list[str]:
             lines.append(f"| {name} | {g['batches']:,} | {_cell(g['median_ms'], 3)} | {_cell(g['median_iterations'], 1)} | "
                          f"{_cell(g['median_epochs'], 1)} | {_cell(g['median_invalidated'], 1)} | "
                          f"{_cell(g['median_affected'], 1)} | {g['with_gc']:,} ({g['with_full_gc']:,}) | "
-                         f"{_cell(g['gc_ms_per_batch'], 4)} |")
+                         f"{_cell(g['gc_ms_per_batch'], 4)} |"
+                         + (f" {_cell(g.get('median_sm_mhz'))} |" if clocked else ""))
     return lines
 
 

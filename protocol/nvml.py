@@ -122,7 +122,7 @@ class Nvml:
         util = self._try(m.nvmlDeviceGetUtilizationRates, handle)
         return Sample(
             t_ns=time.perf_counter_ns(),
-            sm_mhz=self._try(m.nvmlDeviceGetClockInfo, handle, m.NVML_CLOCK_SM),
+            sm_mhz=self.sm_clock(handle),
             mem_mhz=self._try(m.nvmlDeviceGetClockInfo, handle, m.NVML_CLOCK_MEM),
             reasons=self._try(reasons_fn, handle),
             pstate=self._try(m.nvmlDeviceGetPerformanceState, handle),
@@ -130,6 +130,11 @@ class Nvml:
             power_w=None if power_mw is None else power_mw / 1000.0,
             utilization_pct=None if util is None else getattr(util, "gpu", None),
         )
+
+    def sm_clock(self, handle) -> int | None:
+        """The SM clock now (MHz), one NVML call: what a reading between two timed calls can
+        afford (``sample`` makes seven); None where NVML would not say."""
+        return self._try(self._m.nvmlDeviceGetClockInfo, handle, self._m.NVML_CLOCK_SM)
 
     def max_clocks(self, handle) -> tuple[int | None, int | None]:
         m = self._m
