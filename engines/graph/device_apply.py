@@ -668,5 +668,6 @@ def reserve(dgraph, events, stream) -> None:
     load_module(dgraph.device)
 
 
-__all__ = ["ApplyScratch", "DeviceChangeLists", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "commit", "load_module",
-           "min_events", "reserve", "record_length"]
+__all__ = ["ApplyScratch", "DeviceChangeLists", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit",
+           "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "commit", "load_module", "min_events", "reserve", "record_length",
+           "touched_scan_limit"]

@@ -4,10 +4,13 @@ device_apply.cu ``apply_touched_scan`` / ``apply_row_ptr_touched``).
 With the switch on, a commit of few events sums only the touched rows' length changes (one block,
 in sorted-event order) and each row offset binary-searches the sorted events, instead of the
 library's prefix sum over every row. The graph it leaves must be the host twin's byte for byte:
-the device-graph tests (random chains, the golden corpus, the real graphs, update() chains through
-both CUDA engines) run again here with the switch on, under both launches of the apply; then what
-only the switch has: batches of several scan tiles, a capacity growing past the limit (the prefix
-sum again), and the limit read when the event buffers grow.
+the device-graph tests (random chains, the golden corpus, the real graphs) run again here with the
+switch on, under both launches of the apply, and so do update() chains through both CUDA engines
+(under the launch update() passes itself, Options.update_launch); then what only the switch has:
+batches of several scan tiles, a capacity growing past the limit (the prefix sum again), and the
+limit read when the event buffers grow. Every plan is recorded, so each test also checks that the
+touched path ran where it claims to (and every capture worked: a failed one would launch the
+commit one by one).
 """
 
 from __future__ import annotations
@@ -37,12 +40,40 @@ test_touched_update_chains = C.test_update_chains_with_graph_launch_equal_the_ho
 test_touched_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
 
 
+#: Tests whose commits come from update(), which names its launch (Options.update_launch, "graph"
+#: by default): the apply's default launch does not reach them, so they run once.
+_LAUNCH_OF_THEIR_OWN = {"test_touched_update_chains", "test_touched_mixed_results"}
+#: Per plan made during a test: whether it sums the touched rows (it has no library prefix sum).
+_plans: list = []
+
+
 @pytest.fixture(autouse=True, params=["python", "graph"])
 def touched_scan_on(request, monkeypatch):
-    """Every commit of this module's tests sums the touched rows (both launches of the apply)."""
+    """Every commit of this module's tests sums the touched rows (both launches of the apply);
+    afterwards, some plan must have taken the touched path, and every capture must have worked."""
+    if request.param == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
+        pytest.skip("update() names its own launch: the \"graph\" parameter runs this test")
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, str(ALWAYS))
     monkeypatch.setattr(device_apply, "DEFAULT_LAUNCH", request.param)
-    return request.param
+    original_plan, original_init = device_apply._plan, device_apply.ApplyScratch.__init__
+    scratches = []
+
+    def recorded_plan(*args, **kwargs):
+        steps = original_plan(*args, **kwargs)
+        _plans.append(not any(step[0] == "cumsum" for step in steps))
+        return steps
+
+    def tracked(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        scratches.append(self)
+
+    monkeypatch.setattr(device_apply, "_plan", recorded_plan)
+    monkeypatch.setattr(device_apply.ApplyScratch, "__init__", tracked)
+    _plans.clear()
+    yield request.param
+    problems = [s.capture_problem for s in scratches if s.capture_problem is not None]
+    assert not problems, f"capture failed, the commits ran one by one: {problems[0]}"
+    assert any(_plans), "no commit took the touched path"
 
 
 def test_batches_of_several_tiles_give_the_host_bytes(touched_scan_on):
@@ -58,11 +89,14 @@ def test_batches_of_several_tiles_give_the_host_bytes(touched_scan_on):
             batch = H.make_batch(D.fixed_size_arrays(rng, twin, deletions, insertions))
             D._apply_both(graph, twin, batch, f"n={n} step {step} ({deletions} deletions, {insertions} insertions)")
         assert graph._device.scratch.touched_limit == ALWAYS
+    assert all(_plans)
 
 
 def test_a_capacity_past_the_limit_sums_every_row_again(monkeypatch, touched_scan_on):
-    """A limit below the grown capacity: the first commits take the touched path, the commits after
-    the growth the prefix sum over every row; every state equals the host twin's."""
+    """A limit below the grown capacity: the first commits take the touched path; after the growth
+    a captured commit (sized for the capacity) takes the prefix sum over every row, and commits
+    launched one by one (sized for their batch) the touched path up to the limit only. Every state
+    equals the host twin's."""
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "300")
     monkeypatch.setenv(device_apply.MIN_EVENTS_ENV, "64")
     rng = np.random.default_rng(D._seed("past the limit", touched_scan_on))
@@ -74,11 +108,20 @@ def test_a_capacity_past_the_limit_sums_every_row_again(monkeypatch, touched_sca
                       f"small {step}")
     scratch = graph._device.scratch
     assert scratch.event_cap == 64 and scratch.touched_limit == 300
+    assert _plans and all(_plans)
     D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 200, 400)), "past the limit")
     assert scratch.event_cap > 300
+    _plans.clear()
     for step, count in enumerate((9, 301)):
         D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, count // 2, count - count // 2)),
                       f"after growth {step}")
+    # captured: any plan made for the new capacity (one per buffer parity) takes the prefix sum; one
+    # by one: a plan per commit, 9 events touched, 301 not
+    if touched_scan_on == "graph":
+        assert not any(_plans)
+    else:
+        assert _plans == [True, False]
+    _plans.append(True)  # the first commits took the touched path (checked above)
 
 
 def test_the_limit_is_read_when_the_event_buffers_grow(monkeypatch, touched_scan_on):
