@@ -10,6 +10,11 @@ nothing; it reads None where NVML or the device cannot be opened (the host refer
 without NVML), and the record then says why. The stream's report shows, per engine, the clock's
 range, the rank correlation of batch time with the clock, and the stream in consecutive parts
 (median time and clock per part).
+
+What it said first (H100, 2d6e88f, ``bench/stream.py --graph luxembourg_osm --batches 10000``): the
+SM clock read 1,980 MHz (the card's highest) after every one of the 9,990 timed batches of both
+engines, while the fused engine's parts ranged from 0.366 to 0.513 ms: on that machine the drift
+is not the SM clock's.
 """
 
 from __future__ import annotations
