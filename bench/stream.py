@@ -72,7 +72,7 @@ import numpy as np  # noqa: E402
 from protocol.errors import EnvironmentProblem, UsageError, run_command  # noqa: E402
 from engines.config import EngineConfig  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
-from bench.stream_tail import GcWatch, tail_anatomy, work_of  # noqa: E402
+from bench.stream_tail import GcWatch, off_cpu_ms, tail_anatomy, work_of  # noqa: E402
 from bench.stream_tail import markdown_lines as tail_lines  # noqa: E402
 from bench.stream_clock import SmClock, clock_record  # noqa: E402
 from bench.stream_clock import markdown_lines as clock_lines  # noqa: E402
@@ -327,21 +327,27 @@ def final_tree(result) -> tuple[np.ndarray, np.ndarray]:
 
 def timed_update(graph, result, item: StreamBatch, watch: GcWatch, clock: SmClock | None = None) -> tuple:
     """Apply one batch with ``update()`` and time the whole call (both orders time a call here, so
-    they measure the same thing): ``(ms, work, collections, SM MHz)``, the work the update reported
-    (stream_tail.work_of), the garbage collections inside the call (stream_tail.GcWatch.since) and
-    the GPU's SM clock read after the call (stream_clock.SmClock; None without a clock).
+    they measure the same thing): ``(ms, work, collections, SM MHz, off-CPU ms)``, the work the
+    update reported (stream_tail.work_of), the garbage collections inside the call
+    (stream_tail.GcWatch.since), the GPU's SM clock read after the call (stream_clock.SmClock; None
+    without a clock) and the part of the call the calling thread spent off the CPU
+    (stream_tail.off_cpu_ms: the wall time less its CPU time, read just outside the timer; the wait
+    for the device spins, so this is time the thread was not running: preempted or blocked).
     Plain tuples of numbers, which the collector stops tracking, so that the bookkeeping of a long
     stream does not feed the collections it counts. The watch's counters are read as attributes
     right beside the clock readings (a call between them could itself run a collection)."""
     from engines import sssp
 
     c0, f0, s0 = watch.collections, watch.full, watch.seconds  # plain stores: nothing allocated
+    cpu0 = time.thread_time()
     start = time.perf_counter()
     stats = sssp.update(graph, item.batch, result)  # returns after the engine's final synchronization
     end = time.perf_counter()
+    cpu1 = time.thread_time()
     c1, f1, s1 = watch.collections, watch.full, watch.seconds
     mhz = clock.read() if clock is not None else None  # after the timer: the reading costs the call nothing
-    return (end - start) * 1e3, work_of(stats), GcWatch.since((c0, f0, s0), (c1, f1, s1)), mhz
+    return ((end - start) * 1e3, work_of(stats), GcWatch.since((c0, f0, s0), (c1, f1, s1)), mhz,
+            off_cpu_ms(end - start, cpu1 - cpu0))
 
 
 def timed_stream(graph, result, batches, bar, watch: GcWatch, clock: SmClock | None = None) -> list[tuple]:
@@ -366,12 +372,13 @@ class EngineRun:
     gcs: list = None  # per batch: (collections, full collections, seconds) inside the call
     clocks: list = None  # per batch: the SM clock (MHz) after the call, None where unread
     clock_problem: str | None = None  # why there are no clock readings
+    off_cpu: list = None  # per batch: ms of the call the thread spent off the CPU
 
     @classmethod
     def of(cls, timed: list, tree, seconds: float, clock_problem: str | None = None) -> "EngineRun":
         """From timed_update's tuples, in batch order."""
         return cls([t[0] for t in timed], tree, seconds, [t[1] for t in timed], [t[2] for t in timed],
-                   [t[3] for t in timed], clock_problem)
+                   [t[3] for t in timed], clock_problem, [t[4] for t in timed])
 
 
 def open_clock(engines) -> SmClock:
@@ -809,7 +816,8 @@ def _tail(run: EngineRun, warmup: int) -> dict | None:
     kept no per-batch work."""
     if run.work is None or run.gcs is None:
         return None
-    return tail_anatomy(run.times_ms, run.work, run.gcs, warmup, percentile=P99, clocks=run.clocks)
+    return tail_anatomy(run.times_ms, run.work, run.gcs, warmup, percentile=P99, clocks=run.clocks,
+                        off_cpu=run.off_cpu)
 
 
 def _clock(run: EngineRun, warmup: int) -> dict | None:

@@ -1,11 +1,14 @@
 """What the slowest batches of a stream are made of (issue 27's p99): for each engine, the batches
 at or above the p99 time against all timed batches, by the work each update reported (push
-iterations, epochs, invalidated and affected vertices, from ``sssp.update``'s Stats) and by the
-Python garbage collections that ran inside the timed call.
+iterations, epochs, invalidated and affected vertices, from ``sssp.update``'s Stats), by the
+Python garbage collections that ran inside the timed call, and by the time the calling thread
+spent off the CPU during the call.
 
 A tail whose batches did far more work than the median batch is the workload's (a deletion high in
-the tree invalidates a large subtree); a tail of ordinary batches with collections inside is the
-host's. ``GcWatch`` counts collections through ``gc.callbacks``, which Python calls only when a
+the tree invalidates a large subtree); a tail of ordinary batches with collections inside, or with
+the thread off the CPU (preempted by another process, or blocked), is the host's. Both were seen on
+H100s at 1c558f8-2d6e88f on the same luxembourg_osm stream: on one machine the fused engine's p99
+batches did 219.5 push iterations (the median batch 17), on another 12.5 (the median 11). ``GcWatch`` counts collections through ``gc.callbacks``, which Python calls only when a
 collection runs, so it adds nothing to a call without one; the time it reports is the
 collections' own, measured inside them (part of what the user paid).
 """
@@ -64,6 +67,13 @@ class GcWatch:
         return False
 
 
+def off_cpu_ms(wall_s: float, cpu_s: float) -> float:
+    """The ms of a call that its thread spent off the CPU: its wall time less the thread's CPU time
+    over it (``time.thread_time``, read just outside the wall timer, so it may exceed the wall time
+    by those reads: never below 0)."""
+    return max(0.0, (wall_s - cpu_s) * 1e3)
+
+
 def work_of(stats) -> tuple:
     """The kept Stats fields of one update (None where an engine's Stats lacks one)."""
     return tuple(getattr(stats, name, None) for name in WORK_FIELDS)
@@ -74,11 +84,14 @@ def _median(values):
     return float(np.median(values)) if values else None
 
 
-def _group(indices, times, work, gcs, clocks=None) -> dict:
+def _group(indices, times, work, gcs, clocks=None, off_cpu=None) -> dict:
     chosen = list(indices)
     out = {"batches": len(chosen), "median_ms": _median([times[i] for i in chosen])}
     if clocks is not None:  # the GPU's SM clock after each call (bench/stream_clock.py)
         out["median_sm_mhz"] = _median([clocks[i] for i in chosen])
+    if off_cpu is not None:  # the thread off the CPU inside each call (off_cpu_ms)
+        out["median_off_cpu_ms"] = _median([off_cpu[i] for i in chosen])
+        out["off_cpu_ms_per_batch"] = round(sum(off_cpu[i] for i in chosen) / len(chosen), 4) if chosen else None
     for k, name in enumerate(WORK_FIELDS):
         out[f"median_{name}"] = _median([work[i][k] for i in chosen])
     out["with_gc"] = sum(1 for i in chosen if gcs[i][0] > 0)
@@ -90,16 +103,18 @@ def _group(indices, times, work, gcs, clocks=None) -> dict:
 
 
 def tail_anatomy(times_ms, work, gcs, warmup: int, percentile: float = TAIL_PERCENTILE,
-                 clocks=None) -> dict | None:
+                 clocks=None, off_cpu=None) -> dict | None:
     """``{"percentile", "threshold_ms", "tail": group, "all": group}`` over the timed batches
     (after ``warmup``): the tail is every batch at or above the ``percentile`` time; a group gives
     its batch count, median time, the median of each WORK_FIELDS entry, how many batches had a
     collection (a full one) inside the call, and the collections' ms in all and per batch.
     ``gcs``: per batch ``(collections, full collections, seconds)``; ``clocks`` (optional): per batch
-    the SM clock read after the call (None where unread), whose median each group then gives. None
-    without timed batches."""
+    the SM clock read after the call (None where unread), whose median each group then gives;
+    ``off_cpu`` (optional): per batch the ms its thread spent off the CPU, whose median and mean
+    each group then gives. None without timed batches."""
     times = [float(t) for t in times_ms]
-    if not len(times) == len(work) == len(gcs) or (clocks is not None and len(clocks) != len(times)):
+    if not len(times) == len(work) == len(gcs) or any(
+            extra is not None and len(extra) != len(times) for extra in (clocks, off_cpu)):
         raise ValueError("tail_anatomy: one time, one work tuple and one collection reading per batch")
     timed = list(range(warmup, len(times)))
     if not timed:
@@ -107,7 +122,8 @@ def tail_anatomy(times_ms, work, gcs, warmup: int, percentile: float = TAIL_PERC
     threshold = float(np.percentile([times[i] for i in timed], percentile))
     tail = [i for i in timed if times[i] >= threshold]
     return {"percentile": percentile, "threshold_ms": threshold,
-            "tail": _group(tail, times, work, gcs, clocks), "all": _group(timed, times, work, gcs, clocks)}
+            "tail": _group(tail, times, work, gcs, clocks, off_cpu),
+            "all": _group(timed, times, work, gcs, clocks, off_cpu)}
 
 
 def _cell(value, digits=0) -> str:
@@ -122,12 +138,17 @@ def markdown_lines(engines: dict) -> list[str]:
         return []
     # the clock's column only where some engine read one (records from before it, the host alone)
     clocked = any(tail[label].get("median_sm_mhz") is not None for _, tail in rows for label in ("tail", "all"))
+    # the off-CPU column where the record has it (records from before it do not)
+    timed_cpu = any(tail[label].get("off_cpu_ms_per_batch") is not None for _, tail in rows for label in ("tail", "all"))
     lines = ["", "The slowest batches (at or above each engine's p99) against all timed batches: the work the "
              "update reported (medians) and Python's garbage collections inside the call"
+             + (", the ms per batch its thread spent off the CPU (wall less CPU time: preempted or blocked)"
+                if timed_cpu else "")
              + (", and the median SM clock after the call:" if clocked else ":"), "",
              "| engine | batches | median ms | iterations | epochs | invalidated | affected | with a collection "
-             "(full) | collections ms per batch |" + (" SM MHz |" if clocked else ""),
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if clocked else "")]
+             "(full) | collections ms per batch |" + (" off-CPU ms per batch |" if timed_cpu else "")
+             + (" SM MHz |" if clocked else ""),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if timed_cpu else "") + ("---:|" if clocked else "")]
     for engine, tail in rows:
         for label in ("tail", "all"):
             g = tail[label]
@@ -136,8 +157,10 @@ def markdown_lines(engines: dict) -> list[str]:
                          f"{_cell(g['median_epochs'], 1)} | {_cell(g['median_invalidated'], 1)} | "
                          f"{_cell(g['median_affected'], 1)} | {g['with_gc']:,} ({g['with_full_gc']:,}) | "
                          f"{_cell(g['gc_ms_per_batch'], 4)} |"
+                         + (f" {_cell(g.get('off_cpu_ms_per_batch'), 4)} |" if timed_cpu else "")
                          + (f" {_cell(g.get('median_sm_mhz'))} |" if clocked else ""))
     return lines
 
 
-__all__ = ["FULL_GENERATION", "GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "markdown_lines", "tail_anatomy", "work_of"]
+__all__ = ["FULL_GENERATION", "GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "markdown_lines", "off_cpu_ms", "tail_anatomy",
+           "work_of"]

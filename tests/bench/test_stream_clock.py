@@ -109,11 +109,24 @@ def test_the_report_shows_engines_with_readings_only():
 
 def test_the_clock_is_read_after_the_timed_call(monkeypatch):
     """timed_update reads the clock once, after the second timer reading: the call's time holds
-    none of it."""
+    none of it. The thread's CPU time is read just outside the wall timer, and the call's off-CPU
+    time is the wall time less it."""
     from engines import sssp
 
     ticks = itertools.count(1)
-    monkeypatch.setattr(stream, "time", types.SimpleNamespace(perf_counter=lambda: float(next(ticks))))
+    order = []
+
+    def perf_counter():
+        order.append("wall")
+        return float(next(ticks))
+
+    cpu = iter([10.0, 10.25, 20.0, 21.5])  # 0.25 s of CPU in the first call, 1.5 s in the second
+
+    def thread_time():
+        order.append("cpu")
+        return next(cpu)
+
+    monkeypatch.setattr(stream, "time", types.SimpleNamespace(perf_counter=perf_counter, thread_time=thread_time))
     monkeypatch.setattr(sssp, "update", lambda graph, batch, result: types.SimpleNamespace())
     read_at = []
 
@@ -123,10 +136,13 @@ def test_the_clock_is_read_after_the_timed_call(monkeypatch):
             return 1755
 
     watch = stream.GcWatch()
-    ms, _, _, mhz = stream.timed_update(None, None, types.SimpleNamespace(batch=None), watch, Clock())
+    ms, _, _, mhz, off = stream.timed_update(None, None, types.SimpleNamespace(batch=None), watch, Clock())
     assert (ms, mhz) == (1000.0, 1755)  # start at tick 1, end at tick 2
     assert read_at == [3]
-    assert stream.timed_update(None, None, types.SimpleNamespace(batch=None), watch)[3] is None
+    assert order == ["cpu", "wall", "wall", "cpu"]
+    assert off == 750.0  # 1 s of wall time, 0.25 s of it on the CPU
+    again = stream.timed_update(None, None, types.SimpleNamespace(batch=None), watch)
+    assert again[3] is None and again[4] == 0.0  # more CPU than wall time (the reads around it): none off
 
 
 def test_an_interleaved_stream_records_the_clock_of_its_gpu_engine(two_hosts, monkeypatch, edge_file,  # noqa: F811

@@ -43,6 +43,32 @@ def test_no_timed_batch_and_mismatched_lists():
     assert stream_tail.tail_anatomy([1.0, 2.0], [_work(1, 1)] * 2, [(0, 0, 0.0)] * 2, warmup=2) is None
     with pytest.raises(ValueError, match="one time, one work tuple"):
         stream_tail.tail_anatomy([1.0, 2.0], [_work(1, 1)], [(0, 0, 0.0)] * 2, warmup=0)
+    for extra in ({"clocks": [1980]}, {"off_cpu": [0.0, 0.0, 0.0]}):
+        with pytest.raises(ValueError, match="one time, one work tuple"):
+            stream_tail.tail_anatomy([1.0, 2.0], [_work(1, 1)] * 2, [(0, 0, 0.0)] * 2, warmup=0, **extra)
+
+
+def test_a_tail_of_ordinary_batches_off_the_cpu_is_the_hosts():
+    """Two slow batches of ordinary work whose thread was off the CPU for most of the call: the
+    tail's off-CPU time says so, the whole stream's stays near zero."""
+    times = [1.0] * 198 + [8.0, 9.0]
+    work = [_work(4, 10)] * 200
+    gcs = [(0, 0, 0.0)] * 200
+    off = [0.0] * 198 + [6.5, 7.5]
+    anatomy = stream_tail.tail_anatomy(times, work, gcs, warmup=0, off_cpu=off)
+    tail, every = anatomy["tail"], anatomy["all"]
+    assert tail["median_iterations"] == every["median_iterations"] == 4
+    assert tail["median_off_cpu_ms"] == 7.0 and tail["off_cpu_ms_per_batch"] == 7.0
+    assert every["median_off_cpu_ms"] == 0.0 and every["off_cpu_ms_per_batch"] == pytest.approx(0.07)
+    assert "median_sm_mhz" not in tail  # no clock readings given
+    text = "\n".join(stream_tail.markdown_lines({"fused": {"tail": anatomy}}))
+    assert "off-CPU ms per batch |" in text and "SM MHz" not in text
+    assert "| fused, p99 tail | 2 | 8.500 | 4.0 | 1.0 | 10.0 | 20.0 | 0 (0) | 0.0000 | 7.0000 |" in text
+
+
+def test_off_cpu_time_is_the_wall_time_less_the_cpu_time():
+    assert stream_tail.off_cpu_ms(0.004, 0.001) == pytest.approx(3.0)
+    assert stream_tail.off_cpu_ms(0.001, 0.0010004) == 0.0  # the CPU reads bracket the wall reads
 
 
 def test_work_of_reads_the_stats_fields():
@@ -135,4 +161,5 @@ def test_the_host_stream_records_its_tail(no_cuda, edge_file, tmp_path):  # noqa
     times = np.load(out / stream.TIMES_NAME)["host"][5:]
     assert tail["tail"]["batches"] == int((times >= tail["threshold_ms"]).sum())
     assert tail["all"]["median_invalidated"] is not None and tail["all"]["median_iterations"] is not None
-    assert "p99 tail" in (out / "stream.md").read_text()
+    assert tail["all"]["median_off_cpu_ms"] >= 0.0 and tail["all"]["off_cpu_ms_per_batch"] >= 0.0
+    assert "p99 tail" in (out / "stream.md").read_text() and "off-CPU ms per batch" in (out / "stream.md").read_text()
