@@ -2,12 +2,12 @@
 are the code's or the clock's.
 
 A stream of small updates leaves the GPU idle between its short kernels, and the driver's clock
-governor follows that duty cycle: on an H100 at 1c558f8 the medians of one 10,000-batch
+governor may follow that duty cycle: on an H100 at 1c558f8 the medians of one 10,000-batch
 luxembourg_osm stream's ten consecutive thousand-batch parts ranged from 0.366 to 0.675 ms on
 the same code. ``SmClock`` reads the SM clock through NVML (one call, ``protocol.nvml.Nvml.sm_clock``)
-right after each update returns, outside the timed call, so the reading costs the measured call
-nothing; it reads None where NVML or the device cannot be opened (the host reference, a machine
-without NVML), and the record then says why. The stream's report shows, per engine, the clock's
+right after each update returns, outside the timed call (the reading is in no call's time; it
+lengthens the gap before the next call by one NVML call); it reads None where NVML or the device
+cannot be opened (the host reference, a machine without NVML), and the record then says why. The stream's report shows, per engine, the clock's
 range, the rank correlation of batch time with the clock, and the stream in consecutive parts
 (median time and clock per part).
 
@@ -41,16 +41,17 @@ class SmClock:
             return cls(problem="no GPU: the host reference")
         from protocol.nvml import Nvml, NvmlUnavailable
 
+        nvml = None
         try:
             from protocol.environment import cuda_device_info
 
             pci = cuda_device_info(device)["pci_bus_id"]
             nvml = Nvml.load(nvml_module)
             return cls(nvml, nvml.handle(pci_bus_id=pci))
-        except NvmlUnavailable as exc:
-            return cls(problem=str(exc))
         except Exception as exc:  # noqa: BLE001 - a reading is a courtesy: never fail the stream on it
-            return cls(problem=f"{type(exc).__name__}: {exc}")
+            if nvml is not None:  # opened, but the device was not found: close what was opened
+                nvml.shutdown()
+            return cls(problem=str(exc) if isinstance(exc, NvmlUnavailable) else f"{type(exc).__name__}: {exc}")
 
     def read(self) -> int | None:
         if self._nvml is None:
@@ -102,6 +103,8 @@ def clock_record(times_ms, clocks, warmup: int, problem: str | None = None) -> d
         from scipy.stats import spearmanr
 
         rho = round(float(spearmanr([t for t, _ in pairs], mhz).statistic), 3)
+    if not pairs and problem is None:  # opened, but NVML answered no reading of a timed batch
+        problem = "NVML gave no SM clock reading for a timed batch"
     return {"readings": len(pairs), "problem": problem if not pairs else None,
             "sm_mhz_min": min(mhz) if mhz else None, "sm_mhz_median": _median(mhz),
             "sm_mhz_max": max(mhz) if mhz else None, "time_clock_spearman": rho,

@@ -1,14 +1,18 @@
 """What the slowest batches of a stream are made of (issue 27's p99): for each engine, the batches
 at or above the p99 time against all timed batches, by the work each update reported (push
 iterations, epochs, invalidated and affected vertices, from ``sssp.update``'s Stats), by the
-Python garbage collections that ran inside the timed call, and by the time the calling thread
-spent off the CPU during the call.
+Python garbage collections that ran inside the timed call, and (CUDA engines) by the time the
+calling thread spent off the CPU during the call.
 
 A tail whose batches did far more work than the median batch is the workload's (a deletion high in
 the tree invalidates a large subtree); a tail of ordinary batches with collections inside, or with
-the thread off the CPU (preempted by another process, or blocked), is the host's. Both were seen on
-H100s at 1c558f8-2d6e88f on the same luxembourg_osm stream: on one machine the fused engine's p99
-batches did 219.5 push iterations (the median batch 17), on another 12.5 (the median 11). ``GcWatch`` counts collections through ``gc.callbacks``, which Python calls only when a
+the thread off the CPU (preempted by another process, or blocked), is the host's. On the same
+luxembourg_osm stream on H100s (1c558f8-2d6e88f), one machine's fused p99 batches did 219.5 push
+iterations (the median batch 17); another's did 12.5 (the median 11) yet took 1.8 ms against
+0.42, with no collection inside and the SM clock at its highest; the off-CPU time, added to tell
+such a tail apart, was not recorded yet then.
+
+``GcWatch`` counts collections through ``gc.callbacks``, which Python calls only when a
 collection runs, so it adds nothing to a call without one; the time it reports is the
 collections' own, measured inside them (part of what the user paid).
 """

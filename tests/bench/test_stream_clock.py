@@ -64,10 +64,21 @@ def test_a_clock_that_cannot_be_opened_reads_none_and_says_why(device_bus, monke
     assert clock.read() is None and clock.problem == "RuntimeError: no CUDA device 0"
 
 
-def test_a_reading_nvml_refuses_is_none(device_bus):
+def test_a_reading_nvml_refuses_is_none_and_the_record_says_so(device_bus):
     fake = FakeNvml()
     fake.fail["nvmlDeviceGetClockInfo"] = 3  # not supported
-    assert stream_clock.SmClock.open(0, nvml_module=fake).read() is None
+    clock = stream_clock.SmClock.open(0, nvml_module=fake)
+    assert clock.problem is None and clock.read() is None
+    record = stream_clock.clock_record([1.0, 2.0], [None, None], warmup=0, problem=clock.problem)
+    assert record["readings"] == 0 and record["problem"] == "NVML gave no SM clock reading for a timed batch"
+
+
+def test_nvml_opened_for_a_device_it_cannot_find_is_shut_down(device_bus):
+    fake = FakeNvml()
+    fake.fail["nvmlDeviceGetHandleByPciBusId"] = 2  # invalid argument
+    clock = stream_clock.SmClock.open(0, nvml_module=fake)
+    assert clock.read() is None and "NVML cannot open the device" in clock.problem
+    assert len(fake.called("nvmlInit")) == len(fake.called("nvmlShutdown")) == 1
 
 
 def test_the_parts_are_consecutive_slices_of_the_timed_batches():
@@ -163,6 +174,9 @@ def test_an_interleaved_stream_records_the_clock_of_its_gpu_engine(two_hosts, mo
     assert first["readings"] == 0 and "host reference" in first["problem"]
     assert engines["second"]["tail"]["all"]["median_sm_mhz"] == 1017.0
     assert engines["first"]["tail"]["all"]["median_sm_mhz"] is None
+    # off-CPU time for the GPU engine's calls only (the host reference waits for its own threads)
+    assert engines["second"]["tail"]["all"]["off_cpu_ms_per_batch"] is not None
+    assert "off_cpu_ms_per_batch" not in engines["first"]["tail"]["all"]
     report = (out / "stream.md").read_text()
     assert "The GPU's SM clock" in report and "| second | 25 | 1,005 | 1,017 | 1,029 |" in report
     assert "SM MHz |" in report

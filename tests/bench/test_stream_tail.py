@@ -161,5 +161,6 @@ def test_the_host_stream_records_its_tail(no_cuda, edge_file, tmp_path):  # noqa
     times = np.load(out / stream.TIMES_NAME)["host"][5:]
     assert tail["tail"]["batches"] == int((times >= tail["threshold_ms"]).sum())
     assert tail["all"]["median_invalidated"] is not None and tail["all"]["median_iterations"] is not None
-    assert tail["all"]["median_off_cpu_ms"] >= 0.0 and tail["all"]["off_cpu_ms_per_batch"] >= 0.0
-    assert "p99 tail" in (out / "stream.md").read_text() and "off-CPU ms per batch" in (out / "stream.md").read_text()
+    # the host reference waits for its own helper threads: its off-CPU time would not say preempted
+    assert "median_off_cpu_ms" not in tail["all"] and "off_cpu_ms_per_batch" not in tail["tail"]
+    assert "p99 tail" in (out / "stream.md").read_text() and "off-CPU" not in (out / "stream.md").read_text()
