@@ -698,12 +698,26 @@ def _probe_text(probe) -> str:
 
 #: Every batch's time per engine, beside the record: generated data (tens of thousands of numbers),
 #: git-ignored under results/; stream.json keeps the summary that the report and a review read.
+#: Beside each engine's times (key: the engine), its SM clock readings (key ``<engine>_sm_mhz``) and
+#: off-CPU ms (``<engine>_off_cpu_ms``) where it has any, NaN for a batch without one.
 TIMES_NAME = "stream_times.npz"
 
 
+def per_batch_arrays(runs: dict) -> dict:
+    """What TIMES_NAME holds for ``runs`` (engine -> EngineRun): each engine's times, and its clock
+    readings and off-CPU times where it has any (NaN where a batch has none)."""
+    arrays = {}
+    for engine, r in runs.items():
+        arrays[engine] = r.times_ms
+        for suffix, values in (("sm_mhz", r.clocks), ("off_cpu_ms", r.off_cpu)):
+            if values is not None and any(v is not None for v in values):
+                arrays[f"{engine}_{suffix}"] = [np.nan if v is None else v for v in values]
+    return arrays
+
+
 def write_outputs(out: Path, record: dict, times: dict) -> None:
-    """stream.json (the record), stream.md (its table) and TIMES_NAME (``times``: engine -> the
-    per-batch ms, warm-up included, as float64 arrays)."""
+    """stream.json (the record), stream.md (its table) and TIMES_NAME (``times``: per_batch_arrays,
+    each engine's per-batch ms and readings, warm-up included, as float64 arrays)."""
     (out / "stream.json").write_text(json.dumps(record, indent=1))
     (out / "stream.md").write_text(markdown(record))
     np.savez_compressed(out / TIMES_NAME, **{e: np.asarray(t, dtype=np.float64) for e, t in times.items()})
@@ -795,7 +809,7 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
                           probe=probe)
     print(markdown(record))
     if out_dir is not None:
-        write_outputs(out_dir, record, {engine: r.times_ms for engine, r in runs.items()})
+        write_outputs(out_dir, record, per_batch_arrays(runs))
         print(f"{PROG}: wrote {out_dir / 'stream.json'} and {out_dir / 'stream.md'}", file=sys.stderr)
     if not check["equal"]:
         for engine, diff in check["differences"].items():
@@ -843,7 +857,7 @@ def _clock(run: EngineRun, warmup: int) -> dict | None:
     """The engine's SM clock readings (stream_clock.clock_record); None for a run that kept none."""
     if run.clocks is None:
         return None
-    return clock_record(run.times_ms, run.clocks, warmup, run.clock_problem)
+    return clock_record(run.times_ms, run.clocks, warmup, run.clock_problem, work=run.work)
 
 
 class _Parser(argparse.ArgumentParser):

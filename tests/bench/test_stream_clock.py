@@ -8,6 +8,7 @@ import itertools
 import json
 import types
 
+import numpy as np
 import pytest
 
 from bench import stream, stream_clock
@@ -89,6 +90,11 @@ def test_the_parts_are_consecutive_slices_of_the_timed_batches():
     assert [p["batches"] for p in parts] == [3, 2, 2]
     assert [p["median_ms"] for p in parts] == [2.0, 4.5, 6.5]
     assert [(p["sm_mhz_median"], p["sm_mhz_min"]) for p in parts] == [(1690.0, 1400), (1500.0, 1500), (1000.0, 1000)]
+    assert "median_iterations" not in parts[0]  # no work given
+    work = [(99, 1, 5, 10)] * 2 + [(17, 1, 5, 10), (15, 0, 5, 10), (None, 0, 0, 0), (12, 0, 1, 2), (11, 0, 1, 2),
+                                    (9, 0, 1, 2), (8, 0, 1, 2)]
+    worked = stream_clock.parts(times, clocks, warmup=2, count=3, work=work)
+    assert [p["median_iterations"] for p in worked] == [16.0, 11.5, 8.5]  # a missing count is left out
     assert len(stream_clock.parts([1.0, 2.0], [None, None], warmup=0, count=10)) == 2  # fewer batches than parts
     assert stream_clock.parts([1.0], [None], warmup=1) == []
 
@@ -114,7 +120,11 @@ def test_the_report_shows_engines_with_readings_only():
     text = "\n".join(lines)
     assert "| fused | 4 | 1,100 | 1,690 | 1,980 | -1.000 |" in text
     assert "| fused | 2.000 / 1,400 | 1.000 / 1,980 | 1.000 / 1,980 | 3.000 / 1,100 |" in text
-    assert "host" not in text and "old" not in text
+    assert "host" not in text and "old" not in text and "iterations" not in text
+    worked = stream_clock.clock_record([2.0, 1.0], [1400, 1980], warmup=0, work=[(30, 1, 9, 9), (4, 0, 1, 1)])
+    text = "\n".join(stream_clock.markdown_lines({"fused": {"clock": worked}}))
+    assert "median SM MHz / median push iterations per part" in text
+    assert "| fused | 2.000 / 1,400 / 30.0 | 1.000 / 1,980 / 4.0 |" in text
     assert stream_clock.markdown_lines({"host": {"clock": None}, "old": {}}) == []
 
 
@@ -171,12 +181,17 @@ def test_an_interleaved_stream_records_the_clock_of_its_gpu_engine(two_hosts, mo
     second, first = engines["second"]["clock"], engines["first"]["clock"]
     assert second["readings"] == 25 and (second["sm_mhz_min"], second["sm_mhz_max"]) == (1005, 1029)
     assert [p["first"] for p in second["parts"]] == [5, 8, 11, 14, 17, 20, 22, 24, 26, 28]
+    assert all(p["median_iterations"] is not None for p in second["parts"])  # the host reference's Stats
     assert first["readings"] == 0 and "host reference" in first["problem"]
     assert engines["second"]["tail"]["all"]["median_sm_mhz"] == 1017.0
     assert engines["first"]["tail"]["all"]["median_sm_mhz"] is None
     # off-CPU time for the GPU engine's calls only (the host reference waits for its own threads)
     assert engines["second"]["tail"]["all"]["off_cpu_ms_per_batch"] is not None
     assert "off_cpu_ms_per_batch" not in engines["first"]["tail"]["all"]
+    per_batch = np.load(out / stream.TIMES_NAME)
+    assert sorted(per_batch.files) == ["first", "second", "second_off_cpu_ms", "second_sm_mhz"]
+    assert list(per_batch["second_sm_mhz"]) == list(range(1000, 1030))  # warm-up included, as read
+    assert per_batch["second_off_cpu_ms"].shape == (30,) and not np.isnan(per_batch["second_off_cpu_ms"]).any()
     report = (out / "stream.md").read_text()
     assert "The GPU's SM clock" in report and "| second | 25 | 1,005 | 1,017 | 1,029 |" in report
     assert "SM MHz |" in report
@@ -190,3 +205,4 @@ def test_the_host_stream_records_no_clock(no_cuda, edge_file, tmp_path):  # noqa
     assert "median_sm_mhz" in host["tail"]["all"] and host["tail"]["all"]["median_sm_mhz"] is None
     report = (out / "stream.md").read_text()
     assert "The GPU's SM clock" not in report and "SM MHz" not in report
+    assert np.load(out / stream.TIMES_NAME).files == ["host"]  # no reading to keep
