@@ -128,7 +128,45 @@ def micro() -> int:
                 per = (time.perf_counter() - t1) / 100 * 1e6
                 print(f"{label} of {size}: {t:.3f} ms host behind a 5 ms spin "
                       f"({'WAITS for the device' if t > 2 else 'no wait'}); {per:.1f} µs per call in a loop")
+    captured_chain_costs(few, a)
     return ExitCode.OK
+
+
+#: Node counts of the captured chains ``captured_chain_costs`` times (the captured device apply of
+#: a small commit is 19 kernel nodes at 4ad55b5, 15 with the touched scan), and their grids.
+CHAIN_NODES = (1, 5, 10, 20)
+CHAIN_GRIDS = (1, 132, 1056)
+
+
+def captured_chain_costs(kernel, out, replays: int = 500) -> None:
+    """GPU time of a captured CUDA graph of N back-to-back launches of a kernel that does nothing,
+    per replay and per node (CUDA events around ``replays`` replays): the floor that a chain of
+    small dependent launches, such as the captured device apply, pays whatever its kernels do
+    (issue 27: whether one cooperative launch with grid barriers would be cheaper)."""
+    import cupy
+
+    from engines.sssp.cuda import runtime
+
+    device = cupy.cuda.runtime.getDevice()
+    s = cupy.cuda.Stream(non_blocking=True)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    for blocks in CHAIN_GRIDS:
+        for nodes in CHAIN_NODES:
+            def enqueue(stream, nodes=nodes, blocks=blocks):
+                for _ in range(nodes):
+                    kernel((blocks,), (256,), (out, np.int32(1)), stream=stream)
+
+            graph = runtime.capture(device, enqueue)
+            for _ in range(20):
+                graph.launch(s)
+            start.record(s)
+            for _ in range(replays):
+                graph.launch(s)
+            stop.record(s)
+            stop.synchronize()
+            us = cupy.cuda.get_elapsed_time(start, stop) * 1e3 / replays
+            print(f"captured chain of {nodes:2d} empty launches x {blocks:4d} blocks: {us:7.2f} µs GPU per replay, "
+                  f"{us / nodes:5.2f} µs per node")
 
 
 def launch_ab(args, batches, fresh) -> int:
