@@ -410,11 +410,16 @@ def open_clock(engines) -> SmClock:
 
 
 def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool) -> EngineRun:
-    start = time.perf_counter()
-    graph, result = open_engine(engine, data, objective)
-    with GcWatch() as watch, open_clock([engine]) as clock:
-        timed = timed_stream(graph, result, batches, progress_bar(engine, progress), watch, clock)
-    return EngineRun.of_engine(engine, timed, final_tree(result), time.perf_counter() - start, clock.problem)
+    # the clock opens and closes outside the engine's seconds, as in run_interleaved (NVML's start
+    # and end are the instrument's, not the engine's)
+    with open_clock([engine]) as clock:
+        start = time.perf_counter()
+        graph, result = open_engine(engine, data, objective)
+        with GcWatch() as watch:
+            timed = timed_stream(graph, result, batches, progress_bar(engine, progress), watch, clock)
+        tree = final_tree(result)
+        seconds = time.perf_counter() - start
+    return EngineRun.of_engine(engine, timed, tree, seconds, clock.problem)
 
 
 #: The name of the interleaved orders' design, as the record spells it. Records from before the

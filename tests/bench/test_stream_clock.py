@@ -206,3 +206,34 @@ def test_the_host_stream_records_no_clock(no_cuda, edge_file, tmp_path):  # noqa
     report = (out / "stream.md").read_text()
     assert "The GPU's SM clock" not in report and "SM MHz" not in report
     assert np.load(out / stream.TIMES_NAME).files == ["host"]  # no reading to keep
+
+
+def test_the_engines_seconds_leave_out_opening_and_closing_the_clock(monkeypatch):
+    """A sequential run's seconds (the engine's own wall time) start after the clock opened and end
+    before it closed, as an interleaved run's do: NVML's start-up is the instrument's."""
+    ticks = itertools.count(0)
+    monkeypatch.setattr(stream, "time", types.SimpleNamespace(perf_counter=lambda: float(next(ticks)),
+                                                             thread_time=lambda: 0.0))
+    events = []
+
+    class Clock:
+        problem = None
+
+        def __enter__(self):
+            events.append(("open", next(ticks)))
+            return self
+
+        def __exit__(self, *exc):
+            events.append(("close", next(ticks)))
+            return False
+
+        def read(self):
+            return 1980
+
+    monkeypatch.setattr(stream, "open_clock", lambda engines: Clock())
+    monkeypatch.setattr(stream, "open_engine", lambda engine, data, objective: (None, None))
+    monkeypatch.setattr(stream, "timed_stream", lambda graph, result, batches, bar, watch, clock: [])
+    monkeypatch.setattr(stream, "final_tree", lambda result: None)
+    run = stream.run_engine("host", None, [], 0, progress=False)
+    # ticks: 0 open, 1 start, 2 end, 3 close
+    assert events == [("open", 0), ("close", 3)] and run.seconds == 1.0
