@@ -77,7 +77,7 @@ from engines.config import EngineConfig  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
 from bench.stream_tail import GcWatch, off_cpu_ms, tail_anatomy, work_of  # noqa: E402
 from bench.stream_tail import markdown_lines as tail_lines  # noqa: E402
-from bench.stream_clock import SmClock, clock_record  # noqa: E402
+from bench.stream_clock import NO_GPU, SmClock, clock_record  # noqa: E402
 from bench.stream_clock import markdown_lines as clock_lines  # noqa: E402
 
 PROG = "stream.py"
@@ -389,13 +389,14 @@ class EngineRun:
 
     @classmethod
     def of_engine(cls, engine: str, timed: list, tree, seconds: float, clock_problem: str | None = None):
-        """``of`` for ``engine``: the host reference keeps no off-CPU times (on graphs of 65,536
-        arcs and more it hands half of its apply, and its speculative search, to helper threads
-        and waits for them, which its calling thread's CPU time does not hold: 0.385 ms of a
-        1.4 ms median off the CPU on a 200,000-arc graph with the helpers, 0.0001 ms without)."""
+        """``of`` for ``engine``: the host reference keeps no clock readings (its calls run no GPU:
+        stream_clock.NO_GPU says so) and no off-CPU times (on graphs of 65,536 arcs and more it
+        hands half of its apply, and its speculative search, to helper threads and waits for them,
+        which its calling thread's CPU time does not hold: 0.385 ms of a 1.4 ms median off the CPU
+        on a 200,000-arc graph with the helpers, 0.0001 ms without)."""
         run = cls.of(timed, tree, seconds, clock_problem)
         if engine not in CUDA_ENGINES:
-            run.off_cpu = None
+            run.off_cpu, run.clock_problem = None, NO_GPU
         return run
 
 
@@ -550,9 +551,8 @@ def run_interleaved(engines, data: StreamInput, batches, objective: int, progres
     for engine in engines:
         start = time.perf_counter()
         tree = final_tree(opened[engine][1])
-        problem = clock.problem if engine in CUDA_ENGINES else "no GPU: the host reference"
         runs[engine] = EngineRun.of_engine(engine, times[engine], tree, seconds[engine] + time.perf_counter() - start,
-                                           problem)
+                                           clock.problem)
     return runs
 
 

@@ -7,9 +7,9 @@ luxembourg_osm stream's ten consecutive thousand-batch parts ranged from 0.366 t
 the same code. ``SmClock`` reads the SM clock through NVML (one call, ``protocol.nvml.Nvml.sm_clock``)
 right after each update returns, outside the timed call (the reading is in no call's time; it
 lengthens the gap before the next call by one NVML call); it reads None where NVML or the device
-cannot be opened (the host reference, a machine without NVML), and the record then says why. The stream's report shows, per engine, the clock's
-range, the rank correlation of batch time with the clock, and the stream in consecutive parts
-(median time and clock per part).
+cannot be opened (the host reference, a machine without NVML), and the record then says why. The
+stream's report shows, per engine, the clock's range, the rank correlation of batch time with the
+clock, and the stream in consecutive parts (median time, clock and push iterations per part).
 
 What it said first (H100, 2d6e88f, ``bench/stream.py --graph luxembourg_osm --batches 10000``): the
 SM clock read 1,980 MHz (the card's highest) after every one of the 9,990 timed batches of both
@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from bench.stream_tail import cell, median_of
+
+#: Why the host reference has no clock readings (its calls run no GPU).
+NO_GPU = "no GPU: the host reference"
 #: Consecutive parts of the timed batches in the report (fewer when there are fewer batches).
 PARTS = 10
 
@@ -38,7 +42,7 @@ class SmClock:
         """The clock of CUDA device ``device`` (found by its PCI bus id); None for no GPU (the host
         reference). Never raises: a clock that cannot be read is a measurement without it."""
         if device is None:
-            return cls(problem="no GPU: the host reference")
+            return cls(problem=NO_GPU)
         from protocol.nvml import Nvml, NvmlUnavailable
 
         nvml = None
@@ -71,10 +75,6 @@ class SmClock:
         return False
 
 
-def _median(values):
-    return float(np.median(values)) if len(values) else None
-
-
 def parts(times_ms, clocks, warmup: int, count: int = PARTS, work=None) -> list[dict]:
     """The timed batches (after ``warmup``) in ``count`` consecutive parts of near-equal size (as
     many as there are batches, when fewer): per part its first batch's index, its batch count, the
@@ -88,11 +88,10 @@ def parts(times_ms, clocks, warmup: int, count: int = PARTS, work=None) -> list[
     for chunk in np.array_split(timed, min(count, timed.size)) if timed.size else []:
         mhz = [clocks[i] for i in chunk if clocks[i] is not None]
         part = {"first": int(chunk[0]), "batches": int(chunk.size),
-                "median_ms": _median([float(times_ms[i]) for i in chunk]),
-                "sm_mhz_median": _median(mhz), "sm_mhz_min": min(mhz) if mhz else None}
-        if work is not None:
-            iterations = [work[i][0] for i in chunk if work[i][0] is not None]
-            part["median_iterations"] = _median(iterations)
+                "median_ms": median_of([float(times_ms[i]) for i in chunk]),
+                "sm_mhz_median": median_of(mhz), "sm_mhz_min": min(mhz) if mhz else None}
+        if work is not None:  # (median_of leaves out a batch without a count)
+            part["median_iterations"] = median_of([work[i][0] for i in chunk])
         out.append(part)
     return out
 
@@ -114,13 +113,9 @@ def clock_record(times_ms, clocks, warmup: int, problem: str | None = None, work
     if not pairs and problem is None:  # opened, but NVML answered no reading of a timed batch
         problem = "NVML gave no SM clock reading for a timed batch"
     return {"readings": len(pairs), "problem": problem if not pairs else None,
-            "sm_mhz_min": min(mhz) if mhz else None, "sm_mhz_median": _median(mhz),
+            "sm_mhz_min": min(mhz) if mhz else None, "sm_mhz_median": median_of(mhz),
             "sm_mhz_max": max(mhz) if mhz else None, "time_clock_spearman": rho,
             "parts": parts(times_ms, clocks, warmup, work=work)}
-
-
-def _cell(value, digits=0) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
 
 
 def markdown_lines(engines: dict) -> list[str]:
@@ -136,8 +131,8 @@ def markdown_lines(engines: dict) -> list[str]:
              "| engine | readings | SM MHz min | median | max | time-clock correlation |",
              "|---|---:|---:|---:|---:|---:|"]
     for engine, c in rows:
-        lines.append(f"| {engine} | {c['readings']:,} | {_cell(c['sm_mhz_min'])} | {_cell(c['sm_mhz_median'])} | "
-                     f"{_cell(c['sm_mhz_max'])} | {_cell(c['time_clock_spearman'], 3)} |")
+        lines.append(f"| {engine} | {c['readings']:,} | {cell(c['sm_mhz_min'])} | {cell(c['sm_mhz_median'])} | "
+                     f"{cell(c['sm_mhz_max'])} | {cell(c['time_clock_spearman'], 3)} |")
     # the work column where the record has it (records from before it do not)
     worked = any("median_iterations" in p for _, c in rows for p in c["parts"])
     lines += ["", "The stream in consecutive parts (timed batches): median ms / median SM MHz"
@@ -146,9 +141,9 @@ def markdown_lines(engines: dict) -> list[str]:
               "|---|" + "---:|" * len(rows[0][1]["parts"])]
     for engine, c in rows:
         lines.append(f"| {engine} | " + " | ".join(
-            f"{_cell(p['median_ms'], 3)} / {_cell(p['sm_mhz_median'])}"
-            + (f" / {_cell(p.get('median_iterations'), 1)}" if worked else "") for p in c["parts"]) + " |")
+            f"{cell(p['median_ms'], 3)} / {cell(p['sm_mhz_median'])}"
+            + (f" / {cell(p.get('median_iterations'), 1)}" if worked else "") for p in c["parts"]) + " |")
     return lines
 
 
-__all__ = ["PARTS", "SmClock", "clock_record", "markdown_lines", "parts"]
+__all__ = ["NO_GPU", "PARTS", "SmClock", "clock_record", "markdown_lines", "parts"]

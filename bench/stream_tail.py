@@ -83,21 +83,23 @@ def work_of(stats) -> tuple:
     return tuple(getattr(stats, name, None) for name in WORK_FIELDS)
 
 
-def _median(values):
+def median_of(values):
+    """The median of the values that are not None (a float), None when there are none: the
+    stream reports' one rule for a median of readings some batches lack."""
     values = [v for v in values if v is not None]
     return float(np.median(values)) if values else None
 
 
 def _group(indices, times, work, gcs, clocks=None, off_cpu=None) -> dict:
     chosen = list(indices)
-    out = {"batches": len(chosen), "median_ms": _median([times[i] for i in chosen])}
+    out = {"batches": len(chosen), "median_ms": median_of([times[i] for i in chosen])}
     if clocks is not None:  # the GPU's SM clock after each call (bench/stream_clock.py)
-        out["median_sm_mhz"] = _median([clocks[i] for i in chosen])
+        out["median_sm_mhz"] = median_of([clocks[i] for i in chosen])
     if off_cpu is not None:  # the thread off the CPU inside each call (off_cpu_ms)
-        out["median_off_cpu_ms"] = _median([off_cpu[i] for i in chosen])
+        out["median_off_cpu_ms"] = median_of([off_cpu[i] for i in chosen])
         out["off_cpu_ms_per_batch"] = round(sum(off_cpu[i] for i in chosen) / len(chosen), 4) if chosen else None
     for k, name in enumerate(WORK_FIELDS):
-        out[f"median_{name}"] = _median([work[i][k] for i in chosen])
+        out[f"median_{name}"] = median_of([work[i][k] for i in chosen])
     out["with_gc"] = sum(1 for i in chosen if gcs[i][0] > 0)
     out["with_full_gc"] = sum(1 for i in chosen if gcs[i][1] > 0)
     gc_ms = sum(gcs[i][2] for i in chosen) * 1e3
@@ -130,7 +132,8 @@ def tail_anatomy(times_ms, work, gcs, warmup: int, percentile: float = TAIL_PERC
             "all": _group(timed, times, work, gcs, clocks, off_cpu)}
 
 
-def _cell(value, digits=0) -> str:
+def cell(value, digits=0) -> str:
+    """A table cell of the stream reports: the value with thousands separators, – for None."""
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
@@ -157,14 +160,14 @@ def markdown_lines(engines: dict) -> list[str]:
         for label in ("tail", "all"):
             g = tail[label]
             name = f"{engine}, p{tail['percentile']:g} tail" if label == "tail" else f"{engine}, all"
-            lines.append(f"| {name} | {g['batches']:,} | {_cell(g['median_ms'], 3)} | {_cell(g['median_iterations'], 1)} | "
-                         f"{_cell(g['median_epochs'], 1)} | {_cell(g['median_invalidated'], 1)} | "
-                         f"{_cell(g['median_affected'], 1)} | {g['with_gc']:,} ({g['with_full_gc']:,}) | "
-                         f"{_cell(g['gc_ms_per_batch'], 4)} |"
-                         + (f" {_cell(g.get('off_cpu_ms_per_batch'), 4)} |" if timed_cpu else "")
-                         + (f" {_cell(g.get('median_sm_mhz'))} |" if clocked else ""))
+            lines.append(f"| {name} | {g['batches']:,} | {cell(g['median_ms'], 3)} | {cell(g['median_iterations'], 1)} | "
+                         f"{cell(g['median_epochs'], 1)} | {cell(g['median_invalidated'], 1)} | "
+                         f"{cell(g['median_affected'], 1)} | {g['with_gc']:,} ({g['with_full_gc']:,}) | "
+                         f"{cell(g['gc_ms_per_batch'], 4)} |"
+                         + (f" {cell(g.get('off_cpu_ms_per_batch'), 4)} |" if timed_cpu else "")
+                         + (f" {cell(g.get('median_sm_mhz'))} |" if clocked else ""))
     return lines
 
 
-__all__ = ["FULL_GENERATION", "GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "markdown_lines", "off_cpu_ms", "tail_anatomy",
-           "work_of"]
+__all__ = ["FULL_GENERATION", "GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "cell", "markdown_lines", "median_of",
+           "off_cpu_ms", "tail_anatomy", "work_of"]

@@ -214,8 +214,8 @@ class ApplyScratch:
             # is entered
             return
         cupy = cupy_module()
-        # before anything changes: a bad value refuses the commit with the scratch as it was
-        floor, touched = (min_events(), touched_scan_limit()) if grow_events else (0, self.touched_limit)
+        if grow_events:  # before anything changes: a bad value refuses the commit with the scratch as it was
+            floor, touched = min_events(), touched_scan_limit()
         caps = (self.m_cap, self.n_cap, self.event_cap)
         layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
         # half-way leaves a layout no capture was made for

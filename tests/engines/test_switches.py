@@ -103,13 +103,20 @@ def test_the_apply_capacity_floor(monkeypatch, text, events):
     assert device_apply.min_events() == events
 
 
-@pytest.mark.parametrize("text", ["-1", "many", "1e3", str((1 << 24) + 1)])
-def test_a_bad_apply_capacity_floor_names_the_switch(monkeypatch, text):
+#: The device apply's two switches: (the reader, its switch's name attribute, what the message says it expects).
+_APPLY_SWITCHES = [("min_events", "MIN_EVENTS_ENV", "an event capacity"),
+                   ("touched_scan_limit", "TOUCHED_SCAN_ENV", "an event count")]
+
+
+@pytest.mark.parametrize("reader, env, expects", _APPLY_SWITCHES, ids=[r for r, _, _ in _APPLY_SWITCHES])
+@pytest.mark.parametrize("text", ["-1", "many", "1e3", "2.5", str((1 << 24) + 1)])
+def test_a_bad_apply_switch_names_itself(monkeypatch, reader, env, expects, text):
     from engines.graph import device_apply
 
-    monkeypatch.setenv(device_apply.MIN_EVENTS_ENV, text)
-    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_APPLY_MIN_EVENTS=.*an event capacity"):
-        device_apply.min_events()
+    name = getattr(device_apply, env)
+    monkeypatch.setenv(name, text)
+    with pytest.raises(errors.InvalidArgumentError, match=f"{name}=.*{expects}"):
+        getattr(device_apply, reader)()
 
 
 @pytest.mark.parametrize("text, limit", [(None, "default"), ("", "default"), ("off", 0), ("0", 0),
@@ -125,12 +132,3 @@ def test_the_touched_scan_limit(monkeypatch, text, limit):
         monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, text)
     want = device_apply.TOUCHED_SCAN_MAX if limit == "default" else limit
     assert device_apply.touched_scan_limit() == want
-
-
-@pytest.mark.parametrize("text", ["-1", "some", "2.5", str((1 << 24) + 1)])
-def test_a_bad_touched_scan_limit_names_the_switch(monkeypatch, text):
-    from engines.graph import device_apply
-
-    monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, text)
-    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_APPLY_TOUCHED_SCAN=.*an event count"):
-        device_apply.touched_scan_limit()
