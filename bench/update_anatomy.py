@@ -50,11 +50,36 @@ extern "C" __global__ void spin(long long cycles) {
 
 
 class Stages:
-    """Host time per stage, accumulated over the timed updates (ns)."""
+    """Host time per stage, accumulated over the timed updates (ns), and the marks of the call's
+    critical path: when (after the call began) the first function of a marked name was entered."""
 
     def __init__(self):
         self.total = {}
         self.active = False
+        self.marks = {}  # label -> ns after the call began, summed over the timed updates
+        self.call_start = None  # perf_counter_ns of the update in progress
+        self._seen = set()  # the marks already taken in the update in progress
+
+    def begin(self, start_ns: int) -> None:
+        self.call_start = start_ns
+        self._seen = set()
+
+    def mark(self, owner, name: str, label: str, at_exit: bool = False):
+        """Record, once per update, when ``owner.name`` is first entered (or left, ``at_exit``)."""
+        original = getattr(owner, name)
+
+        def marked(*args, **kwargs):
+            if self.active and not at_exit and label not in self._seen:
+                self._seen.add(label)
+                self.marks[label] = self.marks.get(label, 0) + time.perf_counter_ns() - self.call_start
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if self.active and at_exit and label not in self._seen:
+                    self._seen.add(label)
+                    self.marks[label] = self.marks.get(label, 0) + time.perf_counter_ns() - self.call_start
+
+        setattr(owner, name, marked)
 
     def wrap(self, owner, name: str, label: str):
         original = getattr(owner, name)
@@ -216,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--warmup", type=int, default=20)
     options.add_input_options(ap)
     ap.add_argument("--profile-top", type=int, default=35)
+    ap.add_argument("--profile-out", default=None, metavar="FILE",
+                    help="also write the cProfile statistics to FILE (pstats format)")
     ap.add_argument("--only-plain", action="store_true")
     ap.add_argument("--ab", action="store_true",
                     help="the two update launches interleaved batch by batch (each on its own graph)")
@@ -313,13 +340,29 @@ def main(argv=None) -> int:
     stages.wrap(runtime, "synchronize", "  of which: wait (synchronize)")
     stages.wrap(runtime, "wait_readback", "  of which: wait (readback)")
     stages.wrap(device_apply.DeviceChangeLists, "stage", "  of which: change lists staging")
+    stages.wrap(runtime, "wait_record", "  of which: wait (captured run)")
+    stages.wrap(device_apply.PendingCommit, "resolve", "  of which: the commit's record (resolve)")
+    stages.wrap(fused, "_run_setup", "  fused: setup (switches, module, scalars)")
+    stages.wrap(fused, "_kernel", "  fused: view, function, grid, solo limit")
+    stages.wrap(fused, "_run_captured", "  fused: key, replay, wait")
+    stages.wrap(fused, "_capture_key", "    of which: capture key")
+    stages.wrap(fused, "_epilogue", "  fused: epilogue")
+    stages.wrap(device_apply.ApplyScratch, "stage", "  apply: events to the device")
+    stages.wrap(device_apply, "_replay", "  apply: replay")
     stages.wrap(api, "grow_arrays", "grow_arrays")
     stages.wrap(api, "_select_engine", "select engine")
+    stages.wrap(api, "_stats", "stats")
+    # the call's critical path: the GPU starts the apply when the commit's replay is enqueued and
+    # the engine when its replay is; what comes after the wait is the host's alone
+    stages.mark(device_apply.ApplyScratch, "stage", "apply enqueue begins")
+    stages.mark(runtime, "wait_record", "engine enqueued (the wait begins)")
+    stages.mark(runtime, "wait_record", "the wait ends", at_exit=True)
     graph, result = fresh()
     whole = 0
     for i, b in enumerate(batches):
         stages.active = i >= args.warmup
         t0 = time.perf_counter_ns()
+        stages.begin(t0)
         sssp.update(graph, b, result)
         if stages.active:
             whole += time.perf_counter_ns() - t0
@@ -327,6 +370,9 @@ def main(argv=None) -> int:
     print(f"stages (host µs per update, mean over {args.batches}):")
     print(f"  {'whole update()':45s} {whole / args.batches / 1e3:9.1f}")
     for label, ns in stages.total.items():
+        print(f"  {label:45s} {ns / args.batches / 1e3:9.1f}")
+    print(f"critical path (µs after the call began, mean over {args.batches}):")
+    for label, ns in stages.marks.items():
         print(f"  {label:45s} {ns / args.batches / 1e3:9.1f}")
 
     # 3. gpu work alone (spin kernel ahead)
@@ -372,6 +418,8 @@ def main(argv=None) -> int:
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(args.profile_top)
     print(out.getvalue())
+    if args.profile_out:
+        prof.dump_stats(args.profile_out)
     return ExitCode.OK
 
 

@@ -6,6 +6,8 @@ rule exists only here.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +89,8 @@ def default_delta(n_old: int, m_old: int, weight_sum: int) -> int:
     m1 = max(int(m_old), 1)
     avg_w = float(int(weight_sum)) / float(m1)
     avg_deg = float(m1) / float(n_old)
-    return max(1, int(np.trunc((32.0 * avg_w) / avg_deg)))
+    # math.trunc of a finite double is int(np.trunc(...)) without a NumPy call
+    return max(1, math.trunc((32.0 * avg_w) / avg_deg))
 
 
 def pack(distances: np.ndarray, parents: np.ndarray, packing: Packing) -> np.ndarray:

@@ -31,16 +31,21 @@ ENGINES = ("fused", "operators")
 ENGINE_OPTIONS = CUDA_ENGINES  # Options.cuda_engine's values, owned by options.py
 
 
+_engine_modules: dict = {}  # engine -> its module, once imported (an import statement costs ~1 µs)
+
+
 def _engine_module(engine: str):
+    module = _engine_modules.get(engine)
+    if module is not None:
+        return module
     if engine == "fused":
-        from . import fused
-
-        return fused
-    if engine == "operators":
-        from . import operators
-
-        return operators
-    raise NotSupportedError(f"unknown CUDA engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        from . import fused as module
+    elif engine == "operators":
+        from . import operators as module
+    else:
+        raise NotSupportedError(f"unknown CUDA engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    _engine_modules[engine] = module
+    return module
 
 
 def fused_unavailable_reason(device: int) -> str | None:
@@ -53,9 +58,7 @@ def fused_unavailable_reason(device: int) -> str | None:
         if runtime.cooperative_launch_disabled():
             return "cooperative launch is disabled (test hook or ENGINES_NO_COOPERATIVE_LAUNCH)"
         return f"device {device} does not support cooperative launch"
-    from . import fused
-
-    if fused.max_blocks(device) < 1:
+    if _engine_module("fused").max_blocks(device) < 1:
         return "the persistent kernel does not fit on an SM"
     return None
 

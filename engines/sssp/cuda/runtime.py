@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CudaError, Error, NotSupportedError, OutOfMemoryError
+from . import switches
 
 #: Every kernel of both engines runs blocks of this many threads (kernels.cuh SSSP_BLOCK).
 BLOCK_SIZE = 256
@@ -180,7 +181,7 @@ def cooperative_launch_disabled() -> bool:
     """True while the test hook is active or ``ENGINES_NO_COOPERATIVE_LAUNCH`` is set (not 0)."""
     if _hook_depth > 0:
         return True
-    value = os.environ.get(NO_COOPERATIVE_ENV, "").strip().lower()
+    value = switches.raw(NO_COOPERATIVE_ENV).strip().lower()
     return value not in ("", "0", "false", "no", "off")
 
 

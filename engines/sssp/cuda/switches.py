@@ -19,8 +19,32 @@ from ... import errors
 OFF, ON = ("0", "off"), ("1", "on")
 
 
+#: Each switch name's key in the raw environment (``raw``), encoded once.
+_RAW_KEYS: dict[str, bytes] = {}
+
+
+def raw(name: str) -> str:
+    """The variable ``name`` as ``os.environ.get(name, "")`` gives it, read faster.
+
+    An update reads about ten switches, most of them unset. ``os.environ.get`` encodes the name
+    and, for an unset one, raises and catches a KeyError inside Mapping.get: 1.5 µs a read on the
+    CPU that measured it (timeit), against 0.08 µs for a lookup in the dict that CPython keeps
+    behind ``os.environ`` on POSIX (``os.environ._data``: bytes to bytes, updated by every change
+    made through ``os.environ``, which monkeypatch.setenv and putenv's callers use). Where that dict
+    is missing (another platform or Python), ``os.environ.get``.
+    """
+    data = getattr(os.environ, "_data", None) if os.name == "posix" else None
+    if type(data) is not dict:
+        return os.environ.get(name, "")
+    key = _RAW_KEYS.get(name)
+    if key is None:
+        key = _RAW_KEYS[name] = os.fsencode(name)
+    value = data.get(key)
+    return "" if value is None else os.fsdecode(value)
+
+
 def _text(name: str) -> str:
-    return os.environ.get(name, "").strip().lower()
+    return raw(name).strip().lower()
 
 
 def given(name: str) -> str:
@@ -59,10 +83,10 @@ def count(name: str, what: str, *, minimum: int = 0, maximum: int | None = None)
 
 def choice(name: str, choices: tuple[str, ...], default: str) -> str:
     """A switch that is one of ``choices`` (``default`` when unset)."""
-    text = os.environ.get(name, "").strip() or default
+    text = raw(name).strip() or default
     if text not in choices:
         raise errors.InvalidArgumentError(f"{name}={text!r}: expected one of {', '.join(choices)}")
     return text
 
 
-__all__ = ["OFF", "ON", "choice", "count", "flag", "given"]
+__all__ = ["OFF", "ON", "choice", "count", "flag", "given", "raw"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import appends, chains, passes, push
+from . import appends, chains, passes, push, switches
 
 
 @dataclass(frozen=True)
@@ -34,15 +34,42 @@ def defines(expansion: str, wide: bool = False, block_append: bool = False,
             + chains.module_defines(chain_hops, expansion, block_append))
 
 
+#: The switches a shared RunChoice reads (their raw values key ``_choices``).
+SWITCHES = (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV, chains.DEGREE_ENV)
+#: Choices already made, by everything they depend on (``_choice_key``): a stream of updates asks
+#: the same question each time, and working it out again (a dozen calls through the switch
+#: parsers) cost about 30 µs of an update's host time on a slow CPU (cProfile of 600 luxembourg_osm
+#: updates, H100 machine). Only valid choices are kept: a bad switch value raises every time.
+_choices: dict[tuple, RunChoice] = {}
+#: A bound on ``_choices`` (a process that tries many switch values starts it over).
+MAX_CHOICES = 256
+
+
+def _choice_key(plan, engine: str) -> tuple:
+    """Every input of ``run_choice``: the engine, the push expansion, the appends' and the chains'
+    defaults for this run (read where they are defined, so a changed default changes the key) and
+    the raw values of the switches."""
+    return (engine, plan.push_expansion, appends.by_default(plan.batch_changes, engine),
+            chains.default_hops(engine)) + tuple(switches.raw(name) for name in SWITCHES)
+
+
 def run_choice(plan, engine: str) -> RunChoice:
     """The RunChoice both engines share for a run of ``plan`` on ``engine`` ("fused" or
     "operators"; no solo edges: the fused engine adds its own variants):
     ENGINES_WIDE_PASSES, ENGINES_BLOCK_APPEND (unset: by the plan's batch size and the engine) and
     ENGINES_PUSH_CHAIN(_DEGREE) (unset: by the engine) read once, so the module a run loads and the
     limits its push argument carries agree."""
-    block_append = appends.block_append(plan, engine)
-    limits = chains.run_limits(plan, block_append, engine)
-    return RunChoice(defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]), limits)
+    key = _choice_key(plan, engine)
+    choice = _choices.get(key)
+    if choice is None:
+        block_append = appends.block_append(plan, engine)
+        limits = chains.run_limits(plan, block_append, engine)
+        choice = RunChoice(defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]),
+                           limits)
+        if len(_choices) >= MAX_CHOICES:
+            _choices.clear()
+        _choices[key] = choice
+    return choice
 
 
-__all__ = ["RunChoice", "defines", "run_choice"]
+__all__ = ["MAX_CHOICES", "RunChoice", "SWITCHES", "defines", "run_choice"]

@@ -148,6 +148,9 @@ class ControlBlock:
         # what upload_initial starts from: zeros with every minimum slot empty, built once
         self._initial = np.zeros((), dtype=self.dtype)
         self._initial["minimum"] = EMPTY_MIN
+        self._initial_bytes = np.frombuffer(self._initial.tobytes(), dtype=np.uint8)
+        self._host_init_bytes = self.host_init.view(np.uint8)
+        self._host_init_record = self.host_init[0:1].reshape(())
         # Readbacks issued ahead of the wait (runtime.readback_async): two pinned mirrors, each
         # with the event recorded after its copy, so one can land while the other is read.
         self.ahead = []
@@ -167,8 +170,10 @@ class ControlBlock:
         """Write the initial record (zeros, every minimum slot empty, ``fields`` set) into the
         pinned ``host_init`` without copying it: a captured run's graph copies it up itself
         (``enqueue_copies``), reading the pinned memory when it runs."""
-        rec = self.host_init
-        rec[...] = self._initial
+        # one memmove of the prepared bytes (a structured assignment costs several µs), then the
+        # fields through the 0-d record view made once
+        self._host_init_bytes[:] = self._initial_bytes
+        rec = self._host_init_record
         for name, value in fields.items():
             rec[name] = value
 
@@ -212,6 +217,7 @@ class Workspace:
         self.near_a = self.near_b = self.far_a = self.far_b = None
         self.changes_device = None
         self.change_count = None
+        self._change_views = None  # change_views(), cut once per changes_device
         self.near_log = None  # push.NEAR_LOG_CAPACITY near-list lengths of the last run
         self._controls: dict[str, ControlBlock] = {}
 
@@ -224,6 +230,10 @@ class Workspace:
         Growth reallocates and zeroes ``flag``, ``in_far`` and ``stamp`` (stream-ordered) and resets
         the generation; within capacity nothing is allocated. Raises ``OutOfMemoryError``.
         """
+        if (num_vertices <= self.vertex_capacity and num_changes <= self.change_capacity
+                and self._change_views is not None and self.near_log is not None
+                and len(self._controls) == len(CONTROL_LAYOUTS)):
+            return  # the steady state (twice per update): no device or stream context to enter
         cupy = cupy_module()
         with cuda_errors("reserving the CUDA workspace"), cupy.cuda.Device(self.device), stream:
             if num_vertices > self.vertex_capacity:
@@ -231,11 +241,15 @@ class Workspace:
             # changed_from, changed_to and heads live in one buffer: 3 x the change capacity.
             if num_changes > self.change_capacity or self.changes_device is None:
                 cap = _grown(self.change_capacity, num_changes)
-                self.changes_device = None
+                self.changes_device = self._change_views = None
                 self.changes_device = cupy.empty(3 * cap, dtype=self.vertex_dtype)
                 self.change_capacity = cap
             if self.change_count is None:
                 self.change_count = cupy.zeros(1, dtype=self.vertex_dtype)
+            if self._change_views is None:
+                # made once per buffer: three CuPy slices cost about 20 µs an update when cut anew
+                cap, dev = self.change_capacity, self.changes_device
+                self._change_views = (dev[0:cap], dev[cap:2 * cap], dev[2 * cap:3 * cap], self.change_count)
             if self.near_log is None:
                 self.near_log = cupy.zeros(NEAR_LOG_CAPACITY, dtype=self.vertex_dtype)
             for layout in CONTROL_LAYOUTS:
@@ -314,8 +328,9 @@ class Workspace:
     def change_views(self):
         """Device views ``(changed_from, changed_to, heads, changed_count)`` at fixed offsets of
         the reserved buffer, which the device apply fills for a run (no allocation)."""
-        cap, dev = self.change_capacity, self.changes_device
-        return dev[0:cap], dev[cap:2 * cap], dev[2 * cap:3 * cap], self.change_count
+        if self._change_views is None:
+            raise InternalError(f"the change lists of device {self.device}'s workspace were not reserved")
+        return self._change_views
 
 
 _registry_lock = threading.Lock()

@@ -1,0 +1,182 @@
+"""The update's host path, made cheaper without changing what it computes: the switches' raw
+read (switches.raw), the run choices kept between updates (variants / fused ``_choices``) and the
+control block's fields read at once (fused._values). Their oracles are the slow readings they
+replace: ``os.environ.get``, a choice worked out from scratch, the structured record's fields."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engines import errors
+from engines.sssp.cuda import appends, chains, fused, operators, switches, variants, workspace
+from engines.sssp.packing import decide_packing
+from engines.sssp.plan import PUSH_EXPANSIONS, Plan
+
+NAME = "ENGINES_TEST_HOST_PATH_SWITCH"
+SWITCH_NAMES = variants.SWITCHES + (fused.SOLO_ENV, fused.CAPTURE_ENV)
+
+
+@pytest.mark.parametrize("value", [None, "", "1", " On ", "0", "16384", "é-ü", "a=b"])
+def test_the_raw_read_is_what_os_environ_gives(monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv(NAME, raising=False)
+    else:
+        monkeypatch.setenv(NAME, value)
+    assert switches.raw(NAME) == os.environ.get(NAME, "")
+
+
+def test_the_raw_read_follows_every_change(monkeypatch):
+    monkeypatch.setenv(NAME, "1")
+    assert switches.raw(NAME) == "1"
+    os.environ[NAME] = "2"
+    assert switches.raw(NAME) == "2"
+    monkeypatch.delenv(NAME)
+    assert switches.raw(NAME) == ""
+
+
+def test_without_the_posix_dictionary_the_read_is_os_environ_get(monkeypatch):
+    monkeypatch.setenv(NAME, "7")
+    monkeypatch.setattr(switches.os, "name", "not-posix")
+    assert switches.raw(NAME) == "7"
+
+
+def _plan(expansion: str, batch_changes: int) -> Plan:
+    return Plan(source=0, objective=0, num_vertices=1000, max_weight=100, delta=10,
+                packing=decide_packing(100, 1000), push_expansion=expansion, batch_changes=batch_changes)
+
+
+def _fresh(module, plan, update):
+    """The choice worked out from scratch (no kept choice)."""
+    saved = dict(variants._choices), dict(fused._choices)
+    variants._choices.clear()
+    fused._choices.clear()
+    try:
+        return module.run_choice(plan, update)
+    finally:
+        variants._choices.clear()
+        fused._choices.clear()
+        variants._choices.update(saved[0])
+        fused._choices.update(saved[1])
+
+
+SETTINGS = st.fixed_dictionaries({name: st.sampled_from([None, "0", "1", "on", "2"]) for name in SWITCH_NAMES})
+
+
+@settings(max_examples=150, deadline=None)
+@given(settings_=st.lists(SETTINGS, min_size=1, max_size=4), expansion=st.sampled_from(PUSH_EXPANSIONS),
+       batch=st.sampled_from([0, 100, appends.min_batch_changes("fused"), 10 ** 6]),
+       engine=st.sampled_from(["fused", "operators"]), update=st.booleans())
+def test_a_kept_choice_is_the_one_worked_out_anew(settings_, expansion, batch, engine, update):
+    """Switches changed between runs (as an A/B does between batches) give each run the choice,
+    or the error, that reading them afresh gives."""
+    module = fused if engine == "fused" else operators
+    plan = _plan(expansion, batch)
+    saved = {name: os.environ.get(name) for name in SWITCH_NAMES}
+    try:
+        for setting in settings_ + settings_[:1]:  # the first again: from the kept choices
+            for name, value in setting.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            try:
+                expected = _fresh(module, plan, update)
+            except errors.InvalidArgumentError as exc:
+                with pytest.raises(errors.InvalidArgumentError) as caught:
+                    module.run_choice(plan, update)
+                assert str(caught.value) == str(exc)
+                continue
+            assert module.run_choice(plan, update) == expected
+            assert module.run_choice(plan, update) == expected
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def test_a_changed_default_is_not_answered_from_a_kept_choice(monkeypatch):
+    for name in SWITCH_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    plan = _plan("group", 10 ** 6)
+    before = operators.run_choice(plan)
+    monkeypatch.setattr(chains, "OPERATORS_DEFAULT_HOPS", 3)
+    after = operators.run_choice(plan)
+    assert after.chain_limits[0] == 3 != before.chain_limits[0]
+
+
+def test_the_kept_choices_are_bounded(monkeypatch):
+    monkeypatch.setattr(variants, "_choices", {})
+    plan = _plan("group", 100)
+    for i in range(variants.MAX_CHOICES + 10):
+        monkeypatch.setenv(fused.SOLO_ENV, str(i + 1))
+        monkeypatch.setenv(variants.SWITCHES[0], "1" if i % 2 else "0")
+        monkeypatch.setenv(chains.DEGREE_ENV, str(1 + i % 200))
+        fused.run_choice(plan)
+    assert len(variants._choices) <= variants.MAX_CHOICES
+    assert len(fused._choices) <= variants.MAX_CHOICES
+
+
+@pytest.mark.parametrize("vertex_dtype", [np.int32, np.int64])
+def test_the_control_values_are_the_records_fields(vertex_dtype):
+    dtype = workspace.fused_control_dtype(vertex_dtype)
+    rng = np.random.default_rng(5)
+    host = np.frombuffer(rng.integers(0, 256, dtype.itemsize, dtype=np.uint8).tobytes(), dtype=dtype).copy()
+    record = host[0]
+    values = fused._values(record)
+    assert list(values) == list(dtype.names)
+    for name in dtype.names:
+        assert np.array_equal(np.asarray(values[name]), np.asarray(record[name])), name
+    assert fused.grid_syncs(values, update=True, packed=True) == fused.grid_syncs(record, update=True, packed=True)
+
+
+class _FakeCuda:
+    """What ControlBlock's constructor asks of CuPy, on the host (no GPU here)."""
+
+    class Device:
+        def __init__(self, device):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class Event:
+        def __init__(self, **kwargs):
+            pass
+
+
+class _FakeCupy:
+    uint8 = np.uint8
+    cuda = _FakeCuda
+    zeros = staticmethod(np.zeros)
+
+
+@pytest.mark.parametrize("layout", sorted(workspace.CONTROL_LAYOUTS))
+@pytest.mark.parametrize("vertex_dtype", [np.int32, np.int64])
+def test_the_initial_record_is_the_structured_assignments(monkeypatch, layout, vertex_dtype):
+    """stage_initial's byte copy and field writes give the bytes of the structured assignment it
+    replaced (zeros, every minimum slot empty, the fields set), also over a stale record."""
+    monkeypatch.setattr(workspace, "cupy_module", lambda: _FakeCupy)
+    monkeypatch.setattr(workspace, "_pinned_array", lambda nbytes, dtype, count: (np.zeros(count, dtype), 0))
+    block = workspace.ControlBlock(layout, vertex_dtype, 0)
+    names = [n for n in ("base_generation", "num_heads", "solo_limit", "delta") if n in block.dtype.names]
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        block.host_init.view(np.uint8)[:] = rng.integers(0, 256, block.nbytes, dtype=np.uint8)  # stale
+        fields = {name: block.dtype[name].type(rng.integers(0, 1 << 20)) for name in names}
+        block.stage_initial(**fields)
+        expected = np.zeros(1, dtype=block.dtype)
+        expected[...] = np.zeros((), dtype=block.dtype)
+        expected["minimum"] = workspace.EMPTY_MIN
+        for name, value in fields.items():
+            expected[name] = value
+        assert block.host_init.tobytes() == expected.tobytes()

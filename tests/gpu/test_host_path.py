@@ -1,0 +1,55 @@
+"""The update's host path on the GPU: the change-list views a workspace cuts once per buffer and
+the reserve that returns early in a steady state (engines/sssp/cuda/workspace.py), checked against
+the buffers they stand for, with every update's results equal to the host reference's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engines
+from engines import sssp
+from engines.sssp.cuda import runtime, workspace
+
+from .. import harness as H
+from . import ops_support as S
+
+pytestmark = S.GPU
+
+
+@pytest.mark.parametrize("engine", S.CUDA_ENGINES)
+def test_the_change_views_are_cut_once_per_buffer_and_follow_its_growth(engine):
+    if engine == "fused" and not S.fused_available():
+        pytest.skip("the fused engine cannot run on this device")
+    rng = np.random.default_rng(43)
+    n, src, dst, w = H.random_graph(rng, "sparse", 2000, 1, "mid")
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    results = {"host": sssp.compute(graph, 0, backend="host"),
+               engine: sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS[engine])}
+    device = results[engine].device
+    ws = workspace.get(device, np.dtype(results[engine].to_numpy()[1].dtype))
+
+    def run(kind):
+        _, parents = results["host"].to_numpy()
+        stats = S.update_all(graph, H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid")),
+                             results)
+        S.assert_conformant(results, stats, update=True)
+
+    run("mixed")
+    views = ws.change_views()
+    cap = ws.change_capacity
+    assert all(v.size == cap for v in views[:3]) and views[3].size == 1
+    base = ws.changes_device.data.ptr
+    item = ws.changes_device.itemsize
+    assert [v.data.ptr for v in views[:3]] == [base, base + cap * item, base + 2 * cap * item]
+    ws.reserve(n, cap, runtime.stream(device))  # within capacity: the early return
+    assert ws.change_views() is views
+    run("mixed")
+    if ws.change_capacity == cap:
+        assert ws.change_views() is views  # a steady state: the same views
+    ws.reserve(n, cap + 1, runtime.stream(device))  # growth cuts new views of the new buffer
+    grown = ws.change_views()
+    assert grown is not views and all(v.size == ws.change_capacity > cap for v in grown[:3])
+    assert grown[0].data.ptr == ws.changes_device.data.ptr
+    run("mixed")
+    run("tree_delete")
