@@ -181,6 +181,30 @@ def _cuda_device(pending) -> int | None:
     return devices.pop() if devices else None
 
 
+#: update()'s plans by their inputs: a stream of updates mostly repeats them, and the size check,
+#: the packing decision and a frozen dataclass cost a few µs of every update's host time. Only
+#: plans that passed the size check are kept, so a kept one needs no check again.
+_plans: dict[tuple, Plan] = {}
+MAX_PLANS = 256
+
+
+def _update_plan(source: int, k: int, n_after: int, max_weight: int, delta: int, push_expansion: str,
+                 batch_changes: int) -> Plan:
+    """The Plan of an update (algorithm.md §3.5) after ``check_size`` (which raises for a bound
+    that does not fit), kept by its inputs."""
+    key = (source, k, n_after, max_weight, delta, push_expansion, batch_changes)
+    plan = _plans.get(key)
+    if plan is None:
+        check_size(max_weight, n_after)
+        plan = Plan(source=source, objective=k, num_vertices=n_after, max_weight=max_weight, delta=delta,
+                    packing=decide_packing(max_weight, n_after), push_expansion=push_expansion,
+                    batch_changes=batch_changes)
+        if len(_plans) >= MAX_PLANS:
+            _plans.clear()
+        _plans[key] = plan
+    return plan
+
+
 def update(graph, batch, *results, probe=None):
     """Apply ``batch`` to ``graph`` once and update every result on the new graph
     (algorithm.md §8.2-§8.5).
@@ -201,12 +225,9 @@ def update(graph, batch, *results, probe=None):
     for item in pending:
         k = item.opts.objective
         item.max_weight = max(1, graph.max_weight(k), _batch_max_weight(events, k))
-        check_size(item.max_weight, n_after)
         item.delta = item.opts.delta or default_delta(n_old, m_old, graph.weight_sum(k))
-        item.plan = Plan(source=item.result.source, objective=k, num_vertices=n_after,
-                         max_weight=item.max_weight, delta=item.delta,
-                         packing=decide_packing(item.max_weight, n_after),
-                         push_expansion=item.opts.push_expansion, batch_changes=int(events.size))
+        item.plan = _update_plan(item.result.source, k, n_after, item.max_weight, item.delta,
+                                 item.opts.push_expansion, int(events.size))
     device = _cuda_device(pending)
     if device is not None:
         try:

@@ -180,3 +180,22 @@ def test_the_initial_record_is_the_structured_assignments(monkeypatch, layout, v
         for name, value in fields.items():
             expected[name] = value
         assert block.host_init.tobytes() == expected.tobytes()
+
+
+def test_a_kept_plan_is_the_one_made_anew_and_a_bad_size_still_raises(monkeypatch):
+    from engines.sssp import api
+
+    monkeypatch.setattr(api, "_plans", {})
+    args = (3, 0, 1000, 100, 10, "group", 100)
+    plan = api._update_plan(*args)
+    assert api._update_plan(*args) is plan
+    assert plan == Plan(source=3, objective=0, num_vertices=1000, max_weight=100, delta=10,
+                        packing=decide_packing(100, 1000), push_expansion="group", batch_changes=100)
+    too_heavy = (3, 0, 1000, (1 << 60) // 500, 10, "group", 100)
+    for _ in range(2):  # refused every time: nothing kept
+        with pytest.raises(errors.InvalidArgumentError, match="too large for 61-bit distances"):
+            api._update_plan(*too_heavy)
+    assert len(api._plans) == 1
+    for i in range(api.MAX_PLANS + 5):
+        api._update_plan(3, 0, 1000 + i, 100, 10, "group", 100)
+    assert len(api._plans) <= api.MAX_PLANS
