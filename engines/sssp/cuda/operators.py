@@ -35,7 +35,6 @@ within the same budget. The pointer-jumping rounds are one captured graph in bot
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
@@ -43,7 +42,7 @@ import numpy as np
 from ... import errors
 from ..plan import EngineReport, Plan, pointer_jumping_rounds
 from ..options import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
-from . import programmatic, push, runtime
+from . import programmatic, push, runtime, switches
 from . import workspace as workspace_module
 from . import appends, chains, passes, variants
 
@@ -149,7 +148,7 @@ def replay_steps(replay: int) -> int:
 
 def loop_blocks(device: int) -> int:
     """The grid of the device loop's launches: LOOP_BLOCKS_PER_SM x SMs, capped at the grid cap."""
-    override = os.environ.get(LOOP_BLOCKS_ENV, "").strip()
+    override = switches.raw(LOOP_BLOCKS_ENV).strip()
     if override:
         try:
             blocks = int(override)
@@ -161,6 +160,22 @@ def loop_blocks(device: int) -> int:
     else:
         blocks = LOOP_BLOCKS_PER_SM * max(runtime.device_info(device).multiprocessors, 1)
     return min(blocks, runtime.operators_grid_cap(device))
+
+
+#: (module, vertex dtype, offset dtype) -> every kernel's function: a run asked the module for
+#: each of them (a dozen dictionary lookups with dtype keys, ~10 µs of an update's host time on a
+#: slow CPU); the module keeps them for its life, so one table per instantiation serves every run.
+#: The module is kept beside its table, so an id that a dropped module's successor reuses is
+#: never taken for the old one.
+_function_tables: dict[tuple, tuple] = {}
+
+
+def _functions(module, vertex, offset) -> dict:
+    key = (id(module), vertex, offset)
+    kept = _function_tables.get(key)
+    if kept is None or kept[0] is not module:
+        kept = _function_tables[key] = (module, {name: module.function(name, vertex, offset) for name in KERNELS})
+    return kept[1]
 
 
 class _Launcher:
@@ -177,9 +192,7 @@ class _Launcher:
         self.grid_cap = runtime.operators_grid_cap(self.device)
         # the device loop's launches chained programmatically (programmatic.py), where enabled
         self.programmatic = programmatic.usable(runtime.device_info(self.device).compute_major)
-        self._functions = {
-            name: self.module.function(name, self.vertex, self.offset) for name in KERNELS
-        }
+        self._functions = _functions(self.module, self.vertex, self.offset)
 
     def blocks_for(self, work: int) -> int:
         """min(ceil(work / 256), grid_cap): the grid of a launch over ``work`` items."""

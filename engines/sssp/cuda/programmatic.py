@@ -11,11 +11,11 @@ GPU tests and the benchmarks decide it; the results never depend on it.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
 from ...errors import CudaError, InvalidArgumentError
+from . import switches
 
 ENV = "ENGINES_OPERATORS_PDL"
 DEFAULT = False
@@ -25,7 +25,7 @@ MIN_MAJOR = 9
 
 def requested() -> bool:
     """Whether the environment asks for programmatic launches (``ENGINES_OPERATORS_PDL``)."""
-    value = os.environ.get(ENV, "").strip()
+    value = switches.raw(ENV).strip()
     if value == "":
         return DEFAULT
     if value not in ("0", "1"):
