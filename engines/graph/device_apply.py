@@ -25,6 +25,7 @@ host then does one copy up, one graph launch and an event record per commit.
 from __future__ import annotations
 
 import itertools
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -165,6 +166,28 @@ class _Arena:
         return int(self.size)
 
 
+class _StageView:
+    """What ``ApplyScratch.stage`` writes through, fixed for one pinned buffer: the header as one
+    ``struct`` of int64 slots (the record, then the sizes block), the zero slots before and after
+    the record's old maxima, and int32 views of the three event lists at the reserved capacity.
+    Made once per buffer instead of a slice, a view and an assignment per slot in every commit."""
+
+    __slots__ = ("pinned", "header", "before", "after", "src", "dst", "weights", "weights_at")
+
+    def __init__(self, pinned: np.ndarray, cap: int, k: int):
+        rec = record_length(k)
+        at = 8 * (rec + SIZE_SLOTS)
+        self.pinned = pinned
+        # native int64 (the NumPy views the kernels' copy reads), no padding between q slots
+        self.header = struct.Struct(f"={rec + SIZE_SLOTS}q")
+        self.before = (0,) * (REC_FIXED + COL_OLD_MAX * k)
+        self.after = (0,) * (rec - REC_FIXED - (COL_OLD_MAX + 1) * k)
+        self.src = pinned[at: at + 4 * cap].view(np.int32)
+        self.dst = pinned[at + 4 * cap: at + 8 * cap].view(np.int32)
+        self.weights_at = at + 8 * cap
+        self.weights = pinned[self.weights_at: self.weights_at + 4 * cap * k].view(np.int32)
+
+
 class ApplyScratch:
     """The reserved device and pinned buffers of one graph's commits (one per ``DeviceGraph``).
 
@@ -172,6 +195,9 @@ class ApplyScratch:
     header holds the apply record (its start values) and the sizes block, the rest the event list
     at the reserved capacity. One host-to-device copy fills the header and the events of a batch.
     """
+
+    #: ``stage``'s views of the pinned buffer (``_StageView``), made again for a new buffer
+    _stage_view = None
 
     def __init__(self, device: int, num_weights: int):
         self.device = int(device)
@@ -245,6 +271,7 @@ class ApplyScratch:
                 self.touched_cum = None
                 self.record = self.sizes = self.ev_src = self.ev_dst = self.ev_weights = None
                 self._pinned, self._pinned_ptr, self._upload_done = None, 0, None
+                self._stage_view = self._sized_head = None  # they hold the old buffers
                 # both sides' sort keys in one array, sorted by one call (as unsigned: the side
                 # bit is the top bit, device_apply.cu apply_keys)
                 self.keys = cupy.empty(2 * cap, dtype=cupy.uint64)
@@ -297,29 +324,24 @@ class ApplyScratch:
         one copy (the header and the events' prefix of the staging buffer)."""
         if self._upload_done is not None and not self._upload_done.done:
             self._upload_done.synchronize()  # the previous copy still reads the pinned buffer
-        cap, k = self.event_cap, self.num_weights
         count, ins = events.size, events.num_insertions
-        host = self._pinned
-        rec = record_length(k)
-        header = host[: self._events_at()].view(np.int64)
-        header[:] = 0
-        header[REC_FIXED + COL_OLD_MAX * k: REC_FIXED + (COL_OLD_MAX + 1) * k] = old_max
-        header[rec + SIZE_COUNT] = count
-        header[rec + SIZE_DELETIONS] = events.num_deletions
-        header[rec + SIZE_INSERTIONS] = ins
-        header[rec + SIZE_N_OLD] = events.n_old
-        header[rec + SIZE_N_AFTER] = events.n_after
-        header[rec + SIZE_M_OLD] = m_old
-        at = self._events_at()
-        host[at: at + 4 * count].view(np.int32)[:] = events.src
-        host[at + 4 * cap: at + 4 * cap + 4 * count].view(np.int32)[:] = events.dst
-        w_at = at + 8 * cap
-        host[w_at: w_at + 4 * ins * k].view(np.int32)[:] = events.weights.reshape(-1)
+        view = self._stage_view
+        if view is None or view.pinned is not self._pinned:  # a new pinned buffer (reserve grew it)
+            view = self._stage_view = _StageView(self._pinned, self.event_cap, self.num_weights)
+        # the whole header in one write: the record's start values (zero but the old maxima) and
+        # the sizes block, in slot order (device_apply.cu RecordSlot, SizeSlot)
+        view.header.pack_into(view.pinned, 0, *view.before, *old_max, *view.after, count, events.num_deletions,
+                              ins, events.n_old, events.n_after, m_old)
+        view.src[:count] = events.src
+        view.dst[:count] = events.dst
+        w_end = ins * self.num_weights
+        view.weights[:w_end] = events.weights.reshape(-1)
+        w_at = view.weights_at
         cupy = cupy_module()
         with cuda_errors("copying the batch to the device"):
             # one copy up to the last insertion weight (the gaps between the lists are stale bytes
             # no kernel reads: every read is bounded by the sizes)
-            self.staging.data.copy_from_host_async(self._pinned_ptr, w_at + 4 * ins * k, stream)
+            self.staging.data.copy_from_host_async(self._pinned_ptr, w_at + 4 * w_end, stream)
             if self._upload_done is None:
                 self._upload_done = cupy.cuda.Event(block=False, disable_timing=True)
             self._upload_done.record(stream)
@@ -339,39 +361,41 @@ class PendingCommit:
         self.scratch = scratch
         self.events = events
         self.buffers = buffers
-        self._weight_sum_before = tuple(int(x) for x in weight_sum_before)
-        self._old_max = tuple(int(x) for x in old_max)
+        # map(int, ...): the same ints as a generator of int(x), without a generator frame per item
+        self._weight_sum_before = tuple(map(int, weight_sum_before))
+        self._old_max = tuple(map(int, old_max))
         self._pending = record_pending
         self._values = None
         self._expired = False
         if not record_pending:  # nothing ran: everything is known on the host
-            self._values = self._from_record(np.zeros(record_length(scratch.num_weights), dtype=np.int64),
-                                             empty=True)
+            self._values = self._from_values([0] * record_length(scratch.num_weights), empty=True)
 
     # -- the record ---------------------------------------------------------------------------
 
     def _from_record(self, rec: np.ndarray, empty: bool = False) -> dict:
+        return self._from_values(rec.tolist(), empty)
+
+    def _from_values(self, rec: list, empty: bool = False) -> dict:
+        """The counters of a record read as Python ints (``ndarray.tolist``: one conversion for the
+        whole record instead of an ``int()`` of a NumPy scalar per slot)."""
         k = self.scratch.num_weights
         ev = self.events
-
-        def col(group):
-            return rec[REC_FIXED + group * k: REC_FIXED + (group + 1) * k]
-
-        lost, written, rescan = col(COL_LOST), col(COL_WRITTEN), col(COL_RESCAN)
-        maxima = tuple(int(rescan[c]) if lost[c] else max(self._old_max[c], int(written[c])) for c in range(k))
-        sums = tuple(self._weight_sum_before[c] + int(col(COL_SUM)[c]) for c in range(k))
-        edges = self.buffers.num_edges if empty else int(rec[REC_EDGES])
-        summary = ApplySummary(
-            inserted_edges=int(rec[REC_INSERTED]),
-            updated_edges=int(rec[REC_UPDATED]),
-            deleted_edges=int(rec[REC_DELETED]),
-            ignored_deletions=int(ev.out_of_range + rec[REC_MISSING]),
-            inserted_vertices=int(ev.n_after - ev.n_old),
-            num_vertices_after=int(ev.n_after),
-        )
-        increased = tuple(int(x) for x in col(COL_INCREASED))
+        base = REC_FIXED
+        lost = rec[base + COL_LOST * k: base + (COL_LOST + 1) * k]
+        written = rec[base + COL_WRITTEN * k: base + (COL_WRITTEN + 1) * k]
+        rescan = rec[base + COL_RESCAN * k: base + (COL_RESCAN + 1) * k]
+        added = rec[base + COL_SUM * k: base + (COL_SUM + 1) * k]
+        increased = rec[base + COL_INCREASED * k: base + (COL_INCREASED + 1) * k]
+        old_max, sum_before = self._old_max, self._weight_sum_before
+        maxima = tuple(rescan[c] if lost[c] else max(old_max[c], written[c]) for c in range(k))
+        sums = tuple(sum_before[c] + added[c] for c in range(k))
+        edges = self.buffers.num_edges if empty else rec[REC_EDGES]
+        n_after = int(ev.n_after)
+        summary = _summary(rec[REC_INSERTED], rec[REC_UPDATED], rec[REC_DELETED],
+                           int(ev.out_of_range + rec[REC_MISSING]), int(n_after - ev.n_old), n_after)
+        deletions = ev.num_deletions
         return {"summary": summary, "num_edges": edges, "max_weight": maxima, "weight_sum": sums,
-                "changed": tuple(ev.num_deletions + c for c in increased)}
+                "changed": tuple(deletions + c for c in increased)}
 
     def resolve(self) -> dict:
         """The commit's counters: summary, num_edges, max_weight, weight_sum, changed (per k)."""
@@ -380,7 +404,8 @@ class PendingCommit:
             if not ready.done:
                 with cuda_errors("waiting for the device apply"):
                     ready.synchronize()
-            self._values = self._from_record(self.scratch.record_host.copy())
+            # tolist copies the pinned record (the next commit reuses it) and converts it at once
+            self._values = self._from_values(self.scratch.record_host.tolist())
             self.buffers.num_edges = self._values["num_edges"]
         return self._values
 
@@ -412,8 +437,7 @@ class PendingCommit:
         if self._expired:
             raise InternalError("the device data of this commit was reused by a later commit")
         ev = self.events
-        module = load_module(self.scratch.device)
-        fn = module.function("apply_changes", np.int32, np.int32)
+        fn = _kernel(self.scratch, "apply_changes")
         # the scratch's event views: they change only when the next commit reserves, which
         # expires this one first
         fn((1,), (1024,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), self.scratch.ev_src,
@@ -431,10 +455,15 @@ class PendingCommit:
             raise InternalError("the device data of this commit was reused by a later commit")
         if not self._pending:
             return None
-        fn = load_module(self.scratch.device).function("apply_changes_sized", np.int32, np.int32)
         sc = self.scratch
-        return fn, (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased, np.int32(sc.num_weights), np.int32(objective),
-                    changed_from, changed_to, heads, changed_count)
+        fn = _kernel(sc, "apply_changes_sized")
+        # the scratch's part of the arguments is the same from commit to commit until a reserve
+        # moves its buffers: kept on the scratch while its four arrays are the ones it has now
+        head = vars(sc).get("_sized_head")
+        if (head is None or head[0] is not sc.sizes or head[1] is not sc.ev_src or head[2] is not sc.ev_dst
+                or head[3] is not sc.increased):
+            head = sc._sized_head = (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased, np.int32(sc.num_weights))
+        return fn, head + (np.int32(objective), changed_from, changed_to, heads, changed_count)
 
     def num_changed(self, objective: int) -> int:
         return int(self.resolve()["changed"][int(objective)])
@@ -648,6 +677,30 @@ def _replay(dgraph, scratch, cur, target, n_after: int, stream) -> None:
         scratch.captured[key] = graph
         scratch.captures += 1
     graph.launch(stream)
+
+
+def _kernel(scratch, name: str):
+    """``load_module(scratch.device).function(name, int32, int32)``, kept on the scratch (its
+    device, and so its module, never changes): the lookup builds a key of two dtypes each time."""
+    kernels = vars(scratch).setdefault("_kernels", {})
+    fn = kernels.get(name)
+    if fn is None:
+        fn = kernels[name] = load_module(scratch.device).function(name, np.int32, np.int32)
+    return fn
+
+
+def _summary(inserted, updated, deleted, ignored, inserted_vertices, vertices_after) -> ApplySummary:
+    """An ``ApplySummary`` as its dataclass constructor builds it (the same fields in the instance
+    dictionary, in field order: equality, hash and repr are the dataclass's), without the frozen
+    ``__init__``'s one ``object.__setattr__`` per field; every commit's record makes one."""
+    summary = _new_object(ApplySummary)
+    summary.__dict__.update(inserted_edges=inserted, updated_edges=updated, deleted_edges=deleted,
+                            ignored_deletions=ignored, inserted_vertices=inserted_vertices,
+                            num_vertices_after=vertices_after)
+    return summary
+
+
+_new_object = object.__new__
 
 
 def _scratch(dgraph) -> ApplyScratch:
