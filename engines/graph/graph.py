@@ -111,6 +111,11 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+#: The two offset dtypes, made once: ``np.dtype(np.int32)`` returns this same object, and a
+#: comparison that finds the very object needs no dtype conversion (every commit compares).
+_INT32, _INT64 = np.dtype(np.int32), np.dtype(np.int64)
+
+
 def _offset_dtype_for(num_edges: int, forced) -> np.dtype:
     if forced is not None:
         forced = np.dtype(forced)
@@ -119,7 +124,7 @@ def _offset_dtype_for(num_edges: int, forced) -> np.dtype:
         if forced == np.int32 and num_edges > OFFSET32_MAX:
             raise InvalidArgumentError(f"{num_edges} edges do not fit int32 offsets")
         return forced
-    return np.dtype(np.int32) if num_edges <= OFFSET32_MAX else np.dtype(np.int64)
+    return _INT32 if num_edges <= OFFSET32_MAX else _INT64
 
 
 def _weights_matrix(weights, num_edges: int) -> np.ndarray:
@@ -383,6 +388,8 @@ class Graph:
         return self._cached("weights_flat", lambda: _readonly(self._host_out()[2].reshape(-1)))
 
     def _check_objective(self, k: int) -> int:
+        if type(k) is int and 0 <= k < self._k:  # the common case: a plain int in range, as it is
+            return k
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= int(k) < self._k:
             raise InvalidArgumentError(f"objective {k!r} is out of range [0, {self._k})")
         return int(k)
@@ -563,7 +570,9 @@ class Graph:
         cur = self._device.current
         upper = self._m + events.num_insertions
         wanted = _offset_dtype_for(upper, self._forced_offset)
-        if cur.offset_dtype == wanted or wanted == np.dtype(np.int32):
+        if wanted is _INT32 or cur.offset_dtype is wanted:
+            return  # the steady state: NumPy's dtype objects themselves, no dtype comparison
+        if cur.offset_dtype == wanted or wanted == _INT32:
             return
         from ..sssp.cuda import runtime
         from . import device_graph
