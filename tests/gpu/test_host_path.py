@@ -53,3 +53,50 @@ def test_the_change_views_are_cut_once_per_buffer_and_follow_its_growth(engine):
     assert grown[0].data.ptr == ws.changes_device.data.ptr
     run("mixed")
     run("tree_delete")
+
+
+def test_the_operators_prologue_is_one_graph_per_buffer_layout():
+    """The operators engine's launches up to the invalidation replay one captured graph while the
+    buffers stay (a steady stream of equal batches), capture another when the change lists grow,
+    and an empty batch (no sized staging: the count zeroed on the stream) and a batch of
+    deletions only give the host's trees."""
+    from engines.sssp.cuda import operators
+
+    rng = np.random.default_rng(47)
+    n, src, dst, w = H.random_graph(rng, "sparse", 1500, 1, "mid")
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    results = {"host": sssp.compute(graph, 0, backend="host"),
+               "operators": sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS["operators"])}
+
+    def prologues():
+        return [key for key in operators._CAPTURED if key[0] == "prologue"]
+
+    def run(batch):
+        stats = S.update_all(graph, batch, results)
+        S.assert_conformant(results, stats, update=True)
+
+    def random(kind):
+        _, parents = results["host"].to_numpy()
+        return H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
+
+    for _ in range(3):
+        run(random("mixed"))
+    assert prologues(), "the update ran no captured prologue"
+    ws = workspace.get(results["operators"].device, np.dtype(results["operators"].to_numpy()[1].dtype))
+    capacity, seen = ws.change_capacity, set(prologues())
+    for _ in range(4):
+        run(random("mixed"))
+    if ws.change_capacity == capacity:  # the same buffers: nothing captured again
+        assert set(prologues()) <= seen
+    run(engines.Batch.empty(graph.num_weights))
+    run(random("tree_delete"))
+    # a batch far larger than the change capacity: the lists grow, a new prologue is captured
+    seen = set(prologues())
+    row_ptr, col_ind = np.asarray(graph.row_ptr), np.asarray(graph.col_ind)
+    tails = np.repeat(np.arange(graph.num_vertices), np.diff(row_ptr))
+    pick = rng.choice(col_ind.size, size=400, replace=False)
+    big = engines.Batch(rng.integers(0, n, 400), rng.integers(0, n, 400), rng.integers(1, 100, (400, 1)),
+                        tails[pick], col_ind[pick])
+    run(big)
+    assert set(prologues()) - seen, "the grown change lists replayed an old prologue"
+    run(random("mixed"))

@@ -30,7 +30,8 @@ such launches (replay_steps; launches after the end return at once), keeps the n
 flight while it reads the previous one's control block (READ_AHEAD), stops at the first readback
 that shows the loop done and waits for the replay still in flight. Same phases in the same order,
 so the same bytes; host_syncs is the number of replays (conformance/replay.operators_syncs),
-within the same budget. The pointer-jumping rounds are one captured graph in both modes.
+within the same budget. An update's launches up to the invalidation (control block reset, pack,
+change lists, roots, the pointer-jumping rounds) are one captured graph in both modes.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ INPUT_CYCLE = 2
 #: the grid size).
 LOOP_BLOCKS_PER_SM = 2
 LOOP_BLOCKS_ENV = "ENGINES_OPERATORS_LOOP_BLOCKS"
-#: Captured graphs kept (loop replays per buffers, types and S; pointer-jumping rounds per n and
-#: buffers); the least recently used is dropped beyond this.
+#: Captured graphs kept (loop replays per buffers, types and S; an update's prologue per n, buffers
+#: and scalars); the least recently used is dropped beyond this.
 MAX_CAPTURED = 32
 #: The device loop enqueues the next replay before waiting for the previous one's readback.
 READ_AHEAD = True
@@ -425,23 +426,41 @@ class _Run:
         for _ in range(steps):
             self.launch.fixed("ops_loop", stream, *self._loop_args)
 
-    # -- pointer jumping -------------------------------------------------------------------------
-    def jump_rounds(self, rounds: int, changed_count) -> None:
-        """Every pointer-jumping round, enqueued without waiting (algorithm.md §5.5 [ops]: the
-        device ends them early, and at once when the changed list turned out empty), as one captured
-        graph: the rounds' arguments depend only on n and the workspace's buffers."""
-        ws, launch = self.ws, self.launch
-        args = (changed_count, ws.ancestor, ws.flag, self.ctl)
-        key = ("jump", self.device, launch.module.defines, launch.vertex, launch.offset, self.n,
-               rounds,
-               launch.blocks_for(self.n), tuple(_address(a) for a in args))
+    # -- an update's prologue: reset, pack, change lists, roots, pointer jumping -----------------
+    def prologue(self, distances, parents, changes):
+        """The update's launches up to the invalidation, whose arguments do not change from batch
+        to batch of one buffer layout, as one captured graph (issue 27: four launches from Python
+        cost about 40 µs of a small update's host time on a slow CPU): the control block's reset,
+        the pack, the change lists (device_apply's sized staging, which reads the batch's sizes on
+        the device; an empty batch's count is zeroed here instead), the roots (a grid for the
+        change capacity: the kernel reads the count on the device) and every pointer-jumping
+        round. Returns the change views and the rounds (0 without changes)."""
+        ws, launch, n = self.ws, self.launch, self.n
+        views, staging = changes.captured_staging(ws)
+        changed_from, changed_to, heads, changed_count = views
+        rounds = pointer_jumping_rounds(n) if changes.upper > 0 else 0
+        pack_args = (launch.v(n), distances, parents, ws.word, ws.ancestor, self.bound, self.bits,
+                     self.no_parent, self.ctl)
+        roots_args = (changed_count, changed_from, changed_to, parents, ws.flag)
+        jump_args = (changed_count, ws.ancestor, ws.flag, self.ctl)
+        roots_work = ws.change_capacity
 
         def enqueue(stream):
-            for r in range(rounds):
-                launch.over("ops_pointer_jump", self.n, launch.v(self.n), np.int32(r), *args,
-                            stream=stream)
+            launch.single("ops_control_init", self.ctl, stream=stream)
+            launch.over("ops_pack", n, *pack_args, stream=stream)
+            if staging is not None:  # one block, as PendingCommit.stage_changes launches it
+                staging[0]((1,), (1024,), staging[1], stream=stream)
+            if rounds:
+                launch.over("ops_roots", roots_work, *roots_args, stream=stream)
+                for r in range(rounds):
+                    launch.over("ops_pointer_jump", n, launch.v(n), np.int32(r), *jump_args, stream=stream)
 
+        key = ("prologue", self.device, launch.module.defines, launch.vertex, launch.offset, n, rounds,
+               launch.blocks_for(n), launch.blocks_for(roots_work),
+               _fixed(pack_args + roots_args + jump_args),
+               None if staging is None else (id(staging[0]), _fixed(staging[1])))
         _cached_graph(key, enqueue, self.device).launch(self.stream)
+        return changed_from, changed_to, heads, changed_count, rounds
 
     def recover_parents(self, distances, parents, count_affected: bool) -> None:
         """Distance-only mode (algorithm.md §4.4): distances from the words, then lowest-id tight
@@ -494,6 +513,13 @@ def _address(arg) -> int:
     return int(arg.data.ptr)
 
 
+def _fixed(args) -> tuple:
+    """What a captured launch fixes of its arguments: a buffer's address, a scalar's value and
+    type (an int32 and an int64 of one value are different launches)."""
+    return tuple(int(a.data.ptr) if hasattr(a, "data") and hasattr(a, "__cuda_array_interface__")
+                 else (type(a), a) for a in args)
+
+
 def _begin(graph, plan: Plan, device: int, num_changes: int):
     """The workspace (capacity checked), the device graph view and the stream of a run."""
     device = int(device)
@@ -544,15 +570,7 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
     upper = changes.upper
     num_heads = changes.num_heads
 
-    launch.single("ops_control_init", ctl)
-    launch.over("ops_pack", n, launch.v(n), distances, parents, ws.word, ws.ancestor, run.bound,
-                run.bits, run.no_parent, ctl)
-    changed_from, changed_to, heads, changed_count = changes.stage(ws, run.stream)
-    max_rounds = 0
-    if upper > 0:
-        launch.over("ops_roots", upper, changed_count, changed_from, changed_to, parents, ws.flag)
-        max_rounds = pointer_jumping_rounds(n)
-        run.jump_rounds(max_rounds, changed_count)
+    changed_from, changed_to, heads, changed_count, max_rounds = run.prologue(distances, parents, changes)
     g_inv = run.generation()
     launch.over("ops_invalidate", n, launch.v(n), ws.flag, ws.word, ws.stamp, g_inv,
                 ws.candidates, ctl)

@@ -525,7 +525,9 @@ def wait_readback(control, slot: int, syncs: SyncCounter):
     with cuda_errors("reading the control block"):
         event.synchronize()
     syncs.count += 1
-    return mirror[0].copy()
+    # a copy of the bytes read as the record: NumPy copies a structured scalar field by field
+    # (8.3 µs for the operators' 432-byte block against 1.3 µs, timeit on this CPU)
+    return mirror.view(np.uint8).copy().view(mirror.dtype)[0]
 
 
 __all__ = [
