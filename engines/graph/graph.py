@@ -436,6 +436,8 @@ class Graph:
         Idempotent on the same device. ``NotSupportedError`` without CuPy or a GPU, or when the
         graph already lives on another device; ``OutOfMemoryError`` leaves it where it was.
         """
+        if device is not None and self._device is not None and self._device.device == device:
+            return self  # every CUDA update asks: already there (a device was seen to have it)
         from ..sssp.cuda import runtime  # local: CuPy stays out of the host-only import path
         from . import device_graph
 

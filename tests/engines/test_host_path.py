@@ -199,3 +199,20 @@ def test_a_kept_plan_is_the_one_made_anew_and_a_bad_size_still_raises(monkeypatc
     for i in range(api.MAX_PLANS + 5):
         api._update_plan(3, 0, 1000 + i, 100, 10, "group", 100)
     assert len(api._plans) <= api.MAX_PLANS
+
+
+def test_a_graph_already_on_the_asked_device_is_returned_at_once():
+    """to_device's steady state (every CUDA update asks it) answers before any CUDA query; another
+    device still goes through the checks and is refused."""
+    from types import SimpleNamespace
+
+    import engines
+
+    graph = engines.Graph.from_edges([0, 1], [1, 2], [5, 7], num_vertices=3)
+    graph._device = SimpleNamespace(device=3)
+    try:
+        assert graph.to_device(3) is graph
+        with pytest.raises(errors.NotSupportedError):
+            graph.to_device(2)
+    finally:
+        graph._device = None
