@@ -150,6 +150,18 @@ class ApplySummary:
     num_vertices_after: int
 
 
+def apply_summary(inserted, updated, deleted, ignored, inserted_vertices, vertices_after) -> ApplySummary:
+    """An ``ApplySummary`` as its dataclass constructor builds it (the same fields in the instance
+    dictionary, in field order: equality, hash and repr are the dataclass's), without the frozen
+    ``__init__``'s one ``object.__setattr__`` per field; every device commit's record makes one
+    (engines/graph/device_apply.py)."""
+    summary = _new_object(ApplySummary)
+    summary.__dict__.update(inserted_edges=inserted, updated_edges=updated, deleted_edges=deleted,
+                            ignored_deletions=ignored, inserted_vertices=inserted_vertices,
+                            num_vertices_after=vertices_after)
+    return summary
+
+
 @dataclass(frozen=True, eq=False)
 class ApplyDelta:
     """The per-edge classification of one commit, the input of the algorithm (algorithm.md §3.3)."""
@@ -257,4 +269,4 @@ def _batch_events(src, dst, weights, num_deletions, num_insertions, out_of_range
     return events
 
 
-__all__ = ["Batch", "ApplySummary", "ApplyDelta", "BatchEvents", "batch_events", "validate_for_graph"]
+__all__ = ["Batch", "ApplySummary", "ApplyDelta", "BatchEvents", "apply_summary", "batch_events", "validate_for_graph"]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..batch import ApplySummary
+from ..batch import ApplySummary, apply_summary
 from ..errors import InternalError
 from ..sssp.cuda import runtime, switches
 from ..sssp.cuda.runtime import cuda_errors, cupy_module
@@ -174,9 +174,9 @@ class _StageView:
 
     __slots__ = ("pinned", "header", "before", "after", "src", "dst", "weights", "weights_at")
 
-    def __init__(self, pinned: np.ndarray, cap: int, k: int):
+    def __init__(self, pinned: np.ndarray, cap: int, k: int, at: int):
+        """``at``: where the events start in the buffer (``ApplyScratch._events_at``)."""
         rec = record_length(k)
-        at = 8 * (rec + SIZE_SLOTS)
         self.pinned = pinned
         # native int64 (the NumPy views the kernels' copy reads), no padding between q slots
         self.header = struct.Struct(f"={rec + SIZE_SLOTS}q")
@@ -327,7 +327,7 @@ class ApplyScratch:
         count, ins = events.size, events.num_insertions
         view = self._stage_view
         if view is None or view.pinned is not self._pinned:  # a new pinned buffer (reserve grew it)
-            view = self._stage_view = _StageView(self._pinned, self.event_cap, self.num_weights)
+            view = self._stage_view = _StageView(self._pinned, self.event_cap, self.num_weights, self._events_at())
         # the whole header in one write: the record's start values (zero but the old maxima) and
         # the sizes block, in slot order (device_apply.cu RecordSlot, SizeSlot)
         view.header.pack_into(view.pinned, 0, *view.before, *old_max, *view.after, count, events.num_deletions,
@@ -391,7 +391,7 @@ class PendingCommit:
         sums = tuple(sum_before[c] + added[c] for c in range(k))
         edges = self.buffers.num_edges if empty else rec[REC_EDGES]
         n_after = int(ev.n_after)
-        summary = _summary(rec[REC_INSERTED], rec[REC_UPDATED], rec[REC_DELETED],
+        summary = apply_summary(rec[REC_INSERTED], rec[REC_UPDATED], rec[REC_DELETED],
                            int(ev.out_of_range + rec[REC_MISSING]), int(n_after - ev.n_old), n_after)
         deletions = ev.num_deletions
         return {"summary": summary, "num_edges": edges, "max_weight": maxima, "weight_sum": sums,
@@ -687,20 +687,6 @@ def _kernel(scratch, name: str):
     if fn is None:
         fn = kernels[name] = load_module(scratch.device).function(name, np.int32, np.int32)
     return fn
-
-
-def _summary(inserted, updated, deleted, ignored, inserted_vertices, vertices_after) -> ApplySummary:
-    """An ``ApplySummary`` as its dataclass constructor builds it (the same fields in the instance
-    dictionary, in field order: equality, hash and repr are the dataclass's), without the frozen
-    ``__init__``'s one ``object.__setattr__`` per field; every commit's record makes one."""
-    summary = _new_object(ApplySummary)
-    summary.__dict__.update(inserted_edges=inserted, updated_edges=updated, deleted_edges=deleted,
-                            ignored_deletions=ignored, inserted_vertices=inserted_vertices,
-                            num_vertices_after=vertices_after)
-    return summary
-
-
-_new_object = object.__new__
 
 
 def _scratch(dgraph) -> ApplyScratch:

@@ -16,6 +16,7 @@ from ..errors import (CudaError, Error, InternalError, InvalidArgumentError, Not
 from ..graph import Graph
 from .backends import cuda_module, grow_arrays, resolve_backend
 from .packing import check_size, decide_packing, default_delta
+from .kept import Kept
 from .plan import ChangeLists, EngineReport, Plan
 from .options import Options, resolve_options
 from .result import Result, Stats
@@ -184,25 +185,21 @@ def _cuda_device(pending) -> int | None:
 #: update()'s plans by their inputs: a stream of updates mostly repeats them, and the size check,
 #: the packing decision and a frozen dataclass cost a few µs of every update's host time. Only
 #: plans that passed the size check are kept, so a kept one needs no check again.
-_plans: dict[tuple, Plan] = {}
-MAX_PLANS = 256
+_plans = Kept()
 
 
 def _update_plan(source: int, k: int, n_after: int, max_weight: int, delta: int, push_expansion: str,
                  batch_changes: int) -> Plan:
     """The Plan of an update (algorithm.md §3.5) after ``check_size`` (which raises for a bound
     that does not fit), kept by its inputs."""
-    key = (source, k, n_after, max_weight, delta, push_expansion, batch_changes)
-    plan = _plans.get(key)
-    if plan is None:
+
+    def make() -> Plan:
         check_size(max_weight, n_after)
-        plan = Plan(source=source, objective=k, num_vertices=n_after, max_weight=max_weight, delta=delta,
+        return Plan(source=source, objective=k, num_vertices=n_after, max_weight=max_weight, delta=delta,
                     packing=decide_packing(max_weight, n_after), push_expansion=push_expansion,
                     batch_changes=batch_changes)
-        if len(_plans) >= MAX_PLANS:
-            _plans.clear()
-        _plans[key] = plan
-    return plan
+
+    return _plans.get((source, k, n_after, max_weight, delta, push_expansion, batch_changes), make)
 
 
 def update(graph, batch, *results, probe=None):

@@ -64,7 +64,7 @@ def assert_same_events(got: BatchEvents, want: BatchEvents) -> None:
     assert got.size == want.size
     with pytest.raises(dataclasses.FrozenInstanceError):
         got.n_after = 3
-    assert got != want or got is want  # eq=False: identity, as the dataclass compares
+    assert got is not want and got != want and got == got  # eq=False: identity, as the dataclass compares
 
 
 @st.composite

@@ -1,5 +1,5 @@
 """The update's host path, made cheaper without changing what it computes: the switches' raw
-read (switches.raw), the run choices kept between updates (variants / fused ``_choices``) and the
+read (switches.raw), the run choices and plans kept between updates (engines/sssp/kept.py) and the
 control block's fields read at once (fused._values). Their oracles are the slow readings they
 replace: ``os.environ.get``, a choice worked out from scratch, the structured record's fields."""
 
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from engines import errors
 from engines.sssp.cuda import appends, chains, fused, operators, switches, variants, workspace
+from engines.sssp.kept import Kept
 from engines.sssp.packing import decide_packing
 from engines.sssp.plan import PUSH_EXPANSIONS, Plan
 
@@ -41,8 +42,17 @@ def test_the_raw_read_follows_every_change(monkeypatch):
 
 def test_without_the_posix_dictionary_the_read_is_os_environ_get(monkeypatch):
     monkeypatch.setenv(NAME, "7")
+    asked = []
+    real_get = os.environ.get
+
+    def spy(name, default=None):
+        asked.append(name)
+        return real_get(name, default)
+
+    monkeypatch.setattr(os.environ, "get", spy)
+    assert switches.raw(NAME) == "7" and asked == []  # POSIX: the dictionary, not os.environ.get
     monkeypatch.setattr(switches.os, "name", "not-posix")
-    assert switches.raw(NAME) == "7"
+    assert switches.raw(NAME) == "7" and asked == [NAME]
 
 
 def _plan(expansion: str, batch_changes: int) -> Plan:
@@ -51,17 +61,13 @@ def _plan(expansion: str, batch_changes: int) -> Plan:
 
 
 def _fresh(module, plan, update):
-    """The choice worked out from scratch (no kept choice)."""
-    saved = dict(variants._choices), dict(fused._choices)
-    variants._choices.clear()
-    fused._choices.clear()
+    """The choice worked out from scratch (empty tables for the call; the kept ones restored)."""
+    saved = variants._choices, fused._choices
+    variants._choices, fused._choices = Kept(), Kept()
     try:
         return module.run_choice(plan, update)
     finally:
-        variants._choices.clear()
-        fused._choices.clear()
-        variants._choices.update(saved[0])
-        fused._choices.update(saved[1])
+        variants._choices, fused._choices = saved
 
 
 SETTINGS = st.fixed_dictionaries({name: st.sampled_from([None, "0", "1", "on", "2"]) for name in SWITCH_NAMES})
@@ -109,18 +115,28 @@ def test_a_changed_default_is_not_answered_from_a_kept_choice(monkeypatch):
     monkeypatch.setattr(chains, "OPERATORS_DEFAULT_HOPS", 3)
     after = operators.run_choice(plan)
     assert after.chain_limits[0] == 3 != before.chain_limits[0]
+    monkeypatch.setattr(chains, "DEFAULT_DEGREE", 7)
+    assert operators.run_choice(plan).chain_limits == (3, 7)
 
 
-def test_the_kept_choices_are_bounded(monkeypatch):
-    monkeypatch.setattr(variants, "_choices", {})
-    plan = _plan("group", 100)
-    for i in range(variants.MAX_CHOICES + 10):
-        monkeypatch.setenv(fused.SOLO_ENV, str(i + 1))
-        monkeypatch.setenv(variants.SWITCHES[0], "1" if i % 2 else "0")
-        monkeypatch.setenv(chains.DEGREE_ENV, str(1 + i % 200))
-        fused.run_choice(plan)
-    assert len(variants._choices) <= variants.MAX_CHOICES
-    assert len(fused._choices) <= variants.MAX_CHOICES
+def test_a_table_keeps_what_was_made_refuses_again_and_is_bounded():
+    table = Kept(limit=4)
+    made = []
+    assert table.get("a", lambda: made.append("a") or 1) == 1
+    assert table.get("a", lambda: made.append("again") or 2) == 1 and made == ["a"]
+
+    def refuse():
+        made.append("refused")
+        raise errors.InvalidArgumentError("bad")
+
+    for _ in range(2):  # a refusal keeps nothing: asked again, refused again
+        with pytest.raises(errors.InvalidArgumentError):
+            table.get("b", refuse)
+    assert made == ["a", "refused", "refused"] and len(table) == 1
+    for i in range(10):
+        table.get(i, lambda i=i: i + 100)
+        assert len(table) <= 4
+    assert table.get(9, lambda: 0) == 109
 
 
 @pytest.mark.parametrize("vertex_dtype", [np.int32, np.int64])
@@ -185,7 +201,7 @@ def test_the_initial_record_is_the_structured_assignments(monkeypatch, layout, v
 def test_a_kept_plan_is_the_one_made_anew_and_a_bad_size_still_raises(monkeypatch):
     from engines.sssp import api
 
-    monkeypatch.setattr(api, "_plans", {})
+    monkeypatch.setattr(api, "_plans", Kept())
     args = (3, 0, 1000, 100, 10, "group", 100)
     plan = api._update_plan(*args)
     assert api._update_plan(*args) is plan
@@ -196,9 +212,9 @@ def test_a_kept_plan_is_the_one_made_anew_and_a_bad_size_still_raises(monkeypatc
         with pytest.raises(errors.InvalidArgumentError, match="too large for 61-bit distances"):
             api._update_plan(*too_heavy)
     assert len(api._plans) == 1
-    for i in range(api.MAX_PLANS + 5):
+    for i in range(api._plans.limit + 5):
         api._update_plan(3, 0, 1000 + i, 100, 10, "group", 100)
-    assert len(api._plans) <= api.MAX_PLANS
+    assert len(api._plans) <= api._plans.limit
 
 
 def test_a_graph_already_on_the_asked_device_is_returned_at_once():

@@ -18,6 +18,7 @@ import dataclasses
 import numpy as np
 
 from ... import errors
+from ..kept import Kept
 from ..plan import EngineReport, pointer_jumping_rounds
 from . import appends, chains, passes, push, runtime, switches, variants, workspace
 
@@ -137,19 +138,13 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     and hands it to the run, so what it compiles is what the run loads (_run_setup)."""
     edges = solo_edges()
     shared = variants.run_choice(plan, ENGINE)
-    key = (shared, edges, bool(update and capture_enabled()))
-    choice = _choices.get(key)
-    if choice is None:  # kept like the shared choices (variants._choices), bounded alike
-        choice = dataclasses.replace(shared, defines=shared.defines + _own_defines(edges, key[2]),
-                                     solo_edges=edges)
-        if len(_choices) >= variants.MAX_CHOICES:
-            _choices.clear()
-        _choices[key] = choice
-    return choice
+    captured = bool(update and capture_enabled())
+    return _choices.get((shared, edges, captured), lambda: dataclasses.replace(
+        shared, defines=shared.defines + _own_defines(edges, captured), solo_edges=edges))
 
 
 #: This engine's choices by (the shared choice, solo edges, captured): ``run_choice``.
-_choices: dict[tuple, variants.RunChoice] = {}
+_choices = Kept()
 
 
 _max_blocks: dict[int, int] = {}  # device -> max_blocks (asked before every update)

@@ -516,8 +516,7 @@ def _address(arg) -> int:
 def _fixed(args) -> tuple:
     """What a captured launch fixes of its arguments: a buffer's address, a scalar's value and
     type (an int32 and an int64 of one value are different launches)."""
-    return tuple(int(a.data.ptr) if hasattr(a, "data") and hasattr(a, "__cuda_array_interface__")
-                 else (type(a), a) for a in args)
+    return tuple(_address(a) if hasattr(a, "__cuda_array_interface__") else (type(a), a) for a in args)
 
 
 def _begin(graph, plan: Plan, device: int, num_changes: int):

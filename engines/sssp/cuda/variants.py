@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kept import Kept
 from . import appends, chains, passes, push, switches
 
 
@@ -40,17 +41,15 @@ SWITCHES = (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV, chains.DEGREE
 #: the same question each time, and working it out again (a dozen calls through the switch
 #: parsers) cost about 30 µs of an update's host time on a slow CPU (cProfile of 600 luxembourg_osm
 #: updates, H100 machine). Only valid choices are kept: a bad switch value raises every time.
-_choices: dict[tuple, RunChoice] = {}
-#: A bound on ``_choices`` (a process that tries many switch values starts it over).
-MAX_CHOICES = 256
+_choices = Kept()
 
 
 def _choice_key(plan, engine: str) -> tuple:
     """Every input of ``run_choice``: the engine, the push expansion, the appends' and the chains'
-    defaults for this run (read where they are defined, so a changed default changes the key) and
-    the raw values of the switches."""
+    defaults for this run (hops and degree, read where they are defined, so a changed default
+    changes the key) and the raw values of the switches."""
     return (engine, plan.push_expansion, appends.by_default(plan.batch_changes, engine),
-            chains.default_hops(engine)) + tuple(switches.raw(name) for name in SWITCHES)
+            chains.default_hops(engine), chains.DEFAULT_DEGREE) + tuple(switches.raw(name) for name in SWITCHES)
 
 
 def run_choice(plan, engine: str) -> RunChoice:
@@ -59,17 +58,12 @@ def run_choice(plan, engine: str) -> RunChoice:
     ENGINES_WIDE_PASSES, ENGINES_BLOCK_APPEND (unset: by the plan's batch size and the engine) and
     ENGINES_PUSH_CHAIN(_DEGREE) (unset: by the engine) read once, so the module a run loads and the
     limits its push argument carries agree."""
-    key = _choice_key(plan, engine)
-    choice = _choices.get(key)
-    if choice is None:
+    def make() -> RunChoice:
         block_append = appends.block_append(plan, engine)
         limits = chains.run_limits(plan, block_append, engine)
-        choice = RunChoice(defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]),
-                           limits)
-        if len(_choices) >= MAX_CHOICES:
-            _choices.clear()
-        _choices[key] = choice
-    return choice
+        return RunChoice(defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]), limits)
+
+    return _choices.get(_choice_key(plan, engine), make)
 
 
-__all__ = ["MAX_CHOICES", "RunChoice", "SWITCHES", "defines", "run_choice"]
+__all__ = ["RunChoice", "SWITCHES", "defines", "run_choice"]

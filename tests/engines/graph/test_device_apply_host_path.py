@@ -173,6 +173,9 @@ def test_stage_writes_what_the_reference_wrote(case, m_old, rounds):
         return  # commit() stages nothing for an empty batch
     scratch = _scratch(k, cap=max(16, events.size))
     for r in range(rounds + 1):  # the same scratch again: cached views must not go stale
+        if r % 2:  # a reserve replaced the pinned buffer (a larger capacity): views made anew
+            grown = _scratch(k, cap=scratch.event_cap * 2)
+            scratch.event_cap, scratch._pinned = grown.event_cap, grown._pinned
         want, length = reference_stage(scratch, events, maxima, m_old + r)
         scratch.stage(events, maxima, m_old + r, "stream")
         np.testing.assert_array_equal(scratch._pinned, want)
