@@ -24,7 +24,16 @@ from .errors import InvalidArgumentError, NotSupportedError
 
 #: ``np.maximum.reduce``: the reduction ``ndarray.max`` ends in, without its Python wrapper.
 _reduce_max = np.maximum.reduce
-_new_object = object.__new__
+
+
+def _filled(cls, **fields):
+    """An instance of the frozen dataclass ``cls`` as its constructor builds it (``fields``, every
+    field in field order, in the instance dictionary: equality, hash and repr are the
+    dataclass's), without the frozen ``__init__``'s one ``object.__setattr__`` per field (about a
+    microsecond on a small update's path, which makes a BatchEvents and an ApplySummary)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
 
 
 def _as_int_array(values, name: str, ndim: int) -> np.ndarray:
@@ -151,15 +160,10 @@ class ApplySummary:
 
 
 def apply_summary(inserted, updated, deleted, ignored, inserted_vertices, vertices_after) -> ApplySummary:
-    """An ``ApplySummary`` as its dataclass constructor builds it (the same fields in the instance
-    dictionary, in field order: equality, hash and repr are the dataclass's), without the frozen
-    ``__init__``'s one ``object.__setattr__`` per field; every device commit's record makes one
+    """An ``ApplySummary`` built the fast way (``_filled``): every device commit's record makes one
     (engines/graph/device_apply.py)."""
-    summary = _new_object(ApplySummary)
-    summary.__dict__.update(inserted_edges=inserted, updated_edges=updated, deleted_edges=deleted,
-                            ignored_deletions=ignored, inserted_vertices=inserted_vertices,
-                            num_vertices_after=vertices_after)
-    return summary
+    return _filled(ApplySummary, inserted_edges=inserted, updated_edges=updated, deleted_edges=deleted,
+                   ignored_deletions=ignored, inserted_vertices=inserted_vertices, num_vertices_after=vertices_after)
 
 
 @dataclass(frozen=True, eq=False)
@@ -256,17 +260,9 @@ def batch_events(batch: Batch, num_vertices: int, num_weights: int) -> BatchEven
     src.setflags(write=False)
     dst.setflags(write=False)
     weights.setflags(write=False)
-    return _batch_events(src, dst, weights, kept, int(insertions), deletions - kept, int(num_vertices), int(n_after))
-
-
-def _batch_events(src, dst, weights, num_deletions, num_insertions, out_of_range, n_old, n_after) -> BatchEvents:
-    """A ``BatchEvents`` as its dataclass constructor builds it (the same fields in the instance
-    dictionary, in field order), without the frozen ``__init__``'s one ``object.__setattr__`` per
-    field (about a microsecond on a small update's path)."""
-    events = _new_object(BatchEvents)
-    events.__dict__.update(src=src, dst=dst, weights=weights, num_deletions=num_deletions,
-                           num_insertions=num_insertions, out_of_range=out_of_range, n_old=n_old, n_after=n_after)
-    return events
+    return _filled(BatchEvents, src=src, dst=dst, weights=weights, num_deletions=kept,
+                   num_insertions=int(insertions), out_of_range=deletions - kept, n_old=int(num_vertices),
+                   n_after=int(n_after))
 
 
 __all__ = ["Batch", "ApplySummary", "ApplyDelta", "BatchEvents", "apply_summary", "batch_events", "validate_for_graph"]

@@ -372,9 +372,6 @@ class PendingCommit:
 
     # -- the record ---------------------------------------------------------------------------
 
-    def _from_record(self, rec: np.ndarray, empty: bool = False) -> dict:
-        return self._from_values(rec.tolist(), empty)
-
     def _from_values(self, rec: list, empty: bool = False) -> dict:
         """The counters of a record read as Python ints (``ndarray.tolist``: one conversion for the
         whole record instead of an ``int()`` of a NumPy scalar per slot)."""
@@ -459,7 +456,7 @@ class PendingCommit:
         fn = _kernel(sc, "apply_changes_sized")
         # the scratch's part of the arguments is the same from commit to commit until a reserve
         # moves its buffers: kept on the scratch while its four arrays are the ones it has now
-        head = vars(sc).get("_sized_head")
+        head = getattr(sc, "_sized_head", None)
         if (head is None or head[0] is not sc.sizes or head[1] is not sc.ev_src or head[2] is not sc.ev_dst
                 or head[3] is not sc.increased):
             head = sc._sized_head = (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased, np.int32(sc.num_weights))

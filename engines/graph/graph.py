@@ -572,8 +572,6 @@ class Graph:
         cur = self._device.current
         upper = self._m + events.num_insertions
         wanted = _offset_dtype_for(upper, self._forced_offset)
-        if wanted is _INT32 or cur.offset_dtype is wanted:
-            return  # the steady state: NumPy's dtype objects themselves, no dtype comparison
         if cur.offset_dtype == wanted or wanted == _INT32:
             return
         from ..sssp.cuda import runtime

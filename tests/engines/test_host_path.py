@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from engines import errors
 from engines.sssp.cuda import appends, chains, fused, operators, switches, variants, workspace
 from engines.sssp.kept import Kept
+
+from .fake_cupy import FakeCupy
 from engines.sssp.packing import decide_packing
 from engines.sssp.plan import PUSH_EXPANSIONS, Plan
 
@@ -152,36 +154,12 @@ def test_the_control_values_are_the_records_fields(vertex_dtype):
     assert fused.grid_syncs(values, update=True, packed=True) == fused.grid_syncs(record, update=True, packed=True)
 
 
-class _FakeCuda:
-    """What ControlBlock's constructor asks of CuPy, on the host (no GPU here)."""
-
-    class Device:
-        def __init__(self, device):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-    class Event:
-        def __init__(self, **kwargs):
-            pass
-
-
-class _FakeCupy:
-    uint8 = np.uint8
-    cuda = _FakeCuda
-    zeros = staticmethod(np.zeros)
-
-
 @pytest.mark.parametrize("layout", sorted(workspace.CONTROL_LAYOUTS))
 @pytest.mark.parametrize("vertex_dtype", [np.int32, np.int64])
 def test_the_initial_record_is_the_structured_assignments(monkeypatch, layout, vertex_dtype):
     """stage_initial's byte copy and field writes give the bytes of the structured assignment it
     replaced (zeros, every minimum slot empty, the fields set), also over a stale record."""
-    monkeypatch.setattr(workspace, "cupy_module", lambda: _FakeCupy)
+    monkeypatch.setattr(workspace, "cupy_module", FakeCupy)
     monkeypatch.setattr(workspace, "_pinned_array", lambda nbytes, dtype, count: (np.zeros(count, dtype), 0))
     block = workspace.ControlBlock(layout, vertex_dtype, 0)
     names = [n for n in ("base_generation", "num_heads", "solo_limit", "delta") if n in block.dtype.names]
@@ -232,3 +210,26 @@ def test_a_graph_already_on_the_asked_device_is_returned_at_once():
             graph.to_device(2)
     finally:
         graph._device = None
+
+
+def test_a_modules_function_table_is_its_functions_made_once():
+    """CompiledModule.functions (the operators launcher's table): every kernel's ``function`` at
+    the type pair, the same objects, looked up in the module once per pair."""
+    from engines.sssp.cuda import runtime
+
+    loaded = []
+
+    class _Raw:
+        def get_function(self, name):
+            loaded.append(name)
+            return ("kernel", name)
+
+    module = runtime.CompiledModule("operators", 0, _Raw(), ("ops_a", "ops_b"))
+    i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
+    table = module.functions(i32, i32)
+    assert table == {name: module.function(name, i32, i32) for name in ("ops_a", "ops_b")}
+    assert all(table[name] is module.function(name, i32, i32) for name in table)
+    assert module.functions(i32, i32) is table and len(loaded) == 2
+    wide = module.functions(i32, i64)
+    assert wide is not table and wide["ops_a"] == ("kernel", runtime.instantiation_name("ops_a", i32, i64))
+    assert len(loaded) == 4

@@ -163,22 +163,6 @@ def loop_blocks(device: int) -> int:
     return min(blocks, runtime.operators_grid_cap(device))
 
 
-#: (module, vertex dtype, offset dtype) -> every kernel's function: a run asked the module for
-#: each of them (a dozen dictionary lookups with dtype keys, ~10 µs of an update's host time on a
-#: slow CPU); the module keeps them for its life, so one table per instantiation serves every run.
-#: The module is kept beside its table, so an id that a dropped module's successor reuses is
-#: never taken for the old one.
-_function_tables: dict[tuple, tuple] = {}
-
-
-def _functions(module, vertex, offset) -> dict:
-    key = (id(module), vertex, offset)
-    kept = _function_tables.get(key)
-    if kept is None or kept[0] is not module:
-        kept = _function_tables[key] = (module, {name: module.function(name, vertex, offset) for name in KERNELS})
-    return kept[1]
-
-
 class _Launcher:
     """Launches the kernels of one run on the device's stream with algorithm.md §10.2's grid
     sizes."""
@@ -193,7 +177,7 @@ class _Launcher:
         self.grid_cap = runtime.operators_grid_cap(self.device)
         # the device loop's launches chained programmatically (programmatic.py), where enabled
         self.programmatic = programmatic.usable(runtime.device_info(self.device).compute_major)
-        self._functions = _functions(self.module, self.vertex, self.offset)
+        self._functions = self.module.functions(self.vertex, self.offset)
 
     def blocks_for(self, work: int) -> int:
         """min(ceil(work / 256), grid_cap): the grid of a launch over ``work`` items."""

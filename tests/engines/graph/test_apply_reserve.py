@@ -13,6 +13,8 @@ import pytest
 from engines import errors
 from engines.graph import device_apply
 
+from ..fake_cupy import FakeCupy as _FakeCupy
+
 
 class _Touched(Exception):
     pass
@@ -52,62 +54,6 @@ def test_a_missing_buffer_or_an_unfinished_layout_goes_to_the_device(scratch, mi
     assert not scratch.fits(1, 1, 1)
     with pytest.raises(_Touched):
         scratch.reserve(1, 1, 1, stream=None)
-
-
-class _FakeOutOfMemory(MemoryError):
-    """Raised by the fake CuPy's n-th allocation (a MemoryError, as CuPy's OutOfMemoryError is)."""
-
-
-_FakeOutOfMemory.__module__ = "cupy.fake"
-
-
-class _FakeCupy:
-    """CuPy's calls that ApplyScratch.reserve makes, on NumPy arrays; allocation number ``fail_at``
-    raises."""
-
-    int32, int64, uint64, uint8 = np.int32, np.int64, np.uint64, np.uint8
-
-    def __init__(self, fail_at=None):
-        self.fail_at, self.allocations = fail_at, 0
-        outer = self
-
-        class Device:
-            def __init__(self, device):
-                pass
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                return False
-
-        class Pinned(bytearray):
-            ptr = 1234
-
-        class Cuda:
-            pass
-
-        self.cuda = Cuda()
-        self.cuda.Device = Device
-
-        def alloc_pinned_memory(nbytes):
-            outer._allocation()
-            return Pinned(nbytes)
-
-        self.cuda.alloc_pinned_memory = alloc_pinned_memory
-
-    def _allocation(self):
-        self.allocations += 1
-        if self.allocations == self.fail_at:
-            raise _FakeOutOfMemory("out of memory")
-
-    def zeros(self, n, dtype):
-        self._allocation()
-        return np.zeros(n, dtype=dtype)
-
-    def empty(self, n, dtype):
-        self._allocation()
-        return np.empty(n, dtype=dtype)
 
 
 def _fresh_scratch():

@@ -23,7 +23,7 @@ from engines.graph.device_apply import (COL_INCREASED, COL_LOST, COL_OLD_MAX, CO
 
 
 def reference_values(pending, rec: np.ndarray, empty: bool = False) -> dict:
-    """PendingCommit._from_record before the fast path."""
+    """PendingCommit's record conversion before the fast path (an ``int()`` per slot)."""
     k = pending.scratch.num_weights
     ev = pending.events
     old_max = tuple(int(x) for x in pending.old_max_given)
@@ -128,7 +128,7 @@ def test_record_values_match_the_reference(case):
     assert type(pending._old_max) is tuple and pending._old_max == tuple(int(x) for x in maxima)
     assert all(type(x) is int for x in pending._weight_sum_before + pending._old_max)
     want = reference_values(pending, rec)
-    assert_same_values(pending._from_record(rec), want)
+    assert_same_values(pending._from_values(rec.tolist()), want)
     assert not pending.resolved
     got = pending.resolve()
     assert_same_values(got, want)
