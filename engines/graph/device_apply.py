@@ -560,7 +560,7 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     device = dgraph.device
     module = load_module(device)
     offset = cur.offset_dtype
-    fn = {name: module.function(name, np.int32, offset) for name in KERNELS}
+    fn = module.functions(np.int32, offset)
     blocks = runtime.operators_blocks
     if sized is None:
         count = scratch.event_cap
@@ -677,13 +677,11 @@ def _replay(dgraph, scratch, cur, target, n_after: int, stream) -> None:
 
 
 def _kernel(scratch, name: str):
-    """``load_module(scratch.device).function(name, int32, int32)``, kept on the scratch (its
-    device, and so its module, never changes): the lookup builds a key of two dtypes each time."""
-    kernels = vars(scratch).setdefault("_kernels", {})
-    fn = kernels.get(name)
-    if fn is None:
-        fn = kernels[name] = load_module(scratch.device).function(name, np.int32, np.int32)
-    return fn
+    """A change-list kernel of the scratch's device at (int32, int32): the offset type is no
+    argument of apply_changes(_sized), so one instantiation serves every graph. From the module's
+    own table (CompiledModule.functions, made once per type pair), whose key is two type objects,
+    not the two dtypes a ``function`` lookup builds each time."""
+    return load_module(scratch.device).functions(np.int32, np.int32)[name]
 
 
 def _scratch(dgraph) -> ApplyScratch:

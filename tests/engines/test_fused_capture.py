@@ -183,8 +183,8 @@ def test_captured_staging_reads_the_sizes_on_the_device_and_zeroes_an_empty_batc
             self.filled = value
 
     class _Module:
-        def function(self, kernel, vertex, offset):
-            return ("fn", kernel, np.dtype(vertex), np.dtype(offset))
+        def functions(self, vertex, offset):  # CompiledModule.functions: every kernel by name
+            return {name: ("fn", name, np.dtype(vertex), np.dtype(offset)) for name in device_apply.KERNELS}
 
     monkeypatch.setattr(device_apply, "load_module", lambda device: _Module())
     scratch = SimpleNamespace(device=0, num_weights=2, sizes="sizes", ev_src="src", ev_dst="dst",

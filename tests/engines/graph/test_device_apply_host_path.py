@@ -20,6 +20,7 @@ from engines.graph.device_apply import (COL_INCREASED, COL_LOST, COL_OLD_MAX, CO
                                         REC_DELETED, REC_EDGES, REC_FIXED, REC_INSERTED, REC_MISSING, REC_UPDATED,
                                         SIZE_COUNT, SIZE_DELETIONS, SIZE_INSERTIONS, SIZE_M_OLD, SIZE_N_AFTER,
                                         SIZE_N_OLD)
+from engines.sssp.cuda import runtime
 
 
 def reference_values(pending, rec: np.ndarray, empty: bool = False) -> dict:
@@ -184,15 +185,17 @@ def test_stage_writes_what_the_reference_wrote(case, m_old, rounds):
 
 def test_sized_staging_follows_the_scratch_buffers(monkeypatch):
     """sized_staging's launch keeps the scratch's part of its arguments and the kernel between
-    commits, and takes the new arrays once a reserve replaced them; the kernel is looked up once."""
-    looked_up = []
+    commits, and takes the new arrays once a reserve replaced them; the kernel comes from the
+    module's function table at (int32, int32), which loads each kernel once."""
+    loaded = []
 
-    class _Module:
-        def function(self, kernel, vertex, offset):
-            looked_up.append((kernel, np.dtype(vertex), np.dtype(offset)))
-            return ("fn", kernel)
+    class _Raw:
+        def get_function(self, name):
+            loaded.append(name)
+            return ("fn", name)
 
-    monkeypatch.setattr(da, "load_module", lambda device: _Module())
+    module = runtime.CompiledModule(da.ENGINE, 0, _Raw(), da.KERNELS)
+    monkeypatch.setattr(da, "load_module", lambda device: module)
     sc = _scratch(2)
     sc.device = 0
     events = batch_events(Batch([0], [1], [[1, 2]]), 3, 2)
@@ -209,11 +212,12 @@ def test_sized_staging_follows_the_scratch_buffers(monkeypatch):
     views = tuple(np.zeros(2) for _ in range(4))
     for objective in (0, 1, 1, 0):
         fn, args = launch(objective, views)
-        assert fn == ("fn", "apply_changes_sized")
+        assert fn == ("fn", runtime.instantiation_name("apply_changes_sized", np.int32, np.int32))
+        assert fn is module.functions(np.int32, np.int32)["apply_changes_sized"]
         want = (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased, np.int32(2), np.int32(objective)) + views
         assert len(args) == len(want) and all(a is b for a, b in zip(args[:4] + args[6:], want[:4] + want[6:]))
         assert [type(a) for a in args[4:6]] == [np.int32, np.int32] and [int(a) for a in args[4:6]] == [2, objective]
     buffers()  # a reserve moved them
     _, args = launch(1, views)
     assert all(a is b for a, b in zip(args[:4], (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased)))
-    assert looked_up == [("apply_changes_sized", np.dtype(np.int32), np.dtype(np.int32))]
+    assert loaded == [runtime.instantiation_name(name, np.int32, np.int32) for name in da.KERNELS]
