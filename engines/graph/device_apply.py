@@ -455,10 +455,9 @@ class PendingCommit:
         sc = self.scratch
         fn = _kernel(sc, "apply_changes_sized")
         # the scratch's part of the arguments is the same from commit to commit until a reserve
-        # moves its buffers: kept on the scratch while its four arrays are the ones it has now
+        # moves its buffers; kept on the scratch, whose reserve (the only place they move) drops it
         head = getattr(sc, "_sized_head", None)
-        if (head is None or head[0] is not sc.sizes or head[1] is not sc.ev_src or head[2] is not sc.ev_dst
-                or head[3] is not sc.increased):
+        if head is None:
             head = sc._sized_head = (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased, np.int32(sc.num_weights))
         return fn, head + (np.int32(objective), changed_from, changed_to, heads, changed_count)
 

@@ -123,3 +123,34 @@ def test_the_touched_scan_limit_is_read_when_the_event_buffers_grow(monkeypatch)
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "off")
     scratch.reserve(500, 900, 5000, stream=nullcontext())
     assert scratch.touched_limit == 0 and scratch.event_cap >= 5000
+
+
+def test_sized_staging_takes_the_buffers_of_the_last_reserve_that_moved_them(monkeypatch):
+    """PendingCommit.sized_staging keeps the scratch's part of its arguments on the scratch; the
+    reserve that moves those buffers (the event buffers grow) drops it, so the next launch takes
+    the new ones, and a reserve that grows only rows or entries keeps it."""
+    scratch = _fresh_scratch()
+    monkeypatch.setattr(device_apply, "cupy_module", lambda: _FakeCupy())
+    monkeypatch.setattr(device_apply, "load_module", lambda device: _TableModule())
+    pending = object.__new__(device_apply.PendingCommit)
+    pending.scratch, pending._pending, pending._expired = scratch, True, False
+    views = tuple(np.zeros(2) for _ in range(4))
+
+    def head():
+        return pending.sized_staging(0, *views)[1][:4]
+
+    def buffers():
+        return scratch.sizes, scratch.ev_src, scratch.ev_dst, scratch.increased
+
+    scratch.reserve(10, 20, 8, stream=nullcontext())
+    first = head()
+    assert all(a is b for a, b in zip(first, buffers()))
+    scratch.reserve(500, 900, 8, stream=nullcontext())  # rows and entries grow, events fit
+    assert all(a is b for a, b in zip(head(), first))
+    scratch.reserve(500, 900, 5000, stream=nullcontext())  # the event buffers move
+    assert all(a is b for a, b in zip(head(), buffers())) and not any(a is b for a, b in zip(buffers(), first))
+
+
+class _TableModule:
+    def functions(self, vertex, offset):  # runtime.CompiledModule.functions
+        return {name: name for name in device_apply.KERNELS}
