@@ -230,16 +230,20 @@ class Workspace:
         Growth reallocates and zeroes ``flag``, ``in_far`` and ``stamp`` (stream-ordered) and resets
         the generation; within capacity nothing is allocated. Raises ``OutOfMemoryError``.
         """
-        if (num_vertices <= self.vertex_capacity and num_changes <= self.change_capacity
-                and self._change_views is not None and self.near_log is not None
-                and len(self._controls) == len(CONTROL_LAYOUTS)):
+        # Each growth is tested once, for the steady-state return and for the work below; the
+        # parts made once are all there when the change views (cut after the change buffer and
+        # its count are made), near_log and every control block are.
+        grow_vertices = num_vertices > self.vertex_capacity
+        grow_changes = num_changes > self.change_capacity or self.changes_device is None
+        if not (grow_vertices or grow_changes or self._change_views is None or self.near_log is None
+                or len(self._controls) != len(CONTROL_LAYOUTS)):
             return  # the steady state (twice per update): no device or stream context to enter
         cupy = cupy_module()
         with cuda_errors("reserving the CUDA workspace"), cupy.cuda.Device(self.device), stream:
-            if num_vertices > self.vertex_capacity:
+            if grow_vertices:
                 self._reserve_vertices(_grown(self.vertex_capacity, num_vertices), stream)
             # changed_from, changed_to and heads live in one buffer: 3 x the change capacity.
-            if num_changes > self.change_capacity or self.changes_device is None:
+            if grow_changes:
                 cap = _grown(self.change_capacity, num_changes)
                 self.changes_device = self._change_views = None
                 self.changes_device = cupy.empty(3 * cap, dtype=self.vertex_dtype)
