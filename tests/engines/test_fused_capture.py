@@ -223,7 +223,7 @@ def test_the_capture_key_names_every_address_and_scalar(monkeypatch):
             self.data = types.SimpleNamespace(ptr=ptr)
 
     monkeypatch.setattr(runtime, "cupy_module", lambda: types.SimpleNamespace(ndarray=Array))
-    monkeypatch.setattr(fused, "_key_layouts", {})
+    monkeypatch.setattr(runtime, "_key_layouts", {})
     fn = object()
 
     def args(ptrs=(10, 20), scalars=(5, 7)):

@@ -107,6 +107,9 @@ __device__ __forceinline__ void reset_control(OperatorsControl<V>* ctl, V fronti
     ctl->overflow = 0;
     for (int r = 0; r < 65; ++r) ctl->active[r] = 0;
     reset_loop(ctl, 0);
+    ctl->update_generation = 0;
+    ctl->update_loop_generation = 0;
+    ctl->update_heads = 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,21 +160,28 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 
 // ---------------------------------------------------------------------------------------------
 // Invalidate (algorithm.md §5.6) into the candidates list; ctl->invalidated gets the exact count.
+// A negative `generation` stands for the update's uploaded one (ctl->update_generation: the
+// captured start, algorithm.md §10.2).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_invalidate(V n, i32* __restrict__ flag, u64* __restrict__ words, i32* __restrict__ stamp,
                    i32 generation, V* __restrict__ candidates, OperatorsControl<V>* ctl) {
+    if (generation < 0) generation = ctl->update_generation;
     invalidate_flagged<V>(n, flag, words, stamp, generation, candidates, &ctl->candidates,
                           &ctl->invalidated);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Insertion heads (algorithm.md §5.7), with the invalidation's generation. Launched only when the
-// head list is non-empty.
+// Insertion heads (algorithm.md §5.7), with the invalidation's generation. Launched from Python only
+// when the head list is non-empty; in the captured start (negative `num_heads` and `generation`:
+// the update's uploaded ones, ctl->update_heads and ctl->update_generation) over a grid for the
+// change capacity, an empty list returning at once.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_heads(V num_heads, const V* __restrict__ heads, V source, i32* __restrict__ stamp,
               i32 generation, V* __restrict__ candidates, OperatorsControl<V>* ctl) {
+    if (num_heads < 0) num_heads = ctl->update_heads;
+    if (generation < 0) generation = ctl->update_generation;
     list_heads<V>(num_heads, heads, source, stamp, generation, candidates, &ctl->candidates);
 }
 
@@ -401,7 +411,9 @@ __device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
 // update first takes the input checks of algorithm.md §8.3 (what the host loop reads at sync #1):
 // an input distance out of range (reported first when both hold), then a vertex still jumping in
 // the last of `jump_rounds` pointer-jumping rounds with a non-empty changed list. A failed check
-// runs nothing more; the host raises. Without candidates only the finishing phases run.
+// runs nothing more; the host raises. Without candidates only the finishing phases run. A negative
+// `generation` stands for the update's uploaded one (ctl->update_loop_generation: the captured
+// start, algorithm.md §10.2).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_loop_init(i32 start, i32 finish, i32 count_affected, i32 generation, u64 delta, u64 bound,
@@ -409,6 +421,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                   const V* __restrict__ changed_count, i64* distances, V* parents,
                   OperatorsControl<V>* ctl) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (generation < 0) generation = ctl->update_loop_generation;
     start_loop(ctl, generation, delta, bound, bits, no_parent, source, n, push_shift);
     ctl->loop_finish = finish;
     ctl->loop_count_affected = count_affected;
@@ -679,5 +692,8 @@ __global__ void ops_control_layout(const OperatorsControl<V>* ctl, i64* out) {
     out[30] = reinterpret_cast<const char*>(&ctl->loop_distances) - base;
     out[31] = reinterpret_cast<const char*>(&ctl->loop_parents) - base;
     out[32] = reinterpret_cast<const char*>(&ctl->loop_push_shift) - base;
+    out[33] = reinterpret_cast<const char*>(&ctl->update_generation) - base;
+    out[34] = reinterpret_cast<const char*>(&ctl->update_loop_generation) - base;
+    out[35] = reinterpret_cast<const char*>(&ctl->update_heads) - base;
 }
 

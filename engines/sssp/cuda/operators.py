@@ -31,16 +31,21 @@ flight while it reads the previous one's control block (READ_AHEAD), stops at th
 that shows the loop done and waits for the replay still in flight. Same phases in the same order,
 so the same bytes; host_syncs is the number of replays (conformance/replay.operators_syncs),
 within the same budget. An update's launches up to the invalidation (control block reset, pack,
-change lists, roots, the pointer-jumping rounds) are one captured graph in both modes.
+change lists, roots, the pointer-jumping rounds) are one captured graph in both modes; with the
+captured start (CAPTURED_START_ENV) the invalidation, the heads and, in the device mode, the loop's
+start join it, the values that change from update to update (generations, head count) uploaded in
+the control block's initial record (algorithm.md §10.2).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
 
 from ... import errors
+from ..kept import Kept
 from ..plan import EngineReport, Plan, pointer_jumping_rounds
 from ..options import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
 from . import programmatic, push, runtime, switches
@@ -79,6 +84,13 @@ LOOP_BLOCKS_ENV = "ENGINES_OPERATORS_LOOP_BLOCKS"
 MAX_CAPTURED = 32
 #: The device loop enqueues the next replay before waiting for the previous one's readback.
 READ_AHEAD = True
+#: The captured start (issue 27): an update's invalidation, heads and device-loop start join the
+#: captured prologue, their per-update values (two generations, the head count) uploaded with the
+#: control block's initial record instead of passed from Python (algorithm.md §10.2). Off unless
+#: ``ENGINES_OPERATORS_CAPTURED_START=1`` until its GPU tests have run (then it becomes the default).
+CAPTURED_START_ENV = "ENGINES_OPERATORS_CAPTURED_START"
+#: What a kernel of the captured start takes for a value it reads from the control block.
+FROM_BLOCK = -1
 #: Every kernel of operators.cu (each instantiated at every (vertex, offset) pair of runtime.py).
 KERNELS = (
     "ops_control_init",
@@ -114,6 +126,12 @@ KERNELS = (
 VARIANTS = chains.with_chains(appends.with_appends(passes.with_wide(push.VARIANTS)))
 
 
+def captured_start_enabled() -> bool:
+    """``ENGINES_OPERATORS_CAPTURED_START``: whether an update's start is captured (off unless 1 /
+    on); a bad value is an error naming it."""
+    return switches.flag(CAPTURED_START_ENV, default=False)
+
+
 def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads (an update's and compute()'s alike, ``update``
     aside): its push expansion's, with the wide passes when ``ENGINES_WIDE_PASSES`` is on, the
@@ -126,9 +144,16 @@ def run_defines(plan, update: bool = True) -> tuple[str, ...]:
 
 def run_choice(plan, update: bool = True) -> variants.RunChoice:
     """The ``variants.RunChoice`` of a run of ``plan`` (the switches read now, once): prepare()
-    takes it and hands it to the run. ``update`` changes nothing on this engine (the plan's batch
-    size decides the appends)."""
-    return variants.run_choice(plan, ENGINE)
+    takes it and hands it to the run. ``update`` decides only the captured start (an update's;
+    the plan's batch size decides the appends)."""
+    shared = variants.run_choice(plan, ENGINE)
+    if update and captured_start_enabled():
+        return _choices.get(shared, lambda: dataclasses.replace(shared, captured_start=True))
+    return shared
+
+
+#: This engine's choices with the captured start, by the shared choice: ``run_choice``.
+_choices = Kept()
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -242,6 +267,8 @@ class _Run:
         # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
         self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chain_limits))
+        # an update's invalidation, heads and loop start in the captured prologue
+        self.captured_start = choice.captured_start
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0
@@ -323,12 +350,39 @@ class _Run:
             far_count = self._check_length("far pile", record["far"][far_slot])
 
     # -- the device-driven loop ----------------------------------------------------------------
-    def device_loop(self, start: int, distances, parents, *, jump_rounds: int = 0,
-                    changed_count=None):
-        """The device loop from phase ``start`` to its end, the unpack (or the distance-only
-        recovery) of ``distances, parents`` included: replays of captured ops_loop launches, a
-        readback after each; returns the record of the end (an update's input check in
-        ``loop_input_error``, then ``invalidated``, ``affected``).
+    def loop_finish(self, is_update: bool) -> int:
+        """The device loop's first phase after the near-far loop: the unpack (an update's changed
+        vertices, compute()'s all) or, distance-only, the parent recovery."""
+        if not self.plan.packed:
+            return PHASE_RECOVER_DISTANCES
+        return PHASE_UNPACK_CHANGED if is_update else PHASE_UNPACK_ALL
+
+    def loop_init_args(self, start: int, generation: int, distances, parents, jump_rounds: int = 0,
+                       changed_count=None) -> tuple:
+        """The arguments of ops_loop_init, the device loop's start: compute()'s at PHASE_FIRST_MIN,
+        an update's at PHASE_PULL (``generation`` FROM_BLOCK in the captured start)."""
+        launch, is_update = self.launch, start == PHASE_PULL
+        return (np.int32(start), np.int32(self.loop_finish(is_update)), np.int32(1 if is_update else 0),
+                np.int32(generation), self.delta, self.bound, self.bits, self.no_parent,
+                launch.v(self.source), launch.v(self.n), self.push_argument, np.int32(jump_rounds),
+                # compute() has no changed list: any buffer, never read (jump_rounds 0)
+                changed_count if changed_count is not None else self.ws.flag, distances, parents,
+                self.ctl)
+
+    def start_loop(self, start: int, distances, parents, **lists) -> int:
+        """Launch ops_loop_init from Python with the next generation (compute(), and an update
+        without the captured start); returns that generation."""
+        generation = self.ws.next_generation(self.stream)
+        self.launch.single("ops_loop_init", *self.loop_init_args(start, generation, distances, parents,
+                                                                 **lists))
+        return generation
+
+    def device_loop(self, generation: int):
+        """The device loop from the start that its init kernel (enqueued before, with first
+        generation ``generation``) chose, to its end, the unpack (or the distance-only recovery)
+        included: replays of captured ops_loop launches, a readback after each; returns the
+        record of the end (an update's input check in ``loop_input_error``, then ``invalidated``,
+        ``affected``).
 
         With READ_AHEAD, the next replay and its readback are enqueued before the host waits for
         the previous readback, so the device is never idle while the host reads; the replay
@@ -336,21 +390,8 @@ class _Run:
         and is waited for too, so the stream is idle on return, as after the fused engine.
         Replay sizes: replay_steps().
         """
-        ws, launch, ctl = self.ws, self.launch, self.ctl
-        is_update = start == PHASE_PULL
-        if self.plan.packed:
-            finish = PHASE_UNPACK_CHANGED if is_update else PHASE_UNPACK_ALL
-        else:
-            finish = PHASE_RECOVER_DISTANCES
-        generation = ws.next_generation(self.stream)
-        launch.single("ops_loop_init", np.int32(start), np.int32(finish),
-                      np.int32(1 if is_update else 0), np.int32(generation), self.delta,
-                      self.bound, self.bits, self.no_parent, launch.v(self.source),
-                      launch.v(self.n), self.push_argument, np.int32(jump_rounds),
-                      # compute() has no changed list: any buffer, never read (jump_rounds 0)
-                      changed_count if changed_count is not None else ws.flag, distances, parents,
-                      ctl)
-        self._generations_used = generation + 1  # ops_loop_init may take one (the pull's)
+        ws, launch = self.ws, self.launch
+        self._generations_used = int(generation) + 1  # the start may take one (the pull's)
         self._next_slot = 0
         # The launches' arguments are fixed for the run: the graph key is built once.
         self._loop_args = self._loop_arguments()
@@ -410,16 +451,21 @@ class _Run:
         for _ in range(steps):
             self.launch.fixed("ops_loop", stream, *self._loop_args)
 
-    # -- an update's prologue: reset, pack, change lists, roots, pointer jumping -----------------
-    def prologue(self, distances, parents, changes):
+    # -- an update's prologue: reset, pack, change lists, roots, jumps (and the captured start) -
+    def prologue(self, distances, parents, changes, generations: tuple[int, int] | None = None):
         """The update's launches up to the invalidation, whose arguments do not change from batch
-        to batch of one buffer layout, as one captured graph (issue 27: four launches from Python
-        cost about 40 µs of a small update's host time on a slow CPU): the control block's reset,
-        the pack, the change lists (device_apply's sized staging, which reads the batch's sizes on
-        the device; an empty batch's count is zeroed here instead), the roots (a grid for the
-        change capacity: the kernel reads the count on the device) and every pointer-jumping
-        round. Returns the change views and the rounds (0 without changes)."""
-        ws, launch, n = self.ws, self.launch, self.n
+        to batch of one buffer layout, as one captured graph (issue 27: each launch from Python
+        costs several µs of a small update's host time): the control block's reset, the pack, the
+        change lists (device_apply's sized staging, which reads the batch's sizes on the device; an
+        empty batch's count is zeroed here instead), the roots (a grid for the change capacity:
+        the kernel reads the count on the device) and every pointer-jumping round.
+
+        With ``generations`` (the captured start: the invalidation's and the device loop's first),
+        the block is uploaded from its pinned initial record instead, which carries them and the
+        head count, and the invalidation, the heads (a grid for the change capacity) and, in the
+        device loop mode, the loop's start follow in the same graph, reading those values from the
+        block (FROM_BLOCK). Returns the change views and the rounds (0 without changes)."""
+        ws, launch, n, control = self.ws, self.launch, self.n, self.control
         views, staging = changes.captured_staging(ws)
         changed_from, changed_to, heads, changed_count = views
         rounds = pointer_jumping_rounds(n) if changes.upper > 0 else 0
@@ -427,24 +473,60 @@ class _Run:
                      self.no_parent, self.ctl)
         roots_args = (changed_count, changed_from, changed_to, parents, ws.flag)
         jump_args = (changed_count, ws.ancestor, ws.flag, self.ctl)
-        roots_work = ws.change_capacity
+        change_work = ws.change_capacity
+        captured_start = generations is not None
+        invalidate_args = self.invalidate_args(FROM_BLOCK) if captured_start else ()
+        heads_args = self.heads_args(FROM_BLOCK, heads, FROM_BLOCK) if captured_start else ()
+        loop_args = (self.loop_init_args(PHASE_PULL, FROM_BLOCK, distances, parents, jump_rounds=rounds,
+                                         changed_count=changed_count)
+                     if captured_start and self.loop == "device" else ())
 
         def enqueue(stream):
-            launch.single("ops_control_init", self.ctl, stream=stream)
+            if captured_start:
+                control.enqueue_upload(stream)
+            else:
+                launch.single("ops_control_init", self.ctl, stream=stream)
             launch.over("ops_pack", n, *pack_args, stream=stream)
             if staging is not None:  # one block, as PendingCommit.stage_changes launches it
                 staging[0]((1,), (1024,), staging[1], stream=stream)
             if rounds:
-                launch.over("ops_roots", roots_work, *roots_args, stream=stream)
+                launch.over("ops_roots", change_work, *roots_args, stream=stream)
                 for r in range(rounds):
                     launch.over("ops_pointer_jump", n, launch.v(n), np.int32(r), *jump_args, stream=stream)
+            if captured_start:
+                launch.over("ops_invalidate", n, *invalidate_args, stream=stream)
+                launch.over("ops_heads", change_work, *heads_args, stream=stream)
+                if loop_args:
+                    launch.single("ops_loop_init", *loop_args, stream=stream)
 
-        key = ("prologue", self.device, launch.module.defines, launch.vertex, launch.offset, n, rounds,
-               launch.blocks_for(n), launch.blocks_for(roots_work),
-               _fixed(pack_args + roots_args + jump_args),
-               None if staging is None else (id(staging[0]), _fixed(staging[1])))
+        if captured_start:
+            # the copy reads the pinned record when the graph runs: the previous update has
+            # finished (every update returns with the stream idle), so nothing reads it now
+            control.stage_initial(update_generation=generations[0],
+                                  update_loop_generation=generations[1], update_heads=changes.num_heads)
+        # tests/gpu/test_host_path.py reads the rounds (entry 8) and the two capture keys (last)
+        key = ("prologue", self.device, self.loop, captured_start, launch.module.defines,
+               launch.vertex, launch.offset, n, rounds, launch.blocks_for(n), launch.blocks_for(change_work),
+               control.host_init_ptr,
+               runtime.capture_key(("operators prologue", captured_start, self.loop),
+                                   pack_args + roots_args + jump_args + invalidate_args + heads_args
+                                   + loop_args),
+               None if staging is None else (id(staging[0]), runtime.capture_key(id(staging[0]), staging[1])))
         _cached_graph(key, enqueue, self.device).launch(self.stream)
         return changed_from, changed_to, heads, changed_count, rounds
+
+    def invalidate_args(self, generation: int) -> tuple:
+        """The arguments of ops_invalidate (``generation`` FROM_BLOCK in the captured start)."""
+        ws = self.ws
+        return (self.launch.v(self.n), ws.flag, ws.word, ws.stamp, np.int32(generation), ws.candidates,
+                self.ctl)
+
+    def heads_args(self, num_heads: int, heads, generation: int) -> tuple:
+        """The arguments of ops_heads (``num_heads`` and ``generation`` FROM_BLOCK in the captured
+        start)."""
+        ws, launch = self.ws, self.launch
+        return (launch.v(num_heads), heads, launch.v(self.source), ws.stamp, np.int32(generation),
+                ws.candidates, self.ctl)
 
     def recover_parents(self, distances, parents, count_affected: bool) -> None:
         """Distance-only mode (algorithm.md §4.4): distances from the words, then lowest-id tight
@@ -492,13 +574,17 @@ def _cached_graph(key, enqueue, device: int):
     return graph
 
 
-def _fixed(args) -> tuple:
-    """What a captured launch fixes of its arguments: a buffer's address, a scalar's value and
-    type (an int32 and an int64 of one value are different launches). An isinstance test per
-    argument: hasattr on a NumPy scalar raises and catches inside (an update's prologue key has
-    about 30 arguments; 72 µs of profiled host time per update with hasattr)."""
-    ndarray = runtime.cupy_module().ndarray
-    return tuple([a.data.ptr if isinstance(a, ndarray) else (type(a), a) for a in args])
+def _update_generations(ws, stream) -> tuple[int, int]:
+    """An update's two generations, the invalidation's (and the heads') and the device loop's
+    first, taken together before the prologue's replay enqueues anything that uses them. Where
+    taking the second restarts the stamps (the 2^30 rule, algorithm.md §5.1: the zeroing is
+    enqueued at once, so it lands before the replay), both are taken again after the restart, so
+    the invalidation's stamps never predate it."""
+    first = ws.next_generation(stream)
+    second = ws.next_generation(stream)
+    if second < first:
+        first, second = second, ws.next_generation(stream)
+    return first, second
 
 
 def _begin(graph, plan: Plan, device: int, num_changes: int):
@@ -548,22 +634,26 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
     """``changes`` is a ``device_apply.DeviceChangeLists``: built on the device, its count read
     there by the kernels; the host knows an upper bound (``upper``) before sync #1."""
     ws, launch, ctl, n = run.ws, run.launch, run.ctl, run.n
-    upper = changes.upper
     num_heads = changes.num_heads
-
-    changed_from, changed_to, heads, changed_count, max_rounds = run.prologue(distances, parents, changes)
-    g_inv = run.generation()
-    launch.over("ops_invalidate", n, launch.v(n), ws.flag, ws.word, ws.stamp, g_inv,
-                ws.candidates, ctl)
-    if num_heads > 0:
-        launch.over("ops_heads", num_heads, launch.v(num_heads), heads, launch.v(run.source),
-                    ws.stamp, g_inv, ws.candidates, ctl)
+    if run.captured_start:
+        generations = _update_generations(ws, run.stream)
+        changed_from, changed_to, heads, changed_count, max_rounds = run.prologue(
+            distances, parents, changes, generations)
+        loop_generation = generations[1]
+    else:
+        changed_from, changed_to, heads, changed_count, max_rounds = run.prologue(distances, parents, changes)
+        g_inv = run.generation()
+        launch.over("ops_invalidate", n, *run.invalidate_args(g_inv))
+        if num_heads > 0:
+            launch.over("ops_heads", num_heads, *run.heads_args(num_heads, heads, g_inv))
+        if run.loop == "device":
+            loop_generation = run.start_loop(PHASE_PULL, distances, parents, jump_rounds=max_rounds,
+                                             changed_count=changed_count)
 
     if run.loop == "device":
         # No sync #1: the loop takes the input checks and reads the candidate count on the
         # device, and ends with the unpack; its last readback says what sync #1 would have.
-        record = run.device_loop(PHASE_PULL, distances, parents, jump_rounds=max_rounds,
-                                 changed_count=changed_count)
+        record = run.device_loop(loop_generation)
         error = int(record["loop_input_error"])
         if error == INPUT_INVALID:
             raise errors.invalid_input_error()
@@ -611,7 +701,7 @@ def compute(graph, plan: Plan, device: int, loop: str, choice: variants.RunChoic
             launch.over("ops_compute_init", n, launch.v(n), launch.v(run.source), ws.word, run.bits,
                         run.no_parent, ws.frontier, run.ctl)
             if loop == "device":
-                run.device_loop(PHASE_FIRST_MIN, distances, parents)
+                run.device_loop(run.start_loop(PHASE_FIRST_MIN, distances, parents))
                 return distances, parents, run.report(0, 0, budget_base=2)
             run.propagate(None)
             if plan.packed:

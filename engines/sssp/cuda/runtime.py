@@ -465,6 +465,31 @@ def capture(device: int, enqueue):
     return graph
 
 
+#: (site, argument count) -> (positions of the device arrays, positions of the scalars): where a
+#: launcher puts arrays and scalars is fixed by its code, so it is worked out once per site (a key
+#: is built on every captured update: 1.3 µs instead of 7.2 µs for the fused update's 34
+#: arguments, timed on a CPU with stand-in arrays)
+_key_layouts: dict[tuple, tuple] = {}
+
+
+def capture_key(site, args) -> tuple:
+    """What a captured launch fixes of its arguments ``args``: every device array's address and
+    every scalar's value, as ``(scalars, addresses)``. ``site`` names the code that builds
+    ``args`` (a kernel function's id, a launcher's name): the code decides which positions hold
+    arrays and which scalars, and each scalar's type, so the key need not (a site whose scalar
+    types vary, with the vertex type say, puts what decides them in its own key). An address
+    stands for whatever buffer holds it now: a graph replayed with the same addresses in the same
+    places reads and writes the buffers the run means, whichever allocation made them."""
+    layout = _key_layouts.get((site, len(args)))
+    if layout is None:
+        ndarray = cupy_module().ndarray
+        layout = _key_layouts[(site, len(args))] = (
+            tuple(i for i, a in enumerate(args) if isinstance(a, ndarray)),
+            tuple(i for i, a in enumerate(args) if not isinstance(a, ndarray)))
+    arrays, scalars = layout
+    return tuple([args[i] for i in scalars]), tuple([args[i].data.ptr for i in arrays])
+
+
 _order_events: dict[int, object] = {}
 
 

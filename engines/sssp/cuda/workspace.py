@@ -111,6 +111,10 @@ def operators_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("loop_distances", np.uint64),  # device pointers
             ("loop_parents", np.uint64),
             ("loop_push_shift", np.uint32),
+            # an update's per-batch values, uploaded with the initial record (operators.prologue)
+            ("update_generation", np.int32),
+            ("update_loop_generation", np.int32),
+            ("update_heads", v),
         ],
         align=True,
     )
@@ -181,11 +185,17 @@ class ControlBlock:
         """The copies of a captured run around ``between(stream)``: ``host_init`` up to the device
         before it, the block down into ``host_read`` after it (the runtime's copies: CuPy refuses
         a device-to-host copy on a capturing stream). Nothing waits."""
-        cupy = cupy_module()
-        rt = cupy.cuda.runtime
-        rt.memcpyAsync(self.device.data.ptr, self.host_init_ptr, self.nbytes, rt.memcpyHostToDevice, stream.ptr)
+        rt = cupy_module().cuda.runtime
+        self.enqueue_upload(stream)
         between(stream)
         rt.memcpyAsync(self.host_read_ptr, self.device.data.ptr, self.nbytes, rt.memcpyDeviceToHost, stream.ptr)
+
+    def enqueue_upload(self, stream) -> None:
+        """``host_init`` up to the device on ``stream`` by the runtime's copy, which a capturing
+        stream records as a node that reads the pinned record when the graph runs (the operators
+        engine's captured prologue; ``enqueue_copies``). Nothing waits."""
+        rt = cupy_module().cuda.runtime
+        rt.memcpyAsync(self.device.data.ptr, self.host_init_ptr, self.nbytes, rt.memcpyHostToDevice, stream.ptr)
 
     @property
     def pointer(self):
