@@ -154,14 +154,15 @@ def device_loop_replays(launches: int) -> int:
     """Readbacks of the operators device loop for ``launches`` phase launches (operators.py
     replay_steps gives each replay's size): every replay enqueued is waited for, up to the first
     whose end covers them (it shows the loop done) and, with the read-ahead, the one enqueued
-    after it; at least one."""
-    from engines.sssp.cuda.operators import READ_AHEAD, replay_steps
+    after it unless ENGINES_OPERATORS_WAIT_READ_AHEAD is off (read now, as the run read it); at
+    least one."""
+    from engines.sssp.cuda.operators import READ_AHEAD, replay_steps, wait_read_ahead_enabled
 
     replays, covered = 0, 0
     while covered < max(int(launches), 1):
         covered += replay_steps(replays)
         replays += 1
-    return replays + (1 if READ_AHEAD else 0)
+    return replays + (1 if READ_AHEAD and wait_read_ahead_enabled() else 0)
 
 
 def operators_syncs(loop: str, iterations: int, epochs: int, *, is_update: bool, candidates: int,

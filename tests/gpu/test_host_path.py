@@ -114,3 +114,54 @@ def test_the_operators_prologue_is_one_graph_per_buffer_layout(monkeypatch):
     again = addresses(run(random("mixed")))
     if ws.change_capacity == capacity:
         assert again == grown
+
+
+@pytest.mark.parametrize("engine", S.CUDA_ENGINES)
+def test_the_commit_record_is_read_while_the_engine_runs(engine, monkeypatch):
+    """Each engine asks for the commit's record (DeviceChangeLists.resolve_ready) after enqueuing
+    its run and before its first wait, so an arrived record is converted while the GPU works. The
+    test makes the record arrive first (it waits for the apply's event inside the hook, which the
+    engine itself never does) and checks that the conversion came before the engine's wait, with
+    the host's results."""
+    if engine == "fused" and not S.fused_available():
+        pytest.skip("the fused engine cannot run on this device")
+    from engines.graph import device_apply
+
+    order = []
+    real_ready = device_apply.DeviceChangeLists.resolve_ready
+    real_resolve = device_apply.PendingCommit.resolve
+
+    def ready(self):
+        self.pending.scratch.record_ready.synchronize()  # the test's own wait: the record is there
+        order.append("asked")
+        return real_ready(self)
+
+    def resolve(self):
+        if not self.resolved:
+            order.append("resolved")
+        return real_resolve(self)
+
+    def waiting(real):
+        def wait(*args, **kwargs):
+            order.append("wait")
+            return real(*args, **kwargs)
+        return wait
+
+    monkeypatch.setattr(device_apply.DeviceChangeLists, "resolve_ready", ready)
+    monkeypatch.setattr(device_apply.PendingCommit, "resolve", resolve)
+    for name in ("synchronize", "wait_record", "wait_readback"):
+        monkeypatch.setattr(runtime, name, waiting(getattr(runtime, name)))
+    rng = np.random.default_rng(53)
+    n, src, dst, w = H.random_graph(rng, "sparse", 900, 1, "mid")
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    # the engine first in the update: the host reference's stats would resolve the record before it
+    results = {engine: sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS[engine]),
+               "host": sssp.compute(graph, 0, backend="host")}
+    for kind in ("mixed", "tree_delete", "mixed"):
+        _, parents = results["host"].to_numpy()
+        order.clear()
+        stats = S.update_all(graph, H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid")),
+                             results)
+        S.assert_conformant(results, stats, update=True, what=kind)
+        assert "asked" in order and "resolved" in order, order
+        assert order.index("asked") < order.index("resolved") < order.index("wait"), order

@@ -287,10 +287,12 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                 if captured:
                     control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo,
                                           delta=delta)
-                    record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs, staging)
+                    record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs, staging,
+                                           while_running=changes.resolve_ready)
                 else:
                     control.upload_initial(s)
                     fn((blocks,), (runtime.BLOCK_SIZE,), args)
+                    changes.resolve_ready()  # the commit's record, while the kernel runs
                     record = runtime.synchronize(control, s, syncs)
         except Exception:
             _reset_quietly(ws, s)
@@ -341,13 +343,15 @@ def _capture_key(fn, blocks: int, args) -> tuple:
     return (id(fn), int(blocks)) + runtime.capture_key(id(fn), args)
 
 
-def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, syncs, staging=None):
+def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, syncs, staging=None,
+                  while_running=None):
     """A captured run: replay (capturing first when new) the graph of the change lists' staging
     (``staging``: ``(function, arguments)`` of device_apply's sized kernel, None when the caller
     staged them), the control block's upload from its pinned initial record (staged by the
     caller), ``fn`` over ``blocks`` with ``args`` and the block's download into ``host_read``;
-    then the run's one synchronization. Where capture failed, the same steps are enqueued from
-    Python. Called under the workspace's lock."""
+    then ``while_running()`` (host work that overlaps the run: the commit's record) and the run's
+    one synchronization. Where capture failed, the same steps are enqueued from Python. Called
+    under the workspace's lock."""
     state = capture_state(device, vertex_dtype)
 
     def launch(stream) -> None:
@@ -380,6 +384,8 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
         graph.launch(s)
     else:
         launch(s)
+    if while_running is not None:  # host work that overlaps the run (before its one wait)
+        while_running()
     return runtime.wait_record(control, s, syncs)
 
 

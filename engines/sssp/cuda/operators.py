@@ -28,13 +28,14 @@ are taken on the device by ``ops_loop_init``, so an update has no sync #1: the h
 everything up to the first replays without waiting. The host replays captured CUDA graphs of S
 such launches (replay_steps; launches after the end return at once), keeps the next replay in
 flight while it reads the previous one's control block (READ_AHEAD), stops at the first readback
-that shows the loop done and waits for the replay still in flight. Same phases in the same order,
-so the same bytes; host_syncs is the number of replays (conformance/replay.operators_syncs),
-within the same budget. An update's launches up to the invalidation (control block reset, pack,
-change lists, roots, the pointer-jumping rounds) are one captured graph in both modes; with the
-captured start (CAPTURED_START_ENV) the invalidation, the heads and, in the device mode, the loop's
-start join it, the values that change from update to update (generations, head count) uploaded in
-the control block's initial record (algorithm.md §10.2).
+that shows the loop done and waits for the replay still in flight (unless WAIT_READ_AHEAD_ENV
+is off). Same phases in the same order, so the same bytes; host_syncs is the number of replays
+waited for (conformance/replay.operators_syncs), within the same budget. An update's launches up
+to the invalidation (control block reset, pack, change lists, roots, the pointer-jumping rounds)
+are one captured graph in both modes; with the captured start (CAPTURED_START_ENV) the
+invalidation, the heads and, in the device mode, the loop's start join it, the values that change
+from update to update (generations, head count) uploaded in the control block's initial record
+(algorithm.md §10.2).
 """
 
 from __future__ import annotations
@@ -91,6 +92,13 @@ READ_AHEAD = True
 CAPTURED_START_ENV = "ENGINES_OPERATORS_CAPTURED_START"
 #: What a kernel of the captured start takes for a value it reads from the control block.
 FROM_BLOCK = -1
+#: Whether the device loop waits for the read-ahead replay still queued when a readback shows the
+#: loop done (issue 27). Its launches return at once (about 1.1 µs each, FIRST_STEPS of them after
+#: a short run: some 18 µs of a small update's critical path, H200), and the result is complete
+#: without them (the readback that shows the end follows the unpack). ``0`` / ``off`` returns at
+#: that readback instead, leaving them queued on the engine's stream ahead of its next work (one
+#: readback fewer in host_syncs); on (wait) until the GPU tests and an A/B have run it.
+WAIT_READ_AHEAD_ENV = "ENGINES_OPERATORS_WAIT_READ_AHEAD"
 #: Every kernel of operators.cu (each instantiated at every (vertex, offset) pair of runtime.py).
 KERNELS = (
     "ops_control_init",
@@ -126,6 +134,12 @@ KERNELS = (
 VARIANTS = chains.with_chains(appends.with_appends(passes.with_wide(push.VARIANTS)))
 
 
+def wait_read_ahead_enabled() -> bool:
+    """``ENGINES_OPERATORS_WAIT_READ_AHEAD``: whether the device loop waits for its read-ahead
+    replay at the end (on unless 0 / off); a bad value is an error naming it."""
+    return switches.flag(WAIT_READ_AHEAD_ENV, default=True)
+
+
 def captured_start_enabled() -> bool:
     """``ENGINES_OPERATORS_CAPTURED_START``: whether an update's start is captured (off unless 1 /
     on); a bad value is an error naming it."""
@@ -147,12 +161,16 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     takes it and hands it to the run. ``update`` decides only the captured start (an update's;
     the plan's batch size decides the appends)."""
     shared = variants.run_choice(plan, ENGINE)
-    if update and captured_start_enabled():
-        return _choices.get(shared, lambda: dataclasses.replace(shared, captured_start=True))
-    return shared
+    captured_start = bool(update and captured_start_enabled())
+    wait_read_ahead = wait_read_ahead_enabled()
+    if not captured_start and wait_read_ahead:
+        return shared
+    return _choices.get((shared, captured_start, wait_read_ahead), lambda: dataclasses.replace(
+        shared, captured_start=captured_start, wait_read_ahead=wait_read_ahead))
 
 
-#: This engine's choices with the captured start, by the shared choice: ``run_choice``.
+#: This engine's choices that differ from the shared one (the captured start, no wait for the
+#: read-ahead), by (the shared choice, captured start, wait): ``run_choice``.
 _choices = Kept()
 
 
@@ -267,8 +285,10 @@ class _Run:
         # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
         self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chain_limits))
-        # an update's invalidation, heads and loop start in the captured prologue
+        # an update's invalidation, heads and loop start in the captured prologue; the device
+        # loop's wait for its read-ahead replay at the end
         self.captured_start = choice.captured_start
+        self.wait_read_ahead = choice.wait_read_ahead
         self.iterations = 0
         self.epochs = 0
         self.pushes = 0
@@ -377,7 +397,7 @@ class _Run:
                                                                  **lists))
         return generation
 
-    def device_loop(self, generation: int):
+    def device_loop(self, generation: int, while_running=None):
         """The device loop from the start that its init kernel (enqueued before, with first
         generation ``generation``) chose, to its end, the unpack (or the distance-only recovery)
         included: replays of captured ops_loop launches, a readback after each; returns the
@@ -387,8 +407,10 @@ class _Run:
         With READ_AHEAD, the next replay and its readback are enqueued before the host waits for
         the previous readback, so the device is never idle while the host reads; the replay
         still queued when the loop is over finds it done (each of its launches returns at once)
-        and is waited for too, so the stream is idle on return, as after the fused engine.
-        Replay sizes: replay_steps().
+        and is waited for too, so the stream is idle on return, as after the fused engine
+        (unless WAIT_READ_AHEAD_ENV is off: then it stays queued, ahead of the stream's next
+        work). Replay sizes: replay_steps(). ``while_running()`` (host work that overlaps the
+        replays: an update's commit record) runs before each wait until it returns True.
         """
         ws, launch = self.ws, self.launch
         self._generations_used = int(generation) + 1  # the start may take one (the pull's)
@@ -405,6 +427,8 @@ class _Run:
             while len(queued) < in_flight:
                 queued.append(self._replay(replay_steps(replays)))
                 replays += 1
+            if while_running is not None and while_running():
+                while_running = None  # done: not asked again
             record = runtime.wait_readback(self.control, queued.pop(0), self.syncs)
             if int(record["loop_fault"]) != 0:
                 raise errors.InternalError(
@@ -413,8 +437,9 @@ class _Run:
                 )
             if int(record["phase"]) == PHASE_DONE:
                 break
-        for slot in queued:  # the read-ahead replay: launches that return at once
-            runtime.wait_readback(self.control, slot, self.syncs)
+        if self.wait_read_ahead:  # the read-ahead replay: launches that return at once
+            for slot in queued:
+                runtime.wait_readback(self.control, slot, self.syncs)
         self.iterations = int(record["iterations"])
         self.epochs = int(record["epochs"])
         self.pushes = int(record["pushes"])
@@ -653,7 +678,7 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
     if run.loop == "device":
         # No sync #1: the loop takes the input checks and reads the candidate count on the
         # device, and ends with the unpack; its last readback says what sync #1 would have.
-        record = run.device_loop(loop_generation)
+        record = run.device_loop(loop_generation, while_running=changes.resolve_ready)
         error = int(record["loop_input_error"])
         if error == INPUT_INVALID:
             raise errors.invalid_input_error()
@@ -661,6 +686,7 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
             raise errors.parent_cycle_error()
         return run.report(int(record["invalidated"]), int(record["affected"]), budget_base=3)
 
+    changes.resolve_ready()  # the commit's record, while the launches run
     record = run.sync()  # #1: the input checks, invalidated and the candidate count
     if int(record["overflow"]) != 0:
         raise errors.invalid_input_error()

@@ -16,8 +16,10 @@ from . import appends, chains, passes, push, switches
 class RunChoice:
     """What one run of an engine loads and passes, from one reading of the switches: the module
     variant (``defines``), the chains' ``(hops, max_degree)`` that reach the kernels in the push
-    argument, the fused engine's solo-push edges (0 on the operators engine) and whether an
-    operators update runs the captured start (operators.CAPTURED_START_ENV). prepare() takes it
+    argument, the fused engine's solo-push edges (0 on the operators engine), whether an
+    operators update runs the captured start (operators.CAPTURED_START_ENV) and whether an
+    operators device loop waits for its read-ahead replay at the end
+    (operators.WAIT_READ_AHEAD_ENV). prepare() takes it
     before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
     the switches once (a bad value is refused before anything changes) and the module it compiled
     is the one it loads."""
@@ -26,6 +28,7 @@ class RunChoice:
     chain_limits: tuple[int, int]
     solo_edges: int = 0
     captured_start: bool = False
+    wait_read_ahead: bool = True
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,

@@ -215,3 +215,36 @@ def test_sized_staging_follows_the_scratch_buffers(monkeypatch):
         assert len(args) == len(want) and all(a is b for a, b in zip(args[:4] + args[6:], want[:4] + want[6:]))
         assert [type(a) for a in args[4:6]] == [np.int32, np.int32] and [int(a) for a in args[4:6]] == [2, objective]
     assert loaded == [runtime.instantiation_name(name, np.int32, np.int32) for name in da.KERNELS]
+
+
+class _NotYet:
+    """A record event the stream has not passed: a query says so; a wait would be a
+    synchronization, which resolve_ready must never make."""
+
+    done = False
+
+    def synchronize(self):
+        raise AssertionError("resolve_ready waited for the record")
+
+
+def test_resolve_ready_reads_an_arrived_record_and_never_waits_for_one():
+    """The engines call resolve_ready while their run is on the device: an arrived record is read
+    then (resolve's values, once), one not yet arrived is left for later without a wait, and a
+    commit with nothing pending is resolved from the start."""
+    k = 2
+    events = batch_events(Batch([1, 2], [2, 3], [[5, 6], [7, 8]], [0], [1]), 10, k)
+    rec = np.arange(da.record_length(k), dtype=np.int64) % 3
+    pending = _pending(k, events, rec, (100, 200), (9, 9))
+    pending.scratch.record_ready = _NotYet()
+    assert pending.resolve_ready() is False and not pending.resolved
+    pending.scratch.record_ready = _Ready()
+    assert pending.resolve_ready() is True and pending.resolved
+    values = pending.resolve()
+    reference = _pending(k, events, rec, (100, 200), (9, 9)).resolve()
+    assert values == reference
+    pending.scratch.record_host = None  # resolved once: a second call reads nothing
+    pending.scratch.record_ready = _NotYet()
+    assert pending.resolve_ready() is True and pending.resolve() is values
+    empty = _pending(k, events, None, (1, 2), (3, 4), record_pending=False)
+    empty.scratch.record_ready = _NotYet()
+    assert empty.resolve_ready() is True

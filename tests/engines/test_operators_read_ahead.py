@@ -1,0 +1,60 @@
+"""The operators device loop's wait for its read-ahead replay (ENGINES_OPERATORS_WAIT_READ_AHEAD,
+issue 27; the GPU side is tests/gpu/test_operators_read_ahead.py) on the CPU: the switch's
+spellings, prepare()'s reading of it for updates and compute() alike, and the readback model that
+the sync checks compare host_syncs with (conformance.replay.device_loop_replays)."""
+
+import pytest
+
+from conformance import replay
+from engines import errors
+from engines.sssp.cuda import operators
+from engines.sssp.plan import DEFAULT_PUSH_EXPANSION
+
+
+class _Plan:
+    push_expansion = DEFAULT_PUSH_EXPANSION
+    batch_changes = 100
+
+
+@pytest.mark.parametrize("value, wait", [(None, True), ("", True), ("1", True), ("on", True),
+                                         ("0", False), (" OFF ", False)])
+def test_the_wait_is_on_unless_switched_off(monkeypatch, value, wait):
+    monkeypatch.delenv(operators.CAPTURED_START_ENV, raising=False)
+    if value is None:
+        monkeypatch.delenv(operators.WAIT_READ_AHEAD_ENV, raising=False)
+    else:
+        monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, value)
+    assert operators.wait_read_ahead_enabled() is wait
+    for update in (True, False):
+        assert operators.run_choice(_Plan(), update=update).wait_read_ahead is wait
+
+
+def test_a_bad_value_is_refused_by_prepares_reading(monkeypatch):
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "later")
+    with pytest.raises(errors.InvalidArgumentError, match=operators.WAIT_READ_AHEAD_ENV):
+        operators.run_choice(_Plan(), update=False)
+
+
+def test_the_choices_combine_and_keep_the_module(monkeypatch):
+    monkeypatch.delenv(operators.CAPTURED_START_ENV, raising=False)
+    monkeypatch.delenv(operators.WAIT_READ_AHEAD_ENV, raising=False)
+    plain = operators.run_choice(_Plan())
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "0")
+    monkeypatch.setenv(operators.CAPTURED_START_ENV, "1")
+    both = operators.run_choice(_Plan())
+    assert (both.captured_start, both.wait_read_ahead) == (True, False)
+    assert (both.defines, both.chain_limits) == (plain.defines, plain.chain_limits)
+    assert operators.run_choice(_Plan()) is both
+
+
+@pytest.mark.parametrize("launches", [1, 4, 16, 17, 200, 3000])
+def test_the_model_counts_one_readback_fewer_without_the_wait(monkeypatch, launches):
+    monkeypatch.delenv(operators.WAIT_READ_AHEAD_ENV, raising=False)
+    waited = replay.device_loop_replays(launches)
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "0")
+    assert replay.device_loop_replays(launches) == waited - (1 if operators.READ_AHEAD else 0)
+    covered, replays = 0, 0  # the replays that cover the launches, from replay_steps itself
+    while covered < launches:
+        covered += operators.replay_steps(replays)
+        replays += 1
+    assert replay.device_loop_replays(launches) == replays
