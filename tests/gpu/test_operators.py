@@ -36,7 +36,7 @@ def test_control_block_layout_matches_the_numpy_mirror():
     for offset_dtype in (np.int32, np.int64):
         fn = module.function("ops_control_layout", np.int32, offset_dtype)
         block = cupy.zeros(dtype.itemsize, dtype=cupy.uint8)
-        out = cupy.full(36, -1, dtype=cupy.int64)
+        out = cupy.full(37, -1, dtype=cupy.int64)
         fn((1,), (1,), (block, out))
         got = out.get().tolist()
         names = ("minimum", "threshold", "affected", "candidates", "frontier", "near", "far",
@@ -47,7 +47,8 @@ def test_control_block_layout_matches_the_numpy_mirror():
                 "pushes", "loop_done_blocks", "loop_fault", "loop_delta", "loop_bound",
                 "loop_no_parent", "loop_bits", "loop_source", "loop_n", "loop_finish",
                 "loop_count_affected", "loop_input_error", "loop_distances", "loop_parents",
-                "loop_push_shift", "update_generation", "update_loop_generation", "update_heads")
+                "loop_push_shift", "update_generation", "update_loop_generation", "update_heads",
+                "update_delta")
         assert got[11:] == [dtype.fields[k][1] for k in loop]
 
 

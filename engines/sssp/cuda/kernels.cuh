@@ -357,11 +357,13 @@ struct OperatorsControl {
     // An update's values that change from batch to batch, uploaded with the block's initial record
     // in the captured start (operators.py CAPTURED_START_ENV), so that the update's launches up to
     // the device loop take only buffer addresses and constants and replay as one captured graph:
-    // the generation of the invalidation and the heads, the device loop's first generation, and
-    // the insertion-head count (read where the kernel's argument is -1).
+    // the generation of the invalidation and the heads, the device loop's first generation, the
+    // insertion-head count and delta (the default follows the edge count and the weight sum; read
+    // where the kernel's argument is -1).
     i32 update_generation;
     i32 update_loop_generation;
     V update_heads;
+    u64 update_delta;
 };
 
 // ---------------------------------------------------------------------------------------------

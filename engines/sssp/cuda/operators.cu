@@ -110,6 +110,7 @@ __device__ __forceinline__ void reset_control(OperatorsControl<V>* ctl, V fronti
     ctl->update_generation = 0;
     ctl->update_loop_generation = 0;
     ctl->update_heads = 0;
+    ctl->update_delta = 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -412,8 +413,8 @@ __device__ __forceinline__ void decide_next(OperatorsControl<V>* ctl) {
 // an input distance out of range (reported first when both hold), then a vertex still jumping in
 // the last of `jump_rounds` pointer-jumping rounds with a non-empty changed list. A failed check
 // runs nothing more; the host raises. Without candidates only the finishing phases run. A negative
-// `generation` stands for the update's uploaded one (ctl->update_loop_generation: the captured
-// start, algorithm.md §10.2).
+// `generation` stands for the update's uploaded generation and delta (ctl->update_loop_generation,
+// ctl->update_delta: the captured start, algorithm.md §10.2).
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_loop_init(i32 start, i32 finish, i32 count_affected, i32 generation, u64 delta, u64 bound,
@@ -421,7 +422,10 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                   const V* __restrict__ changed_count, i64* distances, V* parents,
                   OperatorsControl<V>* ctl) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    if (generation < 0) generation = ctl->update_loop_generation;
+    if (generation < 0) {  // the captured start: this update's values, uploaded with the block
+        generation = ctl->update_loop_generation;
+        delta = ctl->update_delta;
+    }
     start_loop(ctl, generation, delta, bound, bits, no_parent, source, n, push_shift);
     ctl->loop_finish = finish;
     ctl->loop_count_affected = count_affected;
@@ -695,5 +699,6 @@ __global__ void ops_control_layout(const OperatorsControl<V>* ctl, i64* out) {
     out[33] = reinterpret_cast<const char*>(&ctl->update_generation) - base;
     out[34] = reinterpret_cast<const char*>(&ctl->update_loop_generation) - base;
     out[35] = reinterpret_cast<const char*>(&ctl->update_heads) - base;
+    out[36] = reinterpret_cast<const char*>(&ctl->update_delta) - base;
 }
 

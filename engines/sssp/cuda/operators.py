@@ -34,8 +34,8 @@ waited for (conformance/replay.operators_syncs), within the same budget. An upda
 to the invalidation (control block reset, pack, change lists, roots, the pointer-jumping rounds)
 are one captured graph in both modes; with the captured start (CAPTURED_START_ENV) the
 invalidation, the heads and, in the device mode, the loop's start join it, the values that change
-from update to update (generations, head count) uploaded in the control block's initial record
-(algorithm.md §10.2).
+from update to update (generations, head count, delta) uploaded in the control block's initial
+record (algorithm.md §10.2).
 """
 
 from __future__ import annotations
@@ -86,9 +86,10 @@ MAX_CAPTURED = 32
 #: The device loop enqueues the next replay before waiting for the previous one's readback.
 READ_AHEAD = True
 #: The captured start (issue 27): an update's invalidation, heads and device-loop start join the
-#: captured prologue, their per-update values (two generations, the head count) uploaded with the
-#: control block's initial record instead of passed from Python (algorithm.md §10.2). Off unless
-#: ``ENGINES_OPERATORS_CAPTURED_START=1`` until its GPU tests have run (then it becomes the default).
+#: captured prologue, their per-update values (two generations, the head count, delta) uploaded
+#: with the control block's initial record instead of passed from Python (algorithm.md §10.2). Off
+#: unless ``ENGINES_OPERATORS_CAPTURED_START=1`` until its GPU tests have run (then it becomes the
+#: default).
 CAPTURED_START_ENV = "ENGINES_OPERATORS_CAPTURED_START"
 #: What a kernel of the captured start takes for a value it reads from the control block.
 FROM_BLOCK = -1
@@ -380,10 +381,13 @@ class _Run:
     def loop_init_args(self, start: int, generation: int, distances, parents, jump_rounds: int = 0,
                        changed_count=None) -> tuple:
         """The arguments of ops_loop_init, the device loop's start: compute()'s at PHASE_FIRST_MIN,
-        an update's at PHASE_PULL (``generation`` FROM_BLOCK in the captured start)."""
+        an update's at PHASE_PULL (``generation`` FROM_BLOCK in the captured start, where the
+        kernel takes delta from the block too: the default follows the edge count and the weight
+        sum, so most batches change it, and the argument is a constant 0 that keeps the capture)."""
         launch, is_update = self.launch, start == PHASE_PULL
+        delta = np.uint64(0) if generation == FROM_BLOCK else self.delta
         return (np.int32(start), np.int32(self.loop_finish(is_update)), np.int32(1 if is_update else 0),
-                np.int32(generation), self.delta, self.bound, self.bits, self.no_parent,
+                np.int32(generation), delta, self.bound, self.bits, self.no_parent,
                 launch.v(self.source), launch.v(self.n), self.push_argument, np.int32(jump_rounds),
                 # compute() has no changed list: any buffer, never read (jump_rounds 0)
                 changed_count if changed_count is not None else self.ws.flag, distances, parents,
@@ -486,10 +490,10 @@ class _Run:
         the kernel reads the count on the device) and every pointer-jumping round.
 
         With ``generations`` (the captured start: the invalidation's and the device loop's first),
-        the block is uploaded from its pinned initial record instead, which carries them and the
-        head count, and the invalidation, the heads (a grid for the change capacity) and, in the
-        device loop mode, the loop's start follow in the same graph, reading those values from the
-        block (FROM_BLOCK). Returns the change views and the rounds (0 without changes)."""
+        the block is uploaded from its pinned initial record instead, which carries them, the
+        head count and delta, and the invalidation, the heads (a grid for the change capacity) and,
+        in the device loop mode, the loop's start follow in the same graph, reading those values
+        from the block (FROM_BLOCK). Returns the change views and the rounds (0 without changes)."""
         ws, launch, n, control = self.ws, self.launch, self.n, self.control
         views, staging = changes.captured_staging(ws)
         changed_from, changed_to, heads, changed_count = views
@@ -525,10 +529,11 @@ class _Run:
                     launch.single("ops_loop_init", *loop_args, stream=stream)
 
         if captured_start:
-            # the copy reads the pinned record when the graph runs: the previous update has
-            # finished (every update returns with the stream idle), so nothing reads it now
+            # the copy reads the pinned record when the graph runs: the previous update's copy
+            # ran before any of its readbacks that the host waited for, so nothing reads it now
             control.stage_initial(update_generation=generations[0],
-                                  update_loop_generation=generations[1], update_heads=changes.num_heads)
+                                  update_loop_generation=generations[1], update_heads=changes.num_heads,
+                                  update_delta=self.delta)
         # tests/gpu/test_host_path.py reads the rounds (entry 8) and the two capture keys (last)
         key = ("prologue", self.device, self.loop, captured_start, launch.module.defines,
                launch.vertex, launch.offset, n, rounds, launch.blocks_for(n), launch.blocks_for(change_work),

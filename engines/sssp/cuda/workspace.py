@@ -115,6 +115,7 @@ def operators_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("update_generation", np.int32),
             ("update_loop_generation", np.int32),
             ("update_heads", v),
+            ("update_delta", np.uint64),
         ],
         align=True,
     )
