@@ -48,14 +48,16 @@ def test_with_appends_adds_the_twin_of_each_combinable_variant():
 def test_the_engines_compile_the_appends_beside_every_plain_push_module():
     # fused: plain, wide, solo and solo + wide, each also with the appends; batched and
     # batched + solo without; each of those also as the captured update (test_fused_capture), and
-    # each with the appends also with the chains (test_push_chain)
-    uncaptured = tuple(v for v in fused.VARIANTS
-                       if "SSSP_FUSED_CAPTURED" not in v and "SSSP_PUSH_CHAIN" not in v)
+    # each with the appends also with the chains (test_push_chain), every plain-push one also with
+    # multi-hop pointer jumping (test_multi_hop_jump)
+    uncaptured = tuple(v for v in fused.VARIANTS if "SSSP_FUSED_CAPTURED" not in v
+                       and "SSSP_PUSH_CHAIN" not in v and "SSSP_MULTI_HOP_JUMP" not in v)
     plain = ((), WIDE, SOLO, SOLO + WIDE)
     assert uncaptured == tuple(runtime.variant_defines(v + extra) for v in plain
                                for extra in ((), APPEND)) + (
         ("SSSP_PUSH_BATCHED",), ("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))
-    assert tuple(v for v in operators.VARIANTS if "SSSP_PUSH_CHAIN" not in v) == (
+    assert tuple(v for v in operators.VARIANTS
+                 if "SSSP_PUSH_CHAIN" not in v and "SSSP_MULTI_HOP_JUMP" not in v) == (
         (), APPEND, WIDE, runtime.variant_defines(WIDE + APPEND), ("SSSP_PUSH_BATCHED",))
     for variants in (fused.VARIANTS, operators.VARIANTS):
         assert len(set(variants)) == len(variants)

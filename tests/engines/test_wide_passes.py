@@ -12,7 +12,7 @@ import pytest
 
 from engines import errors
 from engines.sssp.plan import PUSH_EXPANSIONS
-from engines.sssp.cuda import appends, compile_check, fused, operators, passes, push, runtime
+from engines.sssp.cuda import appends, compile_check, fused, jumps, operators, passes, push, runtime
 
 WIDE = passes.DEFINES
 
@@ -23,6 +23,7 @@ PLAIN_PUSH_VARIANTS = {
     "wide": (passes, passes.wide_passes, passes.WIDE_ENV, passes.DEFINES),
     # the fused engine's reading (the operators engine's default: test_block_append.py)
     "appends": (appends, lambda plan: appends.block_append(plan, "fused"), appends.APPEND_ENV, appends.DEFINES),
+    "jumps": (jumps, jumps.multi_hop, jumps.JUMP_ENV, jumps.DEFINES),
 }
 
 
@@ -80,12 +81,13 @@ def test_the_variant_combines_with_the_plain_push_only(variant):
 def test_the_engines_compile_the_wide_variant_beside_every_plain_push_module():
     # fused: plain and solo, each also wide; batched and batched + solo without (they spill); each
     # of those also as the captured update (test_fused_capture) and the plain-push ones also with
-    # the block appends (test_block_append)
+    # the block appends (test_block_append) and with multi-hop pointer jumping (test_multi_hop_jump)
     uncaptured = tuple(v for v in fused.VARIANTS if "SSSP_FUSED_CAPTURED" not in v
-                       and "SSSP_BLOCK_APPEND" not in v)
+                       and "SSSP_BLOCK_APPEND" not in v and "SSSP_MULTI_HOP_JUMP" not in v)
     assert uncaptured == ((), WIDE, ("SSSP_FUSED_SOLO",), ("SSSP_FUSED_SOLO",) + WIDE,
                           ("SSSP_PUSH_BATCHED",), ("SSSP_FUSED_SOLO", "SSSP_PUSH_BATCHED"))
-    assert tuple(v for v in operators.VARIANTS if "SSSP_BLOCK_APPEND" not in v) == (
+    assert tuple(v for v in operators.VARIANTS
+                 if "SSSP_BLOCK_APPEND" not in v and "SSSP_MULTI_HOP_JUMP" not in v) == (
         (), WIDE, ("SSSP_PUSH_BATCHED",))
     assert passes.with_wide(((),)) == ((), WIDE)
     for variants in (fused.VARIANTS, operators.VARIANTS):

@@ -20,7 +20,7 @@ import numpy as np
 from ... import errors
 from ..kept import Kept
 from ..plan import EngineReport, pointer_jumping_rounds
-from . import appends, chains, passes, push, runtime, switches, variants, workspace
+from . import appends, chains, jumps, passes, push, runtime, switches, variants, workspace
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
@@ -75,12 +75,13 @@ _CAPTURED_DEFINES = ("SSSP_FUSED_CAPTURED",)
 #: (push.module_defines) with and without the solo push, the plain push's also with the wide
 #: passes (passes.with_wide, ENGINES_WIDE_PASSES), every plain-push one of those also with the
 #: block appends (appends.with_appends, ENGINES_BLOCK_APPEND), every plain-push one of those also
-#: with the chains (chains.with_chains, ENGINES_PUSH_CHAIN), each also captured
+#: with the chains (chains.with_chains, ENGINES_PUSH_CHAIN), every plain-push one of those also
+#: with multi-hop pointer jumping (jumps.with_jumps, ENGINES_MULTI_HOP_JUMP), each also captured
 #: (ENGINES_FUSED_CAPTURE); make cuda-check compiles each.
 VARIANTS = tuple(runtime.variant_defines(variant + captured)
-                 for variant in chains.with_chains(appends.with_appends(passes.with_wide(
+                 for variant in jumps.with_jumps(chains.with_chains(appends.with_appends(passes.with_wide(
                      tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
-                           for solo in ((), ("SSSP_FUSED_SOLO",))))))
+                           for solo in ((), ("SSSP_FUSED_SOLO",)))))))
                  for captured in ((), _CAPTURED_DEFINES))
 
 

@@ -44,7 +44,8 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // SSSP_FUSED_CAPTURED: fused_update reads its four per-update scalars from the control block, so
 // one captured launch serves every update (issue 27; fused.py ENGINES_FUSED_CAPTURE);
 // SSSP_PUSH_CHAIN: the plain push's lane-local chain following, both engines (issues 27, 34;
-// chains.py ENGINES_PUSH_CHAIN).
+// chains.py ENGINES_PUSH_CHAIN); SSSP_MULTI_HOP_JUMP: pointer jumping follows up to
+// SSSP_JUMP_HOPS ancestors a round, both engines (issues 27, 34; jumps.py ENGINES_MULTI_HOP_JUMP).
 #ifndef SSSP_PUSH_BATCHED
 #define SSSP_PUSH_BATCHED 0
 #endif
@@ -63,6 +64,14 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 #ifndef SSSP_PUSH_CHAIN
 #define SSSP_PUSH_CHAIN 0
 #endif
+#ifndef SSSP_MULTI_HOP_JUMP
+#define SSSP_MULTI_HOP_JUMP 0
+#endif
+// The ancestors an open vertex follows in one pointer-jumping round of the SSSP_MULTI_HOP_JUMP
+// module (pointer_jump_round): the jump distance then grows about fourfold a round instead of
+// twofold, so a tree of depth D settles in about log4 D rounds instead of log2 D, each with one
+// grid barrier (fused) or one launch (operators) and two more dependent loads per item.
+#define SSSP_JUMP_HOPS 3
 // The wide passes' __restrict__: the qualifier in the SSSP_WIDE_PASSES module and nothing in the
 // others, so the default kernels compile from the same tokens as before the variant (their cubins
 // are byte-identical). Each use says why no other pointer of its function reaches the same array;
@@ -434,6 +443,14 @@ __device__ __forceinline__ void mark_roots(V num_changed, const V* changed_from,
 // SSSP_WIDE_PASSES: ancestor, flag and active are three allocations in both engines (the
 // workspace's ancestor and flag arrays, a control-block field), each read and written through its
 // own pointer only, so they are __restrict__.
+// SSSP_MULTI_HOP_JUMP: an open vertex repeats the step up to SSSP_JUMP_HOPS times in the round,
+// from the ancestor it just jumped to, and writes only where it ends (flagged, or its last
+// ancestor). The flagged set is the same: a vertex jumps past an ancestor only after reading it
+// unflagged, a root's flag is set before the first round, so no ancestor pointer ever passes a
+// root, and a chain that reaches one ends flagged; a chain that reaches -1 ends there. Every
+// value a read can see (the round's start or a later one) is an ancestor on the same chain, so
+// each round takes a vertex at least as far as the one-hop round does: a tree that is not a
+// parent cycle still settles within ceil(log2 n) + 1 rounds, and a cycle still jumps in the last.
 template <typename V>
 __device__ __forceinline__ void pointer_jump_round(i64 n, V* SSSP_WIDE_RESTRICT ancestor,
                                                    i32* SSSP_WIDE_RESTRICT flag,
@@ -458,6 +475,31 @@ __device__ __forceinline__ void pointer_jump_round(i64 n, V* SSSP_WIDE_RESTRICT 
             up_flag[j] = open[j] ? load_cg(flag + a[j]) : 0;
             up[j] = open[j] ? load_cg(ancestor + a[j]) : V(-1);
         }
+#if SSSP_MULTI_HOP_JUMP
+        // More hops for every open item that jumped to a real ancestor: that ancestor's flag and
+        // ancestor, loaded together, then the same step from there.
+#pragma unroll
+        for (int hop = 1; hop < SSSP_JUMP_HOPS; ++hop) {
+            bool more[SSSP_PASS_ILP];
+            i32 next_flag[SSSP_PASS_ILP];
+            V next[SSSP_PASS_ILP];
+#pragma unroll
+            for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+                more[j] = open[j] && up_flag[j] == 0 && up[j] >= 0;
+                next_flag[j] = more[j] ? load_cg(flag + up[j]) : 0;
+                next[j] = more[j] ? load_cg(ancestor + up[j]) : V(-1);
+            }
+#pragma unroll
+            for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+                if (!more[j]) continue;
+                if (next_flag[j] != 0) {
+                    up_flag[j] = 1;  // flagged at this hop
+                } else {
+                    up[j] = next[j];
+                }
+            }
+        }
+#endif
 #pragma unroll
         for (int j = 0; j < SSSP_PASS_ILP; ++j) {
             if (!open[j]) continue;

@@ -51,7 +51,7 @@ from ..plan import EngineReport, Plan, pointer_jumping_rounds
 from ..options import OPERATORS_LOOPS as LOOP_MODES  # "host": a readback per step; "device": replays
 from . import programmatic, push, runtime, switches
 from . import workspace as workspace_module
-from . import appends, chains, passes, variants
+from . import appends, chains, jumps, passes, variants
 
 ENGINE = "operators"
 SOURCE_FILE = "operators.cu"
@@ -131,8 +131,10 @@ KERNELS = (
 #: (push.module_defines), the plain push's also with the wide passes (passes.with_wide,
 #: ENGINES_WIDE_PASSES), and each plain-push one of those also with the block appends
 #: (appends.with_appends, ENGINES_BLOCK_APPEND), and each plain-push one of those also with the
-#: chains (chains.with_chains, ENGINES_PUSH_CHAIN); make cuda-check compiles each.
-VARIANTS = chains.with_chains(appends.with_appends(passes.with_wide(push.VARIANTS)))
+#: chains (chains.with_chains, ENGINES_PUSH_CHAIN), and each plain-push one of those also with
+#: multi-hop pointer jumping (jumps.with_jumps, ENGINES_MULTI_HOP_JUMP); make cuda-check compiles
+#: each.
+VARIANTS = jumps.with_jumps(chains.with_chains(appends.with_appends(passes.with_wide(push.VARIANTS))))
 
 
 def wait_read_ahead_enabled() -> bool:

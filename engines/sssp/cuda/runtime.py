@@ -243,9 +243,10 @@ def read_source(filename: str) -> str:
 #: near-list appends (appends.module_defines, ENGINES_BLOCK_APPEND); SSSP_FUSED_CAPTURED: the fused
 #: update's per-update scalars read from the control block (fused.capture_enabled,
 #: ENGINES_FUSED_CAPTURE); SSSP_PUSH_CHAIN: both engines' lane-local chain following
-#: (chains.module_defines, ENGINES_PUSH_CHAIN).
+#: (chains.module_defines, ENGINES_PUSH_CHAIN); SSSP_MULTI_HOP_JUMP: both engines' multi-hop pointer
+#: jumping (jumps.module_defines, ENGINES_MULTI_HOP_JUMP).
 VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_WIDE_PASSES", "SSSP_BLOCK_APPEND",
-                   "SSSP_FUSED_CAPTURED", "SSSP_PUSH_CHAIN")
+                   "SSSP_FUSED_CAPTURED", "SSSP_PUSH_CHAIN", "SSSP_MULTI_HOP_JUMP")
 
 
 def variant_defines(defines) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The module variant of a run that both CUDA engines share: the push expansion's module with the
 plain-push variants on top (the wide passes, passes.py; the block appends, appends.py; the chains,
-chains.py), and the chains' limits that reach the kernels in the push argument, from one reading of
+chains.py; multi-hop pointer jumping, jumps.py), and the chains' limits that reach the kernels in the push argument, from one reading of
 their switches. The fused engine adds its own (the solo push, the captured update, fused.py).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kept import Kept
-from . import appends, chains, passes, push, switches
+from . import appends, chains, jumps, passes, push, switches
 
 
 @dataclass(frozen=True)
@@ -32,17 +32,19 @@ class RunChoice:
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,
-            chain_hops: int = 0) -> tuple[str, ...]:
+            chain_hops: int = 0, multi_hop: bool = False) -> tuple[str, ...]:
     """The defines of a module running ``expansion``'s push with the wide passes when ``wide``,
-    the block appends when ``block_append`` and the chains when ``chain_hops``; InvalidArgumentError
-    (naming the switch) for a variant the expansion's module does not combine with."""
+    the block appends when ``block_append``, the chains when ``chain_hops`` and multi-hop pointer
+    jumping when ``multi_hop``; InvalidArgumentError (naming the switch) for a variant the
+    expansion's module does not combine with."""
     return (push.module_defines(expansion) + passes.module_defines(wide, expansion)
             + appends.module_defines(block_append, expansion)
-            + chains.module_defines(chain_hops, expansion, block_append))
+            + chains.module_defines(chain_hops, expansion, block_append)
+            + jumps.module_defines(multi_hop, expansion))
 
 
 #: The switches a shared RunChoice reads (their raw values key ``_choices``).
-SWITCHES = (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV, chains.DEGREE_ENV)
+SWITCHES = (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV, chains.DEGREE_ENV, jumps.JUMP_ENV)
 #: Choices already made, by everything they depend on (``_choice_key``): a stream of updates asks
 #: the same question each time, and working it out again (a dozen calls through the switch
 #: parsers) cost about 30 µs of an update's host time on a slow CPU (cProfile of 600 luxembourg_osm
@@ -67,7 +69,8 @@ def run_choice(plan, engine: str) -> RunChoice:
     def make() -> RunChoice:
         block_append = appends.block_append(plan, engine)
         limits = chains.run_limits(plan, block_append, engine)
-        return RunChoice(defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0]), limits)
+        return RunChoice(defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0],
+                                 jumps.multi_hop(plan)), limits)
 
     return _choices.get(_choice_key(plan, engine), make)
 

@@ -1,0 +1,49 @@
+"""Multi-hop pointer jumping (issues 27, 34), a compile-time variant of both engines' modules.
+
+An update with changed edges finds the old subtrees of its roots by pointer jumping
+(algorithm.md §5.5): round after round, every vertex with an unflagged ancestor jumps to that
+ancestor's ancestor, until no vertex jumps, and every round is a grid barrier on the fused engine
+and a launch on the operators engine. The rounds follow the depth of the whole tree, not the size
+of the batch: about log2 of it (luxembourg_osm's 100-change batches run a dozen), a fixed share of
+every small update. In a module compiled with ``SSSP_MULTI_HOP_JUMP`` (kernels.cuh) a vertex
+follows up to ``SSSP_JUMP_HOPS`` (3) ancestors a round, so the jump distance grows about fourfold
+a round and a tree settles in about half the rounds, each round's items making two more dependent
+loads. The flagged set, the parent-cycle test of the last round and so the results are the
+default module's (kernels.cuh pointer_jump_round says why); the rounds, a statistic free by
+algorithm.md §5.5, are fewer.
+
+Off by default until a GPU run has tested and measured it: ``ENGINES_MULTI_HOP_JUMP=1`` (or
+``on``) selects it for every run of either engine; unset, ``0`` or ``off`` keeps the default
+kernels, which compile from the same tokens as before the variant. Like the other plain-push
+variants it combines with the plain push module only (a run with the "batched" expansion that asks
+for it is an error naming the switch), which spares make cuda-check the batched modules' copies.
+"""
+
+from __future__ import annotations
+
+from . import push
+
+#: The switch: ENGINES_MULTI_HOP_JUMP=1 runs both engines' multi-hop pointer jumping.
+JUMP_ENV = "ENGINES_MULTI_HOP_JUMP"
+#: The module variant's defines (runtime.VARIANT_DEFINES).
+DEFINES = ("SSSP_MULTI_HOP_JUMP",)
+#: The switch, its defines and the plain-push-only rule (push.PlainPushVariant owns them).
+_VARIANT = push.PlainPushVariant(JUMP_ENV, DEFINES)
+
+
+def multi_hop(plan) -> bool:
+    """``ENGINES_MULTI_HOP_JUMP``: whether a run of ``plan`` (its push expansion) loads the
+    multi-hop module; a bad value is an error naming it."""
+    return _VARIANT.on(plan.push_expansion)
+
+
+#: Whether the multi-hop jumping combines with a module variant (push.PlainPushVariant.combines).
+combines = _VARIANT.combines
+#: The defines it adds to a run's module variant, or the refusal with "batched".
+module_defines = _VARIANT.module_defines
+#: Each variant followed by its twin with multi-hop jumping where it combines (make cuda-check's
+#: list).
+with_jumps = _VARIANT.with_variant
+
+
+__all__ = ["DEFINES", "JUMP_ENV", "combines", "module_defines", "multi_hop", "with_jumps"]

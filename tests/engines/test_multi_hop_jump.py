@@ -1,0 +1,48 @@
+"""Multi-hop pointer jumping without a GPU (kernels.cuh SSSP_MULTI_HOP_JUMP, issues 27, 34): the
+module variant each engine's run loads with ``ENGINES_MULTI_HOP_JUMP`` and without it, beside the
+other plain-push variants, and the variants make cuda-check compiles. The switch's spellings and
+its refusal with the "batched" expansion are the plain-push variants' shared tests
+(tests/engines/test_wide_passes.py); the GPU side is tests/gpu/test_multi_hop_jump.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from engines import errors
+from engines.sssp.cuda import fused, jumps, operators, runtime
+
+JUMP = jumps.DEFINES
+
+
+def _plan(expansion="group", changes=100):
+    return SimpleNamespace(push_expansion=expansion, batch_changes=changes)
+
+
+@pytest.mark.parametrize("engine", [fused, operators])
+@pytest.mark.parametrize("changes", [100, 10 ** 6])
+def test_the_run_loads_the_jump_module_only_with_the_switch(monkeypatch, engine, changes):
+    monkeypatch.delenv(jumps.JUMP_ENV, raising=False)
+    plain = runtime.variant_defines(engine.run_defines(_plan(changes=changes)))
+    assert not set(JUMP) & set(plain)
+    monkeypatch.setenv(jumps.JUMP_ENV, "1")
+    hopping = runtime.variant_defines(engine.run_defines(_plan(changes=changes)))
+    assert hopping == runtime.variant_defines(plain + JUMP)  # the same module otherwise
+    assert plain in engine.VARIANTS and hopping in engine.VARIANTS  # both compile-checked
+
+
+def test_every_plain_push_module_has_its_jump_twin():
+    for variants in (fused.VARIANTS, operators.VARIANTS):
+        without = [v for v in variants if "SSSP_MULTI_HOP_JUMP" not in v]
+        twins = [v for v in variants if "SSSP_MULTI_HOP_JUMP" in v]
+        assert sorted(twins) == sorted(runtime.variant_defines(v + JUMP) for v in without
+                                       if "SSSP_PUSH_BATCHED" not in v)
+        assert len(set(variants)) == len(variants)
+    assert "SSSP_MULTI_HOP_JUMP" in runtime.VARIANT_DEFINES
+
+
+def test_the_batched_expansion_refuses_it(monkeypatch):
+    monkeypatch.setenv(jumps.JUMP_ENV, "1")
+    with pytest.raises(errors.InvalidArgumentError, match=jumps.JUMP_ENV):
+        operators.run_defines(_plan("batched"))
