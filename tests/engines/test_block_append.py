@@ -13,7 +13,7 @@ import pytest
 
 from engines import errors
 from engines.sssp.plan import PUSH_EXPANSIONS
-from engines.sssp.cuda import appends, chains, compile_check, fused, operators, passes, push, runtime
+from engines.sssp.cuda import appends, chains, compile_check, fused, jumps, operators, passes, push, runtime
 
 APPEND = appends.DEFINES
 WIDE = passes.DEFINES
@@ -74,7 +74,7 @@ def test_a_run_loads_the_appends_variant_when_switched_on(monkeypatch, expansion
     plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
     for name in (fused.SOLO_ENV, appends.APPEND_ENV):
         monkeypatch.delenv(name, raising=False)
-    for name in (passes.WIDE_ENV, chains.CHAIN_ENV):  # off, whatever their defaults
+    for name in (passes.WIDE_ENV, chains.CHAIN_ENV, jumps.JUMP_ENV):  # off, whatever their defaults
         monkeypatch.setenv(name, "0")
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
     # unset: the batch size decides on the fused engine, every update has them on the operators

@@ -39,7 +39,8 @@ def test_a_run_loads_the_captured_variant_unless_switched_off(monkeypatch, expan
     plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
     for name in (fused.SOLO_ENV, fused.CAPTURE_ENV):
         monkeypatch.delenv(name, raising=False)
-    for name in ("ENGINES_WIDE_PASSES", "ENGINES_BLOCK_APPEND", "ENGINES_PUSH_CHAIN"):
+    for name in ("ENGINES_WIDE_PASSES", "ENGINES_BLOCK_APPEND", "ENGINES_PUSH_CHAIN",
+                 "ENGINES_MULTI_HOP_JUMP"):
         monkeypatch.setenv(name, "0")  # the other variants off, whatever their defaults
     assert fused.run_defines(plan) == push.module_defines(expansion) + CAPTURED  # the default
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from engines import errors
-from engines.sssp.cuda import fused, jumps, operators, runtime
+from engines.sssp.cuda import appends, chains, fused, jumps, operators, passes, runtime
 
 JUMP = jumps.DEFINES
 
@@ -23,7 +23,8 @@ def _plan(expansion="group", changes=100):
 @pytest.mark.parametrize("engine", [fused, operators])
 @pytest.mark.parametrize("changes", [100, 10 ** 6])
 def test_the_run_loads_the_jump_module_only_with_the_switch(monkeypatch, engine, changes):
-    monkeypatch.delenv(jumps.JUMP_ENV, raising=False)
+    for name in (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV, jumps.JUMP_ENV):
+        monkeypatch.delenv(name, raising=False)  # the other variants at their defaults
     plain = runtime.variant_defines(engine.run_defines(_plan(changes=changes)))
     assert not set(JUMP) & set(plain)
     monkeypatch.setenv(jumps.JUMP_ENV, "1")
@@ -42,7 +43,10 @@ def test_every_plain_push_module_has_its_jump_twin():
     assert "SSSP_MULTI_HOP_JUMP" in runtime.VARIANT_DEFINES
 
 
-def test_the_batched_expansion_refuses_it(monkeypatch):
+@pytest.mark.parametrize("engine", [fused, operators])
+def test_the_batched_expansion_refuses_it(monkeypatch, engine):
+    for name in (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV):  # no other refusal first
+        monkeypatch.setenv(name, "0")
     monkeypatch.setenv(jumps.JUMP_ENV, "1")
     with pytest.raises(errors.InvalidArgumentError, match=jumps.JUMP_ENV):
-        operators.run_defines(_plan("batched"))
+        engine.run_defines(_plan("batched"))

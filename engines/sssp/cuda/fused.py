@@ -113,11 +113,13 @@ def capture_enabled() -> bool:
 
 
 def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
-                   block_append: bool = False, chain_hops: int = 0) -> tuple[str, ...]:
+                   block_append: bool = False, chain_hops: int = 0, multi_hop: bool = False) -> tuple[str, ...]:
     """The module variant of a run: both engines' (variants.defines: the push expansion's, the wide
-    passes when ``wide``, the block appends when ``block_append``, the chains when ``chain_hops``),
-    then the solo push when ``edges`` and the captured update when ``captured``."""
-    return variants.defines(plan.push_expansion, wide, block_append, chain_hops) + _own_defines(edges, captured)
+    passes when ``wide``, the block appends when ``block_append``, the chains when ``chain_hops``,
+    multi-hop pointer jumping when ``multi_hop``), then the solo push when ``edges`` and the
+    captured update when ``captured``."""
+    return (variants.defines(plan.push_expansion, wide, block_append, chain_hops, multi_hop)
+            + _own_defines(edges, captured))
 
 
 def _own_defines(edges: int, captured: bool) -> tuple[str, ...]:
@@ -129,8 +131,8 @@ def _own_defines(edges: int, captured: bool) -> tuple[str, ...]:
 def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     """The module variant a run of ``plan`` loads now, an update's or compute()'s (only an update
     is captured): ``ENGINES_FUSED_SOLO``, ``ENGINES_WIDE_PASSES``, ``ENGINES_FUSED_CAPTURE``,
-    ``ENGINES_BLOCK_APPEND`` (unset: by the plan's batch size) and ``ENGINES_PUSH_CHAIN`` (unset:
-    off on this engine) read."""
+    ``ENGINES_BLOCK_APPEND`` (unset: by the plan's batch size), ``ENGINES_PUSH_CHAIN`` (unset:
+    off on this engine) and ``ENGINES_MULTI_HOP_JUMP`` read."""
     return run_choice(plan, update).defines
 
 

@@ -70,7 +70,8 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // The ancestors an open vertex follows in one pointer-jumping round of the SSSP_MULTI_HOP_JUMP
 // module (pointer_jump_round): the jump distance then grows about fourfold a round instead of
 // twofold, so a tree of depth D settles in about log4 D rounds instead of log2 D, each with one
-// grid barrier (fused) or one launch (operators) and two more dependent loads per item.
+// grid barrier (fused) or one launch (operators) and two more dependent loads per item
+// (tests/gpu/test_multi_hop_jump.py's HOPS is this number).
 #define SSSP_JUMP_HOPS 3
 // The wide passes' __restrict__: the qualifier in the SSSP_WIDE_PASSES module and nothing in the
 // others, so the default kernels compile from the same tokens as before the variant (their cubins

@@ -155,7 +155,8 @@ def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     block appends when ``ENGINES_BLOCK_APPEND`` is on or, unset, for every update on this engine
     (``appends.OPERATORS_MIN_BATCH_CHANGES``; never compute()), and the chains when
     ``ENGINES_PUSH_CHAIN`` is set or, both switches unset, with the appends' default
-    (``chains.OPERATORS_DEFAULT_HOPS``) (all read now; run_choice)."""
+    (``chains.OPERATORS_DEFAULT_HOPS``), and multi-hop pointer jumping when
+    ``ENGINES_MULTI_HOP_JUMP`` is on (all read now; run_choice)."""
     return run_choice(plan, update).defines
 
 
