@@ -15,16 +15,18 @@
 #             step with them
 #             The captured fused update (issue 27 step 2) likewise: `--graph luxembourg_osm
 #             --batch-size 100 --ab-env ENGINES_FUSED_CAPTURE=0,1`; the step switches runs them all
-#   switches  the engines' module switches, each A/B'd interleaved batch by batch against
-#             off by bench/update_anatomy.py --ab-env on the fused engine (its default; the
-#             operators engine's figures behind its defaults, appends.py and chains.py, came from
-#             the same command with --engine operators) (SWITCH_BATCHES batches of 100 changes,
-#             default 1000; SWITCH_CAP seconds each, default 90) into $OUT/switch_<graph>_<name>.log:
-#             SWITCHES, entries GRAPH:NAME=A,B[@BASE=VALUE...] (each BASE set on both sides); default:
-#             ENGINES_BLOCK_APPEND=0,1 and the chains (ENGINES_PUSH_CHAIN, which need the appends:
-#             @ENGINES_BLOCK_APPEND=1) on luxembourg_osm and roadNet-PA, which decided the
-#             appends' and the chains' defaults (55cf5ac). The solo push, the captured update and
-#             the wide passes were decided at 1b2fb4c (SWITCHES=... runs them)
+#   switches  the engines' undecided switches, each A/B'd interleaved batch by batch with its
+#             first value off by bench/update_anatomy.py --ab-env (SWITCH_BATCHES batches of 100
+#             changes, default 1000; SWITCH_CAP seconds each, default 90) into
+#             $OUT/switch_<graph>_<engine>_<name>.log: SWITCHES, entries
+#             GRAPH[/ENGINE]:NAME=A,B[@BASE=VALUE...] (ENGINE fused unless given; each BASE set on both
+#             sides); default: issue 27's operators switches (ENGINES_OPERATORS_CAPTURED_START,
+#             ENGINES_OPERATORS_WAIT_READ_AHEAD=0,1, its no-wait side first) on luxembourg_osm and
+#             multi-hop pointer jumping (ENGINES_MULTI_HOP_JUMP) on both engines there and on the
+#             fused engine on roadNet-PA. The block appends and the chains were decided with
+#             luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 and ...:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1
+#             on luxembourg_osm and roadNet-PA (55cf5ac); the solo push, the captured update and the
+#             wide passes at 1b2fb4c (SWITCHES=... runs them again)
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
@@ -175,13 +177,15 @@ for s in $STEPS; do
         echo "== noise_table: skipped, no experiment has a campaign yet" | tee -a "$LOG"
       fi ;;
     switches)
-      for sw in ${SWITCHES:-luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 roadNet-PA:ENGINES_BLOCK_APPEND=0,1 \
-                 luxembourg_osm:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1 \
-                 roadNet-PA:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1}; do
+      for sw in ${SWITCHES:-luxembourg_osm/operators:ENGINES_OPERATORS_CAPTURED_START=0,1 \
+                 luxembourg_osm/operators:ENGINES_OPERATORS_WAIT_READ_AHEAD=0,1 \
+                 luxembourg_osm:ENGINES_MULTI_HOP_JUMP=0,1 luxembourg_osm/operators:ENGINES_MULTI_HOP_JUMP=0,1 \
+                 roadNet-PA:ENGINES_MULTI_HOP_JUMP=0,1}; do
         g=${sw%%:*}; rest=${sw#*:}; ab=${rest%%@*}; name=${ab%%=*}
+        e=fused; case $g in */*) e=${g#*/}; g=${g%%/*} ;; esac
         base=; [ "$rest" = "$ab" ] || base=${rest#*@}; base=${base//@/ }
-        step "switch_${g}_${name}" "${SWITCH_CAP:-90}" env $base python3 bench/update_anatomy.py --graph "$g" \
-          --batch-size 100 --batches "${SWITCH_BATCHES:-1000}" --ab-env "$ab"
+        step "switch_${g}_${e}_${name}" "${SWITCH_CAP:-90}" env $base python3 bench/update_anatomy.py --engine "$e" \
+          --graph "$g" --batch-size 100 --batches "${SWITCH_BATCHES:-1000}" --ab-env "$ab"
       done ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \

@@ -43,38 +43,42 @@ def test_the_script_parses():
 
 
 def test_the_switches_step_ab_tests_every_engine_switch():
-    """The step ``switches``: each default entry is a valid update_anatomy.py command line (with a
-    base setting after @, an ``env`` assignment of a switch the engines know), and together they
-    A/B the undecided switches against off: the block appends, and the chains with the appends
-    on (they need them)."""
+    """The step ``switches``: each default entry is a valid update_anatomy.py command line (an
+    engine after the graph's /, fused unless given; a base setting after @, an ``env`` assignment
+    of a switch the engines know), each A/B's first value is off, and together they A/B the
+    undecided switches: issue 27's two operators switches on luxembourg_osm, and multi-hop pointer
+    jumping on both engines there and on the fused engine on roadNet-PA."""
     import shlex
 
     from bench import update_anatomy
-    from engines.sssp.cuda import appends, chains
+    from engines.sssp.cuda import jumps, operators
 
     text = SCRIPT.read_text()
     block = text[text.index("    switches)\n"):text.index("    asv)")]
     entries = re.search(r"\$\{SWITCHES:-(.*?)\}", block, re.S).group(1).replace("\\\n", " ").split()
-    command = re.search(r'python3 bench/update_anatomy.py (.*?)\n\s*(--batch-size.*?)\n', block, re.S)
+    command = re.search(r'python3 bench/update_anatomy.py (.*?)\n\s*(--graph.*?)\n', block, re.S)
     argv_text = (command.group(1).rstrip("\\ ") + " " + command.group(2)).replace('"${SWITCH_BATCHES:-1000}"', "1000")
     switched = set()
     assert "env $base python3 bench/update_anatomy.py" in block
+    assert 'e=fused; case $g in */*) e=${g#*/}; g=${g%%/*} ;; esac' in block
     for entry in entries:
-        graph, rest = entry.split(":", 1)
+        where, rest = entry.split(":", 1)
+        graph, _, engine = where.partition("/")
+        engine = engine or "fused"
         ab, *base = rest.split("@")
-        argv = shlex.split(argv_text.replace('"$g"', graph).replace('"$ab"', ab))
+        argv = shlex.split(argv_text.replace('"$e"', engine).replace('"$g"', graph).replace('"$ab"', ab))
         args = update_anatomy.build_parser().parse_args(argv)
-        assert (args.graph, args.batch_size, args.batches, args.ab_env) == (graph, 100, 1000, ab)
+        assert (args.engine, args.graph, args.batch_size, args.batches, args.ab_env) == (
+            engine, graph, 100, 1000, ab)
         name, values = ab.split("=")
         assert values.split(",")[0] in ("0", "off")  # each against off
-        if name == chains.CHAIN_ENV:
-            assert f"{appends.APPEND_ENV}=1" in base, entry
-        else:
-            assert base == [], entry
-        assert all(b.split("=")[0].startswith("ENGINES_") for b in base), entry
-        switched.add((graph, name))
-    graphs = {"luxembourg_osm", "roadNet-PA"}
-    assert switched == {(g, name) for g in graphs for name in (appends.APPEND_ENV, chains.CHAIN_ENV)}
+        assert base == [], entry
+        switched.add((graph, engine, name))
+    assert switched == {
+        ("luxembourg_osm", "operators", operators.CAPTURED_START_ENV),
+        ("luxembourg_osm", "operators", operators.WAIT_READ_AHEAD_ENV),
+        ("luxembourg_osm", "fused", jumps.JUMP_ENV), ("luxembourg_osm", "operators", jumps.JUMP_ENV),
+        ("roadNet-PA", "fused", jumps.JUMP_ENV)}
 
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("tar") is None, reason="needs bash and tar")
