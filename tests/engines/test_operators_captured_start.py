@@ -1,8 +1,9 @@
 """The operators engine's captured start on the CPU (ENGINES_OPERATORS_CAPTURED_START, issue 27;
 the GPU side is tests/gpu/test_operators_captured_start.py): the switch's spellings, and the
-update's two generations (operators._update_generations), taken before its captured prologue
-replays, under the workspace's own 2^30 rule (Workspace.next_generation, algorithm.md §5.1): the
-invalidation's generation never predates a stamp restart that the loop's generation caused."""
+update's two generations, taken together before its captured prologue replays
+(Workspace.next_generations, the workspace's own 2^30 rule, algorithm.md §5.1): the
+invalidation's generation never predates a stamp restart that the loop's generation caused, and
+one generation follows the rule as before."""
 
 import pytest
 
@@ -27,10 +28,12 @@ def test_a_bad_value_names_the_switch(monkeypatch):
 
 
 class _Counter:
-    """The generation state of a workspace, with the real rule (Workspace.next_generation) and a
-    stamp restart that only records that it happened (no device)."""
+    """The generation state of a workspace, with the real rule (Workspace.next_generations, which
+    the operators update asks for two) and a stamp restart that only records that it happened
+    (no device)."""
 
     next_generation = workspace.Workspace.next_generation
+    next_generations = workspace.Workspace.next_generations
 
     def __init__(self, generation: int):
         self.generation = generation
@@ -52,7 +55,8 @@ class _Counter:
 ])
 def test_both_generations_follow_any_restart(start, expected, restarts):
     counter = _Counter(start)
-    assert operators._update_generations(counter, stream=None) == expected
+    first = counter.next_generations(None, 2)
+    assert (first, first + 1) == expected
     assert counter.restarts == restarts
     assert counter.generation == expected[1]  # the next run continues above both
 
@@ -61,12 +65,23 @@ def test_the_generations_are_increasing_over_many_updates_across_the_limit():
     counter = _Counter(workspace.GENERATION_LIMIT - 7)
     seen = []
     for _ in range(10):
-        first, second = operators._update_generations(counter, stream=None)
-        assert second == first + 1
+        first = counter.next_generations(None, 2)
+        assert counter.generation == first + 1  # both taken
         seen.append(first)
     restart = next(i for i in range(1, 10) if seen[i] < seen[i - 1])
     assert seen[restart] == 1 and counter.restarts == 1
     assert all(b > a for a, b in zip(seen[restart:], seen[restart + 1:]))
+
+
+@pytest.mark.parametrize("start", [0, 5, workspace.GENERATION_LIMIT - 1, workspace.GENERATION_LIMIT,
+                                   workspace.GENERATION_LIMIT + 1])
+def test_one_generation_follows_the_same_rule(start):
+    """next_generation is next_generations of one: the 2^30 rule as before (a restart only once
+    the counter passed GENERATION_LIMIT)."""
+    counter = _Counter(start)
+    expected = 1 if start > workspace.GENERATION_LIMIT else start + 1
+    assert counter.next_generation(None) == expected == counter.generation
+    assert counter.restarts == (1 if start > workspace.GENERATION_LIMIT else 0)
 
 
 def test_the_run_choice_carries_the_switch_for_updates_only(monkeypatch):

@@ -90,6 +90,13 @@ def fused_available() -> bool:
     return cuda.fused_unavailable_reason(cuda.current_device()) is None
 
 
+def skip_unless_it_runs(config: str) -> None:
+    """Skip the calling test where the engine of ``config`` cannot run on this device (the fused
+    engine without a cooperative launch); the operators engine runs everywhere."""
+    if engine_of(config) == "fused" and not fused_available():
+        pytest.skip("the fused engine cannot run on this device")
+
+
 def compute_all(graph, source, *, engines=CUDA_ENGINES, **options) -> dict:
     """``compute()`` on the host and on each CUDA engine: {"host": r, "fused": r, ...}."""
     results = {"host": sssp.compute(graph, source, backend="host", **options)}

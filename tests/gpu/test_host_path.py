@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import engines
-from engines import sssp
 from engines.sssp.cuda import runtime, workspace
 
 from .. import harness as H
@@ -19,13 +18,11 @@ pytestmark = S.GPU
 
 @pytest.mark.parametrize("engine", S.CUDA_ENGINES)
 def test_the_change_views_are_cut_once_per_buffer_and_follow_its_growth(engine):
-    if engine == "fused" and not S.fused_available():
-        pytest.skip("the fused engine cannot run on this device")
+    S.skip_unless_it_runs(engine)
     rng = np.random.default_rng(43)
     n, src, dst, w = H.random_graph(rng, "sparse", 2000, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
-    results = {"host": sssp.compute(graph, 0, backend="host"),
-               engine: sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS[engine])}
+    results = S.compute_all(graph, 0, engines=(engine,))
     device = results[engine].device
     ws = workspace.get(device, np.dtype(results[engine].to_numpy()[1].dtype))
 
@@ -74,8 +71,7 @@ def test_the_operators_prologue_is_one_graph_per_buffer_layout(monkeypatch):
     rng = np.random.default_rng(47)
     n, src, dst, w = H.random_graph(rng, "sparse", 1500, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
-    results = {"host": sssp.compute(graph, 0, backend="host"),
-               "operators": sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS["operators"])}
+    results = S.compute_all(graph, 0, engines=("operators",))
     device = results["operators"].device
     ws = workspace.get(device, np.dtype(results["operators"].to_numpy()[1].dtype))
 
@@ -123,8 +119,7 @@ def test_the_commit_record_is_read_while_the_engine_runs(engine, monkeypatch):
     test makes the record arrive first (it waits for the apply's event inside the hook, which the
     engine itself never does) and checks that the conversion came before the engine's wait, with
     the host's results."""
-    if engine == "fused" and not S.fused_available():
-        pytest.skip("the fused engine cannot run on this device")
+    S.skip_unless_it_runs(engine)
     from engines.graph import device_apply
 
     order = []
@@ -155,8 +150,7 @@ def test_the_commit_record_is_read_while_the_engine_runs(engine, monkeypatch):
     n, src, dst, w = H.random_graph(rng, "sparse", 900, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     # the engine first in the update: the host reference's stats would resolve the record before it
-    results = {engine: sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS[engine]),
-               "host": sssp.compute(graph, 0, backend="host")}
+    results = dict(reversed(S.compute_all(graph, 0, engines=(engine,)).items()))
     for kind in ("mixed", "tree_delete", "mixed"):
         _, parents = results["host"].to_numpy()
         order.clear()

@@ -45,13 +45,11 @@ def _update_counting(graph, batch, *results):
 @pytest.mark.parametrize("kind", ["mixed", "reweight", "tree_delete"])
 @pytest.mark.parametrize("engine", S.CUDA_ENGINES)
 def test_steady_state_update_allocates_nothing(engine, kind):
-    if engine == "fused" and not S.fused_available():
-        pytest.skip("the fused engine cannot run on this device")
+    S.skip_unless_it_runs(engine)
     rng = np.random.default_rng(31)
     n, src, dst, w = H.random_graph(rng, "sparse", 3000, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
-    results = {"host": sssp.compute(graph, 0, backend="host"),
-               engine: sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS[engine])}
+    results = S.compute_all(graph, 0, engines=(engine,))
 
     def next_batch():
         _, parents = results["host"].to_numpy()

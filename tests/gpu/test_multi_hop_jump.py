@@ -19,7 +19,7 @@ from engines import sssp
 from engines.sssp.cuda import fused, jumps
 
 from . import ops_support as S
-from .test_conformance import _check_recovery, _cycle_case, _expect_post_commit_error
+from .test_conformance import _check_recovery, _cycle_case, _expect_post_commit_error, _import
 from .test_push_width import SHAPES
 from .test_wide_passes import SOLO, chains_with, replay_golden_with
 
@@ -45,15 +45,11 @@ def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, s
 @pytest.mark.parametrize("engine", ["fused", "operators"])
 def test_a_parent_cycle_is_still_reported(monkeypatch, engine):
     """A cycle with no root keeps jumping in the last round with several hops a round too."""
-    if engine == "fused" and not S.fused_available():
-        pytest.skip("the fused engine cannot run on this device")
+    S.skip_unless_it_runs(engine)
     monkeypatch.setenv(jumps.JUMP_ENV, "1")
     graph, d, p = _cycle_case()
-    r = sssp.Result.from_arrays(graph, 0, d, p, canonicalize=False, validate=False, backend="host")
-    result = r.clone(backend="cuda")
-    result.set_options(cuda_engine=engine)
-    _expect_post_commit_error(graph, result, engines.Batch(delete_src=[0], delete_dst=[1]),
-                              "parent_cycle")
+    _expect_post_commit_error(graph, _import(graph, d, p, engine),
+                              engines.Batch(delete_src=[0], delete_dst=[1]), "parent_cycle")
     _check_recovery(graph, engine)
 
 
@@ -62,8 +58,7 @@ def test_a_deep_path_settles_within_the_multi_hop_bound(monkeypatch):
     takes about log2 of the depth one-hop rounds and about log4 of it with three hops a round
     (at most that many: a racy read only takes a vertex farther). The fused engine's grid
     barriers carry the rounds (fused.grid_syncs: 6 fixed + rounds + the near-far loop's)."""
-    if not S.fused_available():
-        pytest.skip("the fused engine cannot run on this device")
+    S.skip_unless_it_runs("fused")
     monkeypatch.setenv(jumps.JUMP_ENV, "1")
     monkeypatch.setenv(fused.SOLO_ENV, "0")  # every push iteration a grid barrier
     n = 1 << 14

@@ -42,11 +42,6 @@ def captured_start(monkeypatch):
     assert operators.captured_start_enabled()
 
 
-def _pair(graph, config):
-    return {"host": sssp.compute(graph, 0, backend="host"),
-            config: sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS[config])}
-
-
 def _random_batch(rng, kind, graph, results):
     _, parents = results["host"].to_numpy()
     return H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
@@ -106,7 +101,7 @@ def test_a_steady_stream_replays_its_start_without_python_launches_or_captures(c
     monkeypatch.setattr(operators, "_cached_graph", cached_graph)
     rng = np.random.default_rng(61)
     graph, batches = _fixed_bound_stream(rng, 1500, 12, 20)
-    results = _pair(graph, config)
+    results = S.compute_all(graph, 0, engines=(config,))
     ws = workspace.get(results[config].device, np.dtype(results[config].to_numpy()[1].dtype))
     deltas = set()
     for i, batch in enumerate(batches):
@@ -136,7 +131,7 @@ def test_a_stamp_restart_at_either_generation(config, generation):
     rng = np.random.default_rng(67)
     n, src, dst, w = H.random_graph(rng, "grid", 400, 1, "tiny")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
-    results = _pair(graph, config)
+    results = S.compute_all(graph, 0, engines=(config,))
     ws = workspace.get(results[config].device, np.dtype(results[config].to_numpy()[1].dtype))
     ws.generation = generation
     for kind in ("mixed", "tree_delete", "tree_increase"):

@@ -48,8 +48,7 @@ def test_an_update_without_candidates_takes_one_readback():
     rng = np.random.default_rng(83)
     n, src, dst, w = H.random_graph(rng, "sparse", 500, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
-    results = {"host": sssp.compute(graph, 0, backend="host"),
-               "operators": sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS["operators"])}
+    results = S.compute_all(graph, 0, engines=("operators",))
     stats = S.update_all(graph, engines.Batch.empty(), results)
     S.assert_conformant(results, stats, update=True)
     assert (stats["operators"].host_syncs, stats["operators"].iterations) == (1, 0)
@@ -64,8 +63,7 @@ def test_back_to_back_updates_and_a_compute_behind_the_queued_replay(monkeypatch
     rng = np.random.default_rng(89)
     n, src, dst, w = H.random_graph(rng, "sparse", 1200, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
-    results = {"host": sssp.compute(graph, 0, backend="host"),
-               "operators": sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS["operators"])}
+    results = S.compute_all(graph, 0, engines=("operators",))
     for kind in ("mixed", "tree_delete", "mixed", "insert", "mixed", "tree_increase"):
         _, parents = results["host"].to_numpy()
         batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))

@@ -541,7 +541,7 @@ class _Run:
         key = ("prologue", self.device, self.loop, captured_start, launch.module.defines,
                launch.vertex, launch.offset, n, rounds, launch.blocks_for(n), launch.blocks_for(change_work),
                control.host_init_ptr,
-               runtime.capture_key(("operators prologue", captured_start, self.loop),
+               runtime.capture_key("operators prologue",  # each kind of prologue has its own length
                                    pack_args + roots_args + jump_args + invalidate_args + heads_args
                                    + loop_args),
                None if staging is None else (id(staging[0]), runtime.capture_key(id(staging[0]), staging[1])))
@@ -607,19 +607,6 @@ def _cached_graph(key, enqueue, device: int):
     return graph
 
 
-def _update_generations(ws, stream) -> tuple[int, int]:
-    """An update's two generations, the invalidation's (and the heads') and the device loop's
-    first, taken together before the prologue's replay enqueues anything that uses them. Where
-    taking the second restarts the stamps (the 2^30 rule, algorithm.md §5.1: the zeroing is
-    enqueued at once, so it lands before the replay), both are taken again after the restart, so
-    the invalidation's stamps never predate it."""
-    first = ws.next_generation(stream)
-    second = ws.next_generation(stream)
-    if second < first:
-        first, second = second, ws.next_generation(stream)
-    return first, second
-
-
 def _begin(graph, plan: Plan, device: int, num_changes: int):
     """The workspace (capacity checked), the device graph view and the stream of a run."""
     device = int(device)
@@ -669,7 +656,8 @@ def _update(run: _Run, distances, parents, changes) -> EngineReport:
     ws, launch, ctl, n = run.ws, run.launch, run.ctl, run.n
     num_heads = changes.num_heads
     if run.captured_start:
-        generations = _update_generations(ws, run.stream)
+        first = ws.next_generations(run.stream, 2)  # the invalidation's, the device loop's first
+        generations = (first, first + 1)
         changed_from, changed_to, heads, changed_count, max_rounds = run.prologue(
             distances, parents, changes, generations)
         loop_generation = generations[1]

@@ -314,10 +314,19 @@ class Workspace:
     def next_generation(self, stream) -> int:
         """A generation greater than every one used since the last stamp reset
         (algorithm.md §5.1)."""
-        if self.generation > GENERATION_LIMIT:
+        return self.next_generations(stream, 1)
+
+    def next_generations(self, stream, count: int) -> int:
+        """The first of ``count`` consecutive generations greater than every one used since the
+        last stamp reset (algorithm.md §5.1), for a run that hands them to the device together
+        (the operators engine's captured start: the invalidation's and the device loop's first).
+        The stamps restart before the first when the last would pass GENERATION_LIMIT + 1 (the
+        zeroing is stream-ordered before whatever uses them), so no stamp of one predates it."""
+        if self.generation + count - 1 > GENERATION_LIMIT:
             self.reset_stamps(stream, last_used=0)
-        self.generation += 1
-        return self.generation
+        first = self.generation + 1
+        self.generation += count
+        return first
 
     def reset_stamps(self, stream, *, last_used: int) -> None:
         """Zero every stamp (stream-ordered) and continue the generations after ``last_used``:
