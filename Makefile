@@ -48,7 +48,7 @@ PYTEST_STATUS ?= .cache/pytest-status
 # 3 without a GPU, 2 when --out holds a campaign (BENCH_ARGS=--force replaces it, --resume continues it)
 BENCH_STATUS ?= .cache/bench-status
 
-.PHONY: compare help deps bench-deps test-deps test test-fast test-gpu cuda-check prepare bench bench-commit \
+.PHONY: compare help deps bench-deps test-deps test test-fast test-gpu cuda-check precompile prepare bench bench-commit \
 	bench-host report
 
 # every target a user runs (tests/test_makefile.py checks that none is missing)
@@ -69,6 +69,7 @@ help:
 	@echo "make test-gpu       only the GPU tests"
 	@echo "make compare        replay the golden corpus on CONFIGS (default host; e.g. host,cuda:fused,cuda:operators)"
 	@echo "make cuda-check     compile every CUDA source with nvcc -arch=sm_90 (register/spill report)"
+	@echo "make precompile     build every CUDA module variant into CuPy's cache, in parallel (needs a GPU)"
 	@echo "make sanitize       compute-sanitizer memcheck/racecheck/synccheck/initcheck on both CUDA engines"
 	@echo "make asv            asv benchmarks of HEAD in this Python (results under .asv/results)"
 	@echo "make asv-compare BASE=REV          asv continuous BASE against HEAD (builds virtualenvs)"
@@ -105,6 +106,9 @@ test-gpu: test-deps
 
 cuda-check: deps
 	$(PYTHON) -m engines.cuda_check
+
+precompile: deps
+	$(PYTHON) -m engines.sssp.cuda.precompile
 
 prepare: bench-deps
 	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR)

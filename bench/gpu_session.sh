@@ -4,8 +4,9 @@
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
 # steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches (default:
-#   tests compare table campaign). tests: pytest -m gpu under TESTS_CAP seconds (default 480: the
-#   845 GPU tests took about 320 s on the H200 before 77efd46's session added about 70).
+#   tests compare table campaign). tests: `make precompile`'s module build (66 modules, a process per
+#   core), then pytest -m gpu under TESTS_CAP seconds (default 480: the 845 GPU tests took about
+#   320 s on the H200 before 77efd46's session added about 70).
 #   ab        an interleaved A/B of two configurations into $OUT/ab: AB_SIDES (default
 #             cuda:fused+group,cuda:fused+batched), AB_GRAPHS (roadNet-PA), AB_BATCHES (safe50k
 #             local10k), AB_ARGS (more perf_ab.py engines options)
@@ -122,7 +123,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 
 for s in $STEPS; do
   case $s in
-    tests) step gpu_tests ${TESTS_CAP:-480} python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests} ;;
+    tests)  # the modules first, in parallel (a fresh cache compiles 66 one by one otherwise)
+      step precompile 240 python3 -m engines.sssp.cuda.precompile
+      step gpu_tests ${TESTS_CAP:-480} python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests} ;;
     compare) [ -f conformance/compare.py ] && step compare 150 python3 -m conformance compare --configs "$COMPARE_CONFIGS" ;;
     table) step engine_table 240 python3 bench/engine_table.py --graphs $TABLE_GRAPHS $TABLE_ARGS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
