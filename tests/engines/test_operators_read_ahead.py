@@ -16,9 +16,9 @@ class _Plan:
     batch_changes = 100
 
 
-@pytest.mark.parametrize("value, wait", [(None, True), ("", True), ("1", True), ("on", True),
-                                         ("0", False), (" OFF ", False)])
-def test_the_wait_is_on_unless_switched_off(monkeypatch, value, wait):
+@pytest.mark.parametrize("value, wait", [(None, False), ("", False), ("1", True), (" ON ", True),
+                                         ("0", False), ("off", False)])
+def test_the_wait_is_off_unless_switched_on(monkeypatch, value, wait):
     monkeypatch.delenv(operators.CAPTURED_START_ENV, raising=False)
     if value is None:
         monkeypatch.delenv(operators.WAIT_READ_AHEAD_ENV, raising=False)
@@ -39,19 +39,19 @@ def test_the_choices_combine_and_keep_the_module(monkeypatch):
     monkeypatch.delenv(operators.CAPTURED_START_ENV, raising=False)
     monkeypatch.delenv(operators.WAIT_READ_AHEAD_ENV, raising=False)
     plain = operators.run_choice(_Plan())
-    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "0")
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "1")
     monkeypatch.setenv(operators.CAPTURED_START_ENV, "1")
     both = operators.run_choice(_Plan())
-    assert (both.captured_start, both.wait_read_ahead) == (True, False)
+    assert (both.captured_start, both.wait_read_ahead) == (True, True)
     assert (both.defines, both.chain_limits) == (plain.defines, plain.chain_limits)
     assert operators.run_choice(_Plan()) is both
 
 
 @pytest.mark.parametrize("launches", [1, 4, 16, 17, 200, 3000])
 def test_the_model_counts_one_readback_fewer_without_the_wait(monkeypatch, launches):
-    monkeypatch.delenv(operators.WAIT_READ_AHEAD_ENV, raising=False)
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "1")
     waited = replay.device_loop_replays(launches)
-    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "0")
+    monkeypatch.delenv(operators.WAIT_READ_AHEAD_ENV, raising=False)  # the default: no wait
     assert replay.device_loop_replays(launches) == waited - (1 if operators.READ_AHEAD else 0)
     covered, replays = 0, 0  # the replays that cover the launches, from replay_steps itself
     while covered < launches:

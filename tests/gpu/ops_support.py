@@ -147,7 +147,8 @@ def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
         from conformance.replay import operators_syncs
 
         # an update without candidates runs no loop: the host loop stops after #1 and the last
-        # readback, the device loop runs only the unpack (or recovery): 2 syncs in both modes
+        # readback, the device loop runs only the unpack (or recovery): 2 syncs in both modes (1 in
+        # the device loop that leaves its read-ahead queued, the default: device_loop_replays)
         # (the device loop with candidates but no iteration also spends 2)
         without_loop = update and stats.iterations == 0 and stats.epochs == 0 and stats.host_syncs == 2
         loop = CUDA_CONFIGS.get(engine, {}).get("operators_loop", sssp.Options().operators_loop)

@@ -1,11 +1,11 @@
-"""The operators device loop without the wait for its read-ahead replay
-(``ENGINES_OPERATORS_WAIT_READ_AHEAD=0``, issue 27; docs/algorithm.md §5.9): the run returns at the
-readback that shows the loop done, leaving the replay enqueued after it (launches that return at
-once) on the engine's stream. Every result is compared with the host reference's bytes and every
-host_syncs with the readback model (conformance.replay.device_loop_replays, which reads the same
-switch) and with CUPTI's count: the operators and sync tests run again here with the switch off
-(imported below: pytest collects them in this module, under its autouse fixture), and what only
-this mode has is checked on its own.
+"""The operators device loop's wait for its read-ahead replay (``ENGINES_OPERATORS_WAIT_READ_AHEAD``,
+issue 27; docs/algorithm.md §5.9). By default the run returns at the readback that shows the loop
+done, leaving the replay enqueued after it (launches that return at once) on the engine's stream;
+the whole GPU suite runs that way. ``1`` also waits for it: the operators and sync tests run again
+here with the wait on (imported below: pytest collects them in this module, under its autouse
+fixture), every result compared with the host reference's bytes and every host_syncs with the
+readback model (conformance.replay.device_loop_replays, which reads the same switch) and with
+CUPTI's count; what the default mode alone has is checked on its own.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from engines.sssp.cuda import operators
 
 from .. import harness as H
 from . import ops_support as S
-# re-run with the wait off (collected here, under this module's fixture)
+# re-run with the wait on (collected here, under this module's fixture)
 from .test_operators import (  # noqa: F401
     test_random_chains_against_the_host,
     test_scratch_clean_and_generation_reset,
@@ -37,21 +37,23 @@ pytestmark = S.GPU
 
 
 @pytest.fixture(autouse=True)
-def no_wait(monkeypatch):
-    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "0")
-    assert not operators.wait_read_ahead_enabled()
+def wait(monkeypatch):
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "1")
+    assert operators.wait_read_ahead_enabled()
 
 
-def test_an_update_without_candidates_takes_one_readback():
+@pytest.mark.parametrize("value, syncs", [("0", 1), ("1", 2)])
+def test_an_update_without_candidates_takes_one_readback_two_with_the_wait(monkeypatch, value, syncs):
     """The loop runs only the unpack, covered by the first replay, whose readback shows the end:
     one synchronization (two with the wait)."""
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, value)
     rng = np.random.default_rng(83)
     n, src, dst, w = H.random_graph(rng, "sparse", 500, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     results = S.compute_all(graph, 0, engines=("operators",))
     stats = S.update_all(graph, engines.Batch.empty(), results)
     S.assert_conformant(results, stats, update=True)
-    assert (stats["operators"].host_syncs, stats["operators"].iterations) == (1, 0)
+    assert (stats["operators"].host_syncs, stats["operators"].iterations) == (syncs, 0)
 
 
 @pytest.mark.parametrize("captured_start", ["0", "1"])
@@ -59,6 +61,7 @@ def test_back_to_back_updates_and_a_compute_behind_the_queued_replay(monkeypatch
     """Updates straight after one another (each starts behind the previous one's queued replay on
     the same stream), with and without the captured start, then compute() on the same device and
     a read of every result on CuPy's current stream: the host's bytes each time."""
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "0")  # the default, which leaves it queued
     monkeypatch.setenv(operators.CAPTURED_START_ENV, captured_start)
     rng = np.random.default_rng(89)
     n, src, dst, w = H.random_graph(rng, "sparse", 1200, 1, "mid")
@@ -69,6 +72,6 @@ def test_back_to_back_updates_and_a_compute_behind_the_queued_replay(monkeypatch
         batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
         stats = S.update_all(graph, batch, results)
         S.check_stats_shape(stats["operators"], "operators", update=True)
-    S.assert_conformant(results, what="after six updates")
+    S.assert_conformant(results, update=True, what="after six updates")
     again = sssp.compute(graph, 0, backend="cuda", **S.CUDA_CONFIGS["operators"])
     S.assert_conformant({"host": results["host"], "operators": again}, what="compute() after them")

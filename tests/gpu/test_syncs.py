@@ -16,6 +16,7 @@ import pytest
 
 import engines
 from engines import sssp
+from engines.sssp.cuda import operators
 
 from .. import harness as H
 from . import ops_support as S
@@ -87,7 +88,9 @@ def _with_head(arrays, n):
 
 
 @pytest.mark.parametrize("batch_kind", ["empty", "non_tree_deletion"])
-def test_update_without_candidates_takes_two(batch_kind):
+def test_update_without_candidates_takes_the_unpacks_readbacks(batch_kind):
+    """No loop runs, only the unpack, which the first replay covers: its readback (one, the
+    default, which leaves the replay read ahead queued; two with ENGINES_OPERATORS_WAIT_READ_AHEAD=1)."""
     graph, rng = _graph(3)
     r = sssp.compute(graph, 0, backend="cuda", cuda_engine="operators")
     host = sssp.compute(graph, 0, backend="host")
@@ -102,7 +105,8 @@ def test_update_without_candidates_takes_two(batch_kind):
     stats = S.update_all(graph, batch, {"host": host, "operators": r})
     st = stats["operators"]
     assert st.invalidated == 0
-    assert (st.host_syncs, st.sync_budget, st.iterations, st.epochs) == (2, 3, 0, 0)
+    assert (st.host_syncs, st.sync_budget, st.iterations, st.epochs) == (S.device_loop_replays(1), 3, 0, 0)
+    assert st.host_syncs == (2 if operators.wait_read_ahead_enabled() else 1)
     S.assert_conformant({"host": host, "operators": r}, stats, update=True)
 
 

@@ -28,8 +28,8 @@ are taken on the device by ``ops_loop_init``, so an update has no sync #1: the h
 everything up to the first replays without waiting. The host replays captured CUDA graphs of S
 such launches (replay_steps; launches after the end return at once), keeps the next replay in
 flight while it reads the previous one's control block (READ_AHEAD), stops at the first readback
-that shows the loop done and waits for the replay still in flight (unless WAIT_READ_AHEAD_ENV
-is off). Same phases in the same order, so the same bytes; host_syncs is the number of replays
+that shows the loop done, leaving the replay still in flight queued (WAIT_READ_AHEAD_ENV=1
+waits for it too). Same phases in the same order, so the same bytes; host_syncs is the number of replays
 waited for (conformance/replay.operators_syncs), within the same budget. An update's launches up
 to the invalidation (control block reset, pack, change lists, roots, the pointer-jumping rounds)
 are one captured graph in both modes; with the captured start (CAPTURED_START_ENV) the
@@ -98,7 +98,10 @@ FROM_BLOCK = -1
 #: a short run: some 18 µs of a small update's critical path, H200), and the result is complete
 #: without them (the readback that shows the end follows the unpack). ``0`` / ``off`` returns at
 #: that readback instead, leaving them queued on the engine's stream ahead of its next work (one
-#: readback fewer in host_syncs); on (wait) until the GPU tests and an A/B have run it.
+#: readback fewer in host_syncs): the default since the H100 measured it at 9514757
+#: (bench/update_anatomy.py --engine operators --graph luxembourg_osm --batch-size 100 --ab-env
+#: ENGINES_OPERATORS_WAIT_READ_AHEAD=0,1, 1,000 batches interleaved: median whole update 0.432 ms
+#: without the wait, 0.461 ms with it, per-batch ratio 1.063). ``1`` / ``on`` waits.
 WAIT_READ_AHEAD_ENV = "ENGINES_OPERATORS_WAIT_READ_AHEAD"
 #: Every kernel of operators.cu (each instantiated at every (vertex, offset) pair of runtime.py).
 KERNELS = (
@@ -139,8 +142,8 @@ VARIANTS = jumps.with_jumps(chains.with_chains(appends.with_appends(passes.with_
 
 def wait_read_ahead_enabled() -> bool:
     """``ENGINES_OPERATORS_WAIT_READ_AHEAD``: whether the device loop waits for its read-ahead
-    replay at the end (on unless 0 / off); a bad value is an error naming it."""
-    return switches.flag(WAIT_READ_AHEAD_ENV, default=True)
+    replay at the end (off unless 1 / on); a bad value is an error naming it."""
+    return switches.flag(WAIT_READ_AHEAD_ENV, default=False)
 
 
 def captured_start_enabled() -> bool:
@@ -167,13 +170,13 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     shared = variants.run_choice(plan, ENGINE)
     captured_start = bool(update and captured_start_enabled())
     wait_read_ahead = wait_read_ahead_enabled()
-    if not captured_start and wait_read_ahead:
+    if not captured_start and not wait_read_ahead:
         return shared
     return _choices.get((shared, captured_start, wait_read_ahead), lambda: dataclasses.replace(
         shared, captured_start=captured_start, wait_read_ahead=wait_read_ahead))
 
 
-#: This engine's choices that differ from the shared one (the captured start, no wait for the
+#: This engine's choices that differ from the shared one (the captured start, the wait for the
 #: read-ahead), by (the shared choice, captured start, wait): ``run_choice``.
 _choices = Kept()
 
@@ -414,9 +417,8 @@ class _Run:
         With READ_AHEAD, the next replay and its readback are enqueued before the host waits for
         the previous readback, so the device is never idle while the host reads; the replay
         still queued when the loop is over finds it done (each of its launches returns at once)
-        and is waited for too, so the stream is idle on return, as after the fused engine
-        (unless WAIT_READ_AHEAD_ENV is off: then it stays queued, ahead of the stream's next
-        work). Replay sizes: replay_steps(). ``while_running()`` (host work that overlaps the
+        and stays queued, ahead of the stream's next work (WAIT_READ_AHEAD_ENV on: it is waited
+        for too, and the stream is idle on return). Replay sizes: replay_steps(). ``while_running()`` (host work that overlaps the
         replays: an update's commit record) runs before each wait until it returns True.
         """
         ws, launch = self.ws, self.launch

@@ -28,7 +28,7 @@ class RunChoice:
     chain_limits: tuple[int, int]
     solo_edges: int = 0
     captured_start: bool = False
-    wait_read_ahead: bool = True
+    wait_read_ahead: bool = False
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,
