@@ -22,10 +22,11 @@
 #             changes, default 1000; SWITCH_CAP seconds each, default 90) into
 #             $OUT/switch_<graph>_<engine>_<name>.log: SWITCHES, entries
 #             GRAPH[/ENGINE]:NAME=A,B[@BASE=VALUE...] (ENGINE fused unless given; each BASE set on both
-#             sides); default: issue 27's operators switches (ENGINES_OPERATORS_CAPTURED_START,
-#             ENGINES_OPERATORS_WAIT_READ_AHEAD=0,1, its no-wait side first) on luxembourg_osm and
-#             multi-hop pointer jumping (ENGINES_MULTI_HOP_JUMP) on both engines there and on the
-#             fused engine on roadNet-PA. The block appends and the chains were decided with
+#             sides); default: the operators engine's captured start (ENGINES_OPERATORS_CAPTURED_START)
+#             on luxembourg_osm and multi-hop pointer jumping (ENGINES_MULTI_HOP_JUMP) on both
+#             engines there and on the fused engine on roadNet-PA (each within 1 % of off on the H100
+#             at 9514757). The read-ahead wait was decided with
+#             luxembourg_osm/operators:ENGINES_OPERATORS_WAIT_READ_AHEAD=0,1 there (960e793). The block appends and the chains were decided with
 #             luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 and ...:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1
 #             on luxembourg_osm and roadNet-PA (55cf5ac); the solo push, the captured update and the
 #             wide passes at 1b2fb4c (SWITCHES=... runs them again)
@@ -182,7 +183,6 @@ for s in $STEPS; do
       fi ;;
     switches)
       for sw in ${SWITCHES:-luxembourg_osm/operators:ENGINES_OPERATORS_CAPTURED_START=0,1 \
-                 luxembourg_osm/operators:ENGINES_OPERATORS_WAIT_READ_AHEAD=0,1 \
                  luxembourg_osm:ENGINES_MULTI_HOP_JUMP=0,1 luxembourg_osm/operators:ENGINES_MULTI_HOP_JUMP=0,1 \
                  roadNet-PA:ENGINES_MULTI_HOP_JUMP=0,1}; do
         g=${sw%%:*}; rest=${sw#*:}; ab=${rest%%@*}; name=${ab%%=*}

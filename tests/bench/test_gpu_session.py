@@ -46,7 +46,7 @@ def test_the_switches_step_ab_tests_every_engine_switch():
     """The step ``switches``: each default entry is a valid update_anatomy.py command line (an
     engine after the graph's /, fused unless given; a base setting after @, an ``env`` assignment
     of a switch the engines know), each A/B's first value is off, and together they A/B the
-    undecided switches: issue 27's two operators switches on luxembourg_osm, and multi-hop pointer
+    undecided switches: the operators engine's captured start on luxembourg_osm, and multi-hop pointer
     jumping on both engines there and on the fused engine on roadNet-PA."""
     import shlex
 
@@ -76,7 +76,6 @@ def test_the_switches_step_ab_tests_every_engine_switch():
         switched.add((graph, engine, name))
     assert switched == {
         ("luxembourg_osm", "operators", operators.CAPTURED_START_ENV),
-        ("luxembourg_osm", "operators", operators.WAIT_READ_AHEAD_ENV),
         ("luxembourg_osm", "fused", jumps.JUMP_ENV), ("luxembourg_osm", "operators", jumps.JUMP_ENV),
         ("roadNet-PA", "fused", jumps.JUMP_ENV)}
 
