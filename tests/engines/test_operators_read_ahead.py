@@ -58,3 +58,28 @@ def test_the_model_counts_one_readback_fewer_without_the_wait(monkeypatch, launc
         covered += operators.replay_steps(replays)
         replays += 1
     assert replay.device_loop_replays(launches) == replays
+
+
+def test_the_choice_is_kept_by_the_raw_values_and_parsed_once(monkeypatch):
+    """A stream of updates asks the same question each time: the two switches are parsed for a
+    value not seen yet only; a changed value is read at the next run, and a bad one is refused at
+    every run (nothing invalid is kept)."""
+    monkeypatch.delenv(operators.CAPTURED_START_ENV, raising=False)
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "0")
+    operators._choices.clear()
+    parsed = []
+    real_flag = operators.switches.flag
+    monkeypatch.setattr(operators.switches, "flag",
+                        lambda name, default: parsed.append(name) or real_flag(name, default=default))
+    first = operators.run_choice(_Plan())
+    assert parsed and operators.run_choice(_Plan()) is first
+    count = len(parsed)
+    for _ in range(3):
+        assert operators.run_choice(_Plan()) is first
+    assert len(parsed) == count  # kept: no parse
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "1")
+    assert operators.run_choice(_Plan()).wait_read_ahead is True
+    monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, "sometimes")
+    for _ in range(2):
+        with pytest.raises(errors.InvalidArgumentError, match=operators.WAIT_READ_AHEAD_ENV):
+            operators.run_choice(_Plan())

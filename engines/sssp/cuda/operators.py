@@ -168,16 +168,22 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     takes it and hands it to the run. ``update`` decides only the captured start (an update's;
     the plan's batch size decides the appends)."""
     shared = variants.run_choice(plan, ENGINE)
-    captured_start = bool(update and captured_start_enabled())
-    wait_read_ahead = wait_read_ahead_enabled()
-    if not captured_start and not wait_read_ahead:
-        return shared
-    return _choices.get((shared, captured_start, wait_read_ahead), lambda: dataclasses.replace(
-        shared, captured_start=captured_start, wait_read_ahead=wait_read_ahead))
+
+    def make() -> variants.RunChoice:  # the two switches parsed only for values not seen yet
+        captured_start = bool(update and captured_start_enabled())
+        wait_read_ahead = wait_read_ahead_enabled()
+        if not captured_start and not wait_read_ahead:
+            return shared
+        return dataclasses.replace(shared, captured_start=captured_start, wait_read_ahead=wait_read_ahead)
+
+    key = (shared, bool(update), switches.raw(CAPTURED_START_ENV), switches.raw(WAIT_READ_AHEAD_ENV))
+    return _choices.get(key, make)
 
 
-#: This engine's choices that differ from the shared one (the captured start, the wait for the
-#: read-ahead), by (the shared choice, captured start, wait): ``run_choice``.
+#: This engine's choices, by (the shared choice, update or not, the raw values of the captured
+#: start's and the read-ahead wait's switches): ``run_choice``, where a stream of updates asks the
+#: same question each time (the shared choice is kept the same way, variants._choices). Only
+#: valid choices are kept: a bad value raises every time.
 _choices = Kept()
 
 
