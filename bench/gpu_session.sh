@@ -3,7 +3,7 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches (default:
+# steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches stream (default:
 #   tests compare table campaign). tests: `make precompile`'s module build (66 modules, a process per
 #   core), then pytest -m gpu under TESTS_CAP seconds (default 480: the 845 GPU tests took about
 #   320 s on the H200 before 77efd46's session added about 70).
@@ -33,6 +33,10 @@
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
+#   stream    issue 27's streaming record into results/stream, replacing it: bench/stream.py on
+#             luxembourg_osm, 10,000 batches of 100 changes, fused, operators and host one after
+#             another (the issue's command); STREAM_ARGS adds options (e.g. --interleave, into
+#             $OUT/stream with STREAM_OUT)
 #   bench     `make bench-commit`: the campaign into results/, replacing the committed one
 #             (--force), unless BENCH_ARGS=--resume continues a cut campaign
 #   planted   the planted-slowdown proof (protocol.md §7): fused against fused twice into $OUT,
@@ -149,6 +153,8 @@ for s in $STEPS; do
           --batches ${AB_BATCHES:-safe50k local10k} --objectives 0 \
           --sides "${AB_SIDES:-cuda:fused+group,cuda:fused+batched}" ${AB_ARGS:-} \
           --out "$OUT/ab" --force --no-progress $DIRTY_ARG ;;
+    stream) step stream 300 python3 bench/stream.py --graph luxembourg_osm --batches 10000 --batch-size 100 \
+              --engines fused operators host --out "${STREAM_OUT:-results/stream}" --no-progress ${STREAM_ARGS:-} ;;
     sweep) step sweep 570 make sweep DATA_DIR="$SSSPAB_DATA_DIR" SWEEP_OUT=results/sweep \
              SWEEP_ARGS="--resume --no-progress $DIRTY_ARG ${SWEEP_ARGS:-}" ;;
     noise)
