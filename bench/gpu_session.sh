@@ -24,7 +24,7 @@
 #             GRAPH[/ENGINE]:NAME=A,B[@BASE=VALUE...] (ENGINE fused unless given; each BASE set on both
 #             sides); default: the operators engine's captured start (ENGINES_OPERATORS_CAPTURED_START)
 #             on luxembourg_osm and multi-hop pointer jumping (ENGINES_MULTI_HOP_JUMP) on both
-#             engines there and on the fused engine on roadNet-PA (each within 1 % of off on the H100
+#             engines there and on the fused engine on roadNet-PA (each within 2 % of off on the H100
 #             at 9514757). The read-ahead wait was decided with
 #             luxembourg_osm/operators:ENGINES_OPERATORS_WAIT_READ_AHEAD=0,1 there (960e793). The block appends and the chains were decided with
 #             luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 and ...:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1

@@ -154,8 +154,8 @@ def device_loop_replays(launches: int) -> int:
     """Readbacks of the operators device loop for ``launches`` phase launches (operators.py
     replay_steps gives each replay's size): every replay enqueued is waited for, up to the first
     whose end covers them (it shows the loop done) and, with the read-ahead, the one enqueued
-    after it unless ENGINES_OPERATORS_WAIT_READ_AHEAD is off (read now, as the run read it); at
-    least one."""
+    after it only when ENGINES_OPERATORS_WAIT_READ_AHEAD is on (read now, as the run read it; off
+    by default); at least one."""
     from engines.sssp.cuda.operators import READ_AHEAD, replay_steps, wait_read_ahead_enabled
 
     replays, covered = 0, 0

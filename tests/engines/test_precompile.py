@@ -43,3 +43,16 @@ def test_jobs_below_one_is_a_usage_error(capsys):
         precompile.main(["--jobs", "0"])
     assert exc.value.code == ExitCode.USAGE
     assert "--jobs must be at least 1" in capsys.readouterr().err
+
+
+def test_a_module_that_fails_is_named_with_its_variant(monkeypatch):
+    """Among 65 variants, the one that did not compile must be identifiable from the message."""
+    from engines import errors
+
+    def fail(device, defines=()):
+        raise errors.CudaError("compiling the fused engine: NVRTC_ERROR_COMPILATION", code=6)
+
+    monkeypatch.setattr(fused, "load_module", fail)
+    variant = tuple(fused.VARIANTS[-1])
+    with pytest.raises(errors.Error, match=r"the fused module \[" + " ".join(variant) + r"\]: compiling"):
+        precompile._compile_item((fused.ENGINE, variant, 0))

@@ -2,8 +2,8 @@
 
 ``python -m engines.sssp.cuda.precompile [--jobs N] [--device D]`` builds the device apply
 (``engines/graph/device_apply.cu``) and every module variant of both engines (fused.VARIANTS,
-operators.VARIANTS: 66 modules at 2a9e36e) into CuPy's on-disk cache (``CUPY_CACHE_DIR``), each
-in its own process. The engines compile a variant at its first use, one at a time; NVRTC takes
+operators.VARIANTS: 66 modules at 2a9e36e) into CuPy's on-disk cache (``CUPY_CACHE_DIR``), in
+``--jobs`` processes at once. The engines compile a variant at its first use, one at a time; NVRTC takes
 several seconds per module, so a fresh machine (or a change to ``kernels.cuh``, which every module
 includes) otherwise spends minutes of its first runs compiling, one module after another: a test
 suite, a campaign's first cell or a user's first update pays it. The cache key covers the full
@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from ...errors import Error
 from ...exitcodes import ExitCode
@@ -49,7 +50,11 @@ def compile_module(engine: str, defines: tuple[str, ...], device: int) -> float:
 
 
 def _compile_item(item) -> float:
-    return compile_module(*item)
+    engine, defines, device = item
+    try:
+        return compile_module(engine, defines, device)
+    except Error as exc:  # the runtime's message names the engine, not the variant: add it
+        raise Error(f"the {engine} module [{' '.join(defines) or 'default variant'}]: {exc}") from None
 
 
 def default_jobs() -> int:
@@ -74,12 +79,17 @@ def main(argv: list[str] | None = None) -> int:
     items = [(engine, defines, args.device) for engine, defines in modules()]
     start = time.perf_counter()
     # spawn: a forked child would inherit a parent's CUDA state it must not use
+    pool = ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
-        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            seconds = list(pool.map(_compile_item, items))
-    except Error as exc:  # a module that does not compile (CudaError names it and NVRTC's log)
+        seconds = list(pool.map(_compile_item, items))
+    except Error as exc:  # a module that does not compile: its variant and NVRTC's log
         print(f"precompile: {exc}", file=sys.stderr)
         return ExitCode.FAILURE
+    except BrokenProcessPool as exc:  # a worker died (killed for memory, a driver fault)
+        print(f"precompile: a compiling process ended abruptly ({exc}); try fewer --jobs", file=sys.stderr)
+        return ExitCode.ENVIRONMENT
+    finally:  # after a failure, the modules not started yet are not compiled
+        pool.shutdown(wait=True, cancel_futures=True)
     print(f"precompile: {len(items)} modules in {time.perf_counter() - start:.1f} s with "
           f"{args.jobs} processes (longest {max(seconds):.1f} s, all together {sum(seconds):.1f} s)")
     return ExitCode.OK
