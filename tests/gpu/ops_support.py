@@ -146,13 +146,13 @@ def stats_shape_problems(stats, engine: str, *, update: bool) -> list[str]:
     else:  # the operators engine in one of its loop modes
         from conformance.replay import operators_syncs
 
-        # an update without candidates runs no loop: the host loop stops after #1 and the last
-        # readback (2 syncs); the device loop runs only the unpack (or recovery), which its first
-        # replay covers, as it covers a loop with candidates but no iteration: the same count
-        # either way (device_loop_replays: 1, or 2 with ENGINES_OPERATORS_WAIT_READ_AHEAD=1), so
-        # taking such an update for one with candidates gives the same expectation
-        without_loop = update and stats.iterations == 0 and stats.epochs == 0 and stats.host_syncs == 2
         loop = CUDA_CONFIGS.get(engine, {}).get("operators_loop", sssp.Options().operators_loop)
+        # an update without candidates runs no loop: the host loop stops after #1 and the last
+        # readback (2 syncs, against 3 for candidates without an iteration); the device loop runs
+        # only the unpack (or recovery), which its first replay covers, as it covers a loop with
+        # candidates but no iteration: the same count either way (device_loop_replays)
+        without_loop = (update and loop == "host" and stats.iterations == 0 and stats.epochs == 0
+                        and stats.host_syncs == 2)
         expected, budget = operators_syncs(loop, stats.iterations, stats.epochs, is_update=update,
                                            candidates=0 if without_loop else 1,
                                            packed=bool(stats.packed_parents))

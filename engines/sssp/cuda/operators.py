@@ -29,8 +29,8 @@ everything up to the first replays without waiting. The host replays captured CU
 such launches (replay_steps; launches after the end return at once), keeps the next replay in
 flight while it reads the previous one's control block (READ_AHEAD), stops at the first readback
 that shows the loop done, leaving the replay still in flight queued (WAIT_READ_AHEAD_ENV=1
-waits for it too). Same phases in the same order, so the same bytes; host_syncs is the number of replays
-waited for (conformance/replay.operators_syncs), within the same budget. An update's launches up
+waits for it too). Same phases in the same order, so the same bytes; host_syncs is the number of
+replays waited for (conformance/replay.operators_syncs), within the same budget. An update's launches up
 to the invalidation (control block reset, pack, change lists, roots, the pointer-jumping rounds)
 are one captured graph in both modes; with the captured start (CAPTURED_START_ENV) the
 invalidation, the heads and, in the device mode, the loop's start join it, the values that change
@@ -427,8 +427,9 @@ class _Run:
         the previous readback, so the device is never idle while the host reads; the replay
         still queued when the loop is over finds it done (each of its launches returns at once)
         and stays queued, ahead of the stream's next work (WAIT_READ_AHEAD_ENV on: it is waited
-        for too, and the stream is idle on return). Replay sizes: replay_steps(). ``while_running()`` (host work that overlaps the
-        replays: an update's commit record) runs before each wait until it returns True.
+        for too, and the stream is idle on return). Replay sizes: replay_steps().
+        ``while_running()`` (host work that overlaps the replays: an update's commit record) runs
+        before each wait until it returns True.
         """
         ws, launch = self.ws, self.launch
         self._generations_used = int(generation) + 1  # the start may take one (the pull's)

@@ -3,8 +3,8 @@
 ``python -m engines.sssp.cuda.precompile [--jobs N] [--device D]`` builds the device apply
 (``engines/graph/device_apply.cu``) and every module variant of both engines (fused.VARIANTS,
 operators.VARIANTS: 66 modules at 2a9e36e) into CuPy's on-disk cache (``CUPY_CACHE_DIR``), in
-``--jobs`` processes at once. The engines compile a variant at its first use, one at a time; NVRTC takes
-several seconds per module, so a fresh machine (or a change to ``kernels.cuh``, which every module
+``--jobs`` processes at once. The engines compile a variant at its first use, one at a time;
+NVRTC takes several seconds per module, so a fresh machine (or a change to ``kernels.cuh``, which every module
 includes) otherwise spends minutes of its first runs compiling, one module after another: a test
 suite, a campaign's first cell or a user's first update pays it. The cache key covers the full
 source, the defines and the options (runtime.get_module), so what this writes is exactly what the
@@ -29,10 +29,9 @@ APPLY = "device_apply"
 
 def modules() -> list[tuple[str, tuple[str, ...]]]:
     """(engine, defines) of every module: the device apply, then each engine's variants."""
-    from . import fused, operators  # noqa: PLC0415 - NumPy and the engines only when asked
+    from . import ENGINES, _engine_module  # noqa: PLC0415 - NumPy and the engines only when asked
 
-    return ([(APPLY, ())] + [(fused.ENGINE, tuple(v)) for v in fused.VARIANTS]
-            + [(operators.ENGINE, tuple(v)) for v in operators.VARIANTS])
+    return [(APPLY, ())] + [(engine, tuple(v)) for engine in ENGINES for v in _engine_module(engine).VARIANTS]
 
 
 def compile_module(engine: str, defines: tuple[str, ...], device: int) -> float:
@@ -43,9 +42,9 @@ def compile_module(engine: str, defines: tuple[str, ...], device: int) -> float:
 
         device_apply.load_module(device)
     else:
-        from . import fused, operators  # noqa: PLC0415
+        from . import _engine_module  # noqa: PLC0415 - the package's one map of engine to module
 
-        {fused.ENGINE: fused, operators.ENGINE: operators}[engine].load_module(device, defines)
+        _engine_module(engine).load_module(device, defines)
     return time.perf_counter() - start
 
 

@@ -1,7 +1,7 @@
 """The module variant of a run that both CUDA engines share: the push expansion's module with the
 plain-push variants on top (the wide passes, passes.py; the block appends, appends.py; the chains,
-chains.py; multi-hop pointer jumping, jumps.py), and the chains' limits that reach the kernels in the push argument, from one reading of
-their switches. The fused engine adds its own (the solo push, the captured update, fused.py).
+chains.py; multi-hop pointer jumping, jumps.py), and the chains' limits that reach the kernels in
+the push argument, from one reading of their switches. The fused engine adds its own (the solo push, the captured update, fused.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ class RunChoice:
     argument, the fused engine's solo-push edges (0 on the operators engine), whether an
     operators update runs the captured start (operators.CAPTURED_START_ENV) and whether an
     operators device loop waits for its read-ahead replay at the end
-    (operators.WAIT_READ_AHEAD_ENV). prepare() takes it
-    before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
+    (operators.WAIT_READ_AHEAD_ENV). prepare() takes it before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
     the switches once (a bad value is refused before anything changes) and the module it compiled
     is the one it loads."""
 
