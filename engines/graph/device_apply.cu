@@ -151,6 +151,37 @@ __device__ __forceinline__ i64 warp_max(i64 value) {
     return value;
 }
 
+// The block-wide exclusive prefix sum of `value` over the threads in index order, and the block's
+// sum in `block_total` (the same in every thread). Every thread of the block must call it
+// (barriers); blockDim.x is a multiple of 32. `warp_sums` is shared scratch of one slot per warp,
+// read after the last barrier here: a caller that scans again must pass a barrier first. One copy
+// for the touched-rows scan and the change lists, which sum different types (i64 row changes,
+// i32 counts).
+template <typename T>
+__device__ __forceinline__ T block_exclusive_scan(T value, T* warp_sums, T& block_total) {
+    const int lane = lane_id();
+    const int warp = static_cast<int>(threadIdx.x) >> 5;
+    const int num_warps = static_cast<int>(blockDim.x >> 5);
+    T inclusive = value;  // within the warp
+    for (int off = 1; off < 32; off <<= 1) {
+        const T other = __shfl_up_sync(SSSP_FULL_MASK, inclusive, off);
+        if (lane >= off) inclusive += other;
+    }
+    if (lane == 31) warp_sums[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {  // inclusive scan of the warp totals
+        T upto = lane < num_warps ? warp_sums[lane] : T(0);
+        for (int off = 1; off < 32; off <<= 1) {
+            const T other = __shfl_up_sync(SSSP_FULL_MASK, upto, off);
+            if (lane >= off) upto += other;
+        }
+        if (lane < num_warps) warp_sums[lane] = upto;
+    }
+    __syncthreads();
+    block_total = warp_sums[num_warps - 1];
+    return (warp > 0 ? warp_sums[warp - 1] : T(0)) + (inclusive - value);
+}
+
 }  // namespace apply
 
 // ---------------------------------------------------------------------------------------------
@@ -367,12 +398,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
     apply_touched_scan(const i64* __restrict__ sizes, const i64* __restrict__ sorted,
                        const i64* __restrict__ row_delta, i64* __restrict__ touched_cum) {
     using namespace apply;
-    constexpr int WARPS = SSSP_BLOCK / 32;
-    __shared__ i64 warp_before[WARPS];  // per tile: the sums of the warps before each warp
-    __shared__ i64 tile_total;
+    __shared__ i64 warp_sums[SSSP_BLOCK / 32];  // block_exclusive_scan's scratch, per tile
     const i64 count = sizes[SZ_COUNT];
-    const int lane = lane_id();
-    const int warp = static_cast<int>(threadIdx.x) / 32;
     i64 carry = 0;  // the sum of every tile before this one (the same in every thread)
     for (i64 tile = 0; tile < count; tile += static_cast<i64>(SSSP_BLOCK) * TOUCHED_ITEMS) {
         const i64 first = tile + static_cast<i64>(threadIdx.x) * TOUCHED_ITEMS;
@@ -390,32 +417,15 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
             values[u] = value;
             total += value;
         }
-        i64 inclusive = total;  // this thread's total summed over the lanes up to it
-        for (int off = 1; off < 32; off <<= 1) {
-            const i64 other = __shfl_up_sync(SSSP_FULL_MASK, inclusive, off);
-            if (lane >= off) inclusive += other;
-        }
-        if (lane == 31) warp_before[warp] = inclusive;
-        __syncthreads();
-        if (warp == 0) {
-            const i64 own = lane < WARPS ? warp_before[lane] : 0;
-            i64 upto = own;
-            for (int off = 1; off < 32; off <<= 1) {
-                const i64 other = __shfl_up_sync(SSSP_FULL_MASK, upto, off);
-                if (lane >= off) upto += other;
-            }
-            if (lane < WARPS) warp_before[lane] = upto - own;
-            if (lane == WARPS - 1) tile_total = upto;
-        }
-        __syncthreads();
-        i64 running = carry + warp_before[warp] + (inclusive - total);
+        i64 tile_total;
+        i64 running = carry + block_exclusive_scan(total, warp_sums, tile_total);
 #pragma unroll
         for (int u = 0; u < TOUCHED_ITEMS; ++u) {
             if (first + u < count) touched_cum[first + u] = running;
             running += values[u];
         }
         carry += tile_total;
-        __syncthreads();  // warp_before and tile_total are rewritten by the next tile
+        __syncthreads();  // warp_sums is rewritten by the next tile's scan
     }
     if (threadIdx.x == 0) touched_cum[count] = carry;
 }
@@ -566,11 +576,8 @@ __device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_inserti
                                               const unsigned char* __restrict__ increased, i32 K, i32 k,
                                               V* __restrict__ changed_from, V* __restrict__ changed_to,
                                               V* __restrict__ heads, V* __restrict__ changed_count) {
-    __shared__ i32 warp_totals[32];
+    __shared__ i32 warp_sums[32];  // block_exclusive_scan's scratch (up to 1024 threads)
     const int tid = threadIdx.x;
-    const int lane = tid & 31;
-    const int warp = tid >> 5;
-    const int num_warps = static_cast<int>(blockDim.x >> 5);
     for (i32 j = tid; j < num_deletions; j += blockDim.x) {
         changed_from[j] = static_cast<V>(ev_src[j]);
         changed_to[j] = static_cast<V>(ev_dst[j]);
@@ -581,23 +588,8 @@ __device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_inserti
     const i32 last = first + per < num_insertions ? first + per : num_insertions;
     i32 mine = 0;
     for (i32 i = first; i < last; ++i) mine += increased[static_cast<i64>(i) * K + k] != 0 ? 1 : 0;
-    i32 inclusive = mine;  // within the warp
-    for (int off = 1; off < 32; off <<= 1) {
-        const i32 other = __shfl_up_sync(SSSP_FULL_MASK, inclusive, off);
-        if (lane >= off) inclusive += other;
-    }
-    if (lane == 31) warp_totals[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {  // inclusive scan of the warp totals
-        i32 total = lane < num_warps ? warp_totals[lane] : 0;
-        for (int off = 1; off < 32; off <<= 1) {
-            const i32 other = __shfl_up_sync(SSSP_FULL_MASK, total, off);
-            if (lane >= off) total += other;
-        }
-        if (lane < num_warps) warp_totals[lane] = total;
-    }
-    __syncthreads();
-    const i32 before = (warp > 0 ? warp_totals[warp - 1] : 0) + inclusive - mine;
+    i32 total;  // the increased insertions of the whole batch
+    const i32 before = block_exclusive_scan(mine, warp_sums, total);
     i32 at = num_deletions + before;
     for (i32 i = first; i < last; ++i) {
         if (increased[static_cast<i64>(i) * K + k] != 0) {
@@ -606,7 +598,7 @@ __device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_inserti
             ++at;
         }
     }
-    if (tid == static_cast<int>(blockDim.x) - 1) *changed_count = static_cast<V>(num_deletions + before + mine);
+    if (tid == static_cast<int>(blockDim.x) - 1) *changed_count = static_cast<V>(num_deletions + total);
 }
 }  // namespace apply
 
