@@ -38,6 +38,10 @@ BENCH_ARGS ?=
 # planted check (docs/protocol.md 2.5). standard stays the default until a full H200 campaign with
 # precise has met issue 32's targets; a campaign is resumed with the preset it was started with.
 BENCH_PROTOCOL ?= standard
+# make bench measures the fused engine's latency floor on the GPU first (perf_ab.py engines --floor:
+# one grid barrier + one dependent chain, a few seconds; a resumed campaign keeps its own) so the
+# report shows each fused cell beside its floor (issue 34); BENCH_FLOOR= leaves it out
+BENCH_FLOOR ?= --floor
 REQUIRED = numpy scipy numba pandas
 BENCH_REQUIRED = pyarrow jinja2 matplotlib psutil rich tqdm
 TEST_REQUIRED = pytest hypothesis
@@ -134,8 +138,8 @@ bench:
 	  || { status=$$?; echo $$status > $(BENCH_STATUS); exit $$status; }
 	@verify=$$($(PYTHON) -c "import engines.sssp.cuda.syncs as s; print('--verify-syncs' if s.is_available() else '')"); \
 	  [ -n "$$verify" ] || echo "make bench: CUPTI (cupti-python) is not importable: the sync counts stay unverified"; \
-	  echo "$(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) --protocol $(BENCH_PROTOCOL) $$verify $(BENCH_ARGS)"; \
-	  $(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) --protocol $(BENCH_PROTOCOL) $$verify $(BENCH_ARGS); \
+	  echo "$(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) --protocol $(BENCH_PROTOCOL) $(BENCH_FLOOR) $$verify $(BENCH_ARGS)"; \
+	  $(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) --protocol $(BENCH_PROTOCOL) $(BENCH_FLOOR) $$verify $(BENCH_ARGS); \
 	  status=$$?; echo $$status > $(BENCH_STATUS); \
 	  if [ -f $(OUT)/campaign.json ]; then echo "make bench: the campaign's records are in $(OUT)/, its report $(OUT)/M7.md"; \
 	    [ $$status -eq 0 ] || echo "(make bench OUT=$(OUT)$(if $(filter-out standard,$(BENCH_PROTOCOL)), BENCH_PROTOCOL=$(BENCH_PROTOCOL)) BENCH_ARGS=--resume continues it)"; fi; \

@@ -49,6 +49,13 @@ def test_bench_commit_replaces_the_committed_campaign():
     assert "--force" not in resumed and "--resume" in resumed
 
 
+def test_bench_measures_the_floor_unless_told_not_to():
+    perf_ab = [line for line in _make("-n", "bench").stdout.splitlines() if "perf_ab.py engines" in line]
+    assert perf_ab and all("--floor" in line for line in perf_ab)
+    without = [line for line in _make("-n", "bench", "BENCH_FLOOR=").stdout.splitlines() if "perf_ab.py engines" in line]
+    assert without and not any("--floor" in line for line in without)
+
+
 def test_report_wants_the_records_folder_named():
     proc = _make("report")
     assert proc.returncode == 2 and "usage: make report OUT=" in proc.stdout
