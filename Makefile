@@ -117,6 +117,10 @@ precompile: deps
 prepare: bench-deps
 	$(PYTHON) bench/perf_ab.py prepare --graphs $(GATES) --data-dir $(DATA_DIR)
 
+# the campaign's command line, printed and then run (the sync check and BENCH_ARGS follow it)
+BENCH_CAMPAIGN = $(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) \
+  --out $(OUT) --protocol $(BENCH_PROTOCOL) $(BENCH_FLOOR)
+
 # The GPU is checked first, by the driver alone (bench/has_gpu.py imports only the standard
 # library): without one nothing is installed or prepared. CuPy is checked after the install.
 bench:
@@ -138,8 +142,8 @@ bench:
 	  || { status=$$?; echo $$status > $(BENCH_STATUS); exit $$status; }
 	@verify=$$($(PYTHON) -c "import engines.sssp.cuda.syncs as s; print('--verify-syncs' if s.is_available() else '')"); \
 	  [ -n "$$verify" ] || echo "make bench: CUPTI (cupti-python) is not importable: the sync counts stay unverified"; \
-	  echo "$(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) --protocol $(BENCH_PROTOCOL) $(BENCH_FLOOR) $$verify $(BENCH_ARGS)"; \
-	  $(PYTHON) bench/perf_ab.py engines --graphs $(GATES) --batches $(BATCHES) --data-dir $(DATA_DIR) --out $(OUT) --protocol $(BENCH_PROTOCOL) $(BENCH_FLOOR) $$verify $(BENCH_ARGS); \
+	  echo "$(BENCH_CAMPAIGN) $$verify $(BENCH_ARGS)"; \
+	  $(BENCH_CAMPAIGN) $$verify $(BENCH_ARGS); \
 	  status=$$?; echo $$status > $(BENCH_STATUS); \
 	  if [ -f $(OUT)/campaign.json ]; then echo "make bench: the campaign's records are in $(OUT)/, its report $(OUT)/M7.md"; \
 	    [ $$status -eq 0 ] || echo "(make bench OUT=$(OUT)$(if $(filter-out standard,$(BENCH_PROTOCOL)), BENCH_PROTOCOL=$(BENCH_PROTOCOL)) BENCH_ARGS=--resume continues it)"; fi; \

@@ -50,9 +50,12 @@ def test_bench_commit_replaces_the_committed_campaign():
 
 
 def test_bench_measures_the_floor_unless_told_not_to():
-    perf_ab = [line for line in _make("-n", "bench").stdout.splitlines() if "perf_ab.py engines" in line]
+    def campaign_lines(*variables):
+        return [line for line in _make("-n", "bench", *variables).stdout.splitlines() if "perf_ab.py engines" in line]
+
+    perf_ab = campaign_lines()
     assert perf_ab and all("--floor" in line for line in perf_ab)
-    without = [line for line in _make("-n", "bench", "BENCH_FLOOR=").stdout.splitlines() if "perf_ab.py engines" in line]
+    without = campaign_lines("BENCH_FLOOR=")
     assert without and not any("--floor" in line for line in without)
 
 

@@ -88,8 +88,8 @@ READ_AHEAD = True
 #: The captured start (issue 27): an update's invalidation, heads and device-loop start join the
 #: captured prologue, their per-update values (two generations, the head count, delta) uploaded
 #: with the control block's initial record instead of passed from Python (algorithm.md §10.2). Off
-#: unless ``ENGINES_OPERATORS_CAPTURED_START=1``: its GPU tests ran at 9514757 (18 of 20 passed; the
-#: other two were test defects, mended at 960e793 and not yet run again), and it measured equal to the
+#: unless ``ENGINES_OPERATORS_CAPTURED_START=1``: its GPU tests pass (20 of 20 on an H200 at
+#: 37960e1, after two test defects were mended at 960e793), and it measured equal to the
 #: launches from Python (bench/update_anatomy.py --engine operators --graph luxembourg_osm
 #: --batch-size 100 --ab-env ENGINES_OPERATORS_CAPTURED_START=0,1, 1,000 batches interleaved, H100
 #: at 9514757, the read-ahead wait then on: per-batch ratio 1.000), so the default stays.

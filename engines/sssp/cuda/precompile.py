@@ -3,10 +3,10 @@
 ``python -m engines.sssp.cuda.precompile [--jobs N] [--device D]`` builds the device apply
 (``engines/graph/device_apply.cu``) and every module variant of both engines (fused.VARIANTS,
 operators.VARIANTS: 66 modules at 2a9e36e) into CuPy's on-disk cache (``CUPY_CACHE_DIR``), in
-``--jobs`` processes at once. The engines compile a variant at its first use, one at a time;
-NVRTC takes several seconds per module, so a fresh machine (or a change to ``kernels.cuh``, which every module
-includes) otherwise spends minutes of its first runs compiling, one module after another: a test
-suite, a campaign's first cell or a user's first update pays it. The cache key covers the full
+``--jobs`` processes at once. The engines compile a variant at its first use, one at a time; NVRTC
+takes several seconds per module, so a fresh machine (or a change to ``kernels.cuh``, which every
+module includes) otherwise spends minutes of its first runs compiling, one module after another: a
+test suite, a campaign's first cell or a user's first update pays it. The cache key covers the full
 source, the defines and the options (runtime.get_module), so what this writes is exactly what the
 engines then read. Needs CuPy and a CUDA GPU (the modules are compiled for its architecture).
 """

@@ -1,7 +1,8 @@
 """The module variant of a run that both CUDA engines share: the push expansion's module with the
 plain-push variants on top (the wide passes, passes.py; the block appends, appends.py; the chains,
 chains.py; multi-hop pointer jumping, jumps.py), and the chains' limits that reach the kernels in
-the push argument, from one reading of their switches. The fused engine adds its own (the solo push, the captured update, fused.py).
+the push argument, from one reading of their switches. The fused engine adds its own (the solo push,
+the captured update, fused.py).
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from . import appends, chains, jumps, passes, push, switches
 class RunChoice:
     """What one run of an engine loads and passes, from one reading of the switches: the module
     variant (``defines``), the chains' ``(hops, max_degree)`` that reach the kernels in the push
-    argument, the fused engine's solo-push edges (0 on the operators engine), whether an
-    operators update runs the captured start (operators.CAPTURED_START_ENV) and whether an
-    operators device loop waits for its read-ahead replay at the end
-    (operators.WAIT_READ_AHEAD_ENV). prepare() takes it before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
-    the switches once (a bad value is refused before anything changes) and the module it compiled
-    is the one it loads."""
+    argument, the fused engine's solo-push edges (0 on the operators engine), whether an operators
+    update runs the captured start (operators.CAPTURED_START_ENV) and whether an operators device
+    loop waits for its read-ahead replay at the end (operators.WAIT_READ_AHEAD_ENV). prepare() takes
+    it before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
+    the switches once (a bad value is refused before anything changes) and the module it compiled is
+    the one it loads."""
 
     defines: tuple[str, ...]
     chain_limits: tuple[int, int]
