@@ -26,6 +26,10 @@ arcs; half insertions, of which half re-weight existing arcs and half add random
 by the same code. ``--table`` prints the user-path table (graph, batch, engine, engine ms (device),
 whole ms, whole - engine, whole / engine, iterations, host syncs) and writes it with ``--out``.
 
+Nothing measured is lost: each row is written to ``--out`` as soon as it is measured (a command
+killed later keeps it), and Ctrl-C prints and writes the tables of the rows so far, names the
+inputs not measured and exits 130. ``--graphs`` with no names measures only ``--random-graph``.
+
     python bench/engine_table.py --graphs roadNet-PA roadNet-CA --out results/engine_table
     python bench/engine_table.py --graphs roadNet-PA road_usa --batches safe50k local10k \\
         --random-graph 4039,176000 --table
@@ -34,6 +38,7 @@ whole ms, whole - engine, whole / engine, iterations, host syncs) and writes it 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -217,23 +222,24 @@ def whole_columns(device_ms, whole_ms) -> dict:
 
 
 # -- one graph ------------------------------------------------------------------------------------
-def measure_gate(name: str, args) -> list[dict]:
+def measure_gate(name: str, args, emit) -> None:
     gate = prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=True)
     batches = {b: p.batch for b, p in gate.batches.items() if not args.batches or b in args.batches}
-    return measure_graph(name, gate.origin.get("kind"), gate.graph, gate.source,
-                         gate.trees[args.objective], batches, args)
+    measure_graph(name, gate.origin.get("kind"), gate.graph, gate.source,
+                  gate.trees[args.objective], batches, args, emit)
 
 
-def measure_random_graph(n: int, m: int, args) -> list[dict]:
+def measure_random_graph(n: int, m: int, args, emit) -> None:
     graph = random_graph(n, m)
     tree = sssp.compute(graph, SOURCE, objective=args.objective).to_numpy()  # host reference, small
-    return measure_graph(f"random-{n}-{m}", "random", graph, SOURCE, tree,
-                         {RANDOM_BATCH_NAME: random_batch(graph)}, args)
+    measure_graph(f"random-{n}-{m}", "random", graph, SOURCE, tree,
+                  {RANDOM_BATCH_NAME: random_batch(graph)}, args, emit)
 
 
-def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dict, args) -> list[dict]:
+def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dict, args, emit) -> None:
     """The table rows of one graph: per batch the CUDA engines (engine region and whole update)
-    and, below the size limit, the host reference on a host-only copy of the graph."""
+    and, below the size limit, the host reference on a host-only copy of the graph. Each row goes
+    to ``emit`` as soon as it is measured (``Table.add``), so that an interrupted command keeps it."""
     k = args.objective
     host_ok = args.host_repeats > 0 and graph.num_vertices <= args.host_max_vertices
     host_graph = host_copy(graph) if host_ok else None
@@ -242,7 +248,6 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
     constants = floor_constants(graph, args)
     host_snapshot = host_graph.snapshot() if host_ok else None
     d0, p0 = tree
-    rows = []
     compute_rows = {}
     for engine in CUDA_ENGINES:
         config = cuda_config(engine, args.push_expansion)
@@ -303,10 +308,8 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         extra_syncs = o["host_syncs"] - f["host_syncs"]
         if extra_syncs > 0 and f["device_ms"] is not None and o["device_ms"] is not None:
             row["round_trip_us"] = (o["host_ms"] - f["host_ms"]) / extra_syncs * 1e3
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        emit(row)
     graph.restore(graph_snapshot)
-    return rows
 
 
 _floor_cache: dict[int, floor.FloorConstants | None] = {}  # grid (blocks) -> constants
@@ -453,27 +456,76 @@ def main(argv=None) -> int:
         if reason:
             print(f"engine_table.py: {reason}", file=sys.stderr)
             return ExitCode.ENVIRONMENT
-    rows = []
-    for name in args.graphs:
-        rows.extend(measure_gate(name, args))
-    for n, m in args.random_graph:
-        rows.extend(measure_random_graph(n, m, args))
-    constants = floor_lines(rows)
-    table = markdown(rows) + ("\n" + constants if constants else "")
-    print(table)
-    whole = user_path_table(rows) if args.table else None
-    if whole:
-        print(whole)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "engine_table.json").write_text(json.dumps(rows, indent=1))
-        (out / "engine_table.md").write_text(table)
-        if whole:
-            (out / "whole_update.md").write_text(whole)
-    identical = all(r["identical"] and r["identical_counters"] for r in rows)
-    return ExitCode.OK if identical else ExitCode.CORRECTNESS
+    inputs = ([(name, functools.partial(measure_gate, name, args)) for name in args.graphs]
+              + [(f"random-{n}-{m}", functools.partial(measure_random_graph, n, m, args))
+                 for n, m in args.random_graph])
+    table = Table(args.out, args.table)
+    return measure_inputs(inputs, table)
 
+
+class Table:
+    """The rows measured so far and their files. ``add`` prints a row as JSON and rewrites the
+    files under ``out`` (engine_table.json, engine_table.md, with ``whole`` whole_update.md) at
+    once, so that a command interrupted or killed later keeps every row it measured."""
+
+    def __init__(self, out, whole: bool):
+        self.rows: list[dict] = []
+        self.out = None if out is None else Path(out)
+        self.whole = whole
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        print(json.dumps(row), flush=True)
+        self.write()
+
+    def texts(self, note: str = "") -> tuple[str, str | None]:
+        """The engine table (with its floor constants) and, with ``whole``, the user-path table;
+        ``note`` closes the first (an interrupted command says what is missing)."""
+        constants = floor_lines(self.rows)
+        table = markdown(self.rows) + ("\n" + constants if constants else "") + (f"\n{note}\n" if note else "")
+        return table, (user_path_table(self.rows) if self.whole else None)
+
+    def write(self, note: str = "") -> None:
+        if self.out is None:
+            return
+        table, whole = self.texts(note)
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "engine_table.json").write_text(json.dumps(self.rows, indent=1))
+        (self.out / "engine_table.md").write_text(table)
+        if whole:
+            (self.out / "whole_update.md").write_text(whole)
+
+    def identical(self) -> bool:
+        return all(r["identical"] and r["identical_counters"] for r in self.rows)
+
+
+def measure_inputs(inputs, table: Table) -> int:
+    """Measure each (name, measure) input in order, every row into ``table``; print the tables.
+
+    Ctrl-C keeps what was measured: the tables of the rows so far are printed and written, with a
+    line naming the inputs not measured, and the status is 130 (1 if a measured row's trees
+    differ: a wrong answer outranks the interruption)."""
+    done = 0
+    try:
+        for _, measure in inputs:
+            measure(table.add)
+            done += 1
+    except KeyboardInterrupt:
+        missing = ", ".join(name for name, _ in inputs[done:])
+        measured = f"{len(table.rows)} row{'' if len(table.rows) == 1 else 's'} measured"
+        note = f"Interrupted: {measured}; not measured (in full): {missing}."
+        table.write(note)
+        for text in table.texts(note):
+            if text:
+                print(text)
+        print(f"engine_table.py: interrupted; {measured}"
+              + (f", written to {table.out}" if table.out is not None else "")
+              + f"; not measured (in full): {missing}", file=sys.stderr, flush=True)
+        return ExitCode.INTERRUPTED if table.identical() else ExitCode.CORRECTNESS
+    for text in table.texts():
+        if text:
+            print(text)
+    return ExitCode.OK if table.identical() else ExitCode.CORRECTNESS
 
 if __name__ == "__main__":
     interrupt.run(main)

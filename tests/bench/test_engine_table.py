@@ -155,3 +155,72 @@ def test_markdown_puts_scipys_recompute_beside_the_host_compute():
     del no_host["host"]
     line = et.markdown([no_host]).splitlines()[2]
     assert [c.strip() for c in line.strip("|").split("|")][column] == "0.45 / 0.45 / – / –"
+
+
+# -- the rows kept when the command is interrupted or killed --------------------------------------
+def _table_row(graph: str, identical: bool = True) -> dict:
+    engine = {"device_ms": 0.9, "host_ms": 1.0, "compute_ms": 0.45, "iterations": 6, "epochs": 0,
+              "host_syncs": 1, "sync_budget": 1, "grid_syncs": 30, "compute_grid_syncs": 40,
+              "near_median": 12.0, "us_per_iteration": 10.0, **et.whole_columns(0.9, 1.2)}
+    row = {"graph": graph, "batch": "random1pct", "fused": engine, "operators": dict(engine, host_syncs=8),
+           "identical": identical, "identical_counters": True, "floor_constants": None}
+    row.update(et.floor_columns(engine, row["operators"], None))
+    return row
+
+
+def _rows_written(out):
+    import json
+    return [r["graph"] for r in json.loads((out / "engine_table.json").read_text())]
+
+
+def test_every_row_is_written_as_soon_as_it_is_measured(tmp_path, capsys):
+    """A command killed (not interrupted) between rows leaves every earlier row in --out."""
+    table = et.Table(tmp_path / "t", whole=True)
+    table.add(_table_row("g1"))
+    assert _rows_written(tmp_path / "t") == ["g1"]
+    assert "| g1 | random1pct |" in (tmp_path / "t" / "whole_update.md").read_text()
+    table.add(_table_row("g2"))
+    assert _rows_written(tmp_path / "t") == ["g1", "g2"]
+    assert '"graph": "g2"' in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_ctrl_c_keeps_the_measured_rows_and_names_what_is_missing(tmp_path, capsys):
+    def first(emit):
+        emit(_table_row("g1"))
+
+    def second(emit):  # Ctrl-C after one of its rows
+        emit(_table_row("g2"))
+        raise KeyboardInterrupt
+
+    def never(emit):
+        pytest.fail("an input after the interruption was measured")
+
+    out = tmp_path / "t"
+    inputs = [("g1", first), ("g2", second), ("g3", never)]
+    assert et.measure_inputs(inputs, et.Table(out, whole=True)) == 130
+    assert _rows_written(out) == ["g1", "g2"]
+    note = "Interrupted: 2 rows measured; not measured (in full): g2, g3."
+    assert (out / "engine_table.md").read_text().rstrip().endswith(note)
+    assert "| g2 | random1pct | fused |" in (out / "whole_update.md").read_text()
+    printed = capsys.readouterr()
+    assert note in printed.out and "| g2 | random1pct | operators |" in printed.out
+    assert printed.err == (f"engine_table.py: interrupted; 2 rows measured, written to {out}; "
+                           "not measured (in full): g2, g3\n")
+
+
+def test_a_wrong_answer_outranks_the_interruption(capsys):
+    def wrong(emit):
+        emit(_table_row("g1", identical=False))
+        raise KeyboardInterrupt
+
+    assert et.measure_inputs([("g1", wrong)], et.Table(None, whole=False)) == 1
+    assert capsys.readouterr().err == "engine_table.py: interrupted; 1 row measured; not measured (in full): g1\n"
+
+
+def test_an_uninterrupted_run_prints_both_tables_once(tmp_path, capsys):
+    inputs = [(name, lambda emit, name=name: emit(_table_row(name))) for name in ("g1", "g2")]
+    assert et.measure_inputs(inputs, et.Table(tmp_path, whole=True)) == 0
+    out = capsys.readouterr().out
+    assert out.count("| graph | batch | engine | engine ms (device)") == 1
+    assert out.count("| g2 | random1pct | fused |") == 1 and "Interrupted" not in out
+    assert "Interrupted" not in (tmp_path / "engine_table.md").read_text()
