@@ -93,8 +93,8 @@ READ_AHEAD = True
 #: launches from Python (bench/update_anatomy.py --engine operators --graph luxembourg_osm
 #: --batch-size 100 --ab-env ENGINES_OPERATORS_CAPTURED_START=0,1, 1,000 batches interleaved, H100
 #: at 9514757, the read-ahead wait then on: per-batch ratio 1.000). Without the wait (the default
-#: since 960e793) the same A/B read 0.957 (H100 at 52264f0): one reading against the earlier one,
-#: so the default stays until a repeat decides it (bench/gpu_session.sh switches runs it).
+#: since 960e793) the same A/B read 0.957 (H100 at 52264f0, 1,000 batches) and, repeated with
+#: 2,000 batches on a fresh H100 at c5346b2, 0.998: no gain that holds, so the default stays.
 CAPTURED_START_ENV = "ENGINES_OPERATORS_CAPTURED_START"
 #: What a kernel of the captured start takes for a value it reads from the control block.
 FROM_BLOCK = -1
