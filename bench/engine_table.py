@@ -26,9 +26,11 @@ arcs; half insertions, of which half re-weight existing arcs and half add random
 by the same code. ``--table`` prints the user-path table (graph, batch, engine, engine ms (device),
 whole ms, whole - engine, whole / engine, iterations, host syncs) and writes it with ``--out``.
 
-Nothing measured is lost: each row is written to ``--out`` as soon as it is measured (a command
-killed later keeps it), and Ctrl-C prints and writes the tables of the rows so far, names the
-inputs not measured and exits 130. ``--graphs`` with no names measures only ``--random-graph``.
+Nothing measured is lost: each row is written to ``--out`` as soon as it is measured, with a line
+naming the inputs not yet measured until the last (a command killed later keeps its rows, and its
+table says it is incomplete), and Ctrl-C prints and writes the tables of the rows so far, names the
+inputs not measured and exits 130 (1 when a measured row's trees differ). ``--graphs`` with no
+names measures only ``--random-graph``.
 
     python bench/engine_table.py --graphs roadNet-PA roadNet-CA --out results/engine_table
     python bench/engine_table.py --graphs roadNet-PA road_usa --batches safe50k local10k \\
@@ -44,6 +46,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -61,6 +64,7 @@ from engines import Batch, Graph, sssp
 from engines.config import EngineConfig
 from engines.exitcodes import ExitCode
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
+from protocol import records
 from protocol.region import RegionProbe, timed_update, timed_updates
 
 #: The CUDA engines of the table (the rows' keys), each an EngineConfig with the table's push
@@ -73,6 +77,8 @@ RANDOM_BATCH_NAME = "random1pct"
 NUM_WEIGHTS = 3
 WEIGHT_LOW, WEIGHT_HIGH = 1, 100
 SOURCE = 0
+#: Where a graph's measurement hands each row (Table.add).
+Emit = Callable[[dict], None]
 
 
 def push_columns(result, device_ms: float | None) -> dict:
@@ -222,21 +228,25 @@ def whole_columns(device_ms, whole_ms) -> dict:
 
 
 # -- one graph ------------------------------------------------------------------------------------
-def measure_gate(name: str, args, emit) -> None:
+def random_graph_name(n: int, m: int) -> str:
+    return f"random-{n}-{m}"
+
+
+def measure_gate(name: str, args, emit: Emit) -> None:
     gate = prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=True)
     batches = {b: p.batch for b, p in gate.batches.items() if not args.batches or b in args.batches}
     measure_graph(name, gate.origin.get("kind"), gate.graph, gate.source,
                   gate.trees[args.objective], batches, args, emit)
 
 
-def measure_random_graph(n: int, m: int, args, emit) -> None:
+def measure_random_graph(n: int, m: int, args, emit: Emit) -> None:
     graph = random_graph(n, m)
     tree = sssp.compute(graph, SOURCE, objective=args.objective).to_numpy()  # host reference, small
-    measure_graph(f"random-{n}-{m}", "random", graph, SOURCE, tree,
+    measure_graph(random_graph_name(n, m), "random", graph, SOURCE, tree,
                   {RANDOM_BATCH_NAME: random_batch(graph)}, args, emit)
 
 
-def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dict, args, emit) -> None:
+def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dict, args, emit: Emit) -> None:
     """The table rows of one graph: per batch the CUDA engines (engine region and whole update)
     and, below the size limit, the host reference on a host-only copy of the graph. Each row goes
     to ``emit`` as soon as it is measured (``Table.add``), so that an interrupted command keeps it."""
@@ -413,6 +423,95 @@ def floor_lines(rows: list[dict]) -> str:
     return "".join(floor.FloorConstants.from_dict(c).describe() + "\n" for c in seen)
 
 
+# -- the rows measured, kept on disk as they come -------------------------------------------------
+class Table:
+    """The rows measured so far and their files under ``out`` (engine_table.json, engine_table.md,
+    with ``whole`` whole_update.md), each written whole through a temporary file (never left half
+    written). ``add`` prints a row as JSON and rewrites the files at once, with a closing line that
+    names the inputs not yet measured: a command killed later (a timeout's SIGTERM, an error on a
+    later graph) keeps every row it measured, and its table says it is incomplete."""
+
+    def __init__(self, out, whole: bool):
+        self.rows: list[dict] = []
+        self.out = Path(out) if out else None
+        self.whole = whole
+        self.pending: list[str] = []  # the inputs not measured in full (measure_inputs keeps it)
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        print(json.dumps(row), flush=True)
+        self.write(self.note("In progress"))
+
+    def note(self, state: str) -> str:
+        """The closing line of an unfinished table ("" once nothing is pending)."""
+        if not self.pending:
+            return ""
+        return f"{state}: {self.measured()}; not measured (in full): {', '.join(self.pending)}."
+
+    def measured(self) -> str:
+        return f"{len(self.rows)} row{'' if len(self.rows) == 1 else 's'} measured"
+
+    def texts(self, note: str = "") -> list[str]:
+        """The engine table (its floor constants and ``note`` below it) and, with ``whole``, the
+        user-path table."""
+        constants = floor_lines(self.rows)
+        table = markdown(self.rows) + ("\n" + constants if constants else "") + (f"\n{note}\n" if note else "")
+        return [table] + ([user_path_table(self.rows)] if self.whole else [])
+
+    def write(self, note: str = "") -> None:
+        if self.out is None:
+            return
+        texts = self.texts(note)
+        records.write_text(self.out / "engine_table.json", json.dumps(self.rows, indent=1))
+        records.write_text(self.out / "engine_table.md", texts[0])
+        if self.whole:
+            records.write_text(self.out / "whole_update.md", texts[1])
+
+    def show(self, note: str = "") -> None:
+        for text in self.texts(note):
+            print(text)
+
+    def identical(self) -> bool:
+        return all(r["identical"] and r["identical_counters"] for r in self.rows)
+
+
+def inputs_of(args) -> list[tuple[str, Callable[[Emit], None]]]:
+    """What the command measures, in order: (name, measure) for each gate, then each random graph."""
+    return ([(name, functools.partial(measure_gate, name, args)) for name in args.graphs]
+            + [(random_graph_name(n, m), functools.partial(measure_random_graph, n, m, args))
+               for n, m in args.random_graph])
+
+
+def measure_inputs(inputs, table: Table) -> int:
+    """Measure each (name, measure) input in order, every row into ``table``; print the tables.
+
+    The files are written before the first input (an unwritable --out fails before any GPU time,
+    and files of an earlier run in the same folder do not pass for this one's). Ctrl-C keeps what
+    was measured: the tables of the rows so far are written and printed with a line naming the
+    inputs not measured (a second Ctrl-C meanwhile is ignored, so the save completes) and the
+    status is 130, or 1 if a measured row's trees differ (a wrong answer outranks the
+    interruption)."""
+    table.pending = [name for name, _ in inputs]
+    try:
+        table.write(table.note("In progress"))
+        for _, measure in inputs:
+            measure(table.add)
+            table.pending.pop(0)
+        table.write()
+        table.show()
+    except KeyboardInterrupt:
+        with interrupt.ignored():
+            note = table.note("Interrupted") or f"Interrupted: {table.measured()}; every input was measured."
+            table.write(note)
+            table.show(note)
+            where = f", written to {table.out}" if table.out is not None else ""
+            missing = ", ".join(table.pending) or "none"
+            print(f"engine_table.py: interrupted; {table.measured()}{where}; not measured (in full): {missing}",
+                  file=sys.stderr, flush=True)
+        return ExitCode.INTERRUPTED if table.identical() else ExitCode.CORRECTNESS
+    return ExitCode.OK if table.identical() else ExitCode.CORRECTNESS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_graphs_option(parser, default=GATE_NAMES, allow_empty=True,
@@ -456,76 +555,8 @@ def main(argv=None) -> int:
         if reason:
             print(f"engine_table.py: {reason}", file=sys.stderr)
             return ExitCode.ENVIRONMENT
-    inputs = ([(name, functools.partial(measure_gate, name, args)) for name in args.graphs]
-              + [(f"random-{n}-{m}", functools.partial(measure_random_graph, n, m, args))
-                 for n, m in args.random_graph])
-    table = Table(args.out, args.table)
-    return measure_inputs(inputs, table)
+    return measure_inputs(inputs_of(args), Table(args.out, args.table))
 
-
-class Table:
-    """The rows measured so far and their files. ``add`` prints a row as JSON and rewrites the
-    files under ``out`` (engine_table.json, engine_table.md, with ``whole`` whole_update.md) at
-    once, so that a command interrupted or killed later keeps every row it measured."""
-
-    def __init__(self, out, whole: bool):
-        self.rows: list[dict] = []
-        self.out = None if out is None else Path(out)
-        self.whole = whole
-
-    def add(self, row: dict) -> None:
-        self.rows.append(row)
-        print(json.dumps(row), flush=True)
-        self.write()
-
-    def texts(self, note: str = "") -> tuple[str, str | None]:
-        """The engine table (with its floor constants) and, with ``whole``, the user-path table;
-        ``note`` closes the first (an interrupted command says what is missing)."""
-        constants = floor_lines(self.rows)
-        table = markdown(self.rows) + ("\n" + constants if constants else "") + (f"\n{note}\n" if note else "")
-        return table, (user_path_table(self.rows) if self.whole else None)
-
-    def write(self, note: str = "") -> None:
-        if self.out is None:
-            return
-        table, whole = self.texts(note)
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "engine_table.json").write_text(json.dumps(self.rows, indent=1))
-        (self.out / "engine_table.md").write_text(table)
-        if whole:
-            (self.out / "whole_update.md").write_text(whole)
-
-    def identical(self) -> bool:
-        return all(r["identical"] and r["identical_counters"] for r in self.rows)
-
-
-def measure_inputs(inputs, table: Table) -> int:
-    """Measure each (name, measure) input in order, every row into ``table``; print the tables.
-
-    Ctrl-C keeps what was measured: the tables of the rows so far are printed and written, with a
-    line naming the inputs not measured, and the status is 130 (1 if a measured row's trees
-    differ: a wrong answer outranks the interruption)."""
-    done = 0
-    try:
-        for _, measure in inputs:
-            measure(table.add)
-            done += 1
-    except KeyboardInterrupt:
-        missing = ", ".join(name for name, _ in inputs[done:])
-        measured = f"{len(table.rows)} row{'' if len(table.rows) == 1 else 's'} measured"
-        note = f"Interrupted: {measured}; not measured (in full): {missing}."
-        table.write(note)
-        for text in table.texts(note):
-            if text:
-                print(text)
-        print(f"engine_table.py: interrupted; {measured}"
-              + (f", written to {table.out}" if table.out is not None else "")
-              + f"; not measured (in full): {missing}", file=sys.stderr, flush=True)
-        return ExitCode.INTERRUPTED if table.identical() else ExitCode.CORRECTNESS
-    for text in table.texts():
-        if text:
-            print(text)
-    return ExitCode.OK if table.identical() else ExitCode.CORRECTNESS
 
 if __name__ == "__main__":
     interrupt.run(main)

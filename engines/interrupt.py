@@ -17,8 +17,10 @@ than run (a test, a spawned worker process re-importing the main script as ``__m
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
+import threading
 
 from .exitcodes import ExitCode  # standard library only
 
@@ -52,6 +54,21 @@ def run(main) -> None:
     if _prog is not None:
         signal.signal(signal.SIGINT, _exit_now)  # while the interpreter shuts down
     sys.exit(code)
+
+
+@contextlib.contextmanager
+def ignored():
+    """Ctrl-C ignored inside the block: a command saving what it measured after a first Ctrl-C
+    (a few writes) finishes the save rather than leave its files half written. Only the main
+    thread may change a signal's handler; elsewhere the block runs unguarded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _exit_now(signum, frame):

@@ -146,9 +146,14 @@ def _atomic_write_bytes(path: Path, write) -> None:
         raise
 
 
-def write_json(path: Path, data: dict) -> None:
-    text = json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n"
+def write_text(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole or not at all (a temporary file replaced; a report or table
+    that a kill or a second Ctrl-C interrupts is never left half written)."""
     _atomic_write_bytes(Path(path), lambda h: h.write(text.encode()))
+
+
+def write_json(path: Path, data: dict) -> None:
+    write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
 def _json_default(value):

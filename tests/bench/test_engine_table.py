@@ -4,6 +4,9 @@ engine), the user-path columns and table, and the command line's refusals."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -169,7 +172,6 @@ def _table_row(graph: str, identical: bool = True) -> dict:
 
 
 def _rows_written(out):
-    import json
     return [r["graph"] for r in json.loads((out / "engine_table.json").read_text())]
 
 
@@ -224,3 +226,79 @@ def test_an_uninterrupted_run_prints_both_tables_once(tmp_path, capsys):
     assert out.count("| graph | batch | engine | engine ms (device)") == 1
     assert out.count("| g2 | random1pct | fused |") == 1 and "Interrupted" not in out
     assert "Interrupted" not in (tmp_path / "engine_table.md").read_text()
+
+
+def test_an_unfinished_table_says_what_is_not_yet_measured(tmp_path, capsys):
+    """While the command runs (and after a kill) the table on disk names the inputs still to come;
+    the finished one does not. Files of an earlier run in the same folder are replaced first."""
+    out = tmp_path / "t"
+    out.mkdir()
+    (out / "engine_table.json").write_text(json.dumps([_table_row("stale")]))
+    seen = []
+
+    def first(emit):
+        seen.append(_rows_written(out))  # before any row of this run: none, not the stale one
+        emit(_table_row("g1"))
+        seen.append((out / "engine_table.md").read_text().rstrip().splitlines()[-1])
+
+    def second(emit):
+        emit(_table_row("g2"))
+        seen.append((out / "engine_table.md").read_text().rstrip().splitlines()[-1])
+
+    assert et.measure_inputs([("g1", first), ("g2", second)], et.Table(out, whole=False)) == 0
+    assert seen == [[], "In progress: 1 row measured; not measured (in full): g1, g2.",
+                    "In progress: 2 rows measured; not measured (in full): g2."]
+    assert "In progress" not in (out / "engine_table.md").read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["engine_table.json", "engine_table.md"]  # no temporaries
+    assert _rows_written(out) == ["g1", "g2"]
+
+
+@pytest.fixture
+def python_sigint():
+    """Python's own Ctrl-C handler for the test, whatever pytest inherited (run in the background
+    without job control, SIGINT arrives ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_second_ctrl_c_during_the_save_is_ignored(tmp_path, capsys, python_sigint):
+    class SignalledTable(et.Table):
+        def write(self, note=""):
+            if note.startswith("Interrupted"):
+                os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C while the rows are saved
+            super().write(note)
+
+    def interrupted(emit):
+        emit(_table_row("g1"))
+        raise KeyboardInterrupt
+
+    out = tmp_path / "t"
+    assert et.measure_inputs([("g1", interrupted)], SignalledTable(out, whole=False)) == 130
+    assert _rows_written(out) == ["g1"]
+    assert (out / "engine_table.md").read_text().rstrip().endswith("not measured (in full): g1.")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored after the save
+
+
+def test_ctrl_c_after_the_last_input_says_every_input_was_measured(capsys):
+    class LateTable(et.Table):
+        def show(self, note=""):
+            if not note:
+                raise KeyboardInterrupt  # while the finished tables are printed
+            super().show(note)
+
+    assert et.measure_inputs([("g1", lambda emit: emit(_table_row("g1")))], LateTable(None, whole=False)) == 130
+    printed = capsys.readouterr()
+    assert "Interrupted: 1 row measured; every input was measured." in printed.out
+    assert printed.err.endswith("not measured (in full): none\n")
+
+
+def test_inputs_are_the_gates_then_the_random_graphs_and_no_out_writes_nothing(tmp_path, monkeypatch):
+    args = et.build_parser().parse_args(["--graphs", "roadNet-PA", "roadNet-CA", "--random-graph", "300,2000"])
+    assert [name for name, _ in et.inputs_of(args)] == ["roadNet-PA", "roadNet-CA", "random-300-2000"]
+    monkeypatch.chdir(tmp_path)
+    for out in (None, ""):
+        table = et.Table(out, whole=True)
+        assert table.out is None
+        table.add(_table_row("g1"))
+    assert list(tmp_path.iterdir()) == []
