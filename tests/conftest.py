@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +71,12 @@ def unreadable(monkeypatch):
 
     monkeypatch.setattr(builtins, "open", refusing_open)
     return lambda path: refused.add(str(path))
+
+
+@pytest.fixture
+def python_sigint():
+    """Python's own Ctrl-C handler for the test, whatever pytest inherited (run in the background
+    without job control, SIGINT arrives ignored), and the inherited one back after it."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

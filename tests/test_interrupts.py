@@ -101,17 +101,13 @@ def test_an_ignored_sigint_stays_ignored():
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)
 
 
-def test_ctrl_c_is_ignored_inside_ignored_and_restored_after():
+def test_ctrl_c_is_ignored_inside_ignored_and_restored_after(python_sigint):
     from engines import interrupt
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # pytest may run with it ignored
-    try:
-        with interrupt.ignored():
-            os.kill(os.getpid(), signal.SIGINT)  # would raise KeyboardInterrupt under the default handler
-            time.sleep(0.01)
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        with pytest.raises(KeyboardInterrupt):  # and after the block Ctrl-C interrupts again
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(1)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with interrupt.ignored():
+        os.kill(os.getpid(), signal.SIGINT)  # would raise KeyboardInterrupt under the default handler
+        time.sleep(0.01)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):  # and after the block Ctrl-C interrupts again
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)

@@ -51,7 +51,8 @@ def test_bench_commit_replaces_the_committed_campaign():
 
 def test_bench_measures_the_floor_unless_told_not_to():
     def campaign_lines(*variables):
-        return [line for line in _make("-n", "bench", *variables).stdout.splitlines() if "perf_ab.py engines" in line]
+        lines = _make("-n", "bench", *variables).stdout.splitlines()
+        return [line for line in lines if "perf_ab.py engines" in line]
 
     perf_ab = campaign_lines()
     assert perf_ab and all("--floor" in line for line in perf_ab)

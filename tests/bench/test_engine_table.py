@@ -253,15 +253,6 @@ def test_an_unfinished_table_says_what_is_not_yet_measured(tmp_path, capsys):
     assert _rows_written(out) == ["g1", "g2"]
 
 
-@pytest.fixture
-def python_sigint():
-    """Python's own Ctrl-C handler for the test, whatever pytest inherited (run in the background
-    without job control, SIGINT arrives ignored)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
 def test_a_second_ctrl_c_during_the_save_is_ignored(tmp_path, capsys, python_sigint):
     class SignalledTable(et.Table):
         def write(self, note=""):
