@@ -2,9 +2,10 @@
 
 ``commit(device_graph, events, old_max, stream)`` enqueues one batch on the graph's device: one
 host-to-device copy of the event list (pinned staging), a sort of 64-bit (row, event) keys per
-side, the editor's kernels on both sides into the spare buffer set, the maxima rescan where an old
-maximum may be gone, and one asynchronous device-to-host copy of the apply record (summary, new
-edge count, weight sums, maxima, weight-increase counts) into pinned memory. Nothing waits: the
+side (the library's, or key_sort.py's one-block sort: ``ENGINES_APPLY_KEY_SORT``), the editor's
+kernels on both sides into the spare buffer set, the maxima rescan where an old maximum may be
+gone, and one asynchronous device-to-host copy of the apply record (summary, new edge count,
+weight sums, maxima, weight-increase counts) into pinned memory. Nothing waits: the
 record is read once the stream has passed it (``PendingCommit.resolve``), which the engine's own
 synchronization guarantees in ``update()``, so the apply adds no host synchronization.
 
@@ -34,6 +35,7 @@ from ..batch import ApplySummary, apply_summary
 from ..errors import InternalError
 from ..sssp.cuda import runtime, switches
 from ..sssp.cuda.runtime import cuda_errors, cupy_module
+from . import key_sort
 
 ENGINE = "apply"
 #: The apply's kernels, beside this file; compiled with the engines' shared header (runtime.read_source).
@@ -206,6 +208,7 @@ class ApplyScratch:
         self.mark = self.row_flag = self.row_delta = self.cum = None
         self.keys = self.stage_key = self.stage_ins = self.increased = self.touched_cum = None
         self.touched_limit = 0  # touched_scan_limit(), read with the event buffers' capacity
+        self.key_sort = key_sort.DEFAULT_KEY_SORT  # key_sort.chosen(), read with it too
         self.staging = None  # device bytes: header (record | sizes) | src | dst | insertion weights
         self.record = self.sizes = None  # views of the staging header
         self.ev_src = self.ev_dst = self.ev_weights = None  # views of the staged event list
@@ -241,7 +244,7 @@ class ApplyScratch:
             return
         cupy = cupy_module()
         if grow_events:  # before anything changes: a bad value refuses the commit with the scratch as it was
-            floor, touched = min_events(), touched_scan_limit()
+            floor, touched, sort = min_events(), touched_scan_limit(), key_sort.chosen()
         caps = (self.m_cap, self.n_cap, self.event_cap)
         layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
         # half-way leaves a layout no capture was made for
@@ -293,6 +296,7 @@ class ApplyScratch:
                 self._upload_done = None
                 self.event_cap = cap
                 self.touched_limit = touched
+                self.key_sort = sort
         if (self.m_cap, self.n_cap, self.event_cap) != caps or not layout:
             layout = next(_serials)
         self.layout = layout
@@ -566,7 +570,8 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
 
 def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     """The commit's steps in order: ``("kernel", function, grid, args, shared bytes)``,
-    ``("sort", keys)``, ``("cumsum", source, out)`` and ``("download", record)``.
+    ``("sort", keys)`` (the library's), ``("block_sort", function, keys, BlockSort)`` (key_sort.py),
+    ``("cumsum", source, out)`` and ``("download", record)``.
 
     ``sized`` = (events, old entries, new entries upper bound) sizes the grids and the sort to the
     batch (launch "python"); None sizes them to the reserved capacity (launch "graph": the
@@ -595,9 +600,12 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     touched = 0 < scratch.touched_limit and count <= scratch.touched_limit
     keys = scratch.keys[: 2 * count]
     keys_out, keys_in = keys[:count], keys[count:]
+    block_sort = key_sort.plan(count, n_after) if scratch.key_sort == "block" else None
     steps = [("kernel", fn["apply_keys"], blocks(count, device), (sizes, i64(count), ev_src, ev_dst, keys_out,
                                                                   keys_in), 0),
-             ("sort", keys)]  # one sort for both sides: its fixed cost dominates at batch sizes
+             # one sort for both sides: its fixed cost dominates at batch sizes
+             ("block_sort", key_sort.function(device, block_sort), keys, block_sort) if block_sort else
+             ("sort", keys)]
     # (side, sorted keys, entry key of an event, stats on this side)
     for side, sorted_keys, ev_key, stats in (("out", keys_out, ev_dst, 1), ("in", keys_in, ev_src, 0)):
         old_w, new_w = cur.weight[side], target.weight[side]
@@ -648,6 +656,8 @@ def _enqueue(steps, scratch, stream) -> None:
                 fn((grid,), (runtime.BLOCK_SIZE,), args, stream=stream, shared_mem=shared)
             elif kind == "sort":
                 step[1].sort()
+            elif kind == "block_sort":
+                key_sort.launch(step[1], step[2], step[3], stream)
             elif kind == "cumsum":
                 cupy.cumsum(step[1], out=step[2])
             else:  # "download": the record into its pinned mirror
@@ -716,6 +726,8 @@ def reserve(dgraph, events, stream) -> None:
     dgraph.target(int(events.n_after), cur.num_edges + events.num_insertions, cur.num_weights, cur.offset_dtype)
     scratch.reserve(int(events.n_after), cur.num_edges, events.size, stream)
     load_module(dgraph.device)
+    if scratch.key_sort == "block":
+        key_sort.load_module(dgraph.device)
 
 
 __all__ = ["ApplyScratch", "DeviceChangeLists", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit",

@@ -1,0 +1,119 @@
+"""The device apply's one-block key sort (``ENGINES_APPLY_KEY_SORT=block``, engines/graph/key_sort.cu).
+
+The kernel must leave the bytes of the library's sort (CuPy's sort of the same uint64 array) for
+every tile, count and row width the plan allows, padding included; and a graph edited with it must
+be the host twin's byte for byte: the device-graph tests (random chains, the golden corpus, the
+real graphs) run again here with the switch on, under both launches of the apply, and so do
+update() chains through both CUDA engines. Every plan is recorded, so each test also checks that
+the block sort ran (and every capture worked: a failed one would launch the commit one by one).
+Then what only the switch has: batches past the largest tile and graphs too wide for 31 bits fall
+back to the library's sort with the same bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engines.graph import device_apply, key_sort
+from engines.sssp.cuda import runtime
+
+from .. import harness as H
+from . import ops_support as S
+from . import test_captured_apply as C
+from . import test_device_graph as D
+
+pytestmark = S.GPU
+
+test_block_sort_random_chains = D.test_random_chains_device_apply_equals_host_apply
+test_block_sort_golden_cases = D.test_golden_cases_device_apply_equals_host_apply
+test_block_sort_real_graphs = D.test_real_graph_one_percent_batches
+test_block_sort_update_chains = C.test_update_chains_with_graph_launch_equal_the_host
+test_block_sort_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
+
+#: Tests whose commits come from update(), which names its launch (Options.update_launch, "graph"
+#: by default): the apply's default launch does not reach them, so they run once.
+_LAUNCH_OF_THEIR_OWN = {"test_block_sort_update_chains", "test_block_sort_mixed_results"}
+#: Per plan made during a test: its sort step's kind ("block_sort" or "sort").
+_plans: list = []
+
+
+@pytest.fixture(autouse=True, params=["python", "graph"])
+def block_sort_on(request, monkeypatch):
+    """Every commit of this module's tests may take the block sort (both launches of the apply);
+    afterwards, some plan must have taken it, and every capture must have worked."""
+    if request.param == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
+        pytest.skip("update() names its own launch: the \"graph\" parameter runs this test")
+    monkeypatch.setenv(key_sort.KEY_SORT_ENV, "block")
+    monkeypatch.setattr(device_apply, "DEFAULT_LAUNCH", request.param)
+    original_plan, original_init = device_apply._plan, device_apply.ApplyScratch.__init__
+    scratches = []
+
+    def recorded_plan(*args, **kwargs):
+        steps = original_plan(*args, **kwargs)
+        _plans.append(next(step[0] for step in steps if step[0] in ("sort", "block_sort")))
+        return steps
+
+    def tracked(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        scratches.append(self)
+
+    monkeypatch.setattr(device_apply, "_plan", recorded_plan)
+    monkeypatch.setattr(device_apply.ApplyScratch, "__init__", tracked)
+    _plans.clear()
+    yield request.param
+    problems = [s.capture_problem for s in scratches if s.capture_problem is not None]
+    assert not problems, f"capture failed, the commits ran one by one: {problems[0]}"
+    assert "block_sort" in _plans, "no commit took the block sort"
+
+
+def _keys(rng, count: int, real: int, rows: int) -> np.ndarray:
+    """Both sides' keys as device_apply.cu apply_keys writes them: (row << 32 | event), bit 63 the in
+    side, padding past the ``real`` events; the largest row at the last event."""
+    j = np.arange(real, dtype=np.uint64)
+    out = np.full(count, 0x7FFFFFFFFFFFFFFF, dtype=np.uint64)
+    inn = np.full(count, 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+    rows_out, rows_in = rng.integers(0, rows, real).astype(np.uint64), rng.integers(0, rows, real).astype(np.uint64)
+    if real:
+        rows_out[-1] = rows_in[-1] = rows - 1
+    out[:real] = (rows_out << np.uint64(32)) | j
+    inn[:real] = np.uint64(1 << 63) | (rows_in << np.uint64(32)) | j
+    return np.concatenate([out, inn])
+
+
+@pytest.mark.parametrize("count", [1, 7, 1024, 2047, 2048, 2049, 2641, 4096, 4097, 8191, 8192])
+def test_the_kernel_gives_the_librarys_bytes(block_sort_on, count):
+    """Each tile at counts below, at and past its size, full and partly padded, on rows from one to
+    the widest the 31 bits allow: the keys come out as CuPy's sort leaves them."""
+    import cupy
+
+    if block_sort_on == "python":
+        pytest.skip("the kernel alone has no launch: the \"graph\" parameter runs this test")
+    rng = np.random.default_rng(D._seed("kernel", count))
+    device = runtime.current_device()
+    widest = 1 << (key_sort.MAX_END_BIT - count.bit_length())
+    for rows in (1, 2, 300, widest):
+        for real in (count, count // 2, 1, 0):
+            plan = key_sort.plan(count, rows)
+            assert plan is not None and plan.count == count
+            keys = cupy.asarray(_keys(rng, count, real, rows))
+            expected = cupy.sort(keys)
+            key_sort.launch(key_sort.function(device, plan), keys, plan, cupy.cuda.get_current_stream())
+            assert cupy.array_equal(keys, expected).item(), (count, rows, real, plan)
+    _plans.append("block_sort")  # no commit here: the fixture's check is about this test's own launches
+
+
+def test_batches_past_the_largest_tile_take_the_librarys_sort(block_sort_on):
+    """A capacity grown past 8,192 events sorts with the library again, a later small batch on the
+    same (grown) scratch too when captured (its plan is sized for the capacity); every state equals
+    the host twin's."""
+    rng = np.random.default_rng(D._seed("past the tile", block_sort_on))
+    graph = D._graph(rng, 3000, 1)
+    twin = D.host_twin(graph)
+    graph.to_device()
+    D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 40, 60)), "small")
+    assert _plans[-1] == "block_sort"
+    D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 3000, 6000)), "past the tile")
+    assert _plans[-1] == "sort" and graph._device.scratch.event_cap > key_sort.TILES[-1][0]
+    D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 5, 5)), "small after growth")
+    assert _plans[-1] == ("block_sort" if block_sort_on == "python" else "sort")
