@@ -510,12 +510,14 @@ def main(argv=None) -> int:
     print("every setting ends with the chain-free distances" if same else
           "DEFECT: a setting ended with other distances than the chain-free run")
     if args.json:
-        args.json.write_text(json.dumps({"graph": args.graph, "what": what, "runs": len(starts),
-                                         "max_degree": args.max_degree, "threads": threads,
-                                         "max_shift": args.max_shift, "same_distances": same,
-                                         "counts": {str(h): asdict(c) for h, c in totals.items()},
-                                         "iterations": {str(h): v for h, v in iterations.items()}},
-                                        indent=2) + "\n")
+        from protocol.records import write_text
+
+        write_text(args.json, json.dumps({"graph": args.graph, "what": what, "runs": len(starts),
+                                          "max_degree": args.max_degree, "threads": threads,
+                                          "max_shift": args.max_shift, "same_distances": same,
+                                          "counts": {str(h): asdict(c) for h, c in totals.items()},
+                                          "iterations": {str(h): v for h, v in iterations.items()}},
+                                         indent=2) + "\n")
     return int(ExitCode.OK if same else ExitCode.CORRECTNESS)
 
 

@@ -192,12 +192,14 @@ def main(argv=None) -> int:
     table = markdown(rows)
     print(table)
     if args.out:
+        from protocol.records import write_text
+
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "host_bench.json").write_text(json.dumps({"command": " ".join(["python bench/host_bench.py",
-                                                                            *(argv or sys.argv[1:])]),
-                                                         "rows": rows}, indent=1))
-        (out / "host_bench.md").write_text(table)
+        write_text(out / "host_bench.json", json.dumps({"command": " ".join(["python bench/host_bench.py",
+                                                                           *(argv or sys.argv[1:])]),
+                                                        "rows": rows}, indent=1))
+        write_text(out / "host_bench.md", table)
     equal = all(u["equals_compute"] for r in rows for u in r["updates"].values())
     return ExitCode.OK if equal else ExitCode.CORRECTNESS
 

@@ -249,7 +249,7 @@ def run(experiments, *, base: str = DEFAULT_BASE, out=None, command: str | None 
     """The table with plain arguments: ``experiments`` a list of (label, folder); writes
     noise_sources.md and noise_sources.json into ``out`` (when given) and prints the markdown.
     ProtocolError (a missing folder, no campaign, damaged records) is raised for the caller."""
-    from protocol.records import write_json
+    from protocol.records import write_json, write_text
 
     table = build_table([(label, Path(folder)) for label, folder in experiments], base=base)
     record = _jsonable({"command": command or "", **table})
@@ -260,7 +260,7 @@ def run(experiments, *, base: str = DEFAULT_BASE, out=None, command: str | None 
         try:
             folder.mkdir(parents=True, exist_ok=True)
             write_json(folder / f"{NAME}.json", record)
-            (folder / f"{NAME}.md").write_text(text, encoding="utf-8")
+            write_text(folder / f"{NAME}.md", text)
         except OSError as exc:
             raise UsageError(f"--out {folder}: cannot write there ({exc.strerror or exc})") from None
         print(f"{PROG}: wrote {folder / (NAME + '.md')} and {folder / (NAME + '.json')}", file=sys.stderr)

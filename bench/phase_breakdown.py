@@ -141,7 +141,9 @@ def main(argv=None) -> int:
     text = f"{args.graph} {args.batch} objective {args.objective}, operators host loop:\n\n" + table(rows)
     print(text)
     if args.out:
-        Path(args.out).write_text(text)
+        from protocol.records import write_text
+
+        write_text(Path(args.out), text)
     return ExitCode.OK
 
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from engines.io import READER_VERSION, default_cache_dir, input_sha256, read_graph_cached, reader_for
 from engines.io.cache import load_arrays, save_arrays
+from protocol.records import write_text
 
 from . import batches as batches_mod
 from . import standins
@@ -235,7 +236,7 @@ def _structure(plan: InputPlan, folder: Path, shown: Progress):
     facts["build_seconds"] = round(build_seconds, 2)
     kept = {} if weights is None else {"weights": weights}
     save_arrays(folder / "graph.npz", row_ptr=row_ptr, col_ind=col_ind, **kept)
-    facts_path.write_text(json.dumps(facts, indent=1, sort_keys=True))
+    write_text(facts_path, json.dumps(facts, indent=1, sort_keys=True))
     return row_ptr, col_ind, weights, facts
 
 
@@ -310,7 +311,7 @@ def _trees(prepared: PreparedGate, folder: Path, shown: Progress) -> list:
         trees = initial_trees(graph, source=prepared.source)
     save_arrays(path, **{f"{kind}_{i}": arr for i, tree in enumerate(trees)
                          for kind, arr in zip(("distances", "parents"), tree)})
-    _digest_path(path).write_text(trees_sha256(trees) + "\n")
+    write_text(_digest_path(path), trees_sha256(trees) + "\n")
     return trees
 
 
@@ -327,7 +328,7 @@ def _checked_trees(plan: InputPlan, prepared: PreparedGate, folder: Path, shown:
         pass
     with shown.step(prepared.name, "initial trees against the references"):
         facts = {**plan.tree_check(prepared.graph, prepared.trees, prepared.source), "trees_sha256": digest}
-    record.write_text(json.dumps(facts, indent=1, sort_keys=True))
+    write_text(record, json.dumps(facts, indent=1, sort_keys=True))
     return facts
 
 
@@ -357,7 +358,7 @@ def _batches(prepared: PreparedGate, radius: int, folder: Path, shown: Progress)
                                                   source=prepared.source, specs=specs)
         save_arrays(folder / f"batches-{bkey}.npz",
                     **{f"{name}__{part}": arr for name, b in drawn.items() for part, arr in b.arrays().items()})
-        facts_path.write_text(json.dumps({name: b.facts for name, b in drawn.items()}, indent=1, sort_keys=True))
+        write_text(facts_path, json.dumps({name: b.facts for name, b in drawn.items()}, indent=1, sort_keys=True))
     out = {}
     for name, b in drawn.items():
         out[name] = PreparedBatch(name, Batch(b.insert_src, b.insert_dst, b.insert_weights,

@@ -722,9 +722,12 @@ def per_batch_arrays(runs: dict) -> dict:
 
 def write_outputs(out: Path, record: dict, times: dict) -> None:
     """stream.json (the record), stream.md (its table) and TIMES_NAME (``times``: per_batch_arrays,
-    each engine's per-batch ms and readings, warm-up included, as float64 arrays)."""
-    (out / "stream.json").write_text(json.dumps(record, indent=1))
-    (out / "stream.md").write_text(markdown(record))
+    each engine's per-batch ms and readings, warm-up included, as float64 arrays). The record and
+    its table are written whole or not at all (protocol.records.write_text)."""
+    from protocol.records import write_text
+
+    write_text(out / "stream.json", json.dumps(record, indent=1))
+    write_text(out / "stream.md", markdown(record))
     np.savez_compressed(out / TIMES_NAME, **{e: np.asarray(t, dtype=np.float64) for e, t in times.items()})
 
 

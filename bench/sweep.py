@@ -163,6 +163,7 @@ def sweep_input(prepared, sizes, localities, *, cache_dir=None):
     from engines.io import default_cache_dir
     from engines.io.cache import load_arrays, save_arrays
     from protocol.config import BatchInput, GraphInput
+    from protocol.records import write_text
 
     from . import batches as batches_mod
     from .prepare import cache_key
@@ -208,8 +209,8 @@ def sweep_input(prepared, sizes, localities, *, cache_dir=None):
         folder.mkdir(parents=True, exist_ok=True)
         save_arrays(arrays_path, **{f"{name}__{part}": arr for name, b in drawn.items()
                                     for part, arr in b.arrays().items()})
-        facts_path.write_text(json.dumps({"batches": {n: b.facts for n, b in drawn.items()}, "dropped": dropped},
-                                         indent=1, sort_keys=True))
+        write_text(facts_path, json.dumps({"batches": {n: b.facts for n, b in drawn.items()}, "dropped": dropped},
+                                          indent=1, sort_keys=True))
     batches = {name: BatchInput(name, Batch(b.insert_src, b.insert_dst, b.insert_weights, b.delete_src,
                                             b.delete_dst), dict(b.facts), b.facts["digest"])
                for name, b in drawn.items()}

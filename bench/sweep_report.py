@@ -15,6 +15,7 @@ from pathlib import Path
 import jinja2
 
 from protocol.environment import REPO_ROOT
+from protocol.records import write_text
 
 from .sweep import SweepStore, build_crossover, size_label
 
@@ -140,7 +141,7 @@ def render_sweep(out, *, to: Path | None = None, crossover: dict | None = None) 
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     text = env.get_template(TEMPLATE).render(**context(sweep, crossover, plots))
     target = Path(to) if to is not None else store.root / REPORT
-    target.write_text(text)
+    write_text(target, text)
     return target
 
 

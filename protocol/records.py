@@ -130,8 +130,10 @@ def _umask() -> int:
 
 def _atomic_write_bytes(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    prefix = f".{path.name}."
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
         # mkstemp creates 0600 (private to its owner); a record gets the mode a plain open() gives
         # the report beside it (0666 less the umask), so records and reports share one file mode
         os.fchmod(fd, 0o666 & ~_umask())
@@ -140,10 +142,23 @@ def _atomic_write_bytes(path: Path, write) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as exc:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and _names_temporary(exc.filename, path.parent, prefix):
+            # the error names the file being written, as a plain open() would, not the
+            # temporary file that no longer exists (a user's message says which file failed)
+            raise OSError(exc.errno, exc.strerror, str(path)).with_traceback(exc.__traceback__) from None
         raise
+
+
+def _names_temporary(filename, folder: Path, prefix: str) -> bool:
+    """``filename`` (an OSError's) is a temporary file of the write into ``folder`` (mkstemp names
+    it relative or absolute as the folder was given, and returns it absolute)."""
+    if not isinstance(filename, str):
+        return False
+    name = Path(os.path.abspath(filename))
+    return name.parent == Path(os.path.abspath(folder)) and name.name.startswith(prefix)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -21,7 +21,7 @@ from .nvml import reason_names
 from .plots import DISTRIBUTIONS, RATIO_VS_SYNCS, engine_time_distributions, ratio_against_syncs
 from .errors import UsageError
 from .record_checks import summary_difference
-from .records import RecordStore, as_recorded
+from .records import RecordStore, as_recorded, write_text
 from .reproduce import prepare_command, reproduce_lines
 
 TEMPLATE_DIR = REPO_ROOT / "templates"
@@ -510,7 +510,7 @@ def render_report(store: RecordStore, to: Path | None = None) -> Path:
     else:
         path = Path(to)
         text = report_text(store, beside=path.parent)
-    path.write_text(text, encoding="utf-8")
+    write_text(path, text)
     return path
 
 

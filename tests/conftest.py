@@ -80,3 +80,50 @@ def python_sigint():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+class InterruptedWrites:
+    """Files whose next atomic write is stopped at its last step (see :func:`interrupted_write`)."""
+
+    PREVIOUS = "an earlier run's file, whole\n"
+
+    def __init__(self):
+        self.paths: list[Path] = []
+
+    def of(self, path) -> Path:
+        """``path`` holds an earlier run's file, and the next write of it is stopped before the
+        file is put in place."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.PREVIOUS)
+        self.paths.append(path)
+        return path
+
+    def refuses(self, target) -> bool:
+        return any(str(path) == str(target) for path in self.paths)
+
+    def check_kept(self) -> None:
+        """Every such file is still the earlier one, whole, and no temporary file is left beside it."""
+        for path in self.paths:
+            assert path.read_text() == self.PREVIOUS, f"{path} was written in place, not atomically"
+            left = [p.name for p in path.parent.iterdir() if p.name.startswith(f".{path.name}.")]
+            assert not left, f"temporary files left beside {path}: {left}"
+
+
+@pytest.fixture
+def interrupted_write(monkeypatch):
+    """``interrupted_write.of(path)``: ``path`` holds an earlier file, and the ``os.replace`` that
+    would put a new one in its place (the last step of protocol.records.write_text, the records'
+    atomic write) fails as a full disk would; other replaces go ahead. A write through that path
+    then leaves the earlier file whole (``check_kept()``); a plain ``open().write`` or
+    ``Path.write_text`` never calls ``os.replace`` and has already overwritten it."""
+    writes = InterruptedWrites()
+    real_replace = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if writes.refuses(dst):
+            raise OSError(28, "No space left on device", os.fspath(src), None, os.fspath(dst))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    return writes

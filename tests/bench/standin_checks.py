@@ -1,4 +1,5 @@
-"""The stand-in requirements of inputs.md §1.2 as reusable checks (normal and slow tests)."""
+"""The stand-in requirements of inputs.md §1.2 as reusable checks (normal and slow tests), and a
+tiny stand-in gate for the tests that prepare one."""
 
 from __future__ import annotations
 
@@ -6,10 +7,15 @@ import math
 
 import numpy as np
 
-from bench.gates import ROADNET_CA_DIAMETER, ROADNET_CA_VERTICES
+from bench.gates import ROADNET_CA_DIAMETER, ROADNET_CA_VERTICES, Gate
 from bench.generators import row_ptr_of
 from bench.graphfacts import graph_facts
 from bench.standins import UndirectedEdges, directed_csr_edges
+
+#: A stand-in gate of 3,000 vertices, prepared in a tenth of a second (bench.prepare.prepare_gate,
+#: once set in bench.gates.GATES under its name).
+TINY_PARAMS = {"num_vertices": 3000, "num_undirected_edges": 4200, "seed": 4, "reach": 3.2, "long_keep": 0.3}
+TINY = Gate("tiny", "road", ("tiny.mtx",), {"vertices": 3000, "directed_edges": 8400}, 5, "road_grid", TINY_PARAMS)
 
 
 def csr(graph: UndirectedEdges):

@@ -5,6 +5,8 @@ reference's start (its chain-free run ends with the host's distances), and the c
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -165,8 +167,6 @@ def test_the_command_on_the_shared_power_grid(shared_graphs_dir, tmp_path, capsy
     assert code == ExitCode.OK
     text = capsys.readouterr().out
     assert "4 near-far runs" in text and "every setting ends with the chain-free distances" in text
-    import json
-
     record = json.loads(out.read_text())
     assert list(record["counts"]) == ["0", "2", "1"] and record["same_distances"] is True
     assert record["counts"]["0"]["followed"] == 0
@@ -213,3 +213,27 @@ def test_chains_run_only_in_lists_short_enough_for_the_widest_group():
     assert M.simulate(start, hops, threads=4096)[0].iterations == 3
     assert M.simulate(start, hops, threads=64)[0].iterations == 8
     assert M.simulate(start, 0, threads=64)[0].iterations == length + 2
+
+
+# -- the --json file ----------------------------------------------------------------------------
+@pytest.fixture
+def modelled(monkeypatch):
+    """No graph read nor chain modelled: the writing of --json alone is under test."""
+    monkeypatch.setattr(M, "_starts_for", lambda args: [])
+    monkeypatch.setattr(M, "model", lambda starts, hops, max_degree, threads, max_shift: ({}, {}, True))
+    monkeypatch.setattr(M, "table", lambda totals, iterations, runs: "| table |")
+
+
+def test_the_json_file_holds_the_counts(modelled, tmp_path, capsys):
+    path = tmp_path / "counts.json"
+    assert M.main(["--graph", "g", "--stream", "2", "--batch-size", "8", "--threads", "0", "--json", str(path)]) == 0
+    record = {"graph": "g", "what": "2 stream batches of 8", "runs": 0, "max_degree": M.DEFAULT_MAX_DEGREE,
+              "threads": 0, "max_shift": M.MAX_SHIFT, "same_distances": True, "counts": {}, "iterations": {}}
+    assert path.read_text() == json.dumps(record, indent=2) + "\n"
+
+
+def test_an_interrupted_json_write_keeps_the_earlier_file(modelled, tmp_path, interrupted_write, capsys):
+    path = interrupted_write.of(tmp_path / "counts.json")
+    with pytest.raises(OSError, match="No space left on device"):
+        M.main(["--graph", "g", "--stream", "2", "--json", str(path)])
+    interrupted_write.check_kept()

@@ -4,7 +4,10 @@ table says what it measured."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pytest
 
 import engines
 from bench import host_bench as hb
@@ -48,3 +51,29 @@ def test_table_rows_and_ratios():
 def test_usage_errors_exit_2(capsys):
     assert hb.main(["--repeats", "0"]) == 2
     assert "--repeats" in capsys.readouterr().err
+
+
+# -- the files written ---------------------------------------------------------------------------
+ROWS = [{"graph": "g", "updates": {"local10k": {"equals_compute": True}}}]
+
+
+def _measured(monkeypatch):
+    monkeypatch.setattr(hb, "run", lambda *args, **kwargs: ROWS)
+    monkeypatch.setattr(hb, "markdown", lambda rows: "| g | table |")
+
+
+def test_the_out_folder_gets_the_record_and_the_table(monkeypatch, tmp_path, capsys):
+    _measured(monkeypatch)
+    assert hb.main(["--graphs", "g", "--out", str(tmp_path)]) == 0
+    command = "python bench/host_bench.py --graphs g --out " + str(tmp_path)
+    assert (tmp_path / "host_bench.json").read_text() == json.dumps({"command": command, "rows": ROWS}, indent=1)
+    assert (tmp_path / "host_bench.md").read_text() == "| g | table |"
+
+
+@pytest.mark.parametrize("name", ["host_bench.json", "host_bench.md"])
+def test_an_interrupted_write_keeps_the_earlier_file(name, monkeypatch, tmp_path, interrupted_write, capsys):
+    _measured(monkeypatch)
+    interrupted_write.of(tmp_path / name)
+    with pytest.raises(OSError, match="No space left on device"):
+        hb.main(["--graphs", "g", "--out", str(tmp_path)])
+    interrupted_write.check_kept()

@@ -304,3 +304,28 @@ def test_the_session_step_runs_the_experiments_of_issue_32():
     # the table over the experiments that have a campaign, compared with base or the first there
     assert 'bench/noise_sources.py "${NOISE_TABLE[@]}" --base "$NOISE_BASE" --out "$OUT/noise"' in block
     assert 'NOISE_TABLE+=("$e=$OUT/noise/$e")' in block
+
+
+# -- the files written ---------------------------------------------------------------------------
+@pytest.fixture
+def built(monkeypatch):
+    """The table built without campaigns: the writing alone is under test."""
+    monkeypatch.setattr(noise_sources, "build_table", lambda experiments, base: {"base": base, "experiments": []})
+    monkeypatch.setattr(noise_sources, "markdown", lambda table: "| the table |\n")
+
+
+def test_the_files_hold_the_table_and_its_record(built, tmp_path, capsys):
+    assert noise_sources.main(["base=somewhere", "--out", str(tmp_path)]) == ExitCode.OK
+    assert (tmp_path / "noise_sources.md").read_text() == "| the table |\n"
+    record = {"command": f"python bench/noise_sources.py base=somewhere --out {tmp_path}", "base": "base",
+              "experiments": []}
+    assert (tmp_path / "noise_sources.json").read_text() == json.dumps(record, indent=2) + "\n"
+
+
+@pytest.mark.parametrize("name", ["noise_sources.json", "noise_sources.md"])
+def test_an_interrupted_write_keeps_the_earlier_file_and_is_one_line(name, built, tmp_path, interrupted_write,
+                                                                    capsys):
+    interrupted_write.of(tmp_path / name)
+    err = _fails(["base=somewhere", "--out", str(tmp_path)], capsys)
+    assert err == f"noise_sources.py: error: --out {tmp_path}: cannot write there (No space left on device)\n"
+    interrupted_write.check_kept()

@@ -34,3 +34,27 @@ def test_without_ncu_it_says_so(monkeypatch, capsys):
     monkeypatch.setattr(pb.shutil, "which", lambda name: None)
     assert pb.main(["--graph", "roadNet-PA", "--batch", "safe50k"]) == 3
     assert "needs Nsight Compute" in capsys.readouterr().err
+
+
+# -- the table file ------------------------------------------------------------------------------
+@pytest.fixture
+def profiled(monkeypatch):
+    """ncu 'found' and 'run': its CSV output is CSV above, the writing of the table is under test."""
+    monkeypatch.delenv(pb.CHILD_ENV, raising=False)
+    monkeypatch.setattr(pb.shutil, "which", lambda name: "/opt/nsight/ncu")
+    monkeypatch.setattr(pb.subprocess, "run",
+                        lambda *args, **kwargs: pb.subprocess.CompletedProcess(args, 0, stdout=CSV, stderr=""))
+
+
+def test_the_table_file_holds_the_printed_table(profiled, tmp_path, capsys):
+    path = tmp_path / "phases.md"
+    assert pb.main(["--graph", "g", "--batch", "b", "--table-file", str(path)]) == 0
+    text = "g b objective 0, operators host loop:\n\n" + pb.table(pb.summarize(CSV))
+    assert path.read_text() == text and capsys.readouterr().out == text + "\n"
+
+
+def test_an_interrupted_write_keeps_the_earlier_table(profiled, tmp_path, interrupted_write, capsys):
+    path = interrupted_write.of(tmp_path / "phases.md")
+    with pytest.raises(OSError, match="No space left on device"):
+        pb.main(["--graph", "g", "--batch", "b", "--out", str(path)])
+    interrupted_write.check_kept()

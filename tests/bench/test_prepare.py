@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ from bench.gates import Gate
 from bench.prepare import InputError, prepare_gate
 from bench.weights import draw_weights
 from engines.sssp import Options, compute
+
+from .standin_checks import TINY, TINY_PARAMS
 
 
 def run_cmd(argv):
@@ -44,9 +47,7 @@ def test_real_gate_prepared_and_cached(shared_graphs_dir, tmp_path):
 
 
 def test_standin_gate_records_its_generator(monkeypatch, tmp_path):
-    params = {"num_vertices": 3000, "num_undirected_edges": 4200, "seed": 4, "reach": 3.2, "long_keep": 0.3}
-    tiny = Gate("tiny", "road", ("tiny.mtx",), {"vertices": 3000, "directed_edges": 8400}, 5,
-                "road_grid", params)
+    params, tiny = TINY_PARAMS, TINY
     monkeypatch.setitem(gates.GATES, "tiny", tiny)
     p = prepare_gate("tiny", data_dir=tmp_path, cache_dir=tmp_path / "c", progress=False)
     assert p.origin["kind"] == "standin" and p.origin["generator"] == "road_grid"
@@ -108,3 +109,47 @@ def test_perf_ab_script_exit_2_on_missing_file(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "uspowergrid.edges" in proc.stderr
+
+
+# -- the cached inputs' JSON and digest files ----------------------------------------------------
+def test_the_cache_files_beside_the_arrays_are_written_whole(monkeypatch, tmp_path, interrupted_write):
+    """facts.json, the trees' digest, the batches' facts: each, damaged and so rebuilt, is replaced
+    whole or not at all (an interrupted write leaves the earlier file and no temporary one)."""
+    monkeypatch.setitem(gates.GATES, "tiny", TINY)
+    cache = tmp_path / "c"
+    first = prepare_gate("tiny", data_dir=tmp_path, cache_dir=cache, progress=False)
+    [folder] = (cache / "gates").iterdir()
+    sidecars = sorted(p.name for p in folder.iterdir() if p.suffix in (".json", ".sha256"))
+    assert "facts.json" in sidecars and any(n.endswith(".sha256") for n in sidecars)
+    assert any(n.startswith("batches-") for n in sidecars)
+    kept = {name: (folder / name).read_text() for name in sidecars}
+    for name in sidecars:
+        interrupted_write.paths.clear()
+        interrupted_write.of(folder / name)  # damaged: rebuilt, and its write interrupted
+        with pytest.raises(OSError, match="No space left on device"):
+            prepare_gate("tiny", data_dir=tmp_path, cache_dir=cache, progress=False)
+        interrupted_write.check_kept()
+        (folder / name).write_text(kept[name])
+    interrupted_write.paths.clear()
+    again = prepare_gate("tiny", data_dir=tmp_path, cache_dir=cache, progress=False)
+    assert {name: (folder / name).read_text() for name in sidecars} == kept
+    assert {k: b.digest for k, b in again.batches.items()} == {k: b.digest for k, b in first.batches.items()}
+
+
+def test_the_initial_tree_check_record_is_written_whole(monkeypatch, tmp_path, interrupted_write):
+    """The check's record (a graph file's, trees-...check.json) is replaced whole or not at all."""
+    from types import SimpleNamespace
+
+    from bench import prepare
+
+    trees = [(np.arange(4, dtype=np.int64), np.array([-1, 0, 1, 2], dtype=np.int32))]
+    plan = SimpleNamespace(tree_check=lambda graph, trees, source: {"checked": "against SciPy"})
+    prepared = SimpleNamespace(name="g", graph=None, source=0, trees=trees)
+    record = tmp_path / f"trees-v{prepare.TREES_VERSION}-s0.check.json"
+    facts = prepare._checked_trees(plan, prepared, tmp_path, prepare.Progress(False))
+    assert facts == {"checked": "against SciPy", "trees_sha256": prepare.trees_sha256(trees)}
+    assert record.read_text() == json.dumps(facts, indent=1, sort_keys=True)
+    interrupted_write.of(record)  # another set of trees' record: checked again, its write interrupted
+    with pytest.raises(OSError, match="No space left on device"):
+        prepare._checked_trees(plan, prepared, tmp_path, prepare.Progress(False))
+    interrupted_write.check_kept()

@@ -557,3 +557,22 @@ def test_the_host_probe_is_taken_before_the_timed_batches(no_cuda, monkeypatch, 
     assert code == 0
     assert events[0] == "probe" and events.count("probe") == 1 and "update" in events
     assert json.loads((out / "stream.json").read_text())["machine"]["host_probe"]["timer"] == "fake"
+
+
+# -- the files written ---------------------------------------------------------------------------
+def test_the_record_and_its_table_are_written_whole(monkeypatch, tmp_path):
+    monkeypatch.setattr(stream, "markdown", lambda record: f"| table of {record['graph']} |\n")
+    record = {"graph": "g", "engines": {"host": {"summary": {"median_ms": 1.5}}}}
+    stream.write_outputs(tmp_path, record, {"host": [1.0, 2.0]})
+    assert (tmp_path / "stream.json").read_text() == json.dumps(record, indent=1)
+    assert (tmp_path / "stream.md").read_text() == "| table of g |\n"
+    assert list(np.load(tmp_path / stream.TIMES_NAME)["host"]) == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("name", ["stream.json", "stream.md"])
+def test_an_interrupted_write_keeps_the_earlier_record(name, monkeypatch, tmp_path, interrupted_write):
+    monkeypatch.setattr(stream, "markdown", lambda record: "| table |\n")
+    interrupted_write.of(tmp_path / name)
+    with pytest.raises(OSError, match="No space left on device"):
+        stream.write_outputs(tmp_path, {"graph": "g"}, {"host": [1.0]})
+    interrupted_write.check_kept()

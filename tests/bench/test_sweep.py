@@ -436,3 +436,23 @@ def test_the_sweep_leaves_its_own_folder_out_of_the_tree_check(tmp_path, monkeyp
     argv[argv.index("--sizes") + 1: argv.index("--rounds")] = ["10"]
     assert sweep_cmd.cli(argv) == 0
     assert seen and all(kw == {"exclude": (out,)} for kw in seen), seen
+
+
+def test_the_sweep_batches_facts_are_written_whole(monkeypatch, tmp_path, interrupted_write):
+    """The facts beside the sweep's cached batches: damaged, they are drawn again, and their write
+    replaces the file whole or not at all."""
+    from bench import gates
+    from bench.prepare import prepare_gate
+
+    from .standin_checks import TINY
+
+    monkeypatch.setitem(gates.GATES, "tiny", TINY)
+    prepared = prepare_gate("tiny", data_dir=tmp_path, cache_dir=tmp_path / "c", progress=False)
+    first, dropped = sweep.sweep_input(prepared, [10, 100], ["uniform"], cache_dir=tmp_path / "c")
+    [facts] = (tmp_path / "c" / "sweep").glob("*.json")
+    written = facts.read_text()
+    assert json.loads(written) == {"batches": {n: b.facts for n, b in first.batches.items()}, "dropped": dropped}
+    interrupted_write.of(facts)
+    with pytest.raises(OSError, match="No space left on device"):
+        sweep.sweep_input(prepared, [10, 100], ["uniform"], cache_dir=tmp_path / "c")
+    interrupted_write.check_kept()

@@ -27,7 +27,7 @@ def _mode(path) -> int:
 
 def test_json_and_parquet_records_get_the_mode_of_a_plain_file(tmp_path, umask):
     plain = tmp_path / "M7.md"
-    plain.write_text("report\n")  # how protocol/report.py writes the report
+    plain.write_text("report\n")  # a plain open(), as a user's own file is written
     json_record = tmp_path / "campaign.json"
     records.write_json(json_record, {"a": 1})
     parquet_record = tmp_path / "rounds" / "cell.parquet"

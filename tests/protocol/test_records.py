@@ -223,3 +223,46 @@ def test_engine_error_in_a_round_is_recorded_and_clocks_reset(toy, tmp_path):
     assert code == ExitCode.CORRECTNESS
     assert "engine blew up" in RecordStore(tmp_path).read_summary()["cells"][0]["detail"]
     assert fake.locked_sm is None and len(fake.called("nvmlDeviceResetGpuLockedClocks")) == 1
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_an_interrupted_text_write_keeps_the_earlier_file_and_names_the_file(relative, tmp_path, monkeypatch,
+                                                                             interrupted_write):
+    from protocol import records
+
+    monkeypatch.chdir(tmp_path)
+    path = interrupted_write.of((Path("out") if relative else tmp_path / "out") / "report.md")
+    with pytest.raises(OSError) as failure:
+        records.write_text(path, "the new report\n")
+    interrupted_write.check_kept()
+    # the error names the file being written (as a plain open() would), not its temporary file
+    assert str(failure.value) == f"[Errno 28] No space left on device: '{path}'"
+    assert failure.value.filename == str(path) and failure.value.strerror == "No space left on device"
+
+
+def test_a_folder_that_refuses_the_temporary_file_names_the_file(tmp_path, monkeypatch):
+    from protocol import records
+
+    def refused(prefix, dir):
+        raise PermissionError(13, "Permission denied", os.path.join(dir, prefix + "x1y2z3"))
+
+    monkeypatch.setattr(records.tempfile, "mkstemp", refused)
+    monkeypatch.chdir(tmp_path)
+    for path in (tmp_path / "table.md", Path("table.md")):
+        with pytest.raises(PermissionError) as failure:
+            records.write_text(path, "text\n")
+        assert str(failure.value) == f"[Errno 13] Permission denied: '{path}'"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_error_naming_another_file_is_left_as_it_is(tmp_path):
+    from protocol import records
+
+    elsewhere = OSError(5, "Input/output error", str(tmp_path / "other"))
+
+    def write(handle):
+        raise elsewhere
+
+    with pytest.raises(OSError) as failure:
+        records._atomic_write_bytes(tmp_path / "record.json", write)
+    assert failure.value is elsewhere and list(tmp_path.iterdir()) == []

@@ -356,3 +356,17 @@ def test_the_cpu_line_shows_the_host_probe_when_the_campaign_recorded_it(tmp_pat
             "call |") in after.splitlines()
     assert [l for l in before.splitlines() if not l.startswith("| CPU |")] == \
         [l for l in after.splitlines() if not l.startswith("| CPU |")]
+
+
+@pytest.mark.parametrize("where", ["beside the records", "--to"])
+def test_an_interrupted_report_write_keeps_the_earlier_report(where, rendered, tmp_path, interrupted_write):
+    from protocol.report import REPORT_NAME, report_text
+
+    store, text = rendered
+    to = None if where == "beside the records" else tmp_path / "elsewhere" / "report.md"
+    path = interrupted_write.of(to or store.root / REPORT_NAME)
+    with pytest.raises(OSError, match="No space left on device"):
+        render_report(store, to=to)
+    interrupted_write.check_kept()
+    interrupted_write.paths.clear()
+    assert render_report(store, to=to).read_text() == (text if to is None else report_text(store, beside=path.parent))
