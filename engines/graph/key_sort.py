@@ -8,10 +8,14 @@ of ``THREADS`` threads per side, with cub::BlockRadixSort in shared memory, when
 (``plan``). Both give the same bytes (key_sort.cu says why); a commit that no tile fits, or whose
 rows and events need more than 31 bits, uses the library's sort whatever the choice.
 
-Measured with ncu on an H100 at 16c4475 (bench/update_anatomy.py --random-graph 4039,176000
---batch-size 1,760, the fused engine, graph launch): the library's sort of 2 x 2,641 keys is about
-81 µs of the commit's 198 µs of kernel time (eight one-sweep passes of 8.8 µs, a histogram, a scan),
-the largest single item of a small update's apply.
+Measured with ncu on an H100 (bench/update_anatomy.py --random-graph 4039,176000 --batch-size
+1760, the fused engine, graph launch; kernel times at ncu's base clocks): the library's sort of
+2 x 1,760 keys (the reserved capacity) took about 81 µs of the commit's 198 µs of kernel time
+(eight one-sweep passes of 8.8 µs, a histogram, a scan) at 16c4475, the largest single item of a
+small update's apply; the 2,048-key tile here takes 9.7 µs (5fcbe7a). Whole update() per batch,
+1,000 batches interleaved (update_anatomy.py --ab-env ENGINES_APPLY_KEY_SORT=library,block, H100
+at 5fcbe7a): 0.855x on that graph (medians 0.367 -> 0.317 ms), 0.977x on luxembourg_osm's
+100-change batches (0.395 -> 0.386 ms); hence the default.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ KERNELS = tuple(kernel for _, kernel in TILES)
 MAX_END_BIT = 31
 #: The sorts a commit can use (module docstring), and the one it uses unless told.
 KEY_SORTS = ("library", "block")
-DEFAULT_KEY_SORT = "library"
+DEFAULT_KEY_SORT = "block"
 #: ``ENGINES_APPLY_KEY_SORT=library|block`` chooses, read when a graph's event buffers grow (its
 #: first commit, then a larger batch), like the device apply's other switches.
 KEY_SORT_ENV = "ENGINES_APPLY_KEY_SORT"

@@ -6,14 +6,15 @@ from __future__ import annotations
 import pytest
 
 from engines.exitcodes import ExitCode
-from engines.graph import device_apply
+from engines.graph import device_apply, key_sort
 from engines.sssp.cuda import fused, operators, precompile, runtime
 
 
 def test_modules_are_the_apply_and_every_variant_of_both_engines_once():
     items = precompile.modules()
-    assert items[0] == (precompile.APPLY, ())
-    assert len(items) == len(set(items)) == 1 + len(fused.VARIANTS) + len(operators.VARIANTS)
+    assert items[:2] == [(precompile.APPLY, ()), (precompile.KEY_SORT, ())]
+    assert precompile.KEY_SORT == key_sort.ENGINE
+    assert len(items) == len(set(items)) == 2 + len(fused.VARIANTS) + len(operators.VARIANTS)
     assert {d for e, d in items if e == fused.ENGINE} == {tuple(v) for v in fused.VARIANTS}
     assert {d for e, d in items if e == operators.ENGINE} == {tuple(v) for v in operators.VARIANTS}
 
@@ -24,11 +25,13 @@ def test_each_item_reaches_its_own_loader(monkeypatch):
     monkeypatch.setattr(operators, "load_module",
                         lambda device, defines=(): calls.append(("o", device, defines)))
     monkeypatch.setattr(device_apply, "load_module", lambda device: calls.append(("a", device)))
+    monkeypatch.setattr(key_sort, "load_module", lambda device: calls.append(("k", device)))
     variant = tuple(fused.VARIANTS[-1])
     precompile.compile_module(fused.ENGINE, variant, 1)
     precompile.compile_module(operators.ENGINE, tuple(operators.VARIANTS[1]), 0)
     precompile.compile_module(precompile.APPLY, (), 2)
-    assert calls == [("f", 1, variant), ("o", 0, tuple(operators.VARIANTS[1])), ("a", 2)]
+    precompile.compile_module(precompile.KEY_SORT, (), 3)
+    assert calls == [("f", 1, variant), ("o", 0, tuple(operators.VARIANTS[1])), ("a", 2), ("k", 3)]
 
 
 def test_without_a_gpu_it_says_so_and_exits_environment(monkeypatch, capsys):

@@ -1,16 +1,18 @@
 """The device apply's one-block key sort (``ENGINES_APPLY_KEY_SORT=block``, engines/graph/key_sort.cu).
 
-The kernel must leave the bytes of the library's sort (CuPy's sort of the same uint64 array) for
+The default sort of a small commit since 5fcbe7a's A/B. The kernel must leave the bytes of the library's sort (CuPy's sort of the same uint64 array) for
 every tile, count and row width the plan allows, padding included; and a graph edited with it must
 be the host twin's byte for byte: the device-graph tests (random chains, the golden corpus, the
 real graphs) run again here with the switch on, under both launches of the apply, and so do
 update() chains through both CUDA engines. Every plan is recorded, so each test also checks that
 the block sort ran (and every capture worked: a failed one would launch the commit one by one).
-Then what only the switch has: batches past the largest tile and graphs too wide for 31 bits fall
-back to the library's sort with the same bytes.
+Then what only the switch has: batches past the largest tile fall back to the library's sort with
+the same bytes, and ``library`` chosen sorts every commit with it.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from engines.graph import device_apply, key_sort
 from engines.sssp.cuda import runtime
 
 from .. import harness as H
+from ..engines.graph.test_key_sort import _apply_keys as apply_keys
 from . import ops_support as S
 from . import test_captured_apply as C
 from . import test_device_graph as D
@@ -32,8 +35,10 @@ test_block_sort_update_chains = C.test_update_chains_with_graph_launch_equal_the
 test_block_sort_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
 
 #: Tests whose commits come from update(), which names its launch (Options.update_launch, "graph"
-#: by default): the apply's default launch does not reach them, so they run once.
-_LAUNCH_OF_THEIR_OWN = {"test_block_sort_update_chains", "test_block_sort_mixed_results"}
+#: by default), or that launch the kernel alone: the apply's default launch does not reach them,
+#: so they run once.
+_LAUNCH_OF_THEIR_OWN = {"test_block_sort_update_chains", "test_block_sort_mixed_results",
+                        "test_the_kernel_gives_the_librarys_bytes"}
 #: Per plan made during a test: its sort step's kind ("block_sort" or "sort").
 _plans: list = []
 
@@ -43,7 +48,7 @@ def block_sort_on(request, monkeypatch):
     """Every commit of this module's tests may take the block sort (both launches of the apply);
     afterwards, some plan must have taken it, and every capture must have worked."""
     if request.param == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
-        pytest.skip("update() names its own launch: the \"graph\" parameter runs this test")
+        pytest.skip("one launch of its own: the \"graph\" parameter runs this test")
     monkeypatch.setenv(key_sort.KEY_SORT_ENV, "block")
     monkeypatch.setattr(device_apply, "DEFAULT_LAUNCH", request.param)
     original_plan, original_init = device_apply._plan, device_apply.ApplyScratch.__init__
@@ -64,21 +69,16 @@ def block_sort_on(request, monkeypatch):
     yield request.param
     problems = [s.capture_problem for s in scratches if s.capture_problem is not None]
     assert not problems, f"capture failed, the commits ran one by one: {problems[0]}"
-    assert "block_sort" in _plans, "no commit took the block sort"
+    if os.environ.get(key_sort.KEY_SORT_ENV) == "block":  # a test may choose the library instead
+        assert "block_sort" in _plans, "no commit took the block sort"
 
 
 def _keys(rng, count: int, real: int, rows: int) -> np.ndarray:
-    """Both sides' keys as device_apply.cu apply_keys writes them: (row << 32 | event), bit 63 the in
-    side, padding past the ``real`` events; the largest row at the last event."""
-    j = np.arange(real, dtype=np.uint64)
-    out = np.full(count, 0x7FFFFFFFFFFFFFFF, dtype=np.uint64)
-    inn = np.full(count, 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
-    rows_out, rows_in = rng.integers(0, rows, real).astype(np.uint64), rng.integers(0, rows, real).astype(np.uint64)
+    """Both sides' keys as device_apply.cu apply_keys writes them, the largest row at the last event."""
+    rows_out, rows_in = rng.integers(0, rows, real), rng.integers(0, rows, real)
     if real:
         rows_out[-1] = rows_in[-1] = rows - 1
-    out[:real] = (rows_out << np.uint64(32)) | j
-    inn[:real] = np.uint64(1 << 63) | (rows_in << np.uint64(32)) | j
-    return np.concatenate([out, inn])
+    return apply_keys(rows_out, rows_in, count)
 
 
 @pytest.mark.parametrize("count", [1, 7, 1024, 2047, 2048, 2049, 2641, 4096, 4097, 8191, 8192])
@@ -87,8 +87,6 @@ def test_the_kernel_gives_the_librarys_bytes(block_sort_on, count):
     the widest the 31 bits allow: the keys come out as CuPy's sort leaves them."""
     import cupy
 
-    if block_sort_on == "python":
-        pytest.skip("the kernel alone has no launch: the \"graph\" parameter runs this test")
     rng = np.random.default_rng(D._seed("kernel", count))
     device = runtime.current_device()
     widest = 1 << (key_sort.MAX_END_BIT - count.bit_length())
@@ -117,3 +115,18 @@ def test_batches_past_the_largest_tile_take_the_librarys_sort(block_sort_on):
     assert _plans[-1] == "sort" and graph._device.scratch.event_cap > key_sort.TILES[-1][0]
     D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 5, 5)), "small after growth")
     assert _plans[-1] == ("block_sort" if block_sort_on == "python" else "sort")
+
+
+def test_the_library_chosen_sorts_every_commit_with_it(monkeypatch, block_sort_on):
+    """ENGINES_APPLY_KEY_SORT=library: no plan takes the block sort, and every state equals the
+    host twin's (the path larger batches and wider graphs take whatever the choice)."""
+    monkeypatch.setenv(key_sort.KEY_SORT_ENV, "library")
+    rng = np.random.default_rng(D._seed("library", block_sort_on))
+    graph = D._graph(rng, 500, 2)
+    twin = D.host_twin(graph)
+    graph.to_device()
+    for step, count in enumerate((3, 100, 1500)):
+        batch = H.make_batch(D.fixed_size_arrays(rng, twin, count // 2, count - count // 2))
+        D._apply_both(graph, twin, batch, f"step {step} of {count}")
+    assert graph._device.scratch.key_sort == "library"
+    assert _plans and set(_plans) == {"sort"}

@@ -25,13 +25,16 @@ from ...errors import Error
 from ...exitcodes import ExitCode
 
 APPLY = "device_apply"
+#: The device apply's one-block key sort (engines/graph/key_sort.py), the default sort of a small commit.
+KEY_SORT = "apply_key_sort"
 
 
 def modules() -> list[tuple[str, tuple[str, ...]]]:
-    """(engine, defines) of every module: the device apply, then each engine's variants."""
+    """(engine, defines) of every module: the device apply and its key sort, then each engine's
+    variants."""
     from . import ENGINES, _engine_module  # noqa: PLC0415 - NumPy and the engines only when asked
 
-    return [(APPLY, ())] + [(engine, tuple(v)) for engine in ENGINES for v in _engine_module(engine).VARIANTS]
+    return [(APPLY, ()), (KEY_SORT, ())] + [(engine, tuple(v)) for engine in ENGINES for v in _engine_module(engine).VARIANTS]
 
 
 def compile_module(engine: str, defines: tuple[str, ...], device: int) -> float:
@@ -41,6 +44,10 @@ def compile_module(engine: str, defines: tuple[str, ...], device: int) -> float:
         from ...graph import device_apply  # noqa: PLC0415
 
         device_apply.load_module(device)
+    elif engine == KEY_SORT:
+        from ...graph import key_sort  # noqa: PLC0415
+
+        key_sort.load_module(device)
     else:
         from . import _engine_module  # noqa: PLC0415 - the package's one map of engine to module
 

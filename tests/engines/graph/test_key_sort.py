@@ -21,7 +21,7 @@ from .test_apply_reserve import _fresh_scratch
 PAD_OUT, PAD_IN = np.uint64(0x7FFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-@pytest.mark.parametrize("text, sort", [(None, "library"), ("", "library"), ("library", "library"),
+@pytest.mark.parametrize("text, sort", [(None, "block"), ("", "block"), ("library", "library"),
                                         ("block", "block"), (" block ", "block")])
 def test_the_switch(monkeypatch, text, sort):
     if text is None:
@@ -141,6 +141,9 @@ def test_the_choice_is_read_when_the_event_buffers_grow(monkeypatch):
     with pytest.raises(errors.InvalidArgumentError, match="ENGINES_APPLY_KEY_SORT"):
         scratch.reserve(500, 900, 5000, stream=nullcontext())
     assert (scratch.layout, scratch.event_cap, scratch.keys) == before and scratch.key_sort == "block"
-    monkeypatch.delenv(key_sort.KEY_SORT_ENV)
+    monkeypatch.setenv(key_sort.KEY_SORT_ENV, "library")
     scratch.reserve(500, 900, 5000, stream=nullcontext())
-    assert scratch.key_sort == key_sort.DEFAULT_KEY_SORT == "library" and scratch.event_cap >= 5000
+    assert scratch.key_sort == "library" and scratch.event_cap >= 5000
+    monkeypatch.delenv(key_sort.KEY_SORT_ENV)
+    scratch.reserve(500, 900, 50_000, stream=nullcontext())
+    assert scratch.key_sort == key_sort.DEFAULT_KEY_SORT == "block"
