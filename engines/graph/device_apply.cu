@@ -539,25 +539,38 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 
 // ---------------------------------------------------------------------------------------------
 // The maximum of each column whose old maximum may be gone (rec_lost_max set): a full rescan of
-// the new column, only then; other columns return at once.
+// the new column, only then; other columns return at once. One atomic per block: an atomic per
+// warp (8,256 into one word for a 1,032-block grid) serialized at that word and made this kernel
+// 20 us of a 176k-entry graph's commit (ncu, H100), against a few for the reads.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     apply_rescan_max(const i64* __restrict__ sizes, const O* __restrict__ new_ptr, i32 K,
                      const i32* __restrict__ weight, i64 stride, i64* __restrict__ record) {
     using namespace apply;
+    __shared__ i64 warp_best[SSSP_BLOCK / 32];
     const i32 n_after = static_cast<i32>(sizes[SZ_N_AFTER]);
     const i64 m_new = static_cast<i64>(new_ptr[n_after]);
     const GridStride g;
+    const int warp = static_cast<int>(threadIdx.x) >> 5;
     for (i32 k = 0; k < K; ++k) {
-        if (record[rec_lost_max(K, k)] == 0) continue;  // uniform: the flag was set before launch
+        // uniform over the grid (the flag was set before launch), so every thread meets the barriers
+        if (record[rec_lost_max(K, k)] == 0) continue;
         i64 best = 0;
         for (i64 e = g.first; e < m_new; e += g.stride) {
             const i64 w = weight[k * stride + e];
             best = w > best ? w : best;
         }
         best = warp_max(best);
-        if (lane_id() == 0 && best > 0) atomicMax(reinterpret_cast<long long*>(record + rec_rescan_max(K, k)),
-                                                  static_cast<long long>(best));
+        if (lane_id() == 0) warp_best[warp] = best;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int other = 1; other < static_cast<int>(blockDim.x >> 5); ++other) {
+                best = warp_best[other] > best ? warp_best[other] : best;
+            }
+            if (best > 0) atomicMax(reinterpret_cast<long long*>(record + rec_rescan_max(K, k)),
+                                    static_cast<long long>(best));
+        }
+        __syncthreads();  // warp_best is written again for the next column
     }
 }
 

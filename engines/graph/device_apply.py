@@ -82,6 +82,11 @@ MAX_MIN_EVENTS = 1 << 24
 #: graph's 1,760-change batches 1.010 and roadNet-PA's 10,000-change batches 1.051 (one block's
 #: several tiles and longer searches cost more than the launches they save).
 TOUCHED_SCAN_MAX = 1024
+#: A commit of more events keeps the library's prefix sum even on a graph of few rows: one block
+#: computing a 4,039-row graph's offsets in one launch (each thread its own run of rows, in place of
+#: the scan's three launches and apply_row_ptr) measured 0.998 per 1,760-change batch (H100,
+#: update_anatomy.py --ab-env, 1,000 batches; ncu's 11 us a side for the three launches at its base
+#: clocks overstates them), so it was not kept.
 #: ``ENGINES_APPLY_TOUCHED_SCAN=<events>`` takes another limit (0 / off: always the prefix sum, the
 #: rule before), read when a graph's event buffers grow, like ``ENGINES_APPLY_MIN_EVENTS``.
 TOUCHED_SCAN_ENV = "ENGINES_APPLY_TOUCHED_SCAN"
