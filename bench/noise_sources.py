@@ -26,7 +26,6 @@ folder that holds no campaign or damaged records (the message names it).
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -241,18 +240,16 @@ def markdown(table: dict) -> str:
     return "\n".join(lines).replace("±–", "–") + "\n"
 
 
-def _jsonable(table: dict) -> dict:
-    return json.loads(json.dumps(table, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
-
-
 def run(experiments, *, base: str = DEFAULT_BASE, out=None, command: str | None = None) -> int:
     """The table with plain arguments: ``experiments`` a list of (label, folder); writes
     noise_sources.md and noise_sources.json into ``out`` (when given) and prints the markdown.
     ProtocolError (a missing folder, no campaign, damaged records) is raised for the caller."""
-    from protocol.records import write_json, write_text
+    from protocol.records import as_recorded, write_json, write_text
 
     table = build_table([(label, Path(folder)) for label, folder in experiments], base=base)
-    record = _jsonable({"command": command or "", **table})
+    # NumPy scalars as numbers, as every record holds them (a value of any other type is a bug
+    # here: the records' rule raises instead of writing its text)
+    record = as_recorded({"command": command or "", **table})
     text = markdown(table)
     print(text, end="")
     if out is not None:
