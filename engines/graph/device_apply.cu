@@ -4,7 +4,8 @@
 // destinations: row_ptr / col_ind / weights) and on the IN side (rows are destinations, keys are
 // sources: in_ptr / in_src / in_weights). The event list is BatchEvents of engines/batch.py: the D
 // in-range deletions in batch order, then the I insertions in batch order. The host sorts nothing:
-// the events are grouped by row on the device (a 64-bit key (row << 32 | event) sorted by CuPy),
+// the events are grouped by row on the device (a 64-bit key (row << 32 | event) sorted by
+// key_sort.cu's one-block sort, or by CuPy's where a commit does not fit it),
 // and one warp per touched row walks that row's events in event order, which is the literal rule
 // of algorithm.md §3.3: a deletion removes the first alive copy of its pair, an insertion upserts
 // the first alive copy or the pair's entry appended earlier in this batch, or appends. Untouched

@@ -62,7 +62,10 @@ _serials = itertools.count(1)
 #: ENGINES_APPLY_MIN_EVENTS=A,B, whole update() per batch interleaved, median ratio B/A):
 #: 4,096 -> 1,024 gives luxembourg_osm's 100-change batches 0.898-0.899 on the fused engine and
 #: 0.977 on the operators engine, roadNet-PA's 100- and 1,000-change batches 0.923 and 0.931 (fused);
-#: 1,024 -> 512 gives 0.998 and 1,024 -> 2,048 1.095 (4,096 keys no longer fit the tile).
+#: 1,024 -> 512 gives 0.998 and 1,024 -> 2,048 1.095 (4,096 keys no longer fit the tile). Those
+#: A/Bs were made with the library's sort; the one-block key sort (key_sort.py, the default since
+#: 0732d2c) sorts a side of up to 2,048 keys in its smallest tile, and the floor was not measured
+#: again under it.
 MIN_EVENTS = 1024
 #: ``ENGINES_APPLY_MIN_EVENTS=<events>`` reserves that smallest capacity instead (unset, 0 or off:
 #: MIN_EVENTS), read when a graph's event buffers grow (its first commit, then a larger batch), for

@@ -1,8 +1,8 @@
 """Launcher of the one-block key sort (``key_sort.cu``): how a small commit orders its event keys.
 
 The device apply (device_apply.py) groups a batch's events by row with one sort of 64-bit keys per
-side. ``"library"`` sorts them with CuPy's sort (CUB's radix sort over all 64 bits: for more keys
-than one tile, a histogram, a scan and eight one-block passes); ``"block"`` packs each key into
+side. ``"library"`` sorts both sides' keys with one CuPy sort (CUB's radix sort over all 64 bits:
+for more keys than one tile, a histogram, a scan and eight one-sweep passes); ``"block"`` packs each key into
 ``end_bit`` = bits of a row + bits of an event (at most 31) and sorts both sides at once, one block
 of ``THREADS`` threads per side, with cub::BlockRadixSort in shared memory, when a side fits a tile
 (``plan``). Both give the same bytes (key_sort.cu says why); a commit that no tile fits, or whose

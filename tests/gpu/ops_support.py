@@ -6,6 +6,7 @@ numbers: the CUDA engines must reproduce its bytes (algorithm.md §13.2).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -242,3 +243,30 @@ def golden_corpus():
     from conformance.store import load_corpus
 
     return load_corpus(GOLDEN_DIR)
+
+
+@contextlib.contextmanager
+def recording_plans(monkeypatch, launch: str, record):
+    """The device apply's commits under ``launch`` (its DEFAULT_LAUNCH) with every plan's steps
+    passed to ``record`` as it is made; on leaving, every capture must have worked (a failed one
+    would have launched the commit one by one). For the tests of a switch that changes the plan."""
+    from engines.graph import device_apply
+
+    monkeypatch.setattr(device_apply, "DEFAULT_LAUNCH", launch)
+    original_plan, original_init = device_apply._plan, device_apply.ApplyScratch.__init__
+    scratches = []
+
+    def recorded_plan(*args, **kwargs):
+        steps = original_plan(*args, **kwargs)
+        record(steps)
+        return steps
+
+    def tracked(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        scratches.append(self)
+
+    monkeypatch.setattr(device_apply, "_plan", recorded_plan)
+    monkeypatch.setattr(device_apply.ApplyScratch, "__init__", tracked)
+    yield
+    problems = [s.capture_problem for s in scratches if s.capture_problem is not None]
+    assert not problems, f"capture failed, the commits ran one by one: {problems[0]}"

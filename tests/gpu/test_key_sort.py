@@ -1,10 +1,10 @@
 """The device apply's one-block key sort (``ENGINES_APPLY_KEY_SORT=block``, engines/graph/key_sort.cu).
 
-The default sort of a small commit since 5fcbe7a's A/B. The kernel must leave the bytes of the library's sort (CuPy's sort of the same uint64 array) for
-every tile, count and row width the plan allows, padding included; and a graph edited with it must
-be the host twin's byte for byte: the device-graph tests (random chains, the golden corpus, the
-real graphs) run again here with the switch on, under both launches of the apply, and so do
-update() chains through both CUDA engines. Every plan is recorded, so each test also checks that
+The default sort of a small commit since 0732d2c. The kernel must leave the bytes of the library's
+sort (CuPy's sort of the same uint64 array) for every tile, count and row width the plan allows,
+padding included; and a graph edited with it must be the host twin's byte for byte: the
+device-graph tests (random chains, the golden corpus, the real graphs) run again here with the
+switch on, under both launches of the apply, and so do update() chains through both CUDA engines. Every plan is recorded, so each test also checks that
 the block sort ran (and every capture worked: a failed one would launch the commit one by one).
 Then what only the switch has: batches past the largest tile fall back to the library's sort with
 the same bytes, and ``library`` chosen sorts every commit with it.
@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pytest
 
-from engines.graph import device_apply, key_sort
+from engines.graph import key_sort
 from engines.sssp.cuda import runtime
 
 from .. import harness as H
@@ -50,25 +50,10 @@ def block_sort_on(request, monkeypatch):
     if request.param == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
         pytest.skip("one launch of its own: the \"graph\" parameter runs this test")
     monkeypatch.setenv(key_sort.KEY_SORT_ENV, "block")
-    monkeypatch.setattr(device_apply, "DEFAULT_LAUNCH", request.param)
-    original_plan, original_init = device_apply._plan, device_apply.ApplyScratch.__init__
-    scratches = []
-
-    def recorded_plan(*args, **kwargs):
-        steps = original_plan(*args, **kwargs)
-        _plans.append(next(step[0] for step in steps if step[0] in ("sort", "block_sort")))
-        return steps
-
-    def tracked(self, *args, **kwargs):
-        original_init(self, *args, **kwargs)
-        scratches.append(self)
-
-    monkeypatch.setattr(device_apply, "_plan", recorded_plan)
-    monkeypatch.setattr(device_apply.ApplyScratch, "__init__", tracked)
     _plans.clear()
-    yield request.param
-    problems = [s.capture_problem for s in scratches if s.capture_problem is not None]
-    assert not problems, f"capture failed, the commits ran one by one: {problems[0]}"
+    with S.recording_plans(monkeypatch, request.param,
+                           lambda steps: _plans.append(next(s[0] for s in steps if s[0] in ("sort", "block_sort")))):
+        yield request.param
     if os.environ.get(key_sort.KEY_SORT_ENV) == "block":  # a test may choose the library instead
         assert "block_sort" in _plans, "no commit took the block sort"
 

@@ -54,25 +54,10 @@ def touched_scan_on(request, monkeypatch):
     if request.param == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
         pytest.skip("update() names its own launch: the \"graph\" parameter runs this test")
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, str(ALWAYS))
-    monkeypatch.setattr(device_apply, "DEFAULT_LAUNCH", request.param)
-    original_plan, original_init = device_apply._plan, device_apply.ApplyScratch.__init__
-    scratches = []
-
-    def recorded_plan(*args, **kwargs):
-        steps = original_plan(*args, **kwargs)
-        _plans.append(not any(step[0] == "cumsum" for step in steps))
-        return steps
-
-    def tracked(self, *args, **kwargs):
-        original_init(self, *args, **kwargs)
-        scratches.append(self)
-
-    monkeypatch.setattr(device_apply, "_plan", recorded_plan)
-    monkeypatch.setattr(device_apply.ApplyScratch, "__init__", tracked)
     _plans.clear()
-    yield request.param
-    problems = [s.capture_problem for s in scratches if s.capture_problem is not None]
-    assert not problems, f"capture failed, the commits ran one by one: {problems[0]}"
+    with S.recording_plans(monkeypatch, request.param,
+                           lambda steps: _plans.append(not any(step[0] == "cumsum" for step in steps))):
+        yield request.param
     assert any(_plans), "no commit took the touched path"
 
 

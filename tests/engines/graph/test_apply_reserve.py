@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engines import errors
-from engines.graph import device_apply
+from engines.graph import device_apply, key_sort
 
 from ..fake_cupy import FakeCupy as _FakeCupy
 
@@ -63,7 +63,7 @@ def _fresh_scratch():
     sc.mark = sc.row_flag = sc.row_delta = sc.cum = None
     sc.keys = sc.stage_key = sc.stage_ins = sc.increased = sc.staging = sc.touched_cum = None
     sc.touched_limit = 0
-    sc.key_sort = "library"
+    sc.key_sort = key_sort.DEFAULT_KEY_SORT  # as ApplyScratch.__init__
     sc.record = sc.sizes = sc.ev_src = sc.ev_dst = sc.ev_weights = None
     sc.layout, sc._pinned, sc._pinned_ptr, sc._upload_done = 0, None, 0, None
     return sc

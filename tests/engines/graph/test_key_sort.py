@@ -43,7 +43,8 @@ def test_a_bad_switch_names_itself(monkeypatch, text):
     (1024, 114_599, "key_sort_2k", 11, 28),      # luxembourg_osm at the capacity floor
     (2048, 4039, "key_sort_2k", 12, 24),         # a power of two takes one bit more than its events
     (2049, 4039, "key_sort_4k", 12, 24),
-    (2641, 4039, "key_sort_4k", 12, 24),         # the 4,039-vertex graph's 1,760-change batches
+    (1760, 4039, "key_sort_2k", 11, 23),         # the 4,039-vertex graph's 1,760-change batches
+    (2641, 4039, "key_sort_4k", 12, 24),
     (4097, 2, "key_sort_8k", 13, 14),
     (8192, 1 << 17, "key_sort_8k", 14, 31),      # the widest packing that fits
 ])
@@ -70,24 +71,39 @@ def _apply_keys(rows_out, rows_in, count: int) -> np.ndarray:
     return np.concatenate([out, inn])
 
 
-def _block_sort_model(keys: np.ndarray, plan: key_sort.BlockSort) -> np.ndarray:
-    """key_sort.cu in NumPy: pack each side's keys into end_bit bits (padding: every bit), order them
-    by those bits alone (a stable sort of the masked value, as a radix sort over [0, end_bit)
-    does), and unpack."""
+def _tile_items(plan: key_sort.BlockSort) -> int:
+    return dict((kernel, tile) for tile, kernel in key_sort.TILES)[plan.kernel] // key_sort.THREADS
+
+
+def _block_sort_model(keys: np.ndarray, plan: key_sort.BlockSort, check_packing: bool = True) -> np.ndarray:
+    """key_sort.cu in NumPy, arrangement included: each side's keys packed into 32 bits (padding and
+    the tile's slots past the count: every bit set), loaded striped (thread t, item i holds slot
+    i * THREADS + t) into cub::BlockRadixSort, which ranks them in blocked order (position
+    t * ITEMS + i) by the bits below end_bit alone, stably, as an LSD radix sort does; rank r is
+    written back to slot r (SortBlockedToStriped); then unpacked. With ``check_packing`` it also
+    asserts the packing's own invariant: no real key has every sorted bit set."""
+    items = _tile_items(plan)
+    tile = items * key_sort.THREADS
     out = np.empty_like(keys)
     mask = np.uint64((1 << plan.end_bit) - 1)
+    # slot of each blocked position p = t * ITEMS + i
+    thread, item = np.divmod(np.arange(tile), items)
+    slot_of_position = item * key_sort.THREADS + thread
     for side in range(2):
         part = keys[side * plan.count:(side + 1) * plan.count]
         row = (part >> np.uint64(32)) & np.uint64(0x7FFFFFFF)
         pad = row == np.uint64(0x7FFFFFFF)
-        packed = np.where(pad, np.uint64(0xFFFFFFFF),
-                          (row << np.uint64(plan.event_bits)) | (part & np.uint64(0xFFFFFFFF)))
-        order = np.argsort(packed & mask, kind="stable")
-        packed = packed[order]
+        packed = np.full(tile, 0xFFFFFFFF, dtype=np.uint64)
+        packed[:plan.count] = np.where(pad, np.uint64(0xFFFFFFFF),
+                                       (row << np.uint64(plan.event_bits)) | (part & np.uint64(0xFFFFFFFF)))
+        if check_packing:
+            assert not ((packed[:plan.count] & mask) == mask)[~pad].any(), "a real key packs to the padding's bits"
+        in_blocked_order = packed[slot_of_position]
+        ranked = in_blocked_order[np.argsort(in_blocked_order & mask, kind="stable")][:plan.count]
         side_bit = np.uint64(side << 63)
-        unpacked = side_bit | ((packed >> np.uint64(plan.event_bits)) << np.uint64(32)) | (
-            packed & np.uint64((1 << plan.event_bits) - 1))
-        out[side * plan.count:(side + 1) * plan.count] = np.where(packed == np.uint64(0xFFFFFFFF),
+        unpacked = side_bit | ((ranked >> np.uint64(plan.event_bits)) << np.uint64(32)) | (
+            ranked & np.uint64((1 << plan.event_bits) - 1))
+        out[side * plan.count:(side + 1) * plan.count] = np.where(ranked == np.uint64(0xFFFFFFFF),
                                                                   side_bit | PAD_OUT, unpacked)
     return out
 
@@ -112,38 +128,33 @@ def test_the_packing_keeps_the_librarys_order(count, rows, fill, seed):
     assert np.array_equal(_block_sort_model(keys, plan), np.sort(keys))
 
 
-def test_the_model_fails_a_packing_too_narrow_for_the_events():
-    """The model can tell a wrong packing: with the event part narrower than the events need, the
-    keys of a full capacity no longer come out in the library's order."""
-    count, rows = 2048, 64
+def test_the_model_fails_a_packing_one_event_bit_short():
+    """The model can tell the wrong packing the plan's extra event bit prevents: with event_bits the
+    bit length of count - 1, a full side's last key on the last row packs to every sorted bit set,
+    ties with the tile's padding, and (loaded striped, ranked blocked) sorts after padding that was
+    ahead of it; the keys no longer come out in the library's order."""
+    count, rows = 1024, 2
     good = key_sort.plan(count, rows)
-    short = key_sort.BlockSort(good.kernel, count, good.event_bits - 2, good.end_bit - 2)
+    short = key_sort.BlockSort(good.kernel, count, good.event_bits - 1, good.end_bit - 1)
     rng = np.random.default_rng(5)
-    keys = _apply_keys(rng.integers(0, rows, count), rng.integers(0, rows, count), count)
+    rows_out, rows_in = rng.integers(0, rows, count), rng.integers(0, rows, count)
+    rows_out[-1] = rows_in[-1] = rows - 1
+    keys = _apply_keys(rows_out, rows_in, count)
     assert np.array_equal(_block_sort_model(keys, good), np.sort(keys))
-    assert not np.array_equal(_block_sort_model(keys, short), np.sort(keys))
+    assert not np.array_equal(_block_sort_model(keys, short, check_packing=False), np.sort(keys))
+    with pytest.raises(AssertionError, match="packs to the padding's bits"):
+        _block_sort_model(keys, short)
 
 
-def test_the_choice_is_read_when_the_event_buffers_grow(monkeypatch):
-    """ENGINES_APPLY_KEY_SORT is read with the event capacity (a captured commit's plan depends on
-    both): a reserve that grows only rows or entries keeps the choice, one that grows the events
-    takes the switch's value, and a bad value refuses the reserve before anything changes."""
-    scratch = _fresh_scratch()
-    monkeypatch.setattr(device_apply, "cupy_module", lambda: FakeCupy())
-    monkeypatch.setenv(key_sort.KEY_SORT_ENV, "block")
-    scratch.reserve(10, 20, 8, stream=nullcontext())
-    assert scratch.key_sort == "block"
-    monkeypatch.setenv(key_sort.KEY_SORT_ENV, "library")
-    scratch.reserve(500, 900, 8, stream=nullcontext())  # rows and entries grow, events fit
-    assert scratch.key_sort == "block"
-    monkeypatch.setenv(key_sort.KEY_SORT_ENV, "cub")
-    before = (scratch.layout, scratch.event_cap, scratch.keys)
-    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_APPLY_KEY_SORT"):
-        scratch.reserve(500, 900, 5000, stream=nullcontext())
-    assert (scratch.layout, scratch.event_cap, scratch.keys) == before and scratch.key_sort == "block"
-    monkeypatch.setenv(key_sort.KEY_SORT_ENV, "library")
-    scratch.reserve(500, 900, 5000, stream=nullcontext())
-    assert scratch.key_sort == "library" and scratch.event_cap >= 5000
-    monkeypatch.delenv(key_sort.KEY_SORT_ENV)
-    scratch.reserve(500, 900, 50_000, stream=nullcontext())
-    assert scratch.key_sort == key_sort.DEFAULT_KEY_SORT == "block"
+def test_the_tiles_match_the_kernels():
+    """key_sort.py's THREADS and TILES against key_sort.cu: the block size, and each tile kernel's
+    items per thread times THREADS (a tile the kernel does not hold would drop keys silently)."""
+    import re
+    from pathlib import Path
+
+    source = Path(key_sort.SOURCE).read_text()
+    assert int(re.search(r"constexpr int THREADS = (\d+);", source).group(1)) == key_sort.THREADS
+    for tile, kernel in key_sort.TILES:
+        body = re.search(kernel + r"\(.*?\)\s*\{\s*keysort::sort_both_sides<(\d+)>", source, re.S)
+        assert body is not None, kernel
+        assert int(body.group(1)) * key_sort.THREADS == tile, kernel
