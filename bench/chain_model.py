@@ -493,6 +493,14 @@ def main(argv=None) -> int:
         ap.error(f"--threads must be >= 0 and --max-shift in [0, {MAX_SHIFT}]")
     if args.stream and (args.batch_size < 4 or args.batch_size % 4):
         ap.error("--batch-size must be a positive multiple of 4 (bench/stream.py)")
+    if args.json:
+        from protocol.errors import UsageError
+        from protocol.records import writable_folder
+
+        try:  # before the model runs: a file that cannot be written costs nothing
+            writable_folder(Path(args.json).parent, f"--json {args.json}")
+        except UsageError as exc:
+            ap.error(str(exc))
     hops = list(dict.fromkeys([0] + args.hops))  # the chain-free run first: the reference
     starts = _starts_for(args)
     threads = args.threads
@@ -510,14 +518,17 @@ def main(argv=None) -> int:
     print("every setting ends with the chain-free distances" if same else
           "DEFECT: a setting ended with other distances than the chain-free run")
     if args.json:
-        from protocol.records import write_text
+        from protocol.records import write_failed, write_text
 
-        write_text(args.json, json.dumps({"graph": args.graph, "what": what, "runs": len(starts),
-                                          "max_degree": args.max_degree, "threads": threads,
-                                          "max_shift": args.max_shift, "same_distances": same,
-                                          "counts": {str(h): asdict(c) for h, c in totals.items()},
-                                          "iterations": {str(h): v for h, v in iterations.items()}},
-                                         indent=2) + "\n")
+        record = {"graph": args.graph, "what": what, "runs": len(starts), "max_degree": args.max_degree,
+                  "threads": threads, "max_shift": args.max_shift, "same_distances": same,
+                  "counts": {str(h): asdict(c) for h, c in totals.items()},
+                  "iterations": {str(h): v for h, v in iterations.items()}}
+        try:
+            write_text(args.json, json.dumps(record, indent=2) + "\n")
+        except OSError as exc:  # the table is printed above: nothing modelled is lost
+            print(f"chain_model.py: {write_failed(args.json, exc)}", file=sys.stderr)
+            return int(ExitCode.ENVIRONMENT)
     return int(ExitCode.OK if same else ExitCode.CORRECTNESS)
 
 

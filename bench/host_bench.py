@@ -182,6 +182,15 @@ def main(argv=None) -> int:
     if args.repeats < 1 or args.warmup < 0:
         print("host_bench.py: --repeats must be >= 1 and --warmup >= 0", file=sys.stderr)
         return ExitCode.USAGE
+    if args.out:
+        from protocol.errors import UsageError
+        from protocol.records import writable_folder
+
+        try:  # before the measurement: a folder that cannot be written costs nothing
+            writable_folder(args.out, f"--out {args.out}")
+        except UsageError as exc:
+            print(f"host_bench.py: {exc}", file=sys.stderr)
+            return ExitCode.USAGE
     try:
         rows = run(args.graphs, args.batches, objective=args.objective, repeats=args.repeats,
                    warmup=args.warmup, data_dir=args.data_dir, cache_dir=args.cache_dir,
@@ -192,14 +201,17 @@ def main(argv=None) -> int:
     table = markdown(rows)
     print(table)
     if args.out:
-        from protocol.records import write_text
+        from protocol.records import write_failed, write_text
 
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_text(out / "host_bench.json", json.dumps({"command": " ".join(["python bench/host_bench.py",
-                                                                           *(argv or sys.argv[1:])]),
-                                                        "rows": rows}, indent=1))
-        write_text(out / "host_bench.md", table)
+        record = json.dumps({"command": " ".join(["python bench/host_bench.py", *(argv or sys.argv[1:])]),
+                             "rows": rows}, indent=1)
+        for path, text in ((out / "host_bench.json", record), (out / "host_bench.md", table)):
+            try:
+                write_text(path, text)
+            except OSError as exc:  # the table is printed above: nothing measured is lost
+                print(f"host_bench.py: {write_failed(path, exc)}", file=sys.stderr)
+                return ExitCode.ENVIRONMENT
     equal = all(u["equals_compute"] for r in rows for u in r["updates"].values())
     return ExitCode.OK if equal else ExitCode.CORRECTNESS
 

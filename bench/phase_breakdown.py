@@ -118,6 +118,15 @@ def main(argv=None) -> int:
     if os.environ.get(CHILD_ENV):
         run_update(args)
         return ExitCode.OK
+    if args.out:
+        from protocol.errors import UsageError
+        from protocol.records import writable_folder
+
+        try:  # before the profile: a file that cannot be written costs nothing
+            writable_folder(Path(args.out).parent, f"--table-file {args.out}")
+        except UsageError as exc:
+            print(f"phase_breakdown.py: {exc}", file=sys.stderr)
+            return ExitCode.USAGE
     ncu = shutil.which("ncu")
     if ncu is None:
         print("phase_breakdown.py needs Nsight Compute (ncu) on PATH", file=sys.stderr)
@@ -141,9 +150,13 @@ def main(argv=None) -> int:
     text = f"{args.graph} {args.batch} objective {args.objective}, operators host loop:\n\n" + table(rows)
     print(text)
     if args.out:
-        from protocol.records import write_text
+        from protocol.records import write_failed, write_text
 
-        write_text(Path(args.out), text)
+        try:
+            write_text(Path(args.out), text)
+        except OSError as exc:  # the table is printed above: nothing measured is lost
+            print(f"phase_breakdown.py: {write_failed(args.out, exc)}", file=sys.stderr)
+            return ExitCode.ENVIRONMENT
     return ExitCode.OK
 
 

@@ -777,17 +777,9 @@ def choose_engines(engines) -> list[str]:
 
 def prepare_out(out) -> Path | None:
     """Create ``--out`` before any work, so a folder that cannot be written costs nothing."""
-    if out is None:
-        return None
-    path = Path(out)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".stream-write-check"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise UsageError(f"--out {path}: cannot write there ({exc.strerror or exc})") from None
-    return path
+    from protocol.records import writable_folder
+
+    return None if out is None else writable_folder(out, f"--out {Path(out)}")
 
 
 def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BATCH_SIZE, engines=None,

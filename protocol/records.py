@@ -167,6 +167,28 @@ def write_text(path: Path, text: str) -> None:
     _atomic_write_bytes(Path(path), lambda h: h.write(text.encode()))
 
 
+def writable_folder(folder, label: str) -> Path:
+    """Create ``folder`` (and its parents) and make and drop a file in it, before any work, so that
+    an output that cannot be written costs no measurement; ``UsageError`` starting with ``label``
+    (what the user named, e.g. ``--out DIR``) otherwise."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except FileExistsError:  # mkdir(exist_ok=True) met something that is not a folder
+        raise UsageError(f"{label}: cannot write there ({folder} is not a folder)") from None
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
+    return folder
+
+
+def write_failed(path, exc: OSError) -> str:
+    """The one line a command prints when writing ``path`` failed after its work was done (a full
+    disk, a folder removed meanwhile): the file and the system's reason."""
+    return f"cannot write {path}: {exc.strerror or exc}"
+
+
 def write_json(path: Path, data: dict) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
 

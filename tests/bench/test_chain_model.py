@@ -234,6 +234,20 @@ def test_the_json_file_holds_the_counts(modelled, tmp_path, capsys):
 
 def test_an_interrupted_json_write_keeps_the_earlier_file(modelled, tmp_path, interrupted_write, capsys):
     path = interrupted_write.of(tmp_path / "counts.json")
-    with pytest.raises(OSError, match="No space left on device"):
-        M.main(["--graph", "g", "--stream", "2", "--json", str(path)])
+    assert M.main(["--graph", "g", "--stream", "2", "--json", str(path)]) == ExitCode.ENVIRONMENT
     interrupted_write.check_kept()
+    captured = capsys.readouterr()
+    assert "| table |" in captured.out  # printed whatever the file
+    assert captured.err == f"chain_model.py: cannot write {path}: No space left on device\n"
+
+
+def test_a_json_file_that_cannot_be_written_is_refused_before_modelling(monkeypatch, tmp_path, capsys):
+    """--json below a file: argparse's usage error naming it (exit 2), and no graph read."""
+    monkeypatch.setattr(M, "_starts_for", lambda args: pytest.fail("modelled before the check"))
+    (tmp_path / "file").write_text("")
+    path = tmp_path / "file" / "counts.json"
+    with pytest.raises(SystemExit) as exc:
+        M.main(["--graph", "g", "--stream", "2", "--json", str(path)])
+    assert exc.value.code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.endswith(f"error: --json {path}: cannot write there ({path.parent} is not a folder)\n")

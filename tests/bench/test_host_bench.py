@@ -12,6 +12,7 @@ import pytest
 import engines
 from bench import host_bench as hb
 from engines import sssp
+from engines.exitcodes import ExitCode
 
 from .. import harness as H
 
@@ -74,6 +75,17 @@ def test_the_out_folder_gets_the_record_and_the_table(monkeypatch, tmp_path, cap
 def test_an_interrupted_write_keeps_the_earlier_file(name, monkeypatch, tmp_path, interrupted_write, capsys):
     _measured(monkeypatch)
     interrupted_write.of(tmp_path / name)
-    with pytest.raises(OSError, match="No space left on device"):
-        hb.main(["--graphs", "g", "--out", str(tmp_path)])
+    assert hb.main(["--graphs", "g", "--out", str(tmp_path)]) == ExitCode.ENVIRONMENT
     interrupted_write.check_kept()
+    captured = capsys.readouterr()
+    assert captured.out == "| g | table |\n"  # the measurement is printed whatever the files
+    assert captured.err == f"host_bench.py: cannot write {tmp_path / name}: No space left on device\n"
+
+
+def test_an_out_folder_that_cannot_be_made_is_refused_before_measuring(monkeypatch, tmp_path, capsys):
+    """--out below a file: one line naming it, exit 2, and no graph measured."""
+    monkeypatch.setattr(hb, "run", lambda *args, **kwargs: pytest.fail("measured before checking --out"))
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "folder"
+    assert hb.main(["--graphs", "g", "--out", str(out)]) == ExitCode.USAGE
+    assert capsys.readouterr().err == f"host_bench.py: --out {out}: cannot write there (Not a directory)\n"

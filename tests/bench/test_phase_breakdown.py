@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench import phase_breakdown as pb
+from engines.exitcodes import ExitCode
 
 CSV = '''==PROF== Connected to process 1
 ==PROF== Profiling "ops_push": 0%....50%....100% - 1 pass
@@ -55,6 +56,20 @@ def test_the_table_file_holds_the_printed_table(profiled, tmp_path, capsys):
 
 def test_an_interrupted_write_keeps_the_earlier_table(profiled, tmp_path, interrupted_write, capsys):
     path = interrupted_write.of(tmp_path / "phases.md")
-    with pytest.raises(OSError, match="No space left on device"):
-        pb.main(["--graph", "g", "--batch", "b", "--out", str(path)])
+    assert pb.main(["--graph", "g", "--batch", "b", "--out", str(path)]) == ExitCode.ENVIRONMENT
     interrupted_write.check_kept()
+    captured = capsys.readouterr()
+    assert captured.out.startswith("g b objective 0, operators host loop:")  # printed whatever the file
+    assert captured.err.endswith(f"phase_breakdown.py: cannot write {path}: No space left on device\n")
+
+
+def test_a_table_file_that_cannot_be_written_is_refused_before_profiling(monkeypatch, tmp_path, capsys):
+    """--table-file below a file: one line naming it, exit 2, and ncu never started."""
+    monkeypatch.delenv(pb.CHILD_ENV, raising=False)
+    monkeypatch.setattr(pb.shutil, "which", lambda name: "/opt/nsight/ncu")
+    monkeypatch.setattr(pb.subprocess, "run", lambda *args, **kwargs: pytest.fail("profiled before the check"))
+    (tmp_path / "file").write_text("")
+    path = tmp_path / "file" / "phases.md"
+    assert pb.main(["--graph", "g", "--batch", "b", "--table-file", str(path)]) == ExitCode.USAGE
+    assert capsys.readouterr().err == (f"phase_breakdown.py: --table-file {path}: cannot write there "
+                                       f"({tmp_path / 'file'} is not a folder)\n")

@@ -266,3 +266,36 @@ def test_an_error_naming_another_file_is_left_as_it_is(tmp_path):
     with pytest.raises(OSError) as failure:
         records._atomic_write_bytes(tmp_path / "record.json", write)
     assert failure.value is elsewhere and list(tmp_path.iterdir()) == []
+
+
+def test_writable_folder_makes_the_folder_and_leaves_nothing_in_it(tmp_path):
+    from protocol.records import writable_folder
+
+    folder = tmp_path / "a" / "b"
+    assert writable_folder(folder, "--out x") == folder
+    assert folder.is_dir() and list(folder.iterdir()) == []
+
+
+def test_writable_folder_refuses_with_the_label(tmp_path):
+    """A folder that cannot be made (a file in its path; a permission check would not hold for
+    root): UsageError starting with what the user named, and the system's reason."""
+    from protocol.errors import UsageError
+    from protocol.records import writable_folder
+
+    (tmp_path / "file").write_text("kept")
+    with pytest.raises(UsageError) as exc:
+        writable_folder(tmp_path / "file" / "sub", "--out OUT")
+    assert str(exc.value) == "--out OUT: cannot write there (Not a directory)"
+    assert (tmp_path / "file").read_text() == "kept"
+    with pytest.raises(UsageError) as exc:
+        writable_folder(tmp_path / "file", "--out OUT")
+    assert str(exc.value) == f"--out OUT: cannot write there ({tmp_path / 'file'} is not a folder)"
+    assert (tmp_path / "file").read_text() == "kept"
+
+
+def test_write_failed_names_the_file_and_the_reason():
+    from protocol.records import write_failed
+
+    assert write_failed("out/x.md", OSError(28, "No space left on device")) == \
+        "cannot write out/x.md: No space left on device"
+    assert write_failed("x", OSError("odd")) == "cannot write x: odd"
