@@ -528,7 +528,8 @@ def main(argv=None) -> int:
             write_text(args.json, json.dumps(record, indent=2) + "\n")
         except OSError as exc:  # the table is printed above: nothing modelled is lost
             print(f"chain_model.py: {write_failed(args.json, exc)}", file=sys.stderr)
-            return int(ExitCode.ENVIRONMENT)
+            # a defect outranks the file: its status is the one a script must see
+            return int(ExitCode.ENVIRONMENT if same else ExitCode.CORRECTNESS)
     return int(ExitCode.OK if same else ExitCode.CORRECTNESS)
 
 

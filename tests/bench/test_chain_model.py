@@ -251,3 +251,13 @@ def test_a_json_file_that_cannot_be_written_is_refused_before_modelling(monkeypa
     assert exc.value.code == ExitCode.USAGE
     err = capsys.readouterr().err
     assert err.endswith(f"error: --json {path}: cannot write there ({path.parent} is not a folder)\n")
+
+
+def test_a_defect_outranks_a_failed_json_write(modelled, monkeypatch, tmp_path, interrupted_write, capsys):
+    """A setting that ends with other distances and a --json that cannot be written: exit 1 (the
+    defect), with the write's line."""
+    monkeypatch.setattr(M, "model", lambda starts, hops, max_degree, threads, max_shift: ({}, {}, False))
+    path = interrupted_write.of(tmp_path / "counts.json")
+    assert M.main(["--graph", "g", "--stream", "2", "--json", str(path)]) == ExitCode.CORRECTNESS
+    captured = capsys.readouterr()
+    assert "DEFECT" in captured.out and "cannot write" in captured.err

@@ -89,3 +89,14 @@ def test_an_out_folder_that_cannot_be_made_is_refused_before_measuring(monkeypat
     out = tmp_path / "file" / "folder"
     assert hb.main(["--graphs", "g", "--out", str(out)]) == ExitCode.USAGE
     assert capsys.readouterr().err == f"host_bench.py: --out {out}: cannot write there (Not a directory)\n"
+
+
+def test_a_wrong_update_outranks_a_failed_write(monkeypatch, tmp_path, interrupted_write, capsys):
+    """A row whose update differs from compute() and a record that cannot be written: exit 1 (the
+    wrong answer), with the write's line."""
+    wrong = [{"graph": "g", "updates": {"local10k": {"equals_compute": False}}}]
+    monkeypatch.setattr(hb, "run", lambda *args, **kwargs: wrong)
+    monkeypatch.setattr(hb, "markdown", lambda rows: "| g | wrong |")
+    interrupted_write.of(tmp_path / "host_bench.json")
+    assert hb.main(["--graphs", "g", "--out", str(tmp_path)]) == ExitCode.CORRECTNESS
+    assert "cannot write" in capsys.readouterr().err
