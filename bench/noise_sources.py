@@ -244,7 +244,7 @@ def run(experiments, *, base: str = DEFAULT_BASE, out=None, command: str | None 
     """The table with plain arguments: ``experiments`` a list of (label, folder); writes
     noise_sources.md and noise_sources.json into ``out`` (when given) and prints the markdown.
     ProtocolError (a missing folder, no campaign, damaged records) is raised for the caller."""
-    from protocol.records import as_recorded, write_json, write_text
+    from protocol.records import as_recorded, writable_folder, write_json, write_text
 
     table = build_table([(label, Path(folder)) for label, folder in experiments], base=base)
     # NumPy scalars as numbers, as every record holds them (a value of any other type is a bug
@@ -253,9 +253,9 @@ def run(experiments, *, base: str = DEFAULT_BASE, out=None, command: str | None 
     text = markdown(table)
     print(text, end="")
     if out is not None:
-        folder = Path(out)
+        # after the reading (cheap): a bad experiment leaves no --out folder behind
+        folder = writable_folder(out, f"--out {Path(out)}")
         try:
-            folder.mkdir(parents=True, exist_ok=True)
             write_json(folder / f"{NAME}.json", record)
             write_text(folder / f"{NAME}.md", text)
         except OSError as exc:

@@ -83,13 +83,13 @@ MAX_MIN_EVENTS = 1 << 24
 #: ENGINES_APPLY_TOUCHED_SCAN=0,16384, whole update() per batch interleaved, median ratio), roadNet-PA's
 #: 100-change batches 0.983, luxembourg_osm's 0.995 (fused) and 1.001 (operators); but a 4,039-vertex
 #: graph's 1,760-change batches 1.010 and roadNet-PA's 10,000-change batches 1.051 (one block's
-#: several tiles and longer searches cost more than the launches they save).
-TOUCHED_SCAN_MAX = 1024
-#: A commit of more events keeps the library's prefix sum even on a graph of few rows: one block
-#: computing a 4,039-row graph's offsets in one launch (each thread its own run of rows, in place of
-#: the scan's three launches and apply_row_ptr) measured 0.998 per 1,760-change batch (H100,
+#: several tiles and longer searches cost more than the launches they save). A commit of more
+#: events keeps the library's prefix sum even on a graph of few rows: one block computing a
+#: 4,039-row graph's offsets in one launch (each thread its own run of rows, in place of the scan's
+#: three launches and apply_row_ptr) measured 0.998 per 1,760-change batch (H100,
 #: update_anatomy.py --ab-env, 1,000 batches; ncu's 11 us a side for the three launches at its base
 #: clocks overstates them), so it was not kept.
+TOUCHED_SCAN_MAX = 1024
 #: ``ENGINES_APPLY_TOUCHED_SCAN=<events>`` takes another limit (0 / off: always the prefix sum, the
 #: rule before), read when a graph's event buffers grow, like ``ENGINES_APPLY_MIN_EVENTS``.
 TOUCHED_SCAN_ENV = "ENGINES_APPLY_TOUCHED_SCAN"
@@ -611,7 +611,7 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     block_sort = key_sort.plan(count, n_after) if scratch.key_sort == "block" else None
     steps = [("kernel", fn["apply_keys"], blocks(count, device), (sizes, i64(count), ev_src, ev_dst, keys_out,
                                                                   keys_in), 0),
-             # one sort for both sides: its fixed cost dominates at batch sizes
+             # one launch sorts both sides: at batch sizes its fixed cost dominates
              ("block_sort", key_sort.function(device, block_sort), keys, block_sort) if block_sort else
              ("sort", keys)]
     # (side, sorted keys, entry key of an event, stats on this side)

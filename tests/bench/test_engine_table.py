@@ -115,6 +115,18 @@ def test_command_line_refusals(capsys):
         assert et.main(["--graphs", "--random-graph", "300,2000"]) == 3
 
 
+def test_an_out_folder_that_cannot_be_written_is_refused_first(monkeypatch, tmp_path, capsys):
+    """--out below a file: a usage error naming it (exit 2) before the engines are even asked
+    whether they run here, let alone measured."""
+    monkeypatch.setattr(et, "cuda_config", lambda *args: pytest.fail("reached the engines before --out"))
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "table"
+    with pytest.raises(SystemExit) as exc:
+        et.main(["--graphs", "--random-graph", "300,2000", "--out", str(out)])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: --out {out}: cannot write there (Not a directory)\n")
+
+
 def test_grid_syncs_count_the_fused_kernels_barriers():
     from engines.sssp.cuda import fused
 

@@ -34,7 +34,8 @@ def modules() -> list[tuple[str, tuple[str, ...]]]:
     variants."""
     from . import ENGINES, _engine_module  # noqa: PLC0415 - NumPy and the engines only when asked
 
-    return [(APPLY, ()), (KEY_SORT, ())] + [(engine, tuple(v)) for engine in ENGINES for v in _engine_module(engine).VARIANTS]
+    variants = [(engine, tuple(v)) for engine in ENGINES for v in _engine_module(engine).VARIANTS]
+    return [(APPLY, ()), (KEY_SORT, ())] + variants
 
 
 def compile_module(engine: str, defines: tuple[str, ...], device: int) -> float:
