@@ -174,10 +174,11 @@ def checked_sources() -> list[Path]:
 
 def variants_of(path: Path) -> tuple[tuple[str, ...], ...]:
     """The module variants (runtime.VARIANT_DEFINES) the engines compile from ``path``: each
-    engine's VARIANTS for its own source, the plain source for every other."""
+    engine's VARIANTS for its own source (the fused engine's instruments too), the plain source for
+    every other."""
     from . import fused, operators
 
-    owners = {fused.SOURCE: fused.VARIANTS, operators.SOURCE_FILE: operators.VARIANTS}
+    owners = {fused.SOURCE: fused.CHECKED_VARIANTS, operators.SOURCE_FILE: operators.VARIANTS}
     return owners.get(path.name, ((),)) if path.parent == SOURCE_DIR else ((),)
 
 

@@ -31,6 +31,48 @@ namespace fused {
 
 namespace cg = cooperative_groups;
 
+// The phase clock (module variant SSSP_PHASE_CLOCK, fused.py ENGINES_FUSED_PHASE_CLOCK; an
+// instrument for bench/fused_phases.py, never a default): block 0's thread 0 stamps its SM's
+// cycle counter and the global timer as it leaves each grid barrier, with the kind of the phase
+// that barrier ended (phase_clock.py names them). A persistent kernel is one launch, so Nsight's
+// per-kernel times cannot split it; blocks leave a barrier together, so the gaps between block
+// 0's stamps are the phases' times, barrier included. The cycle counter resolves them; the timer
+// (coarser) converts cycles to seconds over the whole launch. Stamps past PHASE_SLOTS are counted
+// but not kept.
+#define SSSP_PHASE_SLOTS 8192
+enum PhaseKind : i32 {
+    PHASE_START = 0, PHASE_PACK_ROOTS, PHASE_JUMP_ROUND, PHASE_INVALIDATE, PHASE_HEADS, PHASE_PULL,
+    PHASE_FIRST_MIN, PHASE_FIRST_SPLIT, PHASE_PUSH, PHASE_SOLO, PHASE_EPOCH_MIN, PHASE_EPOCH_SPLIT,
+    PHASE_RECOVER, PHASE_SEED, PHASE_END
+};
+#if SSSP_PHASE_CLOCK
+}  // namespace fused
+}  // namespace sssp
+// C names, so that the host finds them (phase_clock.py, RawModule.get_global)
+extern "C" {
+__device__ sssp::i32 sssp_phase_count;
+__device__ sssp::i32 sssp_phase_kind[SSSP_PHASE_SLOTS];
+__device__ sssp::u64 sssp_phase_cycles[SSSP_PHASE_SLOTS];
+__device__ sssp::u64 sssp_phase_ns[SSSP_PHASE_SLOTS];
+}
+namespace sssp {
+namespace fused {
+__device__ __forceinline__ void phase_mark(i32 kind) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const i32 i = kind == PHASE_START ? 0 : sssp_phase_count;
+    u64 ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    if (i < SSSP_PHASE_SLOTS) {
+        sssp_phase_kind[i] = kind;
+        sssp_phase_cycles[i] = static_cast<u64>(clock64());
+        sssp_phase_ns[i] = ns;
+    }
+    sssp_phase_count = i + 1;
+}
+#else
+__device__ __forceinline__ void phase_mark(i32) {}
+#endif
+
 // Control-block values every thread needs after a barrier (the loop's decisions, the lengths of
 // the lists a phase reads, the minima) are read once per block: thread 0 loads them through L2
 // into these slots and the block meets, instead of every warp paying an L2 round trip on the same
@@ -148,6 +190,7 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
                 }
             }
             grid.sync();
+            phase_mark(PHASE_SOLO);
             // Every block takes the stretch's iterations from the control block. One slot is
             // enough: a stretch ends with an empty list (then the loop ends, or an epoch's
             // barriers come first) or a long one (a grid iteration's barrier comes first), so the
@@ -172,6 +215,7 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
                             in_far, (it & 1u) ? near_a : near_b, &ctl->near[(it + 1) % 3],
                             (ep & 1u) ? far_b : far_a, &ctl->far[ep % 3]);
             grid.sync();
+            phase_mark(PHASE_PUSH);
             ++it;
             continue;
         }
@@ -186,6 +230,7 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
         }
         list_min_into<V>(far_count, pile, words, k.bits, min_slot);
         grid.sync();
+        phase_mark(PHASE_EPOCH_MIN);
         threshold = raised_threshold(threshold, block_read(min_slot, &slots.minimum), delta);
         ++generation;
         // near[it % 3] is empty (every thread read it as zero above) and receives the re-split.
@@ -193,6 +238,7 @@ __device__ __forceinline__ void near_far_loop(cg::grid_group& grid, const GridSt
                       (it & 1u) ? near_b : near_a, &ctl->near[it % 3],
                       (ep & 1u) ? far_a : far_b, &ctl->far[(ep + 1) % 3]);
         grid.sync();
+        phase_mark(PHASE_EPOCH_SPLIT);
         ++ep;
     }
 }
@@ -207,9 +253,11 @@ __device__ __forceinline__ void recover_parents(cg::grid_group& grid, const CsrV
                                                 V* saved_parent, FusedControl<V>* ctl) {
     recover_distances<V>(n, words, source, distances, parents, count, saved_parent, mark);
     grid.sync();
+    phase_mark(PHASE_RECOVER);
     recover_tight_parents<V, O>(n, out, source, words, parents);
     if (!count) return;
     grid.sync();
+    phase_mark(PHASE_RECOVER);
     count_recovered_affected<V>(n, parents, saved_parent, mark, &ctl->affected);
 }
 
@@ -269,12 +317,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     // The changed count is built on the device by the apply (weight increases are known there
     // only); every thread reads the same value, so the branch below stays uniform.
     const V num_changed = *changed_count;
+    fused::phase_mark(fused::PHASE_START);
 
     // Pack the old tree (algorithm.md §5.3) and mark the roots (algorithm.md §5.4), judged against
     // the input parents.
     pack_tree<V>(nn, distances, parents, words, ancestor, k, bound, &ctl->overflow);
     mark_roots<V>(num_changed, changed_from, changed_to, parents, flag);
     grid.sync();
+    fused::phase_mark(fused::PHASE_PACK_ROOTS);
 
     // Subtree invalidation by pointer jumping (algorithm.md §5.5), only with a non-empty changed
     // list.
@@ -286,6 +336,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
             }
             pointer_jump_round<V>(nn, ancestor, flag, &ctl->active[r % 3]);
             grid.sync();
+            fused::phase_mark(fused::PHASE_JUMP_ROUND);
             if (fused::block_read(&ctl->active[r % 3], &slots.active) == 0) break;
         }
     }
@@ -296,25 +347,30 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     invalidate_flagged<V>(nn, flag, words, stamp, generation, candidates, &ctl->candidates,
                           &ctl->invalidated);
     grid.sync();
+    fused::phase_mark(fused::PHASE_INVALIDATE);
     list_heads<V>(num_heads, heads, source, stamp, generation, candidates, &ctl->candidates);
     grid.sync();
+    fused::phase_mark(fused::PHASE_HEADS);
 
     // Pull (algorithm.md §5.8): every candidate takes its key-minimum over all in-neighbours.
     ++generation;  // g_pull
     pull_candidates<V, O>(fused::block_read(&ctl->candidates, &slots.count), candidates, in, k,
                           bound, words, stamp, generation, frontier, &ctl->frontier);
     grid.sync();
+    fused::phase_mark(fused::PHASE_PULL);
 
     // First threshold and split (algorithm.md §5.9 (a), (b)) into near list 0 and far pile 0.
     ++generation;  // g0
     const V frontier_count = fused::block_read(&ctl->frontier, &slots.count);
     list_min_into<V>(frontier_count, frontier, words, k.bits, &ctl->minimum[0]);
     grid.sync();
+    fused::phase_mark(fused::PHASE_FIRST_MIN);
     const u64 threshold =
         first_threshold(fused::block_read(&ctl->minimum[0], &slots.minimum), delta);
     split_frontier<V>(frontier_count, frontier, words, k, threshold, stamp, generation, in_far,
                       near_a, &ctl->near[0], far_a, &ctl->far[0]);
     grid.sync();
+    fused::phase_mark(fused::PHASE_FIRST_SPLIT);
 
     // The near-far loop (algorithm.md §5.9 (c)).
     i32 iterations = 0, epochs = 0;
@@ -330,6 +386,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
         fused::recover_parents<V, O>(grid, out, n, source, words, distances, parents, true,
                                      candidates, ancestor, ctl);
     }
+    fused::phase_mark(fused::PHASE_END);
     fused::write_stats(gs, ctl, generation, iterations, epochs, pushes);
 }
 
@@ -357,6 +414,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     const i64 nn = static_cast<i64>(n);
     __shared__ fused::BlockSlots<V> slots;
 
+    fused::phase_mark(fused::PHASE_START);
     i32 generation = base_generation;  // g0
     seed_source_words(nn, static_cast<i64>(source), words, k);
     if (gs.first == 0) {
@@ -364,6 +422,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
         stamp[source] = generation;
     }
     grid.sync();
+    fused::phase_mark(fused::PHASE_SEED);
 
     i32 iterations = 0, epochs = 0;
     i64 pushes = 0;
@@ -377,5 +436,6 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
         fused::recover_parents<V, O>(grid, out, n, source, words, distances, parents, false,
                                      static_cast<V*>(nullptr), static_cast<V*>(nullptr), ctl);
     }
+    fused::phase_mark(fused::PHASE_END);
     fused::write_stats(gs, ctl, generation, iterations, epochs, pushes);
 }

@@ -71,6 +71,12 @@ CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
 #: and restores more.
 MAX_CAPTURED = 8
 _CAPTURED_DEFINES = ("SSSP_FUSED_CAPTURED",)
+#: The phase clock (fused.cu phase_mark; phase_clock.py reads it): a module variant in which block
+#: 0 stamps the clock at every grid barrier, for bench/fused_phases.py. An instrument, off unless
+#: ``ENGINES_FUSED_PHASE_CLOCK=1``: it never times a result anybody reports, only splits a launch
+#: into its phases. Results never depend on it.
+PHASE_CLOCK_ENV = "ENGINES_FUSED_PHASE_CLOCK"
+PHASE_CLOCK_DEFINES = ("SSSP_PHASE_CLOCK",)
 #: Every module variant this engine compiles (runtime.VARIANT_DEFINES): the push expansions'
 #: (push.module_defines) with and without the solo push, the plain push's also with the wide
 #: passes (passes.with_wide, ENGINES_WIDE_PASSES), every plain-push one of those also with the
@@ -83,6 +89,14 @@ VARIANTS = tuple(runtime.variant_defines(variant + captured)
                      tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
                            for solo in ((), ("SSSP_FUSED_SOLO",)))))))
                  for captured in ((), _CAPTURED_DEFINES))
+#: The phase clock's modules that make cuda-check compiles (no spills, as every module): the
+#: default variants of an update (captured, with and without the block appends) and of compute().
+#: Other combinations compile on demand under NVRTC like any variant.
+INSTRUMENT_VARIANTS = tuple(runtime.variant_defines(PHASE_CLOCK_DEFINES + extra)
+                            for extra in ((), _CAPTURED_DEFINES, _CAPTURED_DEFINES + appends.module_defines(True, "group")))
+#: What make cuda-check compiles from fused.cu (compile_check.variants_of): every variant, the
+#: instruments' too.
+CHECKED_VARIANTS = VARIANTS + INSTRUMENT_VARIANTS
 
 
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
@@ -112,6 +126,12 @@ def capture_enabled() -> bool:
     return switches.flag(CAPTURE_ENV, default=True)
 
 
+def phase_clock_enabled() -> bool:
+    """``ENGINES_FUSED_PHASE_CLOCK``: whether runs load the phase clock's variant (off unless 1 /
+    on); a bad value is an error naming it."""
+    return switches.flag(PHASE_CLOCK_ENV, default=False)
+
+
 def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
                    block_append: bool = False, chain_hops: int = 0, multi_hop: bool = False) -> tuple[str, ...]:
     """The module variant of a run: both engines' (variants.defines: the push expansion's, the wide
@@ -122,10 +142,11 @@ def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
             + _own_defines(edges, captured))
 
 
-def _own_defines(edges: int, captured: bool) -> tuple[str, ...]:
+def _own_defines(edges: int, captured: bool, phase_clock: bool = False) -> tuple[str, ...]:
     """This engine's variants after both engines' (variants.defines): the solo push when ``edges``,
-    the captured update when ``captured``."""
-    return (("SSSP_FUSED_SOLO",) if edges > 0 else ()) + (_CAPTURED_DEFINES if captured else ())
+    the captured update when ``captured``, the phase clock when ``phase_clock``."""
+    return ((("SSSP_FUSED_SOLO",) if edges > 0 else ()) + (_CAPTURED_DEFINES if captured else ())
+            + (PHASE_CLOCK_DEFINES if phase_clock else ()))
 
 
 def run_defines(plan, update: bool = True) -> tuple[str, ...]:
@@ -142,11 +163,12 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     edges = solo_edges()
     shared = variants.run_choice(plan, ENGINE)
     captured = bool(update and capture_enabled())
-    return _choices.get((shared, edges, captured), lambda: dataclasses.replace(
-        shared, defines=shared.defines + _own_defines(edges, captured), solo_edges=edges))
+    clock = phase_clock_enabled()
+    return _choices.get((shared, edges, captured, clock), lambda: dataclasses.replace(
+        shared, defines=shared.defines + _own_defines(edges, captured, clock), solo_edges=edges))
 
 
-#: This engine's choices by (the shared choice, solo edges, captured): ``run_choice``.
+#: This engine's choices by (the shared choice, solo edges, captured, phase clock): ``run_choice``.
 _choices = Kept()
 
 
@@ -483,6 +505,7 @@ def _reset_quietly(ws, s) -> None:
         workspace.discard(ws.device, ws.vertex_dtype)
 
 
-__all__ = ["CAPTURE_ENV", "ENGINE", "KERNELS", "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
+__all__ = ["CAPTURE_ENV", "CHECKED_VARIANTS", "ENGINE", "INSTRUMENT_VARIANTS", "KERNELS", "PHASE_CLOCK_DEFINES", "PHASE_CLOCK_ENV",
+           "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
            "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module", "max_blocks", "module_defines",
            "run_choice", "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]

@@ -67,6 +67,11 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 #ifndef SSSP_MULTI_HOP_JUMP
 #define SSSP_MULTI_HOP_JUMP 0
 #endif
+// SSSP_PHASE_CLOCK: the fused kernel stamps the clock at every grid barrier, an instrument
+// (fused.cu phase_mark; phase_clock.py, bench/fused_phases.py).
+#ifndef SSSP_PHASE_CLOCK
+#define SSSP_PHASE_CLOCK 0
+#endif
 // The ancestors an open vertex follows in one pointer-jumping round of the SSSP_MULTI_HOP_JUMP
 // module (pointer_jump_round): the jump distance then grows about fourfold a round instead of
 // twofold, so a tree of depth D settles in about log4 D rounds instead of log2 D, each with one

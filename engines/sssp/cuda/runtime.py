@@ -246,7 +246,7 @@ def read_source(filename: str) -> str:
 #: (chains.module_defines, ENGINES_PUSH_CHAIN); SSSP_MULTI_HOP_JUMP: both engines' multi-hop pointer
 #: jumping (jumps.module_defines, ENGINES_MULTI_HOP_JUMP).
 VARIANT_DEFINES = ("SSSP_PUSH_BATCHED", "SSSP_FUSED_SOLO", "SSSP_WIDE_PASSES", "SSSP_BLOCK_APPEND",
-                   "SSSP_FUSED_CAPTURED", "SSSP_PUSH_CHAIN", "SSSP_MULTI_HOP_JUMP")
+                   "SSSP_FUSED_CAPTURED", "SSSP_PUSH_CHAIN", "SSSP_MULTI_HOP_JUMP", "SSSP_PHASE_CLOCK")
 
 
 def variant_defines(defines) -> tuple[str, ...]:
@@ -297,6 +297,15 @@ class CompiledModule:
             self._functions[key] = fn
         return fn
 
+    def global_array(self, name: str, dtype, count: int):
+        """The module's ``__device__`` array ``name`` (a C name) as a CuPy array of ``count``
+        items of ``dtype``: a view of the module's own memory, no copy (instruments read what a
+        kernel left there, e.g. phase_clock.py)."""
+        cupy = cupy_module()
+        with cuda_errors(f"finding {name} in the {self.engine} module"):
+            pointer = self._raw.get_global(name)
+        return cupy.ndarray((int(count),), dtype=np.dtype(dtype), memptr=pointer)
+
     def functions(self, vertex_dtype, offset_dtype) -> dict:
         """Every kernel's ``function`` at one type pair, by name, made once: a launcher that asks
         for a dozen kernels per run would otherwise build a key of two dtypes for each (about
@@ -335,6 +344,11 @@ class CompiledModule:
 
 _module_lock = threading.Lock()
 _modules: dict[tuple[str, int, tuple[str, ...]], CompiledModule] = {}  # (engine, device, defines)
+
+
+def loaded_modules(engine: str, device: int) -> list[CompiledModule]:
+    """The modules of ``engine`` compiled on ``device`` in this process, in every variant."""
+    return [m for (e, d, _), m in list(_modules.items()) if e == engine and d == int(device)]
 
 
 def get_module(
@@ -588,6 +602,7 @@ __all__ = [
     "device_info",
     "get_module",
     "instantiation_name",
+    "loaded_modules",
     "variant_code",
     "variant_defines",
     "is_available",

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Where the fused engine's launch spends its time, phase by phase: the same update (or
+compute()) run ``--repeats`` times from the restored pre-batch state, as bench/engine_table.py
+runs it, with the fused kernel's phase clock on (``ENGINES_FUSED_PHASE_CLOCK=1``: block 0 stamps
+the SM's cycle counter at every grid barrier; engines/sssp/cuda/phase_clock.py). Printed per phase
+kind: how many per launch, the median of each launch's total for the kind, its mean per
+occurrence and its share of the launch, then the launch (first stamp to last) beside the number
+of grid barriers.
+
+The phase clock is an instrument: its module is not the one users run (one more branch and three
+stores per barrier in block 0), so these times split a launch but are not the engine's times
+(measure those with bench/engine_table.py or make bench).
+
+    python bench/fused_phases.py --random-graph 4039,176000
+    python bench/fused_phases.py --graph roadNet-PA --batch safe50k --compute
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engines import interrupt  # noqa: E402  (standard library only: before the heavy imports)
+
+interrupt.guard(__name__, "fused_phases.py")
+
+from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
+
+DEFAULT_REPEATS = 30
+DEFAULT_WARMUP = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bench import options
+
+    ap = argparse.ArgumentParser(prog="fused_phases.py", description=__doc__.split("\n\n")[0])
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--graph", help="a gate (prepared like make bench's inputs)")
+    where.add_argument("--random-graph", metavar="N,M",
+                       help="bench/engine_table.py's random graph of N vertices and about M arcs, with its 1 %% batch")
+    ap.add_argument("--batch", default="safe50k", help="the gate's batch (default %(default)s)")
+    ap.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="launches summarized (default %(default)s)")
+    ap.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="launches first, not summarized")
+    ap.add_argument("--compute", action="store_true", help="also split compute() from scratch")
+    ap.add_argument("--objective", type=int, default=0)
+    options.add_input_options(ap)
+    return ap
+
+
+def summarize(launches, rate: float) -> list[dict]:
+    """Per phase kind (in phase_clock.KINDS order, kinds that ran): ``count`` (median per launch),
+    ``total_us`` (median of each launch's total), ``each_us`` (all launches' time over all their
+    occurrences) and ``share`` (of the launches' summed time)."""
+    from engines.sssp.cuda import phase_clock
+
+    whole = sum(t.launch_cycles for t in launches)
+    rows = []
+    for kind in phase_clock.KINDS:
+        per = [[c for k, c in zip(t.kinds, t.cycles) if k == kind] for t in launches]
+        occurrences = sum(len(p) for p in per)
+        if occurrences == 0:
+            continue
+        cycles = sum(sum(p) for p in per)
+        rows.append({"kind": kind, "count": statistics.median(len(p) for p in per),
+                     "total_us": statistics.median(sum(p) for p in per) / rate * 1e6,
+                     "each_us": cycles / occurrences / rate * 1e6,
+                     "share": cycles / whole if whole else 0.0})
+    return rows
+
+
+def table(title: str, launches, stats) -> str:
+    """The markdown table of ``launches`` (PhaseTimes) with ``stats`` (the last run's Stats)."""
+    from engines.sssp.cuda import phase_clock
+
+    rate = phase_clock.pooled_rate(launches)
+    if rate is None:
+        return f"{title}: the global timer saw no time pass; no rate to convert cycles"
+    lines = [f"### {title}", "",
+             f"{len(launches)} launches; SM clock {rate / 1e6:.0f} MHz (cycles over the global timer, pooled); "
+             f"last run: {stats.iterations} iterations, {stats.epochs} epochs, {stats.grid_syncs} grid syncs",
+             "", "| phase | per launch | µs per launch (median) | µs each | share |", "|---|---:|---:|---:|---:|"]
+    for r in summarize(launches, rate):
+        lines.append(f"| {r['kind']} | {r['count']:g} | {r['total_us']:.1f} | {r['each_us']:.2f} | {100 * r['share']:.1f} % |")
+    launch_us = statistics.median(t.launch_cycles for t in launches) / rate * 1e6
+    barriers = statistics.median(len(t.cycles) - 1 for t in launches)
+    lines.append(f"| launch (first stamp to last) | {barriers:g} barriers | {launch_us:.1f} | "
+                 f"{launch_us / max(barriers, 1):.2f} per barrier | |")
+    dropped = max(t.dropped for t in launches)
+    if dropped:
+        lines.append(f"\n{dropped} stamps past the {phase_clock.SLOTS} slots were not kept: the table misses their phases")
+    return "\n".join(lines)
+
+
+def load(args):
+    """``(name, graph, source, tree, batch_name, batch)`` for the arguments."""
+    from bench import engine_table
+    from bench.prepare import prepare_gate
+    from engines import sssp
+
+    if args.random_graph:
+        n, m = engine_table.parse_random_graph(args.random_graph)
+        graph = engine_table.random_graph(n, m)
+        tree = sssp.compute(graph, engine_table.SOURCE, objective=args.objective).to_numpy()
+        return (engine_table.random_graph_name(n, m), graph, engine_table.SOURCE, tree,
+                engine_table.RANDOM_BATCH_NAME, engine_table.random_batch(graph))
+    gate = prepare_gate(args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=True)
+    if args.batch not in gate.batches:
+        raise KeyError(f"--batch {args.batch}: {args.graph} has {', '.join(sorted(gate.batches))}")
+    return (args.graph, gate.graph, gate.source, gate.trees[args.objective], args.batch,
+            gate.batches[args.batch].batch)
+
+
+def run(args) -> int:
+    from bench.engine_table import cuda_config
+    from engines import sssp
+    from engines.sssp.cuda import fused, phase_clock, runtime
+
+    os.environ[fused.PHASE_CLOCK_ENV] = "1"
+    name, graph, source, tree, batch_name, batch = load(args)
+    device = runtime.current_device()
+    config = cuda_config("fused", None)
+    graph.to_device()
+    graph_snapshot = graph.snapshot()
+    result = config.from_arrays(graph, source, tree[0], tree[1], objective=args.objective,
+                                validate=False, canonicalize=False)
+    snapshot = result.clone()
+    launches, stats = [], None
+    for i in range(args.warmup + args.repeats):
+        graph.restore(graph_snapshot)
+        result.copy_from(snapshot)
+        phase_clock.reset(device)
+        stats = sssp.update(graph, batch, result)
+        times = phase_clock.read(device)
+        if times is None:
+            raise RuntimeError("the update ran no phase-clock module")
+        if i >= args.warmup:
+            launches.append(times)
+    print(table(f"{name} {batch_name}: fused update()", launches, stats))
+    if args.compute:
+        graph.restore(graph_snapshot)
+        launches = []
+        for i in range(args.warmup + args.repeats):
+            phase_clock.reset(device)
+            computed = config.compute(graph, source, objective=args.objective)
+            times = phase_clock.read(device)
+            if times is None:
+                raise RuntimeError("compute() ran no phase-clock module")
+            if i >= args.warmup:
+                launches.append(times)
+        print()
+        print(table(f"{name}: fused compute()", launches, computed.stats))
+    return ExitCode.OK
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.repeats < 1 or args.warmup < 0:
+        print("fused_phases.py: --repeats must be at least 1 and --warmup at least 0", file=sys.stderr)
+        return ExitCode.USAGE
+    from bench.has_gpu import gpu_problem
+
+    problem = gpu_problem()
+    if problem:
+        print(f"fused_phases.py: needs a CUDA GPU, the fused kernel is what it splits: {problem}", file=sys.stderr)
+        return ExitCode.ENVIRONMENT
+    try:
+        return run(args)
+    except KeyError as exc:
+        print(f"fused_phases.py: {exc.args[0]}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The fused engine's phase clock, read on the host: what block 0 of a fused launch stamped at each
+grid barrier (fused.cu phase_mark, module variant SSSP_PHASE_CLOCK, switch
+``ENGINES_FUSED_PHASE_CLOCK``) turned into the phases' times of that launch.
+
+A persistent kernel is one launch, so a profiler's per-kernel time cannot split it; blocks leave a
+barrier together, so the gap between two of block 0's stamps is the time of the phase the second
+barrier ended, its barrier included. Stamps are SM cycles (fine) and the global timer (coarse);
+``PhaseTimes.seconds`` converts cycles with a cycles-per-second rate that the caller pools over
+many launches (``pooled_rate``), so one short launch's coarse timer does not set it.
+
+An instrument for bench/fused_phases.py: the engine times users read never run with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import fused, runtime
+
+#: The phase kinds in fused.cu's ``PhaseKind`` order (a test reads the enum): what the barrier
+#: that ends a phase closes. "unpack" is the stretch after the last barrier to block 0's end
+#: (block 0's share of the unpack; the other blocks' shares run alongside).
+KINDS = ("start", "pack and roots", "jump round", "invalidate", "heads", "pull", "first minimum",
+         "first split", "push iteration", "solo stretch", "epoch minimum", "epoch split",
+         "recover parents", "seed", "unpack")
+#: fused.cu's SSSP_PHASE_SLOTS: stamps past it are counted, not kept
+SLOTS = 8192
+_COUNT, _KIND, _CYCLES, _NS = ("sssp_phase_count", "sssp_phase_kind", "sssp_phase_cycles", "sssp_phase_ns")
+
+
+@dataclass(frozen=True)
+class PhaseTimes:
+    """One launch's stamps: ``kinds[i]`` names the phase that ended at stamp i + 1 and
+    ``cycles[i]`` its length in SM cycles; ``launch_cycles`` / ``launch_ns`` from the first stamp
+    to the last kept one; ``dropped`` stamps came past SLOTS (their phases are missing)."""
+
+    kinds: tuple[str, ...]
+    cycles: tuple[int, ...]
+    launch_cycles: int
+    launch_ns: int
+    dropped: int
+
+    def seconds(self, cycles_per_second: float) -> list[float]:
+        """Each phase's length in seconds at ``cycles_per_second`` (``pooled_rate``)."""
+        return [c / cycles_per_second for c in self.cycles]
+
+
+def from_stamps(count: int, kinds, cycles, ns) -> PhaseTimes:
+    """The PhaseTimes of ``count`` stamps (the first min(count, SLOTS) of the three arrays)."""
+    kept = min(int(count), SLOTS)
+    if kept < 1:
+        raise ValueError("no stamps: the launch did not run the phase clock's module")
+    kinds = np.asarray(kinds[:kept], dtype=np.int64)
+    cycles = np.asarray(cycles[:kept], dtype=np.uint64).astype(np.int64)
+    ns = np.asarray(ns[:kept], dtype=np.uint64).astype(np.int64)
+    bad = kinds[(kinds < 0) | (kinds >= len(KINDS))]
+    if bad.size:
+        raise ValueError(f"unknown phase kind {int(bad[0])}: fused.cu and phase_clock.KINDS differ")
+    if kinds[0] != 0:
+        raise ValueError("the first stamp is not the launch's start")
+    return PhaseTimes(tuple(KINDS[k] for k in kinds[1:]), tuple(int(c) for c in np.diff(cycles)),
+                      int(cycles[-1] - cycles[0]), int(ns[-1] - ns[0]), int(count) - kept)
+
+
+def pooled_rate(launches) -> float | None:
+    """Cycles per second over ``launches`` (PhaseTimes) together: their cycles over their timer
+    nanoseconds; None without a launch the timer saw last long enough."""
+    cycles = sum(t.launch_cycles for t in launches)
+    ns = sum(t.launch_ns for t in launches)
+    return cycles / ns * 1e9 if ns > 0 and cycles > 0 else None
+
+
+def _clocked(device: int):
+    """The fused modules compiled on ``device`` with the phase clock."""
+    return [m for m in runtime.loaded_modules(fused.ENGINE, device) if set(fused.PHASE_CLOCK_DEFINES) <= set(m.defines)]
+
+
+def reset(device: int) -> None:
+    """Zero the stamp count of every phase-clock module on ``device`` (before a launch, so that
+    ``read`` finds the module that ran)."""
+    for module in _clocked(device):
+        module.global_array(_COUNT, np.int32, 1).fill(0)
+
+
+def read(device: int) -> PhaseTimes | None:
+    """The stamps of the last phase-clock launch on ``device`` since ``reset`` (None: none ran).
+    Call after the launch finished (update() and compute() return after their synchronization)."""
+    for module in _clocked(device):
+        count = int(module.global_array(_COUNT, np.int32, 1).get()[0])
+        if count > 0:
+            return from_stamps(count, module.global_array(_KIND, np.int32, SLOTS).get(),
+                               module.global_array(_CYCLES, np.uint64, SLOTS).get(),
+                               module.global_array(_NS, np.uint64, SLOTS).get())
+    return None
+
+
+__all__ = ["KINDS", "SLOTS", "PhaseTimes", "from_stamps", "pooled_rate", "read", "reset"]

@@ -1,0 +1,126 @@
+"""The fused kernel's phase clock without a GPU (fused.cu phase_mark, engines/sssp/cuda/
+phase_clock.py, bench/fused_phases.py): the switch and the variant a run loads, every grid barrier
+of fused.cu stamped, the kinds' names in the kernel's order, stamps turned into phases, and the
+command's table from stored stamps.
+"""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from bench import fused_phases
+from engines import errors
+from engines.sssp.cuda import compile_check, fused, phase_clock, runtime
+
+SOURCE = (runtime.SOURCE_DIR / fused.SOURCE).read_text()
+
+
+@pytest.mark.parametrize("text, on", [(None, False), ("0", False), ("off", False), ("1", True), ("on", True)])
+def test_the_switch_adds_the_variant(monkeypatch, text, on):
+    plan = SimpleNamespace(push_expansion="group", batch_changes=0)
+    if text is None:
+        monkeypatch.delenv(fused.PHASE_CLOCK_ENV, raising=False)
+    else:
+        monkeypatch.setenv(fused.PHASE_CLOCK_ENV, text)
+    assert fused.phase_clock_enabled() is on
+    for update in (True, False):
+        assert ("SSSP_PHASE_CLOCK" in fused.run_choice(plan, update).defines) is on
+
+
+def test_a_bad_value_names_the_switch(monkeypatch):
+    monkeypatch.setenv(fused.PHASE_CLOCK_ENV, "maybe")
+    with pytest.raises(errors.InvalidArgumentError, match=fused.PHASE_CLOCK_ENV):
+        fused.phase_clock_enabled()
+
+
+def test_make_cuda_check_compiles_the_instrument_beside_the_variants():
+    variants = compile_check.variants_of(runtime.SOURCE_DIR / fused.SOURCE)
+    assert set(fused.INSTRUMENT_VARIANTS) <= set(variants)
+    assert all("SSSP_PHASE_CLOCK" in v for v in fused.INSTRUMENT_VARIANTS)
+    assert not any("SSSP_PHASE_CLOCK" in v for v in fused.VARIANTS)  # never a user's module
+    assert runtime.variant_defines(("SSSP_PHASE_CLOCK",)) == ("SSSP_PHASE_CLOCK",)
+
+
+def test_every_grid_barrier_is_stamped():
+    lines = [line.strip() for line in SOURCE.splitlines()]
+    barriers = [i for i, line in enumerate(lines) if line == "grid.sync();"]
+    assert len(barriers) >= 12
+    for i in barriers:
+        assert "phase_mark(" in lines[i + 1], f"fused.cu line {i + 2}: a barrier without a stamp"
+
+
+def test_the_kinds_are_the_kernels_enum_in_order():
+    body = re.search(r"enum PhaseKind : i32 \{(.*?)\};", SOURCE, re.S).group(1)
+    names = [n.strip() for n in body.split(",") if n.strip()]
+    assert names[0] == "PHASE_START = 0" and len(names) == len(phase_clock.KINDS)
+    assert "SSSP_PHASE_SLOTS 8192" in SOURCE and phase_clock.SLOTS == 8192
+    # the enum's names and the host's describe the same phases, position by position
+    words = {"PHASE_PACK_ROOTS": "pack and roots", "PHASE_JUMP_ROUND": "jump round", "PHASE_PUSH": "push iteration",
+             "PHASE_SOLO": "solo stretch", "PHASE_EPOCH_MIN": "epoch minimum", "PHASE_END": "unpack",
+             "PHASE_RECOVER": "recover parents", "PHASE_SEED": "seed"}
+    for i, name in enumerate(names):
+        if name in words:
+            assert phase_clock.KINDS[i] == words[name]
+
+
+def _stamps(kinds, cycles, ns_per_cycle=0.5):
+    cycles = np.asarray(cycles, dtype=np.uint64)
+    return len(kinds), np.asarray(kinds, dtype=np.int32), cycles, (cycles * ns_per_cycle).astype(np.uint64)
+
+
+def test_stamps_become_phases():
+    k = {name: i for i, name in enumerate(phase_clock.KINDS)}
+    kinds = [0, k["pack and roots"], k["push iteration"], k["push iteration"], k["unpack"]]
+    t = phase_clock.from_stamps(*_stamps(kinds, [1000, 1400, 2400, 2600, 3000]))
+    assert t.kinds == ("pack and roots", "push iteration", "push iteration", "unpack")
+    assert t.cycles == (400, 1000, 200, 400)
+    assert (t.launch_cycles, t.launch_ns, t.dropped) == (2000, 1000, 0)
+    assert phase_clock.pooled_rate([t]) == pytest.approx(2e9)
+    assert t.seconds(2e9) == pytest.approx([200e-9, 500e-9, 100e-9, 200e-9])
+
+
+def test_stamps_past_the_slots_are_counted_not_kept():
+    count, kinds, cycles, ns = _stamps([0] + [8] * (phase_clock.SLOTS - 1), np.arange(phase_clock.SLOTS) * 10)
+    t = phase_clock.from_stamps(count + 5, kinds, cycles, ns)
+    assert t.dropped == 5 and len(t.cycles) == phase_clock.SLOTS - 1
+
+
+@pytest.mark.parametrize("kinds, match", [([], "no stamps"), ([3, 8], "start"), ([0, 99], "unknown phase kind")])
+def test_bad_stamps_are_refused(kinds, match):
+    count, k, c, n = _stamps(kinds, np.arange(len(kinds)) * 10)
+    with pytest.raises(ValueError, match=match):
+        phase_clock.from_stamps(count, k, c, n)
+
+
+def test_no_timer_no_rate():
+    t = phase_clock.PhaseTimes(("unpack",), (10,), 10, 0, 0)
+    assert phase_clock.pooled_rate([t]) is None
+
+
+def test_the_command_summarizes_stored_stamps():
+    k = {name: i for i, name in enumerate(phase_clock.KINDS)}
+    launches = [phase_clock.from_stamps(*_stamps([0, k["pack and roots"], k["push iteration"], k["push iteration"],
+                                                  k["unpack"]], [0, 2000, 4000, 8000, 10000], 0.5))
+                for _ in range(3)]
+    rows = {r["kind"]: r for r in fused_phases.summarize(launches, 2e9)}
+    assert list(rows) == ["pack and roots", "push iteration", "unpack"]  # kernel order, kinds that ran
+    assert rows["push iteration"]["count"] == 2
+    assert rows["push iteration"]["total_us"] == pytest.approx(3.0)  # 6,000 cycles at 2 GHz
+    assert rows["push iteration"]["each_us"] == pytest.approx(1.5)
+    assert rows["push iteration"]["share"] == pytest.approx(0.6)
+    stats = SimpleNamespace(iterations=2, epochs=0, grid_syncs=3)
+    text = fused_phases.table("g b: fused update()", launches, stats)
+    assert "| push iteration | 2 | 3.0 | 1.50 | 60.0 % |" in text
+    assert "| launch (first stamp to last) | 3 barriers | 5.0 |" in text
+    assert "2000 MHz" in text
+
+
+def test_the_command_refuses_bad_counts_and_needs_a_gpu(capsys, monkeypatch):
+    assert fused_phases.main(["--random-graph", "10,20", "--repeats", "0"]) == 2
+    monkeypatch.setattr("bench.has_gpu.gpu_problem", lambda: "no GPU here")
+    assert fused_phases.main(["--random-graph", "10,20"]) == 3
+    assert "no GPU here" in capsys.readouterr().err
