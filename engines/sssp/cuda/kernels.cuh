@@ -570,29 +570,63 @@ __device__ __forceinline__ void list_heads(V num_heads, const V* heads, V source
     }
 }
 
+// Lanes per near-list vertex in a push iteration (algorithm.md §5.9 (c), issue 26), as a shift: the
+// widest power of two up to 2^max_shift with count x width <= threads, at least one. max_shift is
+// the run's push expansion (0: "vertex", one lane walks a vertex's out-edges;
+// SSSP_PUSH_GROUP_SHIFT: "group", up to a warp). A short list (the usual case: a few hundred
+// vertices against a grid of ~10^5 threads) spreads each vertex's out-edges over a warp, so an
+// iteration waits for about one dependent edge chain instead of the largest out-degree's; a list
+// that fills the grid keeps one lane per vertex. Uniform: every thread computes it from the same
+// count, grid and cap. The result does not depend on it (algorithm.md §5.12).
+// engines/sssp/cuda/push.py group_shift is the same rule (the operators host loop sizes its launch
+// with it).
+__host__ __device__ __forceinline__ u32 push_group_shift(i64 count, i64 threads, u32 max_shift) {
+    u32 shift = max_shift;
+    while (shift > 0 && (count << shift) > threads) --shift;
+    return shift;
+}
+
 // Pull (algorithm.md §5.8): each candidate takes the key-minimum of its own word and every
 // in-neighbour offer (u's distance + w, parent u), offers above the bound dropped. A strictly
 // smaller distance lists it in the frontier, once per pull generation. Other candidates' words may
 // be lowered at the same time; the result does not depend on it (algorithm.md §5.12).
+//
+// A candidate's in-edges are spread over a group of 2^shift lanes of one warp, as wide as the list
+// and the grid allow (push_group_shift, the push's rule), each lane taking edges lane, lane +
+// width, ... and the group meeting on its minimum by shuffles: on a dense graph one lane walking
+// forty in-edges one dependent load after another held the phase (a 4,039-vertex graph with 176 k
+// arcs: 31 of its update's 78 us, H100, bench/fused_phases.py). A list that fills the grid keeps
+// one lane per candidate, the loop it had before. The minimum is the same whatever the grouping.
 template <typename V, typename O>
 __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
                                                 const CsrView<V, O>& in, const Packing& k,
                                                 u64 bound, u64* words, i32* stamp, i32 generation,
                                                 V* frontier, V* frontier_count) {
     const GridStride g;
-    for (i64 i = g.first; i < static_cast<i64>(count); i += g.stride) {
+    const u32 shift = push_group_shift(static_cast<i64>(count), g.stride, SSSP_PUSH_GROUP_SHIFT);
+    const u32 width = 1u << shift;
+    const u32 lane = lane_id() & (width - 1u);
+    // the group's lanes (a group never straddles a warp: the width divides 32); they take the same
+    // candidate, so all of them reach the shuffles below
+    const u32 group = width == 32u ? SSSP_FULL_MASK
+                                   : ((1u << width) - 1u) << (lane_id() & ~(width - 1u));
+    for (i64 i = g.first >> shift; i < static_cast<i64>(count); i += g.stride >> shift) {
         const V v = load_cg(candidates + i);
         const u64 current = load_cg(words + v);
         u64 best = current;
-        const O end = in.end(v);
-        for (O e = in.begin(v); e < end; ++e) {
-            const V u = in.neighbour(e);
+        // 64-bit positions: with 32-bit offsets e + width must not wrap near 2^31 - 1
+        const i64 end = static_cast<i64>(in.end(v));
+        for (i64 e = static_cast<i64>(in.begin(v)) + lane; e < end; e += width) {
+            const V u = in.neighbour(static_cast<O>(e));
             const u64 x = load_cg(words + u);
             if (x == INF_WORD) continue;
-            const u64 nd = (x >> k.bits) + in.weight_of(e);
+            const u64 nd = (x >> k.bits) + in.weight_of(static_cast<O>(e));
             if (nd <= bound) best = min_u64(best, pack(k, nd, static_cast<i64>(u)));
         }
-        if (best < current) {
+        for (u32 offset = width >> 1; offset > 0; offset >>= 1) {
+            best = min_u64(best, __shfl_xor_sync(group, best, offset));
+        }
+        if (lane == 0 && best < current) {
             const u64 old = atomicMin(words + v, best);
             if (word_distance(k, best) < word_distance(k, old) && claim(stamp, v, generation)) {
                 frontier[append(frontier_count)] = v;
@@ -673,22 +707,6 @@ __device__ __forceinline__ void split_pile(V count, const V* pile, const u64* wo
 template <typename V>
 __device__ __forceinline__ void log_near_count(V* near_log, i64 iteration, V count) {
     if (iteration < SSSP_NEAR_LOG_CAPACITY) near_log[iteration] = count;
-}
-
-// Lanes per near-list vertex in a push iteration (algorithm.md §5.9 (c), issue 26), as a shift: the
-// widest power of two up to 2^max_shift with count x width <= threads, at least one. max_shift is
-// the run's push expansion (0: "vertex", one lane walks a vertex's out-edges;
-// SSSP_PUSH_GROUP_SHIFT: "group", up to a warp). A short list (the usual case: a few hundred
-// vertices against a grid of ~10^5 threads) spreads each vertex's out-edges over a warp, so an
-// iteration waits for about one dependent edge chain instead of the largest out-degree's; a list
-// that fills the grid keeps one lane per vertex. Uniform: every thread computes it from the same
-// count, grid and cap. The result does not depend on it (algorithm.md §5.12).
-// engines/sssp/cuda/push.py group_shift is the same rule (the operators host loop sizes its launch
-// with it).
-__host__ __device__ __forceinline__ u32 push_group_shift(i64 count, i64 threads, u32 max_shift) {
-    u32 shift = max_shift;
-    while (shift > 0 && (count << shift) > threads) --shift;
-    return shift;
 }
 
 #if SSSP_BLOCK_APPEND
