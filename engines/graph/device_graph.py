@@ -43,12 +43,15 @@ class DeviceGraphView:
     num_edges: int
     vertex_dtype: np.dtype
     offset_dtype: np.dtype
+    # The edge arrays are the buffer set's whole columns, capacity long: the first num_edges
+    # entries are the graph's (kernels take pointers and the sizes apart; slicing them to m on
+    # every update cost a steady stream tens of µs of host time, since m moves with most batches).
     out_ptr: object  # (n + 1,) offset dtype
-    out_index: object  # (m,) int32: heads of the out-edges
-    out_weight: object  # (m,) int32: the objective's column, CSR order
+    out_index: object  # (m_cap,) int32: heads of the out-edges
+    out_weight: object  # (m_cap,) int32: the objective's column, CSR order
     in_ptr: object  # (n + 1,) offset dtype
-    in_index: object  # (m,) int32: tails of the in-edges
-    in_weight: object  # (m,) int32: the objective's column, in-edge order
+    in_index: object  # (m_cap,) int32: tails of the in-edges
+    in_weight: object  # (m_cap,) int32: the objective's column, in-edge order
 
 
 class CsrBuffers:
@@ -142,7 +145,7 @@ class DeviceGraph:
         self.owned: list[CsrBuffers] = []  # at most two sets, written by commits
         self.current: CsrBuffers | None = None
         self.scratch = None  # device_apply.ApplyScratch, created at the first commit
-        self._views: dict = {}  # (set serial, n, m, objective) -> DeviceGraphView
+        self._views: dict = {}  # (set serial, n, objective) -> DeviceGraphView
 
     # -- placement ----------------------------------------------------------------------------
 
@@ -191,17 +194,22 @@ class DeviceGraph:
         return snap
 
     def view(self, objective: int) -> DeviceGraphView:
-        """The engines' views of the current state (kept while the state's set, sizes and the
-        objective stay: slicing six CuPy arrays costs tens of µs of every update's host time)."""
+        """The engines' views of the current state, kept while the state's set, vertex count and
+        objective stay (slicing six CuPy arrays costs tens of µs of every update's host time); a
+        new edge count only takes a new record around the same arrays."""
         cur = self.current
         k = int(objective)
         n, m = cur.num_vertices, cur.num_edges
-        key = (cur.serial, n, m, k)
+        key = (cur.serial, n, k)
         cached = self._views.get(key)
         if cached is None:
             cached = self._views[key] = self._make_view(cur, k, n, m)
             while len(self._views) > 4:  # the two parities of a steady state, a few objectives
                 self._views.pop(next(iter(self._views)))
+        elif cached.num_edges != m:
+            cached = self._views[key] = DeviceGraphView(
+                n, m, cached.vertex_dtype, cached.offset_dtype, cached.out_ptr, cached.out_index,
+                cached.out_weight, cached.in_ptr, cached.in_index, cached.in_weight)
         return cached
 
     @staticmethod
@@ -212,11 +220,11 @@ class DeviceGraph:
             vertex_dtype=np.dtype(np.int32),
             offset_dtype=cur.offset_dtype,
             out_ptr=cur.ptr["out"][: n + 1],
-            out_index=cur.key["out"][:m],
-            out_weight=cur.weight["out"][k][:m],
+            out_index=cur.key["out"],
+            out_weight=cur.weight["out"][k],
             in_ptr=cur.ptr["in"][: n + 1],
-            in_index=cur.key["in"][:m],
-            in_weight=cur.weight["in"][k][:m],
+            in_index=cur.key["in"],
+            in_weight=cur.weight["in"][k],
         )
 
     def nbytes(self) -> int:

@@ -37,3 +37,33 @@ def test_grid_rule_reads_the_environment(monkeypatch):
     monkeypatch.setenv(fused.GRID_ENV, "whole")
     with pytest.raises(errors.InvalidArgumentError, match="ENGINES_FUSED_GRID='whole': expected one of work, device"):
         fused.grid_rule()
+
+
+def test_a_grid_is_worked_out_once_per_module_and_setting(monkeypatch):
+    """A steady stream asks for the same grid every update: the occupancy and the switches are
+    worked out once per module, kernel, types, vertex count and switch values."""
+    from types import SimpleNamespace
+
+    from engines import errors
+    from engines.sssp.cuda import fused, runtime
+
+    asked = []
+    monkeypatch.setattr(runtime, "cooperative_grid", lambda *args: asked.append(args) or 528)
+    monkeypatch.setattr(runtime, "device_info", lambda device: SimpleNamespace(multiprocessors=132))
+    monkeypatch.delenv(fused.GRID_ENV, raising=False)
+    monkeypatch.delenv(fused.MAX_BLOCKS_ENV, raising=False)
+    module = SimpleNamespace(device=0)
+    for _ in range(3):
+        assert fused.grid_blocks(module, "fused_update", "int32", "int32", 10**6) == 489
+    assert len(asked) == 1
+    assert fused.grid_blocks(module, "fused_update", "int32", "int32", 10**4) == 132  # another n
+    monkeypatch.setenv(fused.MAX_BLOCKS_ENV, "7")  # another setting
+    assert fused.grid_blocks(module, "fused_update", "int32", "int32", 10**6) == 7
+    other = SimpleNamespace(device=0)  # another module: never answered from the first one's
+    monkeypatch.setattr(runtime, "cooperative_grid", lambda *args: asked.append(args) or 5)
+    assert fused.grid_blocks(other, "fused_update", "int32", "int32", 10**6) == 5
+    assert len(asked) == 4
+    monkeypatch.setenv(fused.MAX_BLOCKS_ENV, "many")  # a refusal is never kept
+    for _ in range(2):
+        with pytest.raises(errors.InvalidArgumentError, match=fused.MAX_BLOCKS_ENV):
+            fused.grid_blocks(module, "fused_update", "int32", "int32", 10**6)

@@ -159,3 +159,32 @@ def test_the_commit_record_is_read_while_the_engine_runs(engine, monkeypatch):
         S.assert_conformant(results, stats, update=True, what=kind)
         assert "asked" in order and "resolved" in order, order
         assert order.index("asked") < order.index("resolved") < order.index("wait"), order
+
+
+@pytest.mark.parametrize("engine", S.CUDA_ENGINES)
+def test_the_graph_view_follows_the_edge_count_around_the_same_buffers(engine):
+    """The engines' device view of the graph is kept per buffer set, vertex count and objective; a
+    batch that moves the edge count gives a view with the new count around the same columns (their
+    first num_edges entries the graph's), and every result still equals the host's."""
+    S.skip_unless_it_runs(engine)
+    rng = np.random.default_rng(47)
+    n, src, dst, w = H.random_graph(rng, "sparse", 2000, 1, "mid")
+    graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    results = S.compute_all(graph, 0, engines=(engine,))
+    seen = {}
+    for kind in ("insert", "delete", "mixed", "insert", "tree_delete"):
+        _, parents = results["host"].to_numpy()
+        stats = S.update_all(graph, H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid")),
+                             results)
+        S.assert_conformant(results, stats, update=True, what=kind)
+        device = graph._device
+        view = device.view(0)
+        assert (view.num_vertices, view.num_edges) == (graph.num_vertices, graph.num_edges)
+        assert device.view(0) is view  # asked again without a change: the same record
+        cur = device.current
+        assert view.out_index.data.ptr == cur.key["out"].data.ptr and view.out_index.size == cur.m_cap
+        assert view.in_weight.data.ptr == cur.weight["in"][0].data.ptr
+        assert view.out_ptr.size == graph.num_vertices + 1
+        np.testing.assert_array_equal(view.out_index[:view.num_edges].get(), np.asarray(graph.col_ind))
+        seen.setdefault(cur.serial, set()).add(view.num_edges)
+    assert any(len(counts) > 1 for counts in seen.values())  # one set served several edge counts

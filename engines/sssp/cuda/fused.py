@@ -203,10 +203,34 @@ def grid_rule() -> str:
     return switches.choice(GRID_ENV, GRIDS, "work")
 
 
+#: Grids already worked out, by everything they depend on (``grid_blocks``): a stream of updates
+#: asks the same question each time, and the occupancy lookup and two switch parses were a few µs
+#: of each update's host time. Keyed by the module's id, with the module kept beside the grid so
+#: that a new module that reuses a freed one's id is never answered for it; only valid grids are
+#: kept (a bad switch value raises every time); at most GRIDS_KEPT, then the table starts over.
+_grids: dict = {}
+GRIDS_KEPT = 256
+
+
 def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype,
                 num_vertices: int) -> int:
     """The cooperative grid (algorithm.md §10.2): sized to the vertices (``work_blocks``) unless
     ``ENGINES_FUSED_GRID=device``, optionally capped by ``ENGINES_FUSED_MAX_BLOCKS``."""
+    key = (id(module), kernel, vertex_dtype, offset_dtype, int(num_vertices),
+           switches.raw(GRID_ENV), switches.raw(MAX_BLOCKS_ENV))
+    kept = _grids.get(key)
+    if kept is not None and kept[0] is module:
+        return kept[1]
+    blocks = _grid_blocks(module, kernel, vertex_dtype, offset_dtype, num_vertices)
+    if len(_grids) >= GRIDS_KEPT:
+        _grids.clear()
+    _grids[key] = (module, blocks)
+    return blocks
+
+
+def _grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype,
+                 num_vertices: int) -> int:
+    """grid_blocks worked out."""
     blocks = runtime.cooperative_grid(module, kernel, vertex_dtype, offset_dtype)
     if blocks >= 1 and grid_rule() == "work":
         blocks = work_blocks(num_vertices, blocks, runtime.device_info(module.device).multiprocessors)
