@@ -97,6 +97,38 @@ def table(title: str, launches, stats) -> str:
     return "\n".join(lines)
 
 
+#: Near-list lengths the push iterations are grouped by (``by_length``): [lower, next lower).
+LENGTH_BOUNDS = (1, 10, 100, 1_000, 10_000, 100_000)
+
+
+def by_length(times, near_lengths, rate: float) -> list[dict]:
+    """The push iterations of one launch (``times``: PhaseTimes) grouped by their near list's
+    length (``near_lengths``, the push log: one per iteration, in order): per group ``lengths``
+    (its bounds' text), ``iterations``, ``mean_us`` and ``mean_length``. Whether an iteration's
+    time follows its list's length (work) or stays flat (latency: the barrier and the dependent
+    chain) is what decides which change can shorten it."""
+    pushes = [c for k, c in zip(times.kinds, times.cycles) if k == "push iteration"]
+    if len(pushes) != len(near_lengths):
+        raise ValueError(f"{len(pushes)} push iterations stamped, {len(near_lengths)} logged")
+    rows = []
+    for i, low in enumerate(LENGTH_BOUNDS):
+        high = LENGTH_BOUNDS[i + 1] if i + 1 < len(LENGTH_BOUNDS) else None
+        chosen = [(c, n) for c, n in zip(pushes, near_lengths) if n >= low and (high is None or n < high)]
+        if chosen:
+            rows.append({"lengths": f"{low:,}-{high - 1:,}" if high else f">= {low:,}",
+                         "iterations": len(chosen),
+                         "mean_us": sum(c for c, _ in chosen) / len(chosen) / rate * 1e6,
+                         "mean_length": sum(int(n) for _, n in chosen) / len(chosen)})
+    return rows
+
+
+def length_table(rows: list[dict]) -> str:
+    """``by_length``'s rows as markdown."""
+    lines = ["| near-list length | iterations | mean length | µs each |", "|---|---:|---:|---:|"]
+    lines += [f"| {r['lengths']} | {r['iterations']} | {r['mean_length']:,.0f} | {r['mean_us']:.2f} |" for r in rows]
+    return "\n".join(lines)
+
+
 def load(args):
     """``(name, graph, source, tree, batch_name, batch)`` for the arguments."""
     from bench import engine_table
@@ -114,6 +146,19 @@ def load(args):
         raise KeyError(f"--batch {args.batch}: {args.graph} has {', '.join(sorted(gate.batches))}")
     return (args.graph, gate.graph, gate.source, gate.trees[args.objective], args.batch,
             gate.batches[args.batch].batch)
+
+
+def _print_lengths(result, launches) -> None:
+    """The last launch's push iterations by near-list length (the push log holds the last run's)."""
+    from engines.sssp.cuda import phase_clock, push
+
+    profile = push.push_profile(result)
+    rate = phase_clock.pooled_rate(launches)
+    if not profile.complete or rate is None or any(k == "solo stretch" for k in launches[-1].kinds):
+        print("\n(push iterations by length: the log is incomplete or solo stretches ran)")
+        return
+    print("\nThe last launch's push iterations by near-list length:\n")
+    print(length_table(by_length(launches[-1], profile.near_lengths, rate)))
 
 
 def run(args) -> int:
@@ -142,6 +187,7 @@ def run(args) -> int:
         if i >= args.warmup:
             launches.append(times)
     print(table(f"{name} {batch_name}: fused update()", launches, stats))
+    _print_lengths(result, launches)
     if args.compute:
         graph.restore(graph_snapshot)
         launches = []
@@ -155,6 +201,7 @@ def run(args) -> int:
                 launches.append(times)
         print()
         print(table(f"{name}: fused compute()", launches, computed.stats))
+        _print_lengths(computed, launches)
     return ExitCode.OK
 
 

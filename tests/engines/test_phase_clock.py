@@ -124,3 +124,16 @@ def test_the_command_refuses_bad_counts_and_needs_a_gpu(capsys, monkeypatch):
     monkeypatch.setattr("bench.has_gpu.gpu_problem", lambda: "no GPU here")
     assert fused_phases.main(["--random-graph", "10,20"]) == 3
     assert "no GPU here" in capsys.readouterr().err
+
+
+def test_push_iterations_group_by_their_lists_length():
+    k = {name: i for i, name in enumerate(phase_clock.KINDS)}
+    kinds = [0, k["pack and roots"]] + [k["push iteration"]] * 4 + [k["unpack"]]
+    t = phase_clock.from_stamps(*_stamps(kinds, [0, 100, 2100, 4100, 14100, 34100, 35000]))
+    rows = fused_phases.by_length(t, np.array([5, 7, 500, 20_000]), 2e9)
+    assert [(r["lengths"], r["iterations"]) for r in rows] == [("1-9", 2), ("100-999", 1), ("10,000-99,999", 1)]
+    assert rows[0]["mean_us"] == pytest.approx(1.0) and rows[0]["mean_length"] == 6
+    assert rows[2]["mean_us"] == pytest.approx(10.0)
+    assert "| 10,000-99,999 | 1 | 20,000 | 10.00 |" in fused_phases.length_table(rows)
+    with pytest.raises(ValueError, match="4 push iterations stamped, 3 logged"):
+        fused_phases.by_length(t, np.array([5, 7, 500]), 2e9)
