@@ -31,6 +31,7 @@ from engines import interrupt  # noqa: E402  (standard library only: before the 
 interrupt.guard(__name__, "fused_phases.py")
 
 from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
+from engines.sssp.plan import PUSH_EXPANSIONS  # noqa: E402  (NumPy and the packing rule only)
 
 DEFAULT_REPEATS = 30
 DEFAULT_WARMUP = 3
@@ -49,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="launches first, not summarized")
     ap.add_argument("--compute", action="store_true", help="also split compute() from scratch")
     ap.add_argument("--objective", type=int, default=0)
+    ap.add_argument("--push-expansion", default=None, choices=PUSH_EXPANSIONS,
+                    help="the push expansion (default: the library's)")
     options.add_input_options(ap)
     return ap
 
@@ -169,7 +172,7 @@ def run(args) -> int:
     os.environ[fused.PHASE_CLOCK_ENV] = "1"
     name, graph, source, tree, batch_name, batch = load(args)
     device = runtime.current_device()
-    config = cuda_config("fused", None)
+    config = cuda_config("fused", args.push_expansion)
     graph.to_device()
     graph_snapshot = graph.snapshot()
     result = config.from_arrays(graph, source, tree[0], tree[1], objective=args.objective,
@@ -186,7 +189,8 @@ def run(args) -> int:
             raise RuntimeError("the update ran no phase-clock module")
         if i >= args.warmup:
             launches.append(times)
-    print(table(f"{name} {batch_name}: fused update()", launches, stats))
+    what = f"fused{'+' + args.push_expansion if args.push_expansion else ''}"
+    print(table(f"{name} {batch_name}: {what} update()", launches, stats))
     _print_lengths(result, launches)
     if args.compute:
         graph.restore(graph_snapshot)
@@ -200,7 +204,7 @@ def run(args) -> int:
             if i >= args.warmup:
                 launches.append(times)
         print()
-        print(table(f"{name}: fused compute()", launches, computed.stats))
+        print(table(f"{name}: {what} compute()", launches, computed.stats))
         _print_lengths(computed, launches)
     return ExitCode.OK
 
