@@ -34,6 +34,8 @@ from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
 from engines.sssp.plan import PUSH_EXPANSIONS  # noqa: E402  (NumPy and the packing rule only)
 
 DEFAULT_REPEATS = 30
+#: The seed of --batch-size's stream batch (bench/update_anatomy.py's)
+STREAM_SEED = 27
 DEFAULT_WARMUP = 3
 
 
@@ -46,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--random-graph", metavar="N,M",
                        help="bench/engine_table.py's random graph of N vertices and about M arcs, with its 1 %% batch")
     ap.add_argument("--batch", default="safe50k", help="the gate's batch (default %(default)s)")
+    ap.add_argument("--batch-size", type=int, default=None, metavar="B",
+                    help="instead of --batch, the first batch of bench/stream.py's stream of B changes "
+                         "(a multiple of 4) on the gate")
     ap.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="launches summarized (default %(default)s)")
     ap.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="launches first, not summarized")
     ap.add_argument("--compute", action="store_true", help="also split compute() from scratch")
@@ -134,6 +139,8 @@ def length_table(rows: list[dict]) -> str:
 
 def load(args):
     """``(name, graph, source, tree, batch_name, batch)`` for the arguments."""
+    import numpy as np
+
     from bench import engine_table
     from bench.prepare import prepare_gate
     from engines import sssp
@@ -144,6 +151,17 @@ def load(args):
         tree = sssp.compute(graph, engine_table.SOURCE, objective=args.objective).to_numpy()
         return (engine_table.random_graph_name(n, m), graph, engine_table.SOURCE, tree,
                 engine_table.RANDOM_BATCH_NAME, engine_table.random_batch(graph))
+    if args.batch_size is not None:
+        from bench import stream
+        from engines import Graph
+
+        data = stream.load_input(graph=args.graph, objective=args.objective, data_dir=args.data_dir,
+                                 cache_dir=args.cache_dir)
+        src = np.repeat(np.arange(data.num_vertices, dtype=np.int64), np.diff(data.row_ptr.astype(np.int64)))
+        first = stream.stream_batches(data.num_vertices, src, data.col_ind, data.weights.shape[1], count=1,
+                                      size=args.batch_size, seed=STREAM_SEED)[0]
+        return (data.name, Graph.from_csr(data.row_ptr, data.col_ind, data.weights), data.source, data.tree,
+                f"stream batch of {args.batch_size}", first.batch)
     gate = prepare_gate(args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=True)
     if args.batch not in gate.batches:
         raise KeyError(f"--batch {args.batch}: {args.graph} has {', '.join(sorted(gate.batches))}")
@@ -213,6 +231,9 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.repeats < 1 or args.warmup < 0:
         print("fused_phases.py: --repeats must be at least 1 and --warmup at least 0", file=sys.stderr)
+        return ExitCode.USAGE
+    if args.batch_size is not None and (args.random_graph or args.batch_size < 4 or args.batch_size % 4):
+        print("fused_phases.py: --batch-size takes a gate (--graph) and a positive multiple of 4", file=sys.stderr)
         return ExitCode.USAGE
     from bench.has_gpu import gpu_problem
 

@@ -137,3 +137,10 @@ def test_push_iterations_group_by_their_lists_length():
     assert "| 10,000-99,999 | 1 | 20,000 | 10.00 |" in fused_phases.length_table(rows)
     with pytest.raises(ValueError, match="4 push iterations stamped, 3 logged"):
         fused_phases.by_length(t, np.array([5, 7, 500]), 2e9)
+
+
+def test_a_stream_batch_is_refused_without_a_gate_or_with_a_bad_size(capsys):
+    for argv in (["--random-graph", "10,20", "--batch-size", "100"], ["--graph", "roadNet-PA", "--batch-size", "6"],
+                 ["--graph", "roadNet-PA", "--batch-size", "0"]):
+        assert fused_phases.main(argv) == 2
+    assert "positive multiple of 4" in capsys.readouterr().err
