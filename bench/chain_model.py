@@ -518,18 +518,16 @@ def main(argv=None) -> int:
     print("every setting ends with the chain-free distances" if same else
           "DEFECT: a setting ended with other distances than the chain-free run")
     if args.json:
-        from protocol.records import write_failed, write_text
+        from protocol.records import write_or_say
 
         record = {"graph": args.graph, "what": what, "runs": len(starts), "max_degree": args.max_degree,
                   "threads": threads, "max_shift": args.max_shift, "same_distances": same,
                   "counts": {str(h): asdict(c) for h, c in totals.items()},
                   "iterations": {str(h): v for h, v in iterations.items()}}
-        try:
-            write_text(args.json, json.dumps(record, indent=2) + "\n")
-        except OSError as exc:  # the table is printed above: nothing modelled is lost
-            print(f"chain_model.py: {write_failed(args.json, exc)}", file=sys.stderr)
-            # a defect outranks the file: its status is the one a script must see
-            return int(ExitCode.ENVIRONMENT if same else ExitCode.CORRECTNESS)
+        # the table is printed above: a failed write is one line and its status (a defect's first)
+        failed = write_or_say("chain_model.py", [(args.json, record)], wrong_answer=not same)
+        if failed is not None:
+            return int(failed)
     return int(ExitCode.OK if same else ExitCode.CORRECTNESS)
 
 

@@ -202,18 +202,16 @@ def main(argv=None) -> int:
     print(table)
     equal = all(u["equals_compute"] for r in rows for u in r["updates"].values())
     if args.out:
-        from protocol.records import write_failed, write_text
+        from protocol.records import write_or_say
 
         out = Path(args.out)
         record = json.dumps({"command": " ".join(["python bench/host_bench.py", *(argv or sys.argv[1:])]),
                              "rows": rows}, indent=1)
-        for path, text in ((out / "host_bench.json", record), (out / "host_bench.md", table)):
-            try:
-                write_text(path, text)
-            except OSError as exc:  # the table is printed above: nothing measured is lost
-                print(f"host_bench.py: {write_failed(path, exc)}", file=sys.stderr)
-                # a wrong update outranks the file: its status is the one a script must see
-                return ExitCode.ENVIRONMENT if equal else ExitCode.CORRECTNESS
+        # the table is printed above: a failed write is one line and its status
+        failed = write_or_say("host_bench.py", ((out / "host_bench.json", record), (out / "host_bench.md", table)),
+                              wrong_answer=not equal)
+        if failed is not None:
+            return failed
     return ExitCode.OK if equal else ExitCode.CORRECTNESS
 
 

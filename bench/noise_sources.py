@@ -243,8 +243,9 @@ def markdown(table: dict) -> str:
 def run(experiments, *, base: str = DEFAULT_BASE, out=None, command: str | None = None) -> int:
     """The table with plain arguments: ``experiments`` a list of (label, folder); writes
     noise_sources.md and noise_sources.json into ``out`` (when given) and prints the markdown.
-    ProtocolError (a missing folder, no campaign, damaged records) is raised for the caller."""
-    from protocol.records import as_recorded, writable_folder, write_json, write_text
+    ProtocolError (a missing folder, no campaign, damaged records) is raised for the caller; a file
+    that cannot be written after the table is one line and exit 3 (protocol.records.write_or_say)."""
+    from protocol.records import as_recorded, writable_folder, write_or_say
 
     table = build_table([(label, Path(folder)) for label, folder in experiments], base=base)
     # NumPy scalars as numbers, as every record holds them (a value of any other type is a bug
@@ -255,11 +256,10 @@ def run(experiments, *, base: str = DEFAULT_BASE, out=None, command: str | None 
     if out is not None:
         # after the reading (cheap): a bad experiment leaves no --out folder behind
         folder = writable_folder(out, f"--out {Path(out)}")
-        try:
-            write_json(folder / f"{NAME}.json", record)
-            write_text(folder / f"{NAME}.md", text)
-        except OSError as exc:
-            raise UsageError(f"--out {folder}: cannot write there ({exc.strerror or exc})") from None
+        # the table is printed above: a failed write is one line and its status
+        failed = write_or_say(PROG, [(folder / f"{NAME}.json", record), (folder / f"{NAME}.md", text)])
+        if failed is not None:
+            return int(failed)
         print(f"{PROG}: wrote {folder / (NAME + '.md')} and {folder / (NAME + '.json')}", file=sys.stderr)
     return int(ExitCode.OK)
 

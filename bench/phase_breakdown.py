@@ -150,13 +150,12 @@ def main(argv=None) -> int:
     text = f"{args.graph} {args.batch} objective {args.objective}, operators host loop:\n\n" + table(rows)
     print(text)
     if args.out:
-        from protocol.records import write_failed, write_text
+        from protocol.records import write_or_say
 
-        try:
-            write_text(Path(args.out), text)
-        except OSError as exc:  # the table is printed above: nothing measured is lost
-            print(f"phase_breakdown.py: {write_failed(args.out, exc)}", file=sys.stderr)
-            return ExitCode.ENVIRONMENT
+        # the table is printed above: a failed write is one line and its status
+        failed = write_or_say("phase_breakdown.py", [(args.out, text)])
+        if failed is not None:
+            return failed
     return ExitCode.OK
 
 

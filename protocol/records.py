@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -34,6 +35,7 @@ import pyarrow.parquet as pq
 
 from .schema import SCHEMA_VERSION
 from .errors import UsageError
+from .exitcodes import ExitCode
 from .record_checks import (campaign_problem, missing_rounds_problem, pair_count_problem, round_rows_problem,
                             summary_problem)
 
@@ -187,6 +189,30 @@ def write_failed(path, exc: OSError) -> str:
     """The one line a command prints when writing ``path`` failed after its work was done (a full
     disk, a folder removed meanwhile): the file and the system's reason."""
     return f"cannot write {path}: {exc.strerror or exc}"
+
+
+def write_or_say(command: str, files, *, wrong_answer: bool = False) -> ExitCode | None:
+    """Write the outputs a command keeps after its work, ``files`` being ``(path, content)`` pairs
+    in order (a ``str`` through :func:`write_text`, a ``dict`` through :func:`write_json`); None
+    when every one was written.
+
+    A write that fails with OSError (a full disk, a folder removed meanwhile; the folder was
+    checked before the work by :func:`writable_folder`) stops there: the command's one line
+    ``<command>: cannot write FILE: reason`` (:func:`write_failed`) goes to stderr and the exit
+    status is returned, so that a measurement already printed is never lost to a traceback.
+    That status is ``ExitCode.ENVIRONMENT``, or ``ExitCode.CORRECTNESS`` when ``wrong_answer``:
+    a wrong answer found by the work outranks the file, its status being the one a script must
+    see. Any other exception is a bug and is raised."""
+    for path, content in files:
+        try:
+            if isinstance(content, dict):
+                write_json(Path(path), content)
+            else:
+                write_text(Path(path), content)
+        except OSError as exc:
+            print(f"{command}: {write_failed(path, exc)}", file=sys.stderr)
+            return ExitCode.CORRECTNESS if wrong_answer else ExitCode.ENVIRONMENT
+    return None
 
 
 def write_json(path: Path, data: dict) -> None:

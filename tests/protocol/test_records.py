@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -299,3 +300,36 @@ def test_write_failed_names_the_file_and_the_reason():
     assert write_failed("out/x.md", OSError(28, "No space left on device")) == \
         "cannot write out/x.md: No space left on device"
     assert write_failed("x", OSError("odd")) == "cannot write x: odd"
+
+
+def test_write_or_say_writes_every_file_and_returns_none(tmp_path, capsys):
+    from protocol.records import write_or_say
+
+    files = [(tmp_path / "t.md", "| table |\n"), (str(tmp_path / "r.json"), {"a": 1})]
+    assert write_or_say("cmd.py", files) is None
+    assert (tmp_path / "t.md").read_text() == "| table |\n"
+    assert json.loads((tmp_path / "r.json").read_text()) == {"a": 1}
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("wrong_answer, status", [(False, ExitCode.ENVIRONMENT), (True, ExitCode.CORRECTNESS)])
+def test_write_or_say_turns_a_failed_write_into_one_line_and_a_status(wrong_answer, status, tmp_path,
+                                                                      interrupted_write, capsys):
+    """A write that fails after the work: the shared line on stderr, no exception, the files after
+    it not written, and exit 3, or 1 when a wrong answer was already found (it outranks the file)."""
+    from protocol.records import write_or_say
+
+    failing = interrupted_write.of(tmp_path / "a.json")
+    files = [(tmp_path / "first.md", "kept"), (failing, {"new": True}), (tmp_path / "after.md", "never")]
+    assert write_or_say("cmd.py", files, wrong_answer=wrong_answer) == status
+    interrupted_write.check_kept()
+    assert (tmp_path / "first.md").read_text() == "kept" and not (tmp_path / "after.md").exists()
+    assert capsys.readouterr().err == f"cmd.py: cannot write {failing}: No space left on device\n"
+
+
+def test_write_or_say_raises_what_is_not_a_write_failure(tmp_path):
+    """Only OSError is the write's: a record that cannot be encoded is a bug and is raised."""
+    from protocol.records import write_or_say
+
+    with pytest.raises(TypeError):
+        write_or_say("cmd.py", [(tmp_path / "r.json", {"x": object()})])
