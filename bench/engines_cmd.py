@@ -191,17 +191,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _prepared(name, prepare, written):
-    """``prepare()``, its input and environment problems as the protocol's errors (no traceback);
-    ``written``: the folders this command writes (an OSError elsewhere is an input problem)."""
-    from bench.prepare_failures import prepare_failure
+    """``prepare()`` with its problems as the protocol's errors (bench.prepare_failures.prepared)."""
+    from bench.prepare_failures import prepared
 
-    try:
-        return prepare()
-    except Exception as exc:
-        failure = prepare_failure(name, exc, written=written)
-        if failure is None:
-            raise
-    raise failure
+    return prepared(name, prepare, written)
 
 
 def _written(args, out) -> tuple:

@@ -32,10 +32,10 @@ interrupt.guard(__name__, "fused_phases.py")
 
 from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
 from engines.sssp.plan import PUSH_EXPANSIONS  # noqa: E402  (NumPy and the packing rule only)
+from protocol.errors import EnvironmentProblem, UsageError  # noqa: E402  (standard library only)
 
 DEFAULT_REPEATS = 30
-#: The seed of --batch-size's stream batch (bench/update_anatomy.py's)
-STREAM_SEED = 27
+DEFAULT_BATCH = "safe50k"
 DEFAULT_WARMUP = 3
 
 
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--graph", help="a gate (prepared like make bench's inputs)")
     where.add_argument("--random-graph", metavar="N,M",
                        help="bench/engine_table.py's random graph of N vertices and about M arcs, with its 1 %% batch")
-    ap.add_argument("--batch", default="safe50k", help="the gate's batch (default %(default)s)")
+    ap.add_argument("--batch", default=None, help=f"the gate's batch (default {DEFAULT_BATCH})")
     ap.add_argument("--batch-size", type=int, default=None, metavar="B",
                     help="instead of --batch, the first batch of bench/stream.py's stream of B changes "
                          "(a multiple of 4) on the gate")
@@ -139,13 +139,14 @@ def length_table(rows: list[dict]) -> str:
 
 def load(args):
     """``(name, graph, source, tree, batch_name, batch)`` for the arguments."""
-    import numpy as np
-
     from bench import engine_table
     from bench.prepare import prepare_gate
     from engines import sssp
 
     if args.random_graph:
+        if not 0 <= args.objective < engine_table.NUM_WEIGHTS:
+            raise UsageError(f"--objective {args.objective}: the random graph has {engine_table.NUM_WEIGHTS} "
+                             "weight columns")
         n, m = engine_table.parse_random_graph(args.random_graph)
         graph = engine_table.random_graph(n, m)
         tree = sssp.compute(graph, engine_table.SOURCE, objective=args.objective).to_numpy()
@@ -157,16 +158,22 @@ def load(args):
 
         data = stream.load_input(graph=args.graph, objective=args.objective, data_dir=args.data_dir,
                                  cache_dir=args.cache_dir)
-        src = np.repeat(np.arange(data.num_vertices, dtype=np.int64), np.diff(data.row_ptr.astype(np.int64)))
-        first = stream.stream_batches(data.num_vertices, src, data.col_ind, data.weights.shape[1], count=1,
-                                      size=args.batch_size, seed=STREAM_SEED)[0]
+        first = stream.stream_batches(data.num_vertices, data.arc_sources(), data.col_ind, data.weights.shape[1],
+                                      count=1, size=args.batch_size, seed=stream.DEFAULT_SEED)[0]
         return (data.name, Graph.from_csr(data.row_ptr, data.col_ind, data.weights), data.source, data.tree,
                 f"stream batch of {args.batch_size}", first.batch)
-    gate = prepare_gate(args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=True)
-    if args.batch not in gate.batches:
-        raise KeyError(f"--batch {args.batch}: {args.graph} has {', '.join(sorted(gate.batches))}")
-    return (args.graph, gate.graph, gate.source, gate.trees[args.objective], args.batch,
-            gate.batches[args.batch].batch)
+    from engines.io import default_cache_dir
+
+    from bench.prepare_failures import prepared
+
+    gate = prepared(args.graph, lambda: prepare_gate(args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                                                     progress=True), (default_cache_dir(args.cache_dir),))
+    batch = args.batch or DEFAULT_BATCH
+    if batch not in gate.batches:
+        raise UsageError(f"--batch {batch}: {args.graph} has {', '.join(sorted(gate.batches))}")
+    if not 0 <= args.objective < len(gate.trees):
+        raise UsageError(f"--objective {args.objective}: the graph has {len(gate.trees)} weight columns")
+    return args.graph, gate.graph, gate.source, gate.trees[args.objective], batch, gate.batches[batch].batch
 
 
 def _print_lengths(result, launches) -> None:
@@ -175,20 +182,35 @@ def _print_lengths(result, launches) -> None:
 
     profile = push.push_profile(result)
     rate = phase_clock.pooled_rate(launches)
-    if not profile.complete or rate is None or any(k == "solo stretch" for k in launches[-1].kinds):
-        print("\n(push iterations by length: the log is incomplete or solo stretches ran)")
+    last = launches[-1]
+    if not profile.complete or rate is None or last.dropped or any(k == "solo stretch" for k in last.kinds):
+        print("\n(no push iterations by length: the push log or the stamps are incomplete, or solo stretches ran)")
         return
     print("\nThe last launch's push iterations by near-list length:\n")
-    print(length_table(by_length(launches[-1], profile.near_lengths, rate)))
+    print(length_table(by_length(last, profile.near_lengths, rate)))
 
 
 def run(args) -> int:
+    """The tables of ``args`` (parsed), the phase clock switched on for the command only."""
+    from engines.sssp.cuda import fused
+
+    before = os.environ.get(fused.PHASE_CLOCK_ENV)
+    os.environ[fused.PHASE_CLOCK_ENV] = "1"
+    try:
+        return _run(args, load(args))
+    finally:  # a caller in the same process gets its switch back
+        if before is None:
+            os.environ.pop(fused.PHASE_CLOCK_ENV, None)
+        else:
+            os.environ[fused.PHASE_CLOCK_ENV] = before
+
+
+def _run(args, loaded) -> int:
     from bench.engine_table import cuda_config
     from engines import sssp
-    from engines.sssp.cuda import fused, phase_clock, runtime
+    from engines.sssp.cuda import phase_clock, runtime
 
-    os.environ[fused.PHASE_CLOCK_ENV] = "1"
-    name, graph, source, tree, batch_name, batch = load(args)
+    name, graph, source, tree, batch_name, batch = loaded
     device = runtime.current_device()
     config = cuda_config("fused", args.push_expansion)
     graph.to_device()
@@ -204,7 +226,7 @@ def run(args) -> int:
         stats = sssp.update(graph, batch, result)
         times = phase_clock.read(device)
         if times is None:
-            raise RuntimeError("the update ran no phase-clock module")
+            raise RuntimeError("the update ran no phase-clock module")  # a bug: keeps its traceback
         if i >= args.warmup:
             launches.append(times)
     what = f"fused{'+' + args.push_expansion if args.push_expansion else ''}"
@@ -228,24 +250,23 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
+    from protocol.errors import run_command
+
+    return run_command(lambda: _main(argv), prefix="fused_phases.py: ")
+
+
+def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     if args.repeats < 1 or args.warmup < 0:
-        print("fused_phases.py: --repeats must be at least 1 and --warmup at least 0", file=sys.stderr)
-        return ExitCode.USAGE
-    if args.batch_size is not None and (args.random_graph or args.batch_size < 4 or args.batch_size % 4):
-        print("fused_phases.py: --batch-size takes a gate (--graph) and a positive multiple of 4", file=sys.stderr)
-        return ExitCode.USAGE
+        raise UsageError("--repeats must be at least 1 and --warmup at least 0")
+    if args.batch_size is not None and (args.random_graph or args.batch or args.batch_size < 4 or args.batch_size % 4):
+        raise UsageError("--batch-size takes a gate (--graph) without --batch, and a positive multiple of 4")
     from bench.has_gpu import gpu_problem
 
     problem = gpu_problem()
     if problem:
-        print(f"fused_phases.py: needs a CUDA GPU, the fused kernel is what it splits: {problem}", file=sys.stderr)
-        return ExitCode.ENVIRONMENT
-    try:
-        return run(args)
-    except KeyError as exc:
-        print(f"fused_phases.py: {exc.args[0]}", file=sys.stderr)
-        return ExitCode.USAGE
+        raise EnvironmentProblem(f"needs a CUDA GPU, the fused kernel is what it splits: {problem}")
+    return run(args)
 
 
 if __name__ == "__main__":

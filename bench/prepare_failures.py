@@ -55,4 +55,18 @@ def prepare_failure(name: str, exc: BaseException, *, written: tuple[Path, ...] 
     return None
 
 
-__all__ = ["prepare_failure"]
+__all__ = ["prepare_failure", "prepared"]
+
+
+def prepared(name: str, prepare, written: tuple = ()):
+    """``prepare()``, its input and environment problems as the protocol's errors (one line, no
+    traceback; ``prepare_failure``); ``written``: the folders the command writes (an OSError
+    elsewhere is an input problem). A bug keeps its traceback."""
+    try:
+        return prepare()
+    except Exception as exc:
+        failure = prepare_failure(name, exc, written=written)
+        if failure is None:
+            raise
+    raise failure
+

@@ -258,19 +258,13 @@ class StreamInput:
 
 
 def _prepared(name: str, prepare, cache_dir):
-    """``prepare()`` with its input and environment problems as one-line errors (the mapping of
-    ``perf_ab.py``, bench/prepare_failures.py); a bug keeps its traceback."""
+    """``prepare()`` with its problems as the protocol's errors (bench.prepare_failures.prepared),
+    the cache folder being what it writes."""
     from engines.io import default_cache_dir
 
-    from bench.prepare_failures import prepare_failure
+    from bench.prepare_failures import prepared
 
-    try:
-        return prepare()
-    except Exception as exc:
-        failure = prepare_failure(name, exc, written=(default_cache_dir(cache_dir),))
-        if failure is None:
-            raise
-        raise failure from None
+    return prepared(name, prepare, (default_cache_dir(cache_dir),))
 
 
 def load_input(*, graph=None, spec=None, objective=0, data_dir=None, cache_dir=None,

@@ -174,6 +174,8 @@ class DeviceGraph:
         m_cap = _grown(base.m_cap, m) if base is not None else m
         if len(self.owned) >= 2:
             self.owned.remove(spares[0])  # release first so that the pool can reuse the memory
+            # with the views of it (they hold its arrays)
+            self._views = {k: v for k, v in self._views.items() if k[0] != spares[0].serial}
         with cuda_errors("reserving the device graph"):
             fresh = CsrBuffers(self.device, n_cap, m_cap, num_weights, offset_dtype)
         self.owned.append(fresh)
@@ -208,8 +210,9 @@ class DeviceGraph:
                 self._views.pop(next(iter(self._views)))
         elif cached.num_edges != m:
             cached = self._views[key] = DeviceGraphView(
-                n, m, cached.vertex_dtype, cached.offset_dtype, cached.out_ptr, cached.out_index,
-                cached.out_weight, cached.in_ptr, cached.in_index, cached.in_weight)
+                num_vertices=n, num_edges=m, vertex_dtype=cached.vertex_dtype, offset_dtype=cached.offset_dtype,
+                out_ptr=cached.out_ptr, out_index=cached.out_index, out_weight=cached.out_weight,
+                in_ptr=cached.in_ptr, in_index=cached.in_index, in_weight=cached.in_weight)
         return cached
 
     @staticmethod

@@ -205,27 +205,23 @@ def grid_rule() -> str:
 
 #: Grids already worked out, by everything they depend on (``grid_blocks``): a stream of updates
 #: asks the same question each time, and the occupancy lookup and two switch parses were a few µs
-#: of each update's host time. Keyed by the module's id, with the module kept beside the grid so
-#: that a new module that reuses a freed one's id is never answered for it; only valid grids are
-#: kept (a bad switch value raises every time); at most GRIDS_KEPT, then the table starts over.
-_grids: dict = {}
-GRIDS_KEPT = 256
+#: of each update's host time. Keyed by the module's id, the module kept beside its grid: a module
+#: that reuses a freed one's id (only possible once the table started over) is worked out afresh.
+#: Only valid grids are kept: a bad switch value raises every time.
+_grids = Kept()
 
 
 def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype,
                 num_vertices: int) -> int:
     """The cooperative grid (algorithm.md §10.2): sized to the vertices (``work_blocks``) unless
     ``ENGINES_FUSED_GRID=device``, optionally capped by ``ENGINES_FUSED_MAX_BLOCKS``."""
+    def make():
+        return module, _grid_blocks(module, kernel, vertex_dtype, offset_dtype, num_vertices)
+
     key = (id(module), kernel, vertex_dtype, offset_dtype, int(num_vertices),
            switches.raw(GRID_ENV), switches.raw(MAX_BLOCKS_ENV))
-    kept = _grids.get(key)
-    if kept is not None and kept[0] is module:
-        return kept[1]
-    blocks = _grid_blocks(module, kernel, vertex_dtype, offset_dtype, num_vertices)
-    if len(_grids) >= GRIDS_KEPT:
-        _grids.clear()
-    _grids[key] = (module, blocks)
-    return blocks
+    kept, blocks = _grids.get(key, make)
+    return blocks if kept is module else make()[1]
 
 
 def _grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offset_dtype,
