@@ -44,7 +44,7 @@ def _check(times, stats, *, update: bool):
     assert len(kinds) - 1 == stats.grid_syncs, (kinds, stats)
     assert kinds.count("push iteration") == stats.iterations
     assert kinds.count("epoch minimum") == kinds.count("epoch split") == stats.epochs
-    assert all(c > 0 for c in times.cycles) and times.launch_cycles == sum(times.cycles)
+    assert all(c > 0 for c in times.cycles) and times.launch_ns > 0
     if update:
         assert kinds[:1] == ["pack and roots"]
         assert kinds.index("pull") < kinds.index("first split") < len(kinds) - 1

@@ -20,11 +20,16 @@ import numpy as np
 from . import fused, runtime
 
 #: The phase kinds in fused.cu's ``PhaseKind`` order (a test reads the enum): what the barrier
-#: that ends a phase closes. "unpack" is the stretch after the last barrier to block 0's end
-#: (block 0's share of the unpack; the other blocks' shares run alongside).
+#: that ends a phase closes. The last, "unpack", is the stretch after the last barrier to block 0's
+#: end: block 0's share of the unpack (the other blocks' shares run alongside), or with
+#: distance-only words the last pass of the parents' recovery (algorithm.md §4.4).
 KINDS = ("start", "pack and roots", "jump round", "invalidate", "heads", "pull", "first minimum",
          "first split", "push iteration", "solo stretch", "epoch minimum", "epoch split",
          "recover parents", "seed", "unpack")
+#: fused.cu's enumerator of each kind, in the same order (the test compares them)
+ENUM_NAMES = ("PHASE_START", "PHASE_PACK_ROOTS", "PHASE_JUMP_ROUND", "PHASE_INVALIDATE", "PHASE_HEADS",
+              "PHASE_PULL", "PHASE_FIRST_MIN", "PHASE_FIRST_SPLIT", "PHASE_PUSH", "PHASE_SOLO",
+              "PHASE_EPOCH_MIN", "PHASE_EPOCH_SPLIT", "PHASE_RECOVER", "PHASE_SEED", "PHASE_END")
 #: fused.cu's SSSP_PHASE_SLOTS: stamps past it are counted, not kept
 SLOTS = 8192
 _COUNT, _KIND, _CYCLES, _NS = ("sssp_phase_count", "sssp_phase_kind", "sssp_phase_cycles", "sssp_phase_ns")
@@ -80,20 +85,27 @@ def _clocked(device: int):
 def reset(device: int) -> None:
     """Zero the stamp count of every phase-clock module on ``device`` (before a launch, so that
     ``read`` finds the module that ran)."""
-    for module in _clocked(device):
-        module.global_array(_COUNT, np.int32, 1).fill(0)
+    with runtime.cupy_module().cuda.Device(int(device)):
+        for module in _clocked(device):
+            module.global_array(_COUNT, np.int32, 1).fill(0)
 
 
 def read(device: int) -> PhaseTimes | None:
-    """The stamps of the last phase-clock launch on ``device`` since ``reset`` (None: none ran).
-    Call after the launch finished (update() and compute() return after their synchronization)."""
-    for module in _clocked(device):
-        count = int(module.global_array(_COUNT, np.int32, 1).get()[0])
-        if count > 0:
-            return from_stamps(count, module.global_array(_KIND, np.int32, SLOTS).get(),
-                               module.global_array(_CYCLES, np.uint64, SLOTS).get(),
-                               module.global_array(_NS, np.uint64, SLOTS).get())
-    return None
+    """The stamps of the one phase-clock launch on ``device`` since ``reset`` (None: none ran;
+    ValueError when launches of two modules ran, an update's and a compute()'s say: ``reset``
+    between them). Call after the launch finished (update() and compute() return after their
+    synchronization)."""
+    with runtime.cupy_module().cuda.Device(int(device)):
+        ran = [(m, int(m.global_array(_COUNT, np.int32, 1).get()[0])) for m in _clocked(device)]
+        ran = [(m, count) for m, count in ran if count > 0]
+        if len(ran) > 1:
+            raise ValueError("launches of several phase-clock modules ran since the reset; reset between them")
+        if not ran:
+            return None
+        module, count = ran[0]
+        return from_stamps(count, module.global_array(_KIND, np.int32, SLOTS).get(),
+                           module.global_array(_CYCLES, np.uint64, SLOTS).get(),
+                           module.global_array(_NS, np.uint64, SLOTS).get())
 
 
-__all__ = ["KINDS", "SLOTS", "PhaseTimes", "from_stamps", "pooled_rate", "read", "reset"]
+__all__ = ["ENUM_NAMES", "KINDS", "SLOTS", "PhaseTimes", "from_stamps", "pooled_rate", "read", "reset"]

@@ -304,6 +304,9 @@ class CompiledModule:
         cupy = cupy_module()
         with cuda_errors(f"finding {name} in the {self.engine} module"):
             pointer = self._raw.get_global(name)
+        wanted = int(count) * np.dtype(dtype).itemsize
+        if wanted > pointer.mem.size:  # a view past the global would read another's bytes
+            raise ValueError(f"{name} holds {pointer.mem.size} bytes, not {wanted}")
         return cupy.ndarray((int(count),), dtype=np.dtype(dtype), memptr=pointer)
 
     def functions(self, vertex_dtype, offset_dtype) -> dict:
