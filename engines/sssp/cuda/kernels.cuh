@@ -606,8 +606,9 @@ __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
     const u32 shift = push_group_shift(static_cast<i64>(count), g.stride, SSSP_PUSH_GROUP_SHIFT);
     const u32 width = 1u << shift;
     const u32 lane = lane_id() & (width - 1u);
-    // the group's lanes (a group never straddles a warp: the width divides 32); they take the same
-    // candidate, so all of them reach the shuffles below
+    // the group's lanes (a group never straddles a warp: the width divides 32 and blocks hold whole
+    // warps); they take the same candidate, so all of them reach the shuffles below
+    static_assert(SSSP_BLOCK % 32 == 0, "the pull's lane groups need blocks of whole warps");
     const u32 group = width == 32u ? SSSP_FULL_MASK
                                    : ((1u << width) - 1u) << (lane_id() & ~(width - 1u));
     for (i64 i = g.first >> shift; i < static_cast<i64>(count); i += g.stride >> shift) {

@@ -334,7 +334,10 @@ class _Run:
         readback per step."""
         if candidates is not None:
             ws, launch = self.ws, self.launch
-            launch.over("ops_pull", candidates, launch.v(candidates), ws.candidates, self.g.in_ptr,
+            # a candidate's in-edges spread over a group of lanes (kernels.cuh pull_candidates,
+            # the push's width rule at the widest group): a launch with room for the groups
+            threads = push.launch_threads(candidates, launch.grid_cap * runtime.BLOCK_SIZE, push.MAX_GROUP_SHIFT)
+            launch.over("ops_pull", threads, launch.v(candidates), ws.candidates, self.g.in_ptr,
                         self.g.in_index, self.g.in_weight, ws.word, self.bound, self.bits,
                         self.no_parent, ws.stamp, self.generation(), ws.frontier, self.ctl)
         self.near_far(frontier_bound=1 if candidates is None else candidates)
