@@ -57,7 +57,6 @@ import argparse
 import json
 import platform
 import shlex
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -602,17 +601,13 @@ def check_results(runs: dict) -> dict:
 
 
 # -- records -------------------------------------------------------------------------------------
-def commit_of_checkout() -> dict:
-    """``git rev-parse HEAD`` and whether the tree has changes; Nones where git cannot say."""
-    def git(*args):
-        try:
-            done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
+def commit_of_checkout(out_dir=None) -> dict:
+    """The checkout's commit and whether its code differs from it, as every record of the project
+    says it (protocol.environment.git_state: untracked files count, no git counts as changed),
+    the stream's own ``out_dir`` left out when it lies inside the checkout (results/stream)."""
+    from protocol.environment import git_state
 
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
+    return git_state(exclude=(out_dir,) if out_dir is not None else ())
 
 
 def machine_facts(with_cuda: bool, probe: dict | None = None) -> dict:
@@ -800,7 +795,7 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
     record = build_record(data, stream, runs, check, batches=batches, batch_size=batch_size, warmup=warmup,
                           seed=seed, objective=objective, command=command,
                           with_cuda=any(e in CUDA_ENGINES for e in engines), interleave=interleave,
-                          probe=probe)
+                          probe=probe, out_dir=out_dir)
     print(markdown(record))
     if out_dir is not None:
         write_outputs(out_dir, record, per_batch_arrays(runs))
@@ -814,10 +809,10 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
 
 
 def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size, warmup, seed, objective,
-                 command, with_cuda, interleave=False, probe=None) -> dict:
+                 command, with_cuda, interleave=False, probe=None, out_dir=None) -> dict:
     record = {
         "command": command or "",
-        "commit": commit_of_checkout(),
+        "commit": commit_of_checkout(out_dir),
         "machine": machine_facts(with_cuda, probe),
         "graph": {"name": data.name, "origin": data.origin, "vertices": data.num_vertices,
                   "arcs": int(data.col_ind.size), "source": data.source, "objective": objective},

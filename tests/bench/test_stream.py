@@ -576,3 +576,16 @@ def test_an_interrupted_write_keeps_the_earlier_record(name, monkeypatch, tmp_pa
     with pytest.raises(OSError, match="No space left on device"):
         stream.write_outputs(tmp_path, {"graph": "g"}, {"host": [1.0]})
     interrupted_write.check_kept()
+
+
+def test_the_records_commit_is_the_projects_git_state_without_the_streams_folder(monkeypatch, tmp_path):
+    """One owner of "which code made this record": protocol.environment.git_state, the stream's own
+    --out folder left out (results/stream inside the checkout would otherwise make it dirty)."""
+    from bench import stream
+    from protocol import environment
+
+    asked = []
+    monkeypatch.setattr(environment, "git_state", lambda exclude=(): asked.append(exclude) or {"commit": "abc", "dirty": False})
+    assert stream.commit_of_checkout(tmp_path / "out") == {"commit": "abc", "dirty": False}
+    assert stream.commit_of_checkout() == {"commit": "abc", "dirty": False}
+    assert asked == [(tmp_path / "out",), ()]
