@@ -240,11 +240,16 @@ def measure_gate(name: str, args, emit: Emit) -> None:
                   gate.trees[args.objective], batches, args, emit)
 
 
-def measure_random_graph(n: int, m: int, args, emit: Emit) -> None:
+def random_input(n: int, m: int, objective: int):
+    """``(graph, tree, batch)`` of the random graph: ``random_graph``, its tree from SOURCE by the
+    host reference (the graph is small) and its 1 % batch."""
     graph = random_graph(n, m)
-    tree = sssp.compute(graph, SOURCE, objective=args.objective).to_numpy()  # host reference, small
-    measure_graph(random_graph_name(n, m), "random", graph, SOURCE, tree,
-                  {RANDOM_BATCH_NAME: random_batch(graph)}, args, emit)
+    return graph, sssp.compute(graph, SOURCE, objective=objective).to_numpy(), random_batch(graph)
+
+
+def measure_random_graph(n: int, m: int, args, emit: Emit) -> None:
+    graph, tree, batch = random_input(n, m, args.objective)
+    measure_graph(random_graph_name(n, m), "random", graph, SOURCE, tree, {RANDOM_BATCH_NAME: batch}, args, emit)
 
 
 def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dict, args, emit: Emit) -> None:

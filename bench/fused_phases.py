@@ -70,7 +70,7 @@ def summarize(launches, rate: float) -> list[dict]:
     whole = sum(t.launch_cycles for t in launches)
     rows = []
     for kind in phase_clock.KINDS:
-        per = [[c for k, c in zip(t.kinds, t.cycles) if k == kind] for t in launches]
+        per = [t.cycles_of(kind) for t in launches]
         occurrences = sum(len(p) for p in per)
         if occurrences == 0:
             continue
@@ -115,7 +115,7 @@ def by_length(times, near_lengths, rate: float) -> list[dict]:
     (its bounds' text), ``iterations``, ``mean_us`` and ``mean_length``. Whether an iteration's
     time follows its list's length (work) or stays flat (latency: the barrier and the dependent
     chain) is what decides which change can shorten it."""
-    pushes = [c for k, c in zip(times.kinds, times.cycles) if k == "push iteration"]
+    pushes = times.cycles_of("push iteration")
     if len(pushes) != len(near_lengths):
         raise ValueError(f"{len(pushes)} push iterations stamped, {len(near_lengths)} logged")
     rows = []
@@ -141,17 +141,15 @@ def load(args):
     """``(name, graph, source, tree, batch_name, batch)`` for the arguments."""
     from bench import engine_table
     from bench.prepare import prepare_gate
-    from engines import sssp
 
     if args.random_graph:
         if not 0 <= args.objective < engine_table.NUM_WEIGHTS:
             raise UsageError(f"--objective {args.objective}: the random graph has {engine_table.NUM_WEIGHTS} "
                              "weight columns")
         n, m = engine_table.parse_random_graph(args.random_graph)
-        graph = engine_table.random_graph(n, m)
-        tree = sssp.compute(graph, engine_table.SOURCE, objective=args.objective).to_numpy()
+        graph, tree, batch = engine_table.random_input(n, m, args.objective)
         return (engine_table.random_graph_name(n, m), graph, engine_table.SOURCE, tree,
-                engine_table.RANDOM_BATCH_NAME, engine_table.random_batch(graph))
+                engine_table.RANDOM_BATCH_NAME, batch)
     if args.batch_size is not None:
         from bench import stream
         from engines import Graph
@@ -191,24 +189,37 @@ def _print_lengths(result, launches) -> None:
 
 
 def run(args) -> int:
-    """The tables of ``args`` (parsed), the phase clock switched on for the command only."""
+    """The tables of ``args`` (parsed), the phase clock switched on for the command only (a caller
+    in the same process gets its environment back)."""
+    from unittest import mock
+
     from engines.sssp.cuda import fused
 
-    before = os.environ.get(fused.PHASE_CLOCK_ENV)
-    os.environ[fused.PHASE_CLOCK_ENV] = "1"
-    try:
+    with mock.patch.dict(os.environ, {fused.PHASE_CLOCK_ENV: "1"}):
         return _run(args, load(args))
-    finally:  # a caller in the same process gets its switch back
-        if before is None:
-            os.environ.pop(fused.PHASE_CLOCK_ENV, None)
-        else:
-            os.environ[fused.PHASE_CLOCK_ENV] = before
+
+
+def _launches(device: int, runs: int, warmup: int, one_run, what: str):
+    """``(stamps, last)``: the phase-clock stamps (PhaseTimes) of ``runs`` calls of ``one_run()``
+    after ``warmup`` more, each read right after its call, and what the last call returned."""
+    from engines.sssp.cuda import phase_clock
+
+    launches, last = [], None
+    for i in range(warmup + runs):
+        phase_clock.reset(device)
+        last = one_run()
+        times = phase_clock.read(device)
+        if times is None:
+            raise RuntimeError(f"{what} ran no phase-clock module")  # a bug: keeps its traceback
+        if i >= warmup:
+            launches.append(times)
+    return launches, last
 
 
 def _run(args, loaded) -> int:
     from bench.engine_table import cuda_config
     from engines import sssp
-    from engines.sssp.cuda import phase_clock, runtime
+    from engines.sssp.cuda import runtime
 
     name, graph, source, tree, batch_name, batch = loaded
     device = runtime.current_device()
@@ -218,31 +229,20 @@ def _run(args, loaded) -> int:
     result = config.from_arrays(graph, source, tree[0], tree[1], objective=args.objective,
                                 validate=False, canonicalize=False)
     snapshot = result.clone()
-    launches, stats = [], None
-    for i in range(args.warmup + args.repeats):
+
+    def update_once():  # from the restored pre-batch state, as bench/engine_table.py times it
         graph.restore(graph_snapshot)
         result.copy_from(snapshot)
-        phase_clock.reset(device)
-        stats = sssp.update(graph, batch, result)
-        times = phase_clock.read(device)
-        if times is None:
-            raise RuntimeError("the update ran no phase-clock module")  # a bug: keeps its traceback
-        if i >= args.warmup:
-            launches.append(times)
+        return sssp.update(graph, batch, result)
+
+    launches, stats = _launches(device, args.repeats, args.warmup, update_once, "the update")
     what = f"fused{'+' + args.push_expansion if args.push_expansion else ''}"
     print(table(f"{name} {batch_name}: {what} update()", launches, stats))
     _print_lengths(result, launches)
     if args.compute:
         graph.restore(graph_snapshot)
-        launches = []
-        for i in range(args.warmup + args.repeats):
-            phase_clock.reset(device)
-            computed = config.compute(graph, source, objective=args.objective)
-            times = phase_clock.read(device)
-            if times is None:
-                raise RuntimeError("compute() ran no phase-clock module")
-            if i >= args.warmup:
-                launches.append(times)
+        launches, computed = _launches(device, args.repeats, args.warmup,
+                                       lambda: config.compute(graph, source, objective=args.objective), "compute()")
         print()
         print(table(f"{name}: {what} compute()", launches, computed.stats))
         _print_lengths(computed, launches)

@@ -75,6 +75,7 @@ def test_stamps_become_phases():
     t = phase_clock.from_stamps(*_stamps(kinds, [1000, 1400, 2400, 2600, 3000]))
     assert t.kinds == ("pack and roots", "push iteration", "push iteration", "unpack")
     assert t.cycles == (400, 1000, 200, 400)
+    assert t.cycles_of("push iteration") == [1000, 200] and t.cycles_of("seed") == []
     assert (t.launch_cycles, t.launch_ns, t.dropped) == (2000, 1000, 0)
     assert phase_clock.pooled_rate([t]) == pytest.approx(2e9)
     assert t.seconds(2e9) == pytest.approx([200e-9, 500e-9, 100e-9, 200e-9])

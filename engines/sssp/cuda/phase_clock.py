@@ -47,6 +47,10 @@ class PhaseTimes:
     launch_ns: int
     dropped: int
 
+    def cycles_of(self, kind: str) -> list[int]:
+        """The lengths, in cycles and in launch order, of the phases of ``kind`` (one of KINDS)."""
+        return [c for k, c in zip(self.kinds, self.cycles) if k == kind]
+
     def seconds(self, cycles_per_second: float) -> list[float]:
         """Each phase's length in seconds at ``cycles_per_second`` (``pooled_rate``)."""
         return [c / cycles_per_second for c in self.cycles]

@@ -14,6 +14,7 @@ engines then read. Needs CuPy and a CUDA GPU (the modules are compiled for its a
 from __future__ import annotations
 
 import argparse
+import importlib
 import multiprocessing
 import os
 import sys
@@ -27,6 +28,9 @@ from ...exitcodes import ExitCode
 APPLY = "device_apply"
 #: The device apply's one-block key sort (engines/graph/key_sort.py), the default sort of a small commit.
 KEY_SORT = "apply_key_sort"
+#: The graph's own modules (no variants), by label: the engines.graph module whose
+#: ``load_module(device)`` builds each.
+GRAPH_MODULES = {APPLY: "device_apply", KEY_SORT: "key_sort"}
 
 
 def modules() -> list[tuple[str, tuple[str, ...]]]:
@@ -35,20 +39,14 @@ def modules() -> list[tuple[str, tuple[str, ...]]]:
     from . import ENGINES, _engine_module  # noqa: PLC0415 - NumPy and the engines only when asked
 
     variants = [(engine, tuple(v)) for engine in ENGINES for v in _engine_module(engine).VARIANTS]
-    return [(APPLY, ()), (KEY_SORT, ())] + variants
+    return [(label, ()) for label in GRAPH_MODULES] + variants
 
 
 def compile_module(engine: str, defines: tuple[str, ...], device: int) -> float:
     """Compile (or find in CuPy's cache) one module on ``device``; its seconds."""
     start = time.perf_counter()
-    if engine == APPLY:
-        from ...graph import device_apply  # noqa: PLC0415
-
-        device_apply.load_module(device)
-    elif engine == KEY_SORT:
-        from ...graph import key_sort  # noqa: PLC0415
-
-        key_sort.load_module(device)
+    if engine in GRAPH_MODULES:
+        importlib.import_module(f"engines.graph.{GRAPH_MODULES[engine]}").load_module(device)
     else:
         from . import _engine_module  # noqa: PLC0415 - the package's one map of engine to module
 
