@@ -72,9 +72,8 @@ def test_the_engines_compile_the_appends_beside_every_plain_push_module():
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_appends_variant_when_switched_on(monkeypatch, expansion):
     plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
-    for name in (fused.SOLO_ENV, appends.APPEND_ENV):
-        monkeypatch.delenv(name, raising=False)
-    for name in (passes.WIDE_ENV, chains.CHAIN_ENV, jumps.JUMP_ENV):  # off, whatever their defaults
+    monkeypatch.delenv(appends.APPEND_ENV, raising=False)
+    for name in (fused.SOLO_ENV, passes.WIDE_ENV, chains.CHAIN_ENV, jumps.JUMP_ENV):  # off, whatever their defaults
         monkeypatch.setenv(name, "0")
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
     # unset: the batch size decides on the fused engine, every update has them on the operators

@@ -37,9 +37,8 @@ def test_a_bad_value_names_the_switch(monkeypatch, text):
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_captured_variant_unless_switched_off(monkeypatch, expansion):
     plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
-    for name in (fused.SOLO_ENV, fused.CAPTURE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("ENGINES_WIDE_PASSES", "ENGINES_BLOCK_APPEND", "ENGINES_PUSH_CHAIN",
+    monkeypatch.delenv(fused.CAPTURE_ENV, raising=False)
+    for name in (fused.SOLO_ENV, "ENGINES_WIDE_PASSES", "ENGINES_BLOCK_APPEND", "ENGINES_PUSH_CHAIN",
                  "ENGINES_MULTI_HOP_JUMP"):
         monkeypatch.setenv(name, "0")  # the other variants off, whatever their defaults
     assert fused.run_defines(plan) == push.module_defines(expansion) + CAPTURED  # the default

@@ -17,7 +17,7 @@ from engines.sssp.plan import PUSH_EXPANSIONS
 from engines.sssp.cuda import compile_check, fused, operators, push, runtime, workspace
 
 
-@pytest.mark.parametrize("text, edges", [(None, 0), ("", 0), ("0", 0), ("off", 0), (" OFF ", 0),
+@pytest.mark.parametrize("text, edges", [(None, fused.SOLO_DEFAULT), ("", fused.SOLO_DEFAULT), ("0", 0), ("off", 0), (" OFF ", 0),
                                          ("1", 1), ("1024", 1024), (" 4096 ", 4096)])
 def test_solo_edges_reads_the_switch(monkeypatch, text, edges):
     if text is None:

@@ -32,7 +32,7 @@ def clean_env(monkeypatch):
     block appends too: a test turns them on where chains need them)."""
     for name in ENVS:
         monkeypatch.delenv(name, raising=False)
-    for name in (appends.APPEND_ENV, passes.WIDE_ENV, jumps.JUMP_ENV):
+    for name in (appends.APPEND_ENV, passes.WIDE_ENV, jumps.JUMP_ENV, fused.SOLO_ENV):
         monkeypatch.setenv(name, "0")
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
     return monkeypatch

@@ -37,6 +37,15 @@ def test_count(monkeypatch, text, value):
     assert switches.count(NAME, "a number of edges") == value
 
 
+@pytest.mark.parametrize("text, value", [(None, 64), ("", 64), ("off", 0), ("0", 0), ("7", 7)])
+def test_a_count_with_a_default_is_it_only_when_unset(monkeypatch, text, value):
+    if text is None:
+        monkeypatch.delenv(NAME, raising=False)
+    else:
+        monkeypatch.setenv(NAME, text)
+    assert switches.count(NAME, "a number of edges", default=64) == value
+
+
 @pytest.mark.parametrize("text, minimum", [("-1", 0), ("x", 0), ("1.5", 0), ("0x10", 1), ("-3", 1)])
 def test_a_bad_count_names_the_switch_and_what_it_counts(monkeypatch, text, minimum):
     monkeypatch.setenv(NAME, text)

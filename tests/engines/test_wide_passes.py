@@ -102,9 +102,8 @@ def test_the_engines_compile_the_wide_variant_beside_every_plain_push_module():
 @pytest.mark.parametrize("expansion", PUSH_EXPANSIONS)
 def test_a_run_loads_the_wide_variant_when_switched_on(monkeypatch, expansion):
     plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
-    monkeypatch.delenv(fused.SOLO_ENV, raising=False)
     monkeypatch.delenv(passes.WIDE_ENV, raising=False)
-    for name in ("ENGINES_BLOCK_APPEND", "ENGINES_PUSH_CHAIN", jumps.JUMP_ENV):
+    for name in (fused.SOLO_ENV, "ENGINES_BLOCK_APPEND", "ENGINES_PUSH_CHAIN", jumps.JUMP_ENV):
         monkeypatch.setenv(name, "0")  # off, whatever their defaults
     monkeypatch.setenv(fused.CAPTURE_ENV, "0")  # the captured variant is tested on its own
     assert fused.run_defines(plan) == push.module_defines(expansion)  # the default is unchanged

@@ -51,9 +51,17 @@ VERTICES_PER_BLOCK = 2048
 #: The solo push (fused.cu solo_push, issue 34): block 0 alone runs the push iterations of a
 #: near list whose expected edges (its length x the mean out-degree) are at most this many,
 #: meeting with __syncthreads instead of a grid barrier, until the list is empty or longer. An
-#: integer (edges), or 0 / unset for never (the default until the GPU measurements say
-#: otherwise); results never depend on it (algorithm.md §5.12).
+#: integer (edges), 0 / off for never, SOLO_DEFAULT when unset; results never depend on it
+#: (algorithm.md §5.12).
 SOLO_ENV = "ENGINES_FUSED_SOLO"
+#: 64 edges: the short tails of a small batch's push go solo, a dense graph's lists hardly ever.
+#: Measured on an H100 at 514f9c2 (bench/update_anatomy.py --ab-env ENGINES_FUSED_SOLO=0,64,
+#: whole update per batch, interleaved): luxembourg_osm 2,000 batches of 100 changes 0.994x, p99
+#: 1.033 -> 0.948 ms; roadNet-PA 0.999x, p99 1.036 -> 1.012; the 4,039-vertex graph's 1,000
+#: batches of 1,760 changes 1.020x, p99 1.564 -> 1.331 (9d491f7: luxembourg_osm 0.979x, p99
+#: 1.112 -> 1.000). Larger budgets lost: 1,024 edges 1.17x on roadNet-PA (H200, 1b2fb4c), 4,096
+#: edges 1.11x on the 4k graph (H100, 9d491f7). The stream's tail (issue 27's p99) is what it buys.
+SOLO_DEFAULT = 64
 #: The captured launch (issue 27, step 2), the default (``ENGINES_FUSED_CAPTURE=0`` turns it off):
 #: each update's change-list staging (device_apply's apply_changes_sized, which reads the batch's
 #: sizes on the device), control-block upload, fused_update and control-block download run as one
@@ -106,9 +114,9 @@ def load_module(device: int, defines=()) -> runtime.CompiledModule:
 
 
 def solo_edges() -> int:
-    """``ENGINES_FUSED_SOLO``: the edges of the longest near list the solo push takes (0: off); a
-    bad value is an error naming it."""
-    return switches.count(SOLO_ENV, "a number of edges")
+    """``ENGINES_FUSED_SOLO``: the edges of the longest near list the solo push takes (0: off;
+    SOLO_DEFAULT when unset); a bad value is an error naming it."""
+    return switches.count(SOLO_ENV, "a number of edges", default=SOLO_DEFAULT)
 
 
 def solo_limit(num_vertices: int, num_edges: int, edges: int) -> int:
@@ -526,6 +534,6 @@ def _reset_quietly(ws, s) -> None:
 
 
 __all__ = ["CAPTURE_ENV", "CHECKED_VARIANTS", "ENGINE", "INSTRUMENT_VARIANTS", "KERNELS", "PHASE_CLOCK_DEFINES", "PHASE_CLOCK_ENV",
-           "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
+           "SOLO_DEFAULT", "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
            "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module", "max_blocks", "module_defines",
            "run_choice", "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]

@@ -66,11 +66,14 @@ def flag(name: str, default: bool = False) -> bool:
     raise errors.InvalidArgumentError(f"{name}={text!r}: expected 1/on or 0/off")
 
 
-def count(name: str, what: str, *, minimum: int = 0, maximum: int | None = None) -> int:
+def count(name: str, what: str, *, minimum: int = 0, maximum: int | None = None,
+          default: int = 0) -> int:
     """A switch that is a whole number of at least ``minimum`` and at most ``maximum`` (none when
-    None; ``what`` says of what), or 0 when unset, 0 or off."""
+    None; ``what`` says of what), ``default`` when unset, or 0 when 0 or off."""
     text = _text(name)
-    if not text or text in OFF:
+    if not text:
+        return default
+    if text in OFF:
         return 0
     try:
         value = int(text)
