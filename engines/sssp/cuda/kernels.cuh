@@ -618,11 +618,14 @@ __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
         // 64-bit positions: with 32-bit offsets e + width must not wrap near 2^31 - 1
         const i64 end = static_cast<i64>(in.end(v));
         for (i64 e = static_cast<i64>(in.begin(v)) + lane; e < end; e += width) {
+            // The weight loads with the neighbour and one test follows both: behind `if (x ==
+            // INF_WORD) continue` ptxas issued it only once the word had come back. An INF word's
+            // sum is computed and dropped (no overflow: the distance field is below 2^63).
             const V u = in.neighbour(static_cast<O>(e));
+            const u64 weight = in.weight_of(static_cast<O>(e));
             const u64 x = load_cg(words + u);
-            if (x == INF_WORD) continue;
-            const u64 nd = (x >> k.bits) + in.weight_of(static_cast<O>(e));
-            if (nd <= bound) best = min_u64(best, pack(k, nd, static_cast<i64>(u)));
+            const u64 nd = (x >> k.bits) + weight;
+            if ((x != INF_WORD) & (nd <= bound)) best = min_u64(best, pack(k, nd, static_cast<i64>(u)));
         }
         for (u32 offset = width >> 1; offset > 0; offset >>= 1) {
             best = min_u64(best, __shfl_xor_sync(group, best, offset));
@@ -879,10 +882,13 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
                                           , V& chain_start, u64& chain_distance
 #endif
                                           ) {
+    // The neighbour and the weight load together, both tests after: with the source test between
+    // them ptxas issued the weight's load only once the neighbour's had come back, one more L2
+    // round trip per edge (ncu source counters, roadNet-PA safe50k, H100).
     const V w = out.neighbour(e);
-    if (w == source) return;  // the source is never relaxed
     const u64 nd = du + out.weight_of(e);
-    if (nd > bound) return;  // never packed (algorithm.md §4.2)
+    // the source is never relaxed; an offer above the bound is never packed (algorithm.md §4.2)
+    if (w == source || nd > bound) return;
     const u64 cand = pack(k, nd, static_cast<i64>(u));
     if (filter && cand >= load_cg(words + w)) return;
     const u64 old = atomicMin(words + w, cand);
@@ -1015,8 +1021,19 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
         const V u = load_cg(near_list + i);
         const u64 x = load_cg(words + u);
         const O begin = out.begin(u);
+#if SSSP_PUSH_BATCHED
+        // the batched walk keeps the branch: with the select below its captured solo module
+        // spilled (make cuda-check)
         const O end = out.end(u);
         if (x == INF_WORD) continue;
+#else
+        // The row's bounds load with the word and a select, not a branch, drops an unreached
+        // vertex's edges: behind `if (x == INF_WORD) continue` the compiler issued the bounds'
+        // loads only once the word had come back, a second L2 round trip per listed vertex (ncu
+        // source counters, roadNet-PA safe50k, H100).
+        const O row_end = out.end(u);
+        const O end = x == INF_WORD ? begin : row_end;
+#endif
         const u64 du = x >> k.bits;
 #if SSSP_PUSH_BATCHED
         push_edges_batched<V, O>(out, k, u, du, static_cast<i64>(begin) + lane,
