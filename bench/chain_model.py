@@ -485,6 +485,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from protocol.errors import run_command
+
+    return run_command(lambda: _main(argv), prefix="chain_model.py: ")
+
+
+def _main(argv) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     if any(h < 0 for h in args.hops) or args.max_degree < 1 or (args.stream is not None and args.stream < 1):
@@ -494,13 +500,10 @@ def main(argv=None) -> int:
     if args.stream and (args.batch_size < 4 or args.batch_size % 4):
         ap.error("--batch-size must be a positive multiple of 4 (bench/stream.py)")
     if args.json:
-        from protocol.errors import UsageError
         from protocol.records import writable_folder
 
-        try:  # before the model runs: a file that cannot be written costs nothing
-            writable_folder(Path(args.json).parent, f"--json {args.json}")
-        except UsageError as exc:
-            ap.error(str(exc))
+        # before the model runs: a file that cannot be written costs nothing
+        writable_folder(Path(args.json).parent, f"--json {args.json}")
     hops = list(dict.fromkeys([0] + args.hops))  # the chain-free run first: the reference
     starts = _starts_for(args)
     threads = args.threads

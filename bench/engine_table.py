@@ -65,7 +65,7 @@ from engines.config import EngineConfig
 from engines.exitcodes import ExitCode
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 from protocol import records
-from protocol.errors import UsageError
+from protocol.errors import run_command
 from protocol.region import RegionProbe, timed_update, timed_updates
 
 #: The CUDA engines of the table (the rows' keys), each an EngineConfig with the table's push
@@ -546,6 +546,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    return run_command(lambda: _main(argv), prefix="engine_table.py: ")
+
+
+def _main(argv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.repeats < 11:
@@ -557,10 +561,7 @@ def main(argv=None) -> int:
     if not 0 <= args.objective < NUM_WEIGHTS:
         parser.error(f"--objective must be in [0, {NUM_WEIGHTS})")
     if args.out:  # before any GPU time: one line, not the first write's traceback
-        try:
-            records.writable_folder(args.out, f"--out {args.out}")
-        except UsageError as exc:
-            parser.error(str(exc))
+        records.writable_folder(args.out, f"--out {args.out}")
     for engine in CUDA_ENGINES:  # every CUDA engine of the table must run here
         reason = cuda_config(engine, args.push_expansion).unavailable_reason()
         if reason:

@@ -178,19 +178,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from protocol.errors import run_command
+
+    return run_command(lambda: _main(argv), prefix="host_bench.py: ")
+
+
+def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     if args.repeats < 1 or args.warmup < 0:
         print("host_bench.py: --repeats must be >= 1 and --warmup >= 0", file=sys.stderr)
         return ExitCode.USAGE
     if args.out:
-        from protocol.errors import UsageError
         from protocol.records import writable_folder
 
-        try:  # before the measurement: a folder that cannot be written costs nothing
-            writable_folder(args.out, f"--out {args.out}")
-        except UsageError as exc:
-            print(f"host_bench.py: {exc}", file=sys.stderr)
-            return ExitCode.USAGE
+        # before the measurement: a folder that cannot be written costs nothing
+        writable_folder(args.out, f"--out {args.out}")
     try:
         rows = run(args.graphs, args.batches, objective=args.objective, repeats=args.repeats,
                    warmup=args.warmup, data_dir=args.data_dir, cache_dir=args.cache_dir,

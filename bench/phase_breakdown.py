@@ -114,19 +114,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from protocol.errors import run_command
+
+    return run_command(lambda: _main(argv), prefix="phase_breakdown.py: ")
+
+
+def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     if os.environ.get(CHILD_ENV):
         run_update(args)
         return ExitCode.OK
     if args.out:
-        from protocol.errors import UsageError
         from protocol.records import writable_folder
 
-        try:  # before the profile: a file that cannot be written costs nothing
-            writable_folder(Path(args.out).parent, f"--table-file {args.out}")
-        except UsageError as exc:
-            print(f"phase_breakdown.py: {exc}", file=sys.stderr)
-            return ExitCode.USAGE
+        # before the profile: a file that cannot be written costs nothing
+        writable_folder(Path(args.out).parent, f"--table-file {args.out}")
     ncu = shutil.which("ncu")
     if ncu is None:
         print("phase_breakdown.py needs Nsight Compute (ncu) on PATH", file=sys.stderr)
