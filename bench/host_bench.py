@@ -125,19 +125,33 @@ def _timed(call, repeats: int, warmup: int) -> float:
 def run(graphs, batches, *, objective: int = 0, repeats: int = 3, warmup: int = 1, data_dir=None,
         cache_dir=None, progress: bool = True) -> list[dict]:
     """One row per gate: SciPy recompute, host compute(), host update() per batch."""
-    from bench.prepare import prepare_gate
+    from functools import partial
 
+    from engines.io import default_cache_dir
+    from protocol.errors import UsageError
+
+    from bench.prepare import prepare_gate
+    from bench.prepare_failures import prepared
+
+    from bench.gates import ALL_GATES
+
+    unknown = [name for name in graphs if name not in ALL_GATES]
+    if unknown:  # before the first gate's measurement
+        raise UsageError(f"unknown gate name(s): {', '.join(unknown)} (known: {', '.join(ALL_GATES)})")
     rows = []
     for name in graphs:
-        gate = prepare_gate(name, data_dir=data_dir, cache_dir=cache_dir, progress=progress)
+        # a bad or missing input, or a cache that cannot be written: one line and its status
+        gate = prepared(name, partial(prepare_gate, name, data_dir=data_dir, cache_dir=cache_dir, progress=progress),
+                        (default_cache_dir(cache_dir),))
+        missing = [b for b in batches if b not in gate.batches]
+        if missing:  # before this gate's measurement, not after it
+            raise UsageError(f"gate {name} has no batch {missing[0]!r} (it has {', '.join(gate.batches)})")
         graph, source = gate.graph, gate.source
         row = {"graph": name, "n": graph.num_vertices, "m": graph.num_edges, "objective": objective,
                "scipy_ms": scipy_recompute_ms(graph, source, objective, repeats, warmup),
                "compute_ms": host_compute_ms(graph, source, objective, repeats, warmup),
                "updates": {}}
         for b in batches:
-            if b not in gate.batches:
-                raise KeyError(f"gate {name} has no batch {b!r} (it has {', '.join(gate.batches)})")
             row["updates"][b] = host_update(graph, gate.batches[b].batch, gate.trees[objective], source,
                                             objective, repeats, warmup)
         rows.append(row)
@@ -184,22 +198,19 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
+    from protocol.errors import UsageError
+
     args = build_parser().parse_args(argv)
     if args.repeats < 1 or args.warmup < 0:
-        print("host_bench.py: --repeats must be >= 1 and --warmup >= 0", file=sys.stderr)
-        return ExitCode.USAGE
+        raise UsageError("--repeats must be >= 1 and --warmup >= 0")
     if args.out:
         from protocol.records import writable_folder
 
         # before the measurement: a folder that cannot be written costs nothing
         writable_folder(args.out, f"--out {args.out}")
-    try:
-        rows = run(args.graphs, args.batches, objective=args.objective, repeats=args.repeats,
-                   warmup=args.warmup, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                   progress=not args.no_progress)
-    except KeyError as exc:
-        print(f"host_bench.py: {exc.args[0]}", file=sys.stderr)
-        return ExitCode.USAGE
+    rows = run(args.graphs, args.batches, objective=args.objective, repeats=args.repeats,
+               warmup=args.warmup, data_dir=args.data_dir, cache_dir=args.cache_dir,
+               progress=not args.no_progress)
     table = markdown(rows)
     print(table)
     equal = all(u["equals_compute"] for r in rows for u in r["updates"].values())

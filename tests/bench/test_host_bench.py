@@ -51,7 +51,28 @@ def test_table_rows_and_ratios():
 
 def test_usage_errors_exit_2(capsys):
     assert hb.main(["--repeats", "0"]) == 2
-    assert "--repeats" in capsys.readouterr().err
+    assert capsys.readouterr().err == "host_bench.py: --repeats must be >= 1 and --warmup >= 0\n"
+
+
+def test_an_unknown_gate_is_refused_before_measuring(monkeypatch, capsys):
+    monkeypatch.setattr(hb, "scipy_recompute_ms", lambda *args: pytest.fail("measured before the names' check"))
+    assert hb.main(["--graphs", "roadNet-PA,nope"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("host_bench.py: unknown gate name(s): nope (known: roadNet-PA, ") and err.count("\n") == 1
+
+
+def test_a_batch_the_gate_lacks_is_refused_before_its_measurement(monkeypatch):
+    """run() checks the batch names against the prepared gate before timing anything of it."""
+    from types import SimpleNamespace
+
+    from bench import prepare
+    from protocol.errors import UsageError
+
+    gate = SimpleNamespace(batches={"safe50k": None}, graph=None, source=0, trees=[None])
+    monkeypatch.setattr(prepare, "prepare_gate", lambda *args, **kwargs: gate)
+    monkeypatch.setattr(hb, "scipy_recompute_ms", lambda *args: pytest.fail("measured before the batch check"))
+    with pytest.raises(UsageError, match=r"gate roadNet-PA has no batch 'local10k' \(it has safe50k\)"):
+        hb.run(["roadNet-PA"], ["safe50k", "local10k"])
 
 
 # -- the files written ---------------------------------------------------------------------------
