@@ -491,14 +491,15 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
-    ap = build_parser()
-    args = ap.parse_args(argv)
+    from protocol.errors import UsageError
+
+    args = build_parser().parse_args(argv)
     if any(h < 0 for h in args.hops) or args.max_degree < 1 or (args.stream is not None and args.stream < 1):
-        ap.error("--hops must be >= 0, --max-degree and --stream >= 1")
+        raise UsageError("--hops must be >= 0, --max-degree and --stream >= 1")
     if (args.threads is not None and args.threads < 0) or not 0 <= args.max_shift <= MAX_SHIFT:
-        ap.error(f"--threads must be >= 0 and --max-shift in [0, {MAX_SHIFT}]")
+        raise UsageError(f"--threads must be >= 0 and --max-shift in [0, {MAX_SHIFT}]")
     if args.stream and (args.batch_size < 4 or args.batch_size % 4):
-        ap.error("--batch-size must be a positive multiple of 4 (bench/stream.py)")
+        raise UsageError("--batch-size must be a positive multiple of 4 (bench/stream.py)")
     if args.json:
         from protocol.records import writable_folder
 

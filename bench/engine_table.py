@@ -65,7 +65,7 @@ from engines.config import EngineConfig
 from engines.exitcodes import ExitCode
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 from protocol import records
-from protocol.errors import run_command
+from protocol.errors import UsageError, run_command
 from protocol.region import RegionProbe, timed_update, timed_updates
 
 #: The CUDA engines of the table (the rows' keys), each an EngineConfig with the table's push
@@ -550,16 +550,15 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.repeats < 11:
-        parser.error("--repeats must be at least 11")
+        raise UsageError("--repeats must be at least 11")
     if args.host_repeats < 0:
-        parser.error("--host-repeats must be at least 0")
+        raise UsageError("--host-repeats must be at least 0")
     if not args.graphs and not args.random_graph:
-        parser.error("nothing to measure: name --graphs or give --random-graph")
+        raise UsageError("nothing to measure: name --graphs or give --random-graph")
     if not 0 <= args.objective < NUM_WEIGHTS:
-        parser.error(f"--objective must be in [0, {NUM_WEIGHTS})")
+        raise UsageError(f"--objective must be in [0, {NUM_WEIGHTS})")
     if args.out:  # before any GPU time: one line, not the first write's traceback
         records.writable_folder(args.out, f"--out {args.out}")
     for engine in CUDA_ENGINES:  # every CUDA engine of the table must run here

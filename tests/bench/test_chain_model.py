@@ -173,13 +173,23 @@ def test_the_command_on_the_shared_power_grid(shared_graphs_dir, tmp_path, capsy
 
 
 @pytest.mark.parametrize("argv", [["--graph", "uspowergrid"],
-                                  ["--graph", "uspowergrid", "--stream", "2", "--compute"],
-                                  ["--graph", "uspowergrid", "--stream", "0"],
-                                  ["--graph", "uspowergrid", "--stream", "2", "--hops", "-1"],
-                                  ["--graph", "uspowergrid", "--stream", "2", "--batch-size", "6"]])
+                                  ["--graph", "uspowergrid", "--stream", "2", "--compute"]])
 def test_usage_errors_exit_2(argv, capsys):
     assert M.main(argv) == 2  # argparse's usage error, its status returned by main()
     assert "usage:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--stream", "0"], "--hops must be >= 0, --max-degree and --stream >= 1"),
+    (["--stream", "2", "--hops", "-1"], "--hops must be >= 0, --max-degree and --stream >= 1"),
+    (["--stream", "2", "--max-shift", "9"], "--threads must be >= 0 and --max-shift in [0, 5]"),
+    (["--stream", "2", "--batch-size", "6"], "--batch-size must be a positive multiple of 4 (bench/stream.py)")])
+def test_a_bad_value_is_one_line_and_exit_2(argv, line, capsys):
+    """Values argparse accepts but the model cannot use: the command's one line (run_command),
+    as for every bench command, before any graph is read."""
+    assert M.main(["--graph", "uspowergrid", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"chain_model.py: {line}\n" and captured.out == ""
 
 
 def test_the_chains_round_trips_and_the_cost_on_a_path():

@@ -104,10 +104,18 @@ def test_whole_columns_and_user_path_table():
 
 
 def test_command_line_refusals(capsys):
-    # argparse's usage errors: their status returned by main()
+    # a value the table cannot use: the command's one line and exit 2 (run_command)
     assert et.main(["--graphs", "--repeats", "11"]) == 2
-    assert "nothing to measure" in capsys.readouterr().err
+    assert capsys.readouterr().err == "engine_table.py: nothing to measure: name --graphs or give --random-graph\n"
+    for argv, line in ((["--repeats", "5"], "--repeats must be at least 11"),
+                       (["--host-repeats", "-1"], "--host-repeats must be at least 0"),
+                       (["--objective", "9"], "--objective must be in [0, ")):
+        assert et.main(["--graphs", "roadNet-PA", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"engine_table.py: {line}") and err.count("\n") == 1
+    # argparse's own usage error: its status returned by main()
     assert et.main(["--random-graph", "4039"]) == 2
+    assert "usage:" in capsys.readouterr().err
     args = et.build_parser().parse_args(["--graphs", "--random-graph", "4039,176000", "--table"])
     assert args.graphs == [] and args.random_graph == [(4039, 176000)] and args.table
     if not backends.cuda_available():
