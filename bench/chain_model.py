@@ -52,6 +52,7 @@ if __package__ in (None, ""):  # run as a script: the repository root on the pat
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engines.exitcodes import ExitCode  # noqa: E402
+from protocol.errors import UsageError, run_command  # noqa: E402
 
 #: A distance no finite word reaches (the model's INF; finite distances are at most the bound).
 UNREACHED = np.int64(2**62)
@@ -422,7 +423,7 @@ def _starts_for(args) -> list[Start]:
             sssp.compute(prepared.graph, prepared.source, backend="host")
         return starts
     if args.batch not in prepared.batches:
-        raise SystemExit(f"chain_model: {args.graph} has no batch {args.batch!r} "
+        raise UsageError(f"--batch {args.batch}: {args.graph} has no such batch "
                          f"(it has {', '.join(sorted(prepared.batches))})")
     distances, parents = prepared.trees[0]
     result = sssp.Result.from_arrays(prepared.graph, prepared.source, distances.copy(), parents.copy(),
@@ -485,14 +486,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from protocol.errors import run_command
-
     return run_command(lambda: _main(argv), prefix="chain_model.py: ")
 
 
 def _main(argv) -> int:
-    from protocol.errors import UsageError
-
     args = build_parser().parse_args(argv)
     if any(h < 0 for h in args.hops) or args.max_degree < 1 or (args.stream is not None and args.stream < 1):
         raise UsageError("--hops must be >= 0, --max-degree and --stream >= 1")

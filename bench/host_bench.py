@@ -146,6 +146,8 @@ def run(graphs, batches, *, objective: int = 0, repeats: int = 3, warmup: int = 
         missing = [b for b in batches if b not in gate.batches]
         if missing:  # before this gate's measurement, not after it
             raise UsageError(f"gate {name} has no batch {missing[0]!r} (it has {', '.join(gate.batches)})")
+        if not 0 <= objective < len(gate.trees):
+            raise UsageError(f"--objective {objective}: gate {name} has {len(gate.trees)} weight columns")
         graph, source = gate.graph, gate.source
         row = {"graph": name, "n": graph.num_vertices, "m": graph.num_edges, "objective": objective,
                "scipy_ms": scipy_recompute_ms(graph, source, objective, repeats, warmup),

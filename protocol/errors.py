@@ -38,8 +38,11 @@ def run_command(work: Callable[[], int], *, prefix: str) -> int:
     else (a bug) keeps its traceback."""
     try:
         return int(work())
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+    except SystemExit as exc:  # --help, argparse's errors
+        if exc.code is None or isinstance(exc.code, int):
+            return int(exc.code or 0)
+        print(exc.code, file=sys.stderr)  # a message, printed and status 1 as Python itself does
+        return 1
     except ProtocolError as exc:
         print(f"{prefix}{exc}", file=sys.stderr)
         return int(exc.exit_code)

@@ -69,5 +69,11 @@ def test_run_command_turns_help_and_the_errors_that_carry_a_status_into_exit_cod
     assert command([], EnvironmentProblem("no CUDA GPU here")) == 3
     assert capsys.readouterr().err == "cmd.py: error: no CUDA GPU here\n"
     assert command(["--n", "x"]) == 2  # argparse's own usage exit
+    capsys.readouterr()
+    # SystemExit with a message (a command's own, or a library's): printed and status 1, as Python
+    # does without the wrapper, never a ValueError from int() on the message
+    assert command([], SystemExit("no such thing")) == 1
+    assert capsys.readouterr().err == "no such thing\n"
+    assert command([], SystemExit(4)) == 4 and command([], SystemExit(None)) == 0
     with pytest.raises(KeyError):
         command([], KeyError("a bug"))

@@ -31,8 +31,9 @@ class Stats:
     host_syncs: int
     sync_budget: int
     batch: ApplySummary | None = None
-    #: the fused engine's grid-wide barriers in this run (its phases: one per push iteration, two
-    #: per epoch, the fixed phases of algorithm.md §5); None on the other engines
+    #: the fused engine's grid-wide barriers in this run (its phases: one per push iteration on the
+    #: grid or per solo stretch, two per epoch, the fixed phases of algorithm.md §5); None on the
+    #: other engines
     grid_syncs: int | None = None
 
 

@@ -224,6 +224,20 @@ def test_chains_run_only_in_lists_short_enough_for_the_widest_group():
     assert M.simulate(start, 0, threads=64)[0].iterations == length + 2
 
 
+def test_a_batch_the_gate_lacks_is_one_line_and_exit_2(monkeypatch, capsys):
+    """--batch names a batch the prepared gate does not have: the command's one line (it was a
+    SystemExit with a message, which run_command turned into a ValueError traceback)."""
+    from types import SimpleNamespace
+
+    from bench import prepare
+
+    monkeypatch.setattr(prepare, "prepare_gate",
+                        lambda *args, **kwargs: SimpleNamespace(batches={"safe50k": None, "local10k": None}))
+    assert M.main(["--graph", "uspowergrid", "--batch", "nope"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == "chain_model.py: --batch nope: uspowergrid has no such batch (it has local10k, safe50k)\n"
+
+
 # -- the --json file ----------------------------------------------------------------------------
 @pytest.fixture
 def modelled(monkeypatch):

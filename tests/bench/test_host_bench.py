@@ -73,6 +73,8 @@ def test_a_batch_the_gate_lacks_is_refused_before_its_measurement(monkeypatch):
     monkeypatch.setattr(hb, "scipy_recompute_ms", lambda *args: pytest.fail("measured before the batch check"))
     with pytest.raises(UsageError, match=r"gate roadNet-PA has no batch 'local10k' \(it has safe50k\)"):
         hb.run(["roadNet-PA"], ["safe50k", "local10k"])
+    with pytest.raises(UsageError, match=r"--objective 1: gate roadNet-PA has 1 weight columns"):
+        hb.run(["roadNet-PA"], ["safe50k"], objective=1)  # an IndexError after the timings, before
 
 
 # -- the files written ---------------------------------------------------------------------------

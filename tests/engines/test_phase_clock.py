@@ -45,6 +45,25 @@ def test_make_cuda_check_compiles_the_instrument_beside_the_variants():
     assert runtime.variant_defines(("SSSP_PHASE_CLOCK",)) == ("SSSP_PHASE_CLOCK",)
 
 
+@pytest.mark.parametrize("solo", [None, "0"])
+def test_make_cuda_check_compiles_the_instrument_of_every_default_run(monkeypatch, solo):
+    """What bench/fused_phases.py loads with the switches at their defaults (the solo push on) or
+    with ENGINES_FUSED_SOLO=0 (its length table): compute(), a small update, a large one."""
+    from engines.sssp.cuda import variants
+
+    for name in variants.SWITCHES + (fused.CAPTURE_ENV,):
+        monkeypatch.delenv(name, raising=False)
+    if solo is None:
+        monkeypatch.delenv(fused.SOLO_ENV, raising=False)
+    else:
+        monkeypatch.setenv(fused.SOLO_ENV, solo)
+    monkeypatch.setenv(fused.PHASE_CLOCK_ENV, "1")
+    for changes, update in ((0, False), (100, True), (50_000, True)):
+        plan = SimpleNamespace(push_expansion="group", batch_changes=changes)
+        assert runtime.variant_defines(fused.run_defines(plan, update=update)) in fused.INSTRUMENT_VARIANTS, (
+            solo, changes)
+
+
 def test_every_grid_barrier_is_stamped():
     lines = [line.strip() for line in SOURCE.splitlines()]
     barriers = [i for i, line in enumerate(lines) if line == "grid.sync();"]

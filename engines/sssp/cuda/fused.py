@@ -98,10 +98,13 @@ VARIANTS = tuple(runtime.variant_defines(variant + captured)
                            for solo in ((), ("SSSP_FUSED_SOLO",)))))))
                  for captured in ((), _CAPTURED_DEFINES))
 #: The phase clock's modules that make cuda-check compiles (no spills, as every module): the
-#: default variants of an update (captured, with and without the block appends) and of compute().
-#: Other combinations compile on demand under NVRTC like any variant.
-INSTRUMENT_VARIANTS = tuple(runtime.variant_defines(PHASE_CLOCK_DEFINES + extra)
-                            for extra in ((), _CAPTURED_DEFINES, _CAPTURED_DEFINES + appends.module_defines(True, "group")))
+#: default variants of an update (captured, with and without the block appends) and of compute(),
+#: each with the solo push (the default) and without it (ENGINES_FUSED_SOLO=0, which
+#: bench/fused_phases.py's table of push iterations by length needs). Other combinations compile
+#: on demand under NVRTC like any variant.
+INSTRUMENT_VARIANTS = tuple(runtime.variant_defines(PHASE_CLOCK_DEFINES + extra + solo)
+                            for extra in ((), _CAPTURED_DEFINES, _CAPTURED_DEFINES + appends.module_defines(True, "group"))
+                            for solo in ((), ("SSSP_FUSED_SOLO",)))
 #: What make cuda-check compiles from fused.cu (compile_check.variants_of): every variant, the
 #: instruments' too.
 CHECKED_VARIANTS = VARIANTS + INSTRUMENT_VARIANTS

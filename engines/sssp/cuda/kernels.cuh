@@ -620,7 +620,8 @@ __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
         for (i64 e = static_cast<i64>(in.begin(v)) + lane; e < end; e += width) {
             // The weight loads with the neighbour and one test follows both: behind `if (x ==
             // INF_WORD) continue` ptxas issued it only once the word had come back. An INF word's
-            // sum is computed and dropped (no overflow: the distance field is below 2^63).
+            // sum is computed and dropped by the test (distance-only, bits 0, it wraps: unsigned,
+            // so defined).
             const V u = in.neighbour(static_cast<O>(e));
             const u64 weight = in.weight_of(static_cast<O>(e));
             const u64 x = load_cg(words + u);
