@@ -20,6 +20,8 @@ import sys
 from protocol.errors import EnvironmentProblem, UsageError
 
 from . import graph_file, options
+from .gates import check_gate_names
+from .prepare_failures import prepared
 
 DEFAULT_SIDES = options.DEFAULT_SIDES
 _split_list = options.split_names  # --batches and --objectives: "a b" and "a,b" both give ["a", "b"]
@@ -190,13 +192,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     graph_file.add_arguments(parser)
 
 
-def _prepared(name, prepare, written):
-    """``prepare()`` with its problems as the protocol's errors (bench.prepare_failures.prepared)."""
-    from bench.prepare_failures import prepared
-
-    return prepared(name, prepare, written)
-
-
 def _written(args, out) -> tuple:
     from engines.io import default_cache_dir
 
@@ -211,22 +206,14 @@ def _inputs(names, args, out, spec=None):
     from protocol.campaign import PendingInput
 
     written = _written(args, out)
-    inputs = [PendingInput(name, lambda name=name: _prepared(
+    inputs = [PendingInput(name, lambda name=name: prepared(
         name, lambda: prepare_gate(name, data_dir=args.data_dir, cache_dir=args.cache_dir,
                                    progress=not args.no_progress), written)) for name in names]
     if spec is not None:
-        inputs.append(PendingInput(spec.name, lambda: _prepared(
+        inputs.append(PendingInput(spec.name, lambda: prepared(
             spec.name, lambda: prepare_graph_file(spec, cache_dir=args.cache_dir, progress=not args.no_progress),
             written)))
     return inputs
-
-
-def _check_graph_names(names) -> None:
-    from bench.gates import ALL_GATES
-
-    unknown = [n for n in names if n not in ALL_GATES]
-    if unknown:
-        raise UsageError(f"unknown gate name(s): {', '.join(unknown)} (known: {', '.join(ALL_GATES)})")
 
 
 def _graph_file_spec(args):
@@ -243,7 +230,7 @@ def _gate_names(args, spec) -> list[str]:
     gates = _split_list(args.graphs)
     if gates is None:
         gates = [] if spec is not None else list(GATE_NAMES)
-    _check_graph_names(gates)
+    check_gate_names(gates)
     if spec is not None and spec.name in gates:
         raise UsageError(f"the graph file's name {spec.name} is also in --graphs; give it another with --name")
     return gates
@@ -286,7 +273,7 @@ def _check_file_objectives(args, spec, out) -> None:
     wanted = _objectives(args) or []
     if spec.weights != "file" or not wanted:
         return
-    count = _prepared(spec.name, lambda: graph_file.weight_columns(spec, cache_dir=args.cache_dir),
+    count = prepared(spec.name, lambda: graph_file.weight_columns(spec, cache_dir=args.cache_dir),
                       _written(args, out))
     for k in wanted:
         if k >= count:
@@ -491,7 +478,7 @@ def main(args) -> int:
         lock = lock_out(out)
         _check_outputs(args, out)
         if spec is not None:  # its SHA-256, for the parameters and the preparation (hashed once)
-            spec = _prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
+            spec = prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
             _check_file_objectives(args, spec, out)
         config = build_config(args, spec)
         gates = [g for g in config.graphs if spec is None or g != spec.name]

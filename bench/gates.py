@@ -162,6 +162,16 @@ def get_gate(name: str) -> Gate:
         raise KeyError(f"unknown gate {name!r}; known gates: {', '.join(ALL_GATES)}") from None
 
 
+def check_gate_names(names) -> None:
+    """A command's refusal of gate names it does not know, before any work: UsageError naming them
+    and the known ones."""
+    from protocol.errors import UsageError
+
+    unknown = [n for n in names if n not in ALL_GATES]
+    if unknown:
+        raise UsageError(f"unknown gate name(s): {', '.join(unknown)} (known: {', '.join(ALL_GATES)})")
+
+
 # The folder of real graph files has one name per place: ``--data-dir`` on command lines,
 # ``$SSSPAB_DATA_DIR`` in the environment (tests included), ``DATA_DIR=`` for make, which passes it
 # on as SSSPAB_DATA_DIR. SSSPAB_SHARED_DATA, the tests' old name, is still read, with a note.

@@ -130,14 +130,11 @@ def run(graphs, batches, *, objective: int = 0, repeats: int = 3, warmup: int = 
     from engines.io import default_cache_dir
     from protocol.errors import UsageError
 
+    from bench.gates import check_gate_names
     from bench.prepare import prepare_gate
     from bench.prepare_failures import prepared
 
-    from bench.gates import ALL_GATES
-
-    unknown = [name for name in graphs if name not in ALL_GATES]
-    if unknown:  # before the first gate's measurement
-        raise UsageError(f"unknown gate name(s): {', '.join(unknown)} (known: {', '.join(ALL_GATES)})")
+    check_gate_names(graphs)  # before the first gate's measurement
     rows = []
     for name in graphs:
         # a bad or missing input, or a cache that cannot be written: one line and its status

@@ -55,9 +55,6 @@ def prepare_failure(name: str, exc: BaseException, *, written: tuple[Path, ...] 
     return None
 
 
-__all__ = ["prepare_failure", "prepared"]
-
-
 def prepared(name: str, prepare, written: tuple = ()):
     """``prepare()``, its input and environment problems as the protocol's errors (one line, no
     traceback; ``prepare_failure``); ``written``: the folders the command writes (an OSError
@@ -70,3 +67,5 @@ def prepared(name: str, prepare, written: tuple = ()):
             raise
     raise failure
 
+
+__all__ = ["prepare_failure", "prepared"]

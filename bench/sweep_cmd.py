@@ -200,7 +200,9 @@ def run_sweep(args) -> int:
     from protocol.records import RecordStore
     from protocol.runner import CampaignRunner
 
-    from .engines_cmd import _check_graph_names, _graph_file_spec, _prepared, _written
+    from . import prepare_failures
+    from .engines_cmd import _graph_file_spec, _written
+    from .gates import check_gate_names
 
     out = args.out or str(REPO_ROOT / "results" / "sweep")
     if getattr(args, "report_only", False):
@@ -220,7 +222,7 @@ def run_sweep(args) -> int:
         from .gates import GATE_NAMES
 
         gates = [] if spec is not None else list(GATE_NAMES)
-    _check_graph_names(gates)
+    check_gate_names(gates)
     if args.resume and args.force:
         raise UsageError("--resume continues the sweep in --out, --force replaces it: pass one of them")
     device = _check_cuda(engines)  # exit 3 before any record is written
@@ -231,7 +233,7 @@ def run_sweep(args) -> int:
     try:
         store = SweepStore(out)
         if spec is not None:
-            spec = _prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
+            spec = prepare_failures.prepared(spec.name, lambda: graph_file.identified(spec), _written(args, out))
         if spec is None or spec.weights != "file":  # the gates and drawn weights have K columns: refuse
             from .weights import NUM_OBJECTIVES      # before sweep.json exists (as engines does, issue 28)
 
@@ -270,8 +272,8 @@ def run_sweep(args) -> int:
             for graph in params["graphs"]:
                 shown = SweepInputs(args.data_dir, args.cache_dir, spec, tuple(sizes), tuple(localities),
                                     progress=not args.no_progress)
-                prepared = _prepared(graph, lambda: shown.prepared(graph), _written(args, out))
-                gi, dropped = _prepared(graph, lambda: sweep_input(prepared, sizes, localities,
+                prepared = prepare_failures.prepared(graph, lambda: shown.prepared(graph), _written(args, out))
+                gi, dropped = prepare_failures.prepared(graph, lambda: sweep_input(prepared, sizes, localities,
                                                                    cache_dir=args.cache_dir), _written(args, out))
                 del prepared
                 n, m = gi.graph.num_vertices, gi.graph.num_edges

@@ -18,7 +18,7 @@ makes the snapshot's set current without copying (commits never write a snapshot
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -209,10 +209,7 @@ class DeviceGraph:
             while len(self._views) > 4:  # the two parities of a steady state, a few objectives
                 self._views.pop(next(iter(self._views)))
         elif cached.num_edges != m:
-            cached = self._views[key] = DeviceGraphView(
-                num_vertices=n, num_edges=m, vertex_dtype=cached.vertex_dtype, offset_dtype=cached.offset_dtype,
-                out_ptr=cached.out_ptr, out_index=cached.out_index, out_weight=cached.out_weight,
-                in_ptr=cached.in_ptr, in_index=cached.in_index, in_weight=cached.in_weight)
+            cached = self._views[key] = replace(cached, num_edges=m)
         return cached
 
     @staticmethod

@@ -79,6 +79,8 @@ CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
 #: and restores more.
 MAX_CAPTURED = 8
 _CAPTURED_DEFINES = ("SSSP_FUSED_CAPTURED",)
+#: The solo push's module variant (fused.cu solo_push, SOLO_ENV).
+_SOLO_DEFINES = ("SSSP_FUSED_SOLO",)
 #: The phase clock (fused.cu phase_mark; phase_clock.py reads it): a module variant in which block
 #: 0 stamps the clock at every grid barrier, for bench/fused_phases.py. An instrument, off unless
 #: ``ENGINES_FUSED_PHASE_CLOCK=1``: it never times a result anybody reports, only splits a launch
@@ -95,7 +97,7 @@ PHASE_CLOCK_DEFINES = ("SSSP_PHASE_CLOCK",)
 VARIANTS = tuple(runtime.variant_defines(variant + captured)
                  for variant in jumps.with_jumps(chains.with_chains(appends.with_appends(passes.with_wide(
                      tuple(runtime.variant_defines(expansion + solo) for expansion in push.VARIANTS
-                           for solo in ((), ("SSSP_FUSED_SOLO",)))))))
+                           for solo in ((), _SOLO_DEFINES))))))
                  for captured in ((), _CAPTURED_DEFINES))
 #: The phase clock's modules that make cuda-check compiles (no spills, as every module): the
 #: default variants of an update (captured, with and without the block appends) and of compute(),
@@ -104,7 +106,7 @@ VARIANTS = tuple(runtime.variant_defines(variant + captured)
 #: on demand under NVRTC like any variant.
 INSTRUMENT_VARIANTS = tuple(runtime.variant_defines(PHASE_CLOCK_DEFINES + extra + solo)
                             for extra in ((), _CAPTURED_DEFINES, _CAPTURED_DEFINES + appends.module_defines(True, "group"))
-                            for solo in ((), ("SSSP_FUSED_SOLO",)))
+                            for solo in ((), _SOLO_DEFINES))
 #: What make cuda-check compiles from fused.cu (compile_check.variants_of): every variant, the
 #: instruments' too.
 CHECKED_VARIANTS = VARIANTS + INSTRUMENT_VARIANTS
@@ -156,7 +158,7 @@ def module_defines(plan, edges: int, wide: bool = False, captured: bool = False,
 def _own_defines(edges: int, captured: bool, phase_clock: bool = False) -> tuple[str, ...]:
     """This engine's variants after both engines' (variants.defines): the solo push when ``edges``,
     the captured update when ``captured``, the phase clock when ``phase_clock``."""
-    return ((("SSSP_FUSED_SOLO",) if edges > 0 else ()) + (_CAPTURED_DEFINES if captured else ())
+    return ((_SOLO_DEFINES if edges > 0 else ()) + (_CAPTURED_DEFINES if captured else ())
             + (PHASE_CLOCK_DEFINES if phase_clock else ()))
 
 
