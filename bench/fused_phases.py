@@ -160,12 +160,11 @@ def load(args):
                                       count=1, size=args.batch_size, seed=stream.DEFAULT_SEED)[0]
         return (data.name, Graph.from_csr(data.row_ptr, data.col_ind, data.weights), data.source, data.tree,
                 f"stream batch of {args.batch_size}", first.batch)
-    from engines.io import default_cache_dir
+    from bench.prepare_failures import prepared_in_cache
 
-    from bench.prepare_failures import prepared
-
-    gate = prepared(args.graph, lambda: prepare_gate(args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                                                     progress=True), (default_cache_dir(args.cache_dir),))
+    gate = prepared_in_cache(args.graph, lambda: prepare_gate(args.graph, data_dir=args.data_dir,
+                                                              cache_dir=args.cache_dir, progress=True),
+                             args.cache_dir)
     batch = args.batch or DEFAULT_BATCH
     if batch not in gate.batches:
         raise UsageError(f"--batch {batch}: {args.graph} has {', '.join(sorted(gate.batches))}")

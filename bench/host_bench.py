@@ -127,19 +127,18 @@ def run(graphs, batches, *, objective: int = 0, repeats: int = 3, warmup: int = 
     """One row per gate: SciPy recompute, host compute(), host update() per batch."""
     from functools import partial
 
-    from engines.io import default_cache_dir
     from protocol.errors import UsageError
 
     from bench.gates import check_gate_names
     from bench.prepare import prepare_gate
-    from bench.prepare_failures import prepared
+    from bench.prepare_failures import prepared_in_cache
 
     check_gate_names(graphs)  # before the first gate's measurement
     rows = []
     for name in graphs:
         # a bad or missing input, or a cache that cannot be written: one line and its status
-        gate = prepared(name, partial(prepare_gate, name, data_dir=data_dir, cache_dir=cache_dir, progress=progress),
-                        (default_cache_dir(cache_dir),))
+        gate = prepared_in_cache(name, partial(prepare_gate, name, data_dir=data_dir, cache_dir=cache_dir,
+                                               progress=progress), cache_dir)
         missing = [b for b in batches if b not in gate.batches]
         if missing:  # before this gate's measurement, not after it
             raise UsageError(f"gate {name} has no batch {missing[0]!r} (it has {', '.join(gate.batches)})")

@@ -68,4 +68,13 @@ def prepared(name: str, prepare, written: tuple = ()):
     raise failure
 
 
-__all__ = ["prepare_failure", "prepared"]
+
+def prepared_in_cache(name: str, prepare, cache_dir=None):
+    """``prepared`` for a command whose only written folder is the inputs' cache (``cache_dir``,
+    engines.io.default_cache_dir's choice when None)."""
+    from engines.io import default_cache_dir
+
+    return prepared(name, prepare, (default_cache_dir(cache_dir),))
+
+
+__all__ = ["prepare_failure", "prepared", "prepared_in_cache"]

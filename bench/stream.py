@@ -256,29 +256,20 @@ class StreamInput:
         return np.repeat(np.arange(self.num_vertices, dtype=np.int64), np.diff(self.row_ptr.astype(np.int64)))
 
 
-def _prepared(name: str, prepare, cache_dir):
-    """``prepare()`` with its problems as the protocol's errors (bench.prepare_failures.prepared),
-    the cache folder being what it writes."""
-    from engines.io import default_cache_dir
-
-    from bench.prepare_failures import prepared
-
-    return prepared(name, prepare, (default_cache_dir(cache_dir),))
-
-
 def load_input(*, graph=None, spec=None, objective=0, data_dir=None, cache_dir=None,
                progress=True) -> StreamInput:
     """The gate ``graph`` or the graph file of ``spec`` (bench.graph_file), prepared and cached as
     ``perf_ab.py`` prepares them (K = 3 drawn weights, the initial trees), without its batches."""
     from bench.graph_file import prepare_graph_file
     from bench.prepare import prepare_gate
+    from bench.prepare_failures import prepared_in_cache
 
     if spec is not None:
-        prepared = _prepared(spec.name, lambda: prepare_graph_file(spec, cache_dir=cache_dir, progress=progress,
-                                                                   with_batches=False), cache_dir)
+        prepared = prepared_in_cache(spec.name, lambda: prepare_graph_file(
+            spec, cache_dir=cache_dir, progress=progress, with_batches=False), cache_dir)
     else:
-        prepared = _prepared(graph, lambda: prepare_gate(graph, data_dir=data_dir, cache_dir=cache_dir,
-                                                         progress=progress, with_batches=False), cache_dir)
+        prepared = prepared_in_cache(graph, lambda: prepare_gate(
+            graph, data_dir=data_dir, cache_dir=cache_dir, progress=progress, with_batches=False), cache_dir)
     g = prepared.graph
     if not 0 <= objective < g.num_weights:
         raise UsageError(f"--objective {objective}: the graph has {g.num_weights} weight columns (0 .. "
