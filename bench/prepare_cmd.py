@@ -18,10 +18,11 @@ import sys
 import time
 
 from engines.errors import print_internal_error
+from protocol.errors import UsageError
 from protocol.exitcodes import ExitCode
 
 from . import graph_file, options
-from .gates import ALL_GATES, GATE_NAMES
+from .gates import GATE_NAMES, check_gate_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,10 +116,10 @@ def _main(args: argparse.Namespace) -> int:
         print(f"prepare: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
     names = args.graphs if args.graphs is not None else ([] if spec is not None else list(GATE_NAMES))
-    unknown = [g for g in names if g not in ALL_GATES]
-    if unknown:
-        print(f"prepare: unknown gate(s) {', '.join(unknown)}; known gates: {', '.join(ALL_GATES)}",
-              file=sys.stderr)
+    try:
+        check_gate_names(names)
+    except UsageError as exc:
+        print(f"prepare: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
     if spec is not None and spec.name in names:
         print(f"prepare: the graph file's name {spec.name} is also in --graphs; give it another with --name",
