@@ -20,16 +20,15 @@ from .fake_cupy import FakeCupy
 from engines.sssp.packing import decide_packing
 from engines.sssp.plan import PUSH_EXPANSIONS, Plan
 
+from tests.switch_env import set_switch
+
 NAME = "ENGINES_TEST_HOST_PATH_SWITCH"
 SWITCH_NAMES = variants.SWITCHES + (fused.SOLO_ENV, fused.CAPTURE_ENV)
 
 
 @pytest.mark.parametrize("value", [None, "", "1", " On ", "0", "16384", "é-ü", "a=b"])
 def test_the_raw_read_is_what_os_environ_gives(monkeypatch, value):
-    if value is None:
-        monkeypatch.delenv(NAME, raising=False)
-    else:
-        monkeypatch.setenv(NAME, value)
+    set_switch(monkeypatch, NAME, value)
     assert switches.raw(NAME) == os.environ.get(NAME, "")
 
 

@@ -14,6 +14,8 @@ import pytest
 from engines.sssp.cuda import appends, chains, fused, operators, passes, push, runtime
 from engines.sssp.plan import PUSH_EXPANSIONS
 
+from tests.switch_env import set_switch
+
 
 class _Function:
     kernel = object()  # what CompiledModule.load_all touches
@@ -57,10 +59,7 @@ def test_a_fused_run_loads_the_module_of_its_expansion_and_switch(recorder, monk
     monkeypatch.setenv(fused.SOLO_ENV, solo)
     for name in (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV):  # whatever their defaults
         monkeypatch.setenv(name, "0")
-    if capture is None:  # unset: captured, the default
-        monkeypatch.delenv(fused.CAPTURE_ENV, raising=False)
-    else:
-        monkeypatch.setenv(fused.CAPTURE_ENV, capture)
+    set_switch(monkeypatch, fused.CAPTURE_ENV, capture)  # unset: captured, the default
     plan = SimpleNamespace(push_expansion=expansion, batch_changes=0)
     module = fused.load_module(0, fused.run_defines(plan))
     (raw,) = recorder.built

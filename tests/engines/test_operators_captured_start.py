@@ -10,14 +10,13 @@ import pytest
 from engines import errors
 from engines.sssp.cuda import operators, workspace
 
+from tests.switch_env import set_switch
+
 
 @pytest.mark.parametrize("value, on", [(None, False), ("", False), ("0", False), ("off", False),
                                        ("1", True), (" ON ", True)])
 def test_the_switch_is_off_unless_set(monkeypatch, value, on):
-    if value is None:
-        monkeypatch.delenv(operators.CAPTURED_START_ENV, raising=False)
-    else:
-        monkeypatch.setenv(operators.CAPTURED_START_ENV, value)
+    set_switch(monkeypatch, operators.CAPTURED_START_ENV, value)
     assert operators.captured_start_enabled() is on
 
 

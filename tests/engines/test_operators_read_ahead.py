@@ -10,6 +10,8 @@ from engines import errors
 from engines.sssp.cuda import operators
 from engines.sssp.plan import DEFAULT_PUSH_EXPANSION
 
+from tests.switch_env import set_switch
+
 
 class _Plan:
     push_expansion = DEFAULT_PUSH_EXPANSION
@@ -20,10 +22,7 @@ class _Plan:
                                          ("0", False), ("off", False)])
 def test_the_wait_is_off_unless_switched_on(monkeypatch, value, wait):
     monkeypatch.delenv(operators.CAPTURED_START_ENV, raising=False)
-    if value is None:
-        monkeypatch.delenv(operators.WAIT_READ_AHEAD_ENV, raising=False)
-    else:
-        monkeypatch.setenv(operators.WAIT_READ_AHEAD_ENV, value)
+    set_switch(monkeypatch, operators.WAIT_READ_AHEAD_ENV, value)
     assert operators.wait_read_ahead_enabled() is wait
     for update in (True, False):
         assert operators.run_choice(_Plan(), update=update).wait_read_ahead is wait

@@ -16,16 +16,15 @@ from bench import fused_phases
 from engines import errors
 from engines.sssp.cuda import compile_check, fused, phase_clock, runtime
 
+from tests.switch_env import set_switch
+
 SOURCE = (runtime.SOURCE_DIR / fused.SOURCE).read_text()
 
 
 @pytest.mark.parametrize("text, on", [(None, False), ("0", False), ("off", False), ("1", True), ("on", True)])
 def test_the_switch_adds_the_variant(monkeypatch, text, on):
     plan = SimpleNamespace(push_expansion="group", batch_changes=0)
-    if text is None:
-        monkeypatch.delenv(fused.PHASE_CLOCK_ENV, raising=False)
-    else:
-        monkeypatch.setenv(fused.PHASE_CLOCK_ENV, text)
+    set_switch(monkeypatch, fused.PHASE_CLOCK_ENV, text)
     assert fused.phase_clock_enabled() is on
     for update in (True, False):
         assert ("SSSP_PHASE_CLOCK" in fused.run_choice(plan, update).defines) is on
@@ -53,10 +52,7 @@ def test_make_cuda_check_compiles_the_instrument_of_every_default_run(monkeypatc
 
     for name in variants.SWITCHES + (fused.CAPTURE_ENV,):
         monkeypatch.delenv(name, raising=False)
-    if solo is None:
-        monkeypatch.delenv(fused.SOLO_ENV, raising=False)
-    else:
-        monkeypatch.setenv(fused.SOLO_ENV, solo)
+    set_switch(monkeypatch, fused.SOLO_ENV, solo)
     monkeypatch.setenv(fused.PHASE_CLOCK_ENV, "1")
     for changes, update in ((0, False), (100, True), (50_000, True)):
         plan = SimpleNamespace(push_expansion="group", batch_changes=changes)

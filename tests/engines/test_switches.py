@@ -8,16 +8,15 @@ import pytest
 from engines import errors
 from engines.sssp.cuda import switches
 
+from tests.switch_env import set_switch
+
 NAME = "ENGINES_TEST_SWITCH"
 
 
 @pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), (" Off ", False),
                                       ("1", True), ("ON", True)])
 def test_flag(monkeypatch, text, on):
-    if text is None:
-        monkeypatch.delenv(NAME, raising=False)
-    else:
-        monkeypatch.setenv(NAME, text)
+    set_switch(monkeypatch, NAME, text)
     assert switches.flag(NAME) is on
 
 
@@ -33,10 +32,7 @@ def test_a_bad_flag_names_the_switch(monkeypatch, text):
     # a default is the value only when unset (or empty); 0 and off still mean 0
     (64, None, 64), (64, "", 64), (64, "off", 0), (64, "0", 0), (64, "7", 7)])
 def test_count(monkeypatch, default, text, value):
-    if text is None:
-        monkeypatch.delenv(NAME, raising=False)
-    else:
-        monkeypatch.setenv(NAME, text)
+    set_switch(monkeypatch, NAME, text)
     assert switches.count(NAME, "a number of edges", default=default) == value
     if default == 0:  # the parameter's own default
         assert switches.count(NAME, "a number of edges") == value
@@ -101,10 +97,7 @@ def test_the_apply_capacity_floor(monkeypatch, text, events):
     from engines.graph import device_apply
 
     assert device_apply.MIN_EVENTS == 1024
-    if text is None:
-        monkeypatch.delenv(device_apply.MIN_EVENTS_ENV, raising=False)
-    else:
-        monkeypatch.setenv(device_apply.MIN_EVENTS_ENV, text)
+    set_switch(monkeypatch, device_apply.MIN_EVENTS_ENV, text)
     assert device_apply.min_events() == events
 
 
@@ -131,9 +124,6 @@ def test_the_touched_scan_limit(monkeypatch, text, limit):
     commit sums the touched rows only; TOUCHED_SCAN_MAX when unset, 0 (never) when 0 or off."""
     from engines.graph import device_apply
 
-    if text is None:
-        monkeypatch.delenv(device_apply.TOUCHED_SCAN_ENV, raising=False)
-    else:
-        monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, text)
+    set_switch(monkeypatch, device_apply.TOUCHED_SCAN_ENV, text)
     want = device_apply.TOUCHED_SCAN_MAX if limit == "default" else limit
     assert device_apply.touched_scan_limit() == want

@@ -14,6 +14,8 @@ from engines import errors
 from engines.sssp.plan import PUSH_EXPANSIONS
 from engines.sssp.cuda import appends, compile_check, fused, jumps, operators, passes, push, runtime
 
+from tests.switch_env import set_switch
+
 WIDE = passes.DEFINES
 
 
@@ -34,10 +36,7 @@ def test_the_switch(monkeypatch, variant, text, on):
     """Unset or empty is the variant's default (on None here: off for a small update, and the
     appends on for a large one) with the plain push, off with "batched" whatever the default."""
     module, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
-    if text is None:
-        monkeypatch.delenv(env, raising=False)
-    else:
-        monkeypatch.setenv(env, text)
+    set_switch(monkeypatch, env, text)
     large = 10 ** 6  # changes: past appends.MIN_BATCH_CHANGES
     for changes, default in ((0, False), (100, False), (large, variant == "appends")):
         plan = SimpleNamespace(push_expansion="group", batch_changes=changes)

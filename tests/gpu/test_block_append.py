@@ -21,6 +21,8 @@ from . import ops_support as S
 from .test_push_width import SHAPES
 from .test_wide_passes import _configs, chains_with, modules_loaded, replay_golden_with
 
+from tests.switch_env import set_switch
+
 pytestmark = S.GPU
 
 SOLO = ("0", "1024")  # ENGINES_FUSED_SOLO: off, and the lists of small updates in one block
@@ -109,10 +111,7 @@ def test_unset_the_batch_size_chooses_the_module(monkeypatch, chain):
     from engines.sssp.cuda import operators, runtime
 
     monkeypatch.delenv(appends.APPEND_ENV, raising=False)
-    if chain is None:
-        monkeypatch.delenv("ENGINES_PUSH_CHAIN", raising=False)
-    else:
-        monkeypatch.setenv("ENGINES_PUSH_CHAIN", chain)
+    set_switch(monkeypatch, "ENGINES_PUSH_CHAIN", chain)
     loaded: list[tuple[str, tuple]] = []
     for module in (fused, operators):
         def recording(device, defines=(), _original=module.load_module, _engine=module.ENGINE):

@@ -18,16 +18,15 @@ from engines.graph import device_apply, key_sort
 from ..fake_cupy import FakeCupy
 from .test_apply_reserve import _fresh_scratch
 
+from tests.switch_env import set_switch
+
 PAD_OUT, PAD_IN = np.uint64(0x7FFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @pytest.mark.parametrize("text, sort", [(None, "block"), ("", "block"), ("library", "library"),
                                         ("block", "block"), (" block ", "block")])
 def test_the_switch(monkeypatch, text, sort):
-    if text is None:
-        monkeypatch.delenv(key_sort.KEY_SORT_ENV, raising=False)
-    else:
-        monkeypatch.setenv(key_sort.KEY_SORT_ENV, text)
+    set_switch(monkeypatch, key_sort.KEY_SORT_ENV, text)
     assert key_sort.chosen() == sort
 
 
