@@ -35,7 +35,7 @@ from ..batch import ApplySummary, apply_summary
 from ..errors import InternalError
 from ..sssp.cuda import runtime, switches
 from ..sssp.cuda.runtime import cuda_errors, cupy_module
-from . import key_sort
+from . import apply_sides, key_sort
 
 ENGINE = "apply"
 #: The apply's kernels, beside this file; compiled with the engines' shared header (runtime.read_source).
@@ -208,6 +208,10 @@ class ApplyScratch:
 
     #: ``stage``'s views of the pinned buffer (``_StageView``), made again for a new buffer
     _stage_view = None
+    #: Whether the two sides run side by side (apply_sides.parallel_sides(), read with the event
+    #: buffers' capacity) and then the in side's own scratch and stream (apply_sides.SideScratch)
+    parallel = False
+    in_side = None
 
     def __init__(self, device: int, num_weights: int):
         self.device = int(device)
@@ -217,6 +221,8 @@ class ApplyScratch:
         self.keys = self.stage_key = self.stage_ins = self.increased = self.touched_cum = None
         self.touched_limit = 0  # touched_scan_limit(), read with the event buffers' capacity
         self.key_sort = key_sort.DEFAULT_KEY_SORT  # key_sort.chosen(), read with it too
+        self.parallel = False  # apply_sides.parallel_sides(), read with it too
+        self.in_side = None  # the in side's scratch while parallel
         self.staging = None  # device bytes: header (record | sizes) | src | dst | insertion weights
         self.record = self.sizes = None  # views of the staging header
         self.ev_src = self.ev_dst = self.ev_weights = None  # views of the staged event list
@@ -239,7 +245,8 @@ class ApplyScratch:
     def nbytes(self) -> int:
         arrays = (self.mark, self.row_flag, self.row_delta, self.cum, self.keys, self.stage_key,
                   self.stage_ins, self.increased, self.touched_cum, self.staging)
-        return sum(int(a.nbytes) for a in arrays if a is not None) + self.arena.nbytes
+        side = self.in_side.nbytes if self.in_side is not None else 0
+        return sum(int(a.nbytes) for a in arrays if a is not None) + side + self.arena.nbytes
 
     def reserve(self, n_rows: int, m_old: int, num_events: int, stream) -> None:
         """Room for a commit on a state of ``m_old`` entries growing to ``n_rows`` rows with
@@ -253,6 +260,7 @@ class ApplyScratch:
         cupy = cupy_module()
         if grow_events:  # before anything changes: a bad value refuses the commit with the scratch as it was
             floor, touched, sort = min_events(), touched_scan_limit(), key_sort.chosen()
+            parallel = apply_sides.parallel_sides()
         caps = (self.m_cap, self.n_cap, self.event_cap)
         layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
         # half-way leaves a layout no capture was made for
@@ -305,6 +313,14 @@ class ApplyScratch:
                 self.event_cap = cap
                 self.touched_limit = touched
                 self.key_sort = sort
+                self.parallel = parallel
+            # The in side's own scratch at the capacities above, made again when a group grew
+            # (or after an allocation that failed half-way: layout 0 brought us here).
+            if not self.parallel:
+                self.in_side = None
+            elif grow_entries or grow_rows or grow_events or self.in_side is None:
+                self.in_side = None
+                self.in_side = apply_sides.SideScratch(cupy, self.m_cap, self.n_cap, self.event_cap)
         if (self.m_cap, self.n_cap, self.event_cap) != caps or not layout:
             layout = next(_serials)
         self.layout = layout
@@ -327,7 +343,8 @@ class ApplyScratch:
 
     def reset_after_failure(self, stream) -> None:
         """Re-zero the zero-invariant scratch after a commit failed half-way."""
-        for arr in (self.mark, self.row_flag, self.row_delta):
+        side = self.in_side.zero_invariant() if self.in_side is not None else ()
+        for arr in (self.mark, self.row_flag, self.row_delta) + side:
             if arr is not None:
                 arr.data.memset_async(0, arr.nbytes, stream)
 
@@ -349,13 +366,12 @@ class ApplyScratch:
         w_end = ins * self.num_weights
         view.weights[:w_end] = events.weights.reshape(-1)
         w_at = view.weights_at
-        cupy = cupy_module()
         with cuda_errors("copying the batch to the device"):
             # one copy up to the last insertion weight (the gaps between the lists are stale bytes
             # no kernel reads: every read is bounded by the sizes)
             self.staging.data.copy_from_host_async(self._pinned_ptr, w_at + 4 * w_end, stream)
             if self._upload_done is None:
-                self._upload_done = cupy.cuda.Event(block=False, disable_timing=True)
+                self._upload_done = cupy_module().cuda.Event(block=False, disable_timing=True)
             self._upload_done.record(stream)
 
 
@@ -579,7 +595,9 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
 def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     """The commit's steps in order: ``("kernel", function, grid, args, shared bytes)``,
     ``("sort", keys)`` (the library's), ``("block_sort", function, keys, BlockSort)`` (key_sort.py),
-    ``("cumsum", source, out)`` and ``("download", record)``.
+    ``("cumsum", source, out)`` and ``("download", record)``; with the sides in parallel
+    (``scratch.in_side``), the in side's steps between the markers apply_sides.BRANCH and MAIN, and
+    apply_sides.JOIN before the download.
 
     ``sized`` = (events, old entries, new entries upper bound) sizes the grids and the sort to the
     batch (launch "python"); None sizes them to the reserved capacity (launch "graph": the
@@ -614,65 +632,88 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
              # one launch sorts both sides: at batch sizes its fixed cost dominates
              ("block_sort", key_sort.function(device, block_sort), keys, block_sort) if block_sort else
              ("sort", keys)]
-    # (side, sorted keys, entry key of an event, stats on this side)
-    for side, sorted_keys, ev_key, stats in (("out", keys_out, ev_dst, 1), ("in", keys_in, ev_src, 0)):
+    by_side = {}
+    # (side, sorted keys, entry key of an event, stats on this side, the scratch it writes)
+    for side, sorted_keys, ev_key, stats, sc in (("out", keys_out, ev_dst, 1, scratch),
+                                                 ("in", keys_in, ev_src, 0, scratch.in_side or scratch)):
         old_w, new_w = cur.weight[side], target.weight[side]
-        steps += [
+        chain = by_side[side] = [
             ("kernel", fn["apply_decide"], warp_blocks, (
                 sizes, sorted_keys, ev_key, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
-                scratch.mark, scratch.row_flag, scratch.row_delta, scratch.stage_key, scratch.stage_ins,
+                sc.mark, sc.row_flag, sc.row_delta, sc.stage_key, sc.stage_ins,
                 i32(stats), record, scratch.increased, i32(shared_cols)), decide_shared),
         ]
         if touched:
-            steps += [
-                ("kernel", fn["apply_touched_scan"], 1, (sizes, sorted_keys, scratch.row_delta, scratch.touched_cum), 0),
+            chain += [
+                ("kernel", fn["apply_touched_scan"], 1, (sizes, sorted_keys, sc.row_delta, sc.touched_cum), 0),
                 ("kernel", fn["apply_row_ptr_touched"], blocks(n_after + 1, device), (
-                    sizes, cur.ptr[side], sorted_keys, scratch.touched_cum, target.ptr[side], i32(stats), record), 0),
+                    sizes, cur.ptr[side], sorted_keys, sc.touched_cum, target.ptr[side], i32(stats), record), 0),
             ]
         else:
-            steps += [
-                ("cumsum", scratch.row_delta[:n_after], scratch.cum[:n_after]),
+            chain += [
+                ("cumsum", sc.row_delta[:n_after], sc.cum[:n_after]),
                 ("kernel", fn["apply_row_ptr"], blocks(n_after + 1, device), (
-                    sizes, cur.ptr[side], scratch.cum, target.ptr[side], i32(stats), record), 0),
+                    sizes, cur.ptr[side], sc.cum, target.ptr[side], i32(stats), record), 0),
             ]
-        steps += [
+        chain += [
             ("kernel", fn["apply_move"], blocks(m_old, device), (
-                sizes, i32(k), cur.ptr[side], target.ptr[side], scratch.row_flag, cur.key[side], cur.row_of[side],
+                sizes, i32(k), cur.ptr[side], target.ptr[side], sc.row_flag, cur.key[side], cur.row_of[side],
                 old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0),
             ("kernel", fn["apply_rebuild"], warp_blocks, (
                 sizes, sorted_keys, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
-                scratch.mark, target.ptr[side], target.key[side], target.row_of[side], new_w, i64(target.m_cap),
-                scratch.row_flag, scratch.row_delta, scratch.stage_key, scratch.stage_ins), 0),
+                sc.mark, target.ptr[side], target.key[side], target.row_of[side], new_w, i64(target.m_cap),
+                sc.row_flag, sc.row_delta, sc.stage_key, sc.stage_ins), 0),
         ]
-    steps += [("kernel", fn["apply_rescan_max"], blocks(m_new, device), (
-                  sizes, target.ptr["out"], i32(k), target.weight["out"], i64(target.m_cap), record), 0),
-              ("download", record)]
-    return steps
+    # the maxima rescan reads the out side alone: in parallel it follows the out side's chain
+    rescan = ("kernel", fn["apply_rescan_max"], blocks(m_new, device), (
+        sizes, target.ptr["out"], i32(k), target.weight["out"], i64(target.m_cap), record), 0)
+    if scratch.in_side is not None:
+        steps += [apply_sides.BRANCH, *by_side["in"], apply_sides.MAIN, *by_side["out"], rescan, apply_sides.JOIN]
+    else:
+        steps += [*by_side["out"], *by_side["in"], rescan]
+    return steps + [("download", record)]
 
 
 def _enqueue(steps, scratch, stream) -> None:
     """Run the steps of ``_plan`` on ``stream`` (CuPy's temporaries from the scratch's arena).
 
     ``stream`` is made current too: CuPy's sort and scan run on the current stream (inside a
-    capture, the capturing one)."""
+    capture, the capturing one). The steps between apply_sides.BRANCH and MAIN run on the in
+    side's stream (``scratch.in_side``), which waits at BRANCH for what ``stream`` has before it;
+    at JOIN ``stream`` waits for the side stream (inside a capture, both are edges of the graph;
+    the side stream is joined before the capture ends)."""
     cupy = cupy_module()
+    on = stream  # the stream the next step runs on
     with cupy.cuda.using_allocator(scratch.arena.malloc), stream:
         for step in steps:
             kind = step[0]
-            if kind == "kernel":
+            if kind == "branch":
+                side = scratch.in_side
+                side.forked.record(stream)
+                side.stream.wait_event(side.forked)
+                on = side.stream
+            elif kind == "main":
+                on = stream
+            elif kind == "join":
+                side = scratch.in_side
+                side.joined.record(side.stream)
+                stream.wait_event(side.joined)
+            elif kind == "kernel":
                 _, fn, grid, args, shared = step
-                fn((grid,), (runtime.BLOCK_SIZE,), args, stream=stream, shared_mem=shared)
+                fn((grid,), (runtime.BLOCK_SIZE,), args, stream=on, shared_mem=shared)
             elif kind == "sort":
-                step[1].sort()
+                with on:
+                    step[1].sort()
             elif kind == "block_sort":
-                key_sort.launch(step[1], step[2], step[3], stream)
+                key_sort.launch(step[1], step[2], step[3], on)
             elif kind == "cumsum":
-                cupy.cumsum(step[1], out=step[2])
+                with on:  # the library's scan runs on the current stream
+                    cupy.cumsum(step[1], out=step[2])
             else:  # "download": the record into its pinned mirror
                 # the runtime's copy, not CuPy's copy_to_host_async, which refuses any
                 # device-to-host copy on a capturing stream (here it is a node of the graph)
                 cupy.cuda.runtime.memcpyAsync(scratch.record_host_ptr, step[1].data.ptr, step[1].nbytes,
-                                              cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+                                              cupy.cuda.runtime.memcpyDeviceToHost, on.ptr)
 
 
 def _plan_key(cur, target, n_after: int, scratch) -> tuple:

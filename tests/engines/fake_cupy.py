@@ -44,8 +44,12 @@ class FakeCupy:
             def __init__(self, **kwargs):
                 pass
 
+        class Stream:
+            def __init__(self, **kwargs):
+                pass
+
         self.cuda = Cuda()
-        self.cuda.Device, self.cuda.Event = Device, Event
+        self.cuda.Device, self.cuda.Event, self.cuda.Stream = Device, Event, Stream
 
         def alloc_pinned_memory(nbytes):
             outer._allocation()

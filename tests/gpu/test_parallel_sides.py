@@ -1,0 +1,97 @@
+"""The device apply's two sides side by side (``ENGINES_APPLY_PARALLEL_SIDES=1``, engines/graph/
+apply_sides.py): the in side's chain on a second stream with its own scratch, joined before the
+record's download.
+
+The graph it leaves must be the host twin's byte for byte, as the serial commit's: the device-graph
+tests (random chains, the golden corpus, the real graphs) run again here with the switch on, under
+both launches of the apply (one by one, where the streams really run concurrently, and captured,
+where the fork and the join are edges of the graph), with the touched-rows scan too, and so do
+update() chains through both CUDA engines; then a long chain of commits back to back (the side
+stream's scratch is cleared by its own kernels, commit after commit) and the switch read when the
+event buffers grow. Every plan is recorded, so each test also checks that the branch ran (and that
+every capture worked: a failed one would launch the commit one by one).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engines import sssp
+from engines.graph import apply_sides, device_apply
+
+from .. import harness as H
+from . import ops_support as S
+from . import test_captured_apply as C
+from . import test_device_graph as D
+
+pytestmark = S.GPU
+
+test_parallel_random_chains = D.test_random_chains_device_apply_equals_host_apply
+test_parallel_golden_cases = D.test_golden_cases_device_apply_equals_host_apply
+test_parallel_real_graphs = D.test_real_graph_one_percent_batches
+test_parallel_update_chains = C.test_update_chains_with_graph_launch_equal_the_host
+test_parallel_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
+
+#: Tests whose commits come from update(), which names its launch (Options.update_launch, "graph"
+#: by default): the apply's default launch does not reach them, so they run once per scan.
+_LAUNCH_OF_THEIR_OWN = {"test_parallel_update_chains", "test_parallel_mixed_results"}
+#: Per plan made during a test: whether it branches (the in side on its own stream).
+_plans: list = []
+
+
+@pytest.fixture(autouse=True, params=[("python", "prefix"), ("graph", "prefix"), ("python", "touched"),
+                                      ("graph", "touched")], ids=lambda p: "-".join(p))
+def sides_in_parallel(request, monkeypatch):
+    """Every commit of this module's tests runs its sides in parallel (both launches of the apply,
+    the library's prefix sum and the touched rows' scan); afterwards, some plan must have
+    branched, and every capture must have worked."""
+    launch, scan = request.param
+    if launch == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
+        pytest.skip("update() names its own launch: the \"graph\" parameters run this test")
+    monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "1")
+    monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "off" if scan == "prefix" else str(1 << 20))
+    _plans.clear()
+    with S.recording_plans(monkeypatch, launch, lambda steps: _plans.append(apply_sides.BRANCH in steps)):
+        yield launch
+    assert _plans and all(_plans), "a commit did not branch"
+
+
+def test_a_long_chain_of_commits_back_to_back(sides_in_parallel):
+    """Forty commits of mixed sizes with no synchronization between them but the record's: the
+    in side's marks, row flags and length changes must read zero again at each commit's start,
+    cleared by its own rebuild on its own stream."""
+    rng = np.random.default_rng(D._seed("back to back", sides_in_parallel))
+    graph = D._graph(rng, 2000, 2)
+    twin = D.host_twin(graph)
+    graph.to_device()
+    for step in range(40):
+        size = int(rng.integers(1, 600))
+        deletions = int(rng.integers(0, size + 1))
+        batch = H.make_batch(D.fixed_size_arrays(rng, twin, deletions, size - deletions))
+        D._apply_both(graph, twin, batch, f"commit {step} ({deletions} deletions of {size})")
+
+
+def test_the_switch_is_read_when_the_event_buffers_grow(monkeypatch, sides_in_parallel):
+    """Turning the switch off between commits that fit the capacity changes nothing (a captured
+    commit keeps its plan); the next growth reads it and drops the in side's scratch. update() on
+    both CUDA engines keeps the host's bytes throughout."""
+    rng = np.random.default_rng(D._seed("read at growth", sides_in_parallel))
+    graph = D._graph(rng, 300, 1)
+    twin = D.host_twin(graph)
+    configs = tuple(c for c in ("fused", "operators") if S.fused_available() or c != "fused")
+    results = {"host": sssp.compute(graph, 0, backend="host")}
+    for name in configs:
+        results[name] = sssp.compute(graph, 0, backend="cuda", update_launch=sides_in_parallel,
+                                     **S.CUDA_CONFIGS[name])
+    for step, setting in enumerate(("1", "0", "0")):
+        monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, setting)
+        size = 2 * device_apply.MIN_EVENTS + 50 if step == 2 else 20
+        batch = H.make_batch(D.fixed_size_arrays(rng, twin, size // 2, size - size // 2))
+        twin.apply(batch)
+        S.update_all(graph, batch, results)
+        for name in configs:
+            H.assert_result_bytes_equal(results["host"], results[name])
+        scratch = graph._device.scratch
+        assert scratch.parallel is (step < 2) and (scratch.in_side is not None) is (step < 2), step
+    _plans[:] = [p for p in _plans if p]  # the last commit's plan is serial, as the switch says
