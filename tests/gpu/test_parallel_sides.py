@@ -1,15 +1,16 @@
-"""The device apply's two sides side by side (``ENGINES_APPLY_PARALLEL_SIDES=1``, engines/graph/
-apply_sides.py): the in side's chain on a second stream with its own scratch, joined before the
-record's download.
+"""The device apply's two sides side by side (``ENGINES_APPLY_PARALLEL_SIDES``, on by default;
+engines/graph/apply_sides.py): the in side's chain on a second stream with its own scratch,
+joined before the record's download; and the sides one after the other (``0``).
 
-The graph it leaves must be the host twin's byte for byte, as the serial commit's: the device-graph
-tests (random chains, the golden corpus, the real graphs) run again here with the switch on, under
-both launches of the apply (one by one, where the streams really run concurrently, and captured,
-where the fork and the join are edges of the graph), with the touched-rows scan too, and so do
-update() chains through both CUDA engines; then a long chain of commits back to back (the side
-stream's scratch is cleared by its own kernels, commit after commit) and the switch read when the
-event buffers grow. Every plan is recorded, so each test also checks that the branch ran (and that
-every capture worked: a failed one would launch the commit one by one).
+The graph it leaves must be the host twin's byte for byte either way: the device-graph tests
+(random chains, the golden corpus, the real graphs) run again here with the switch on, under both
+launches of the apply (one by one, where the streams really run concurrently, and captured, where
+the fork and the join are edges of the graph), with the touched-rows scan too, and with it off
+(captured), and so do update() chains through both CUDA engines; then a long chain of commits back
+to back (the side stream's scratch is cleared by its own kernels, commit after commit) and the
+switch read when the event buffers grow. Every plan is recorded, so each test also checks that the
+branch ran where the switch says so (and that every capture worked: a failed one would launch the
+commit one by one).
 """
 
 from __future__ import annotations
@@ -36,25 +37,30 @@ test_parallel_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
 #: Tests whose commits come from update(), which names its launch (Options.update_launch, "graph"
 #: by default): the apply's default launch does not reach them, so they run once per scan.
 _LAUNCH_OF_THEIR_OWN = {"test_parallel_update_chains", "test_parallel_mixed_results"}
-#: Per plan made during a test: whether it branches (the in side on its own stream).
+#: Per plan made during a test: whether it branches as the switch says (the in side on its own
+#: stream when on, never when off).
 _plans: list = []
 
 
-@pytest.fixture(autouse=True, params=[("python", "prefix"), ("graph", "prefix"), ("python", "touched"),
-                                      ("graph", "touched")], ids=lambda p: "-".join(p))
+@pytest.fixture(autouse=True, params=[("python", "prefix", "1"), ("graph", "prefix", "1"),
+                                      ("python", "touched", "1"), ("graph", "touched", "1"),
+                                      ("graph", "prefix", "0")], ids=lambda p: "-".join(p))
 def sides_in_parallel(request, monkeypatch):
-    """Every commit of this module's tests runs its sides in parallel (both launches of the apply,
-    the library's prefix sum and the touched rows' scan); afterwards, some plan must have
-    branched, and every capture must have worked."""
-    launch, scan = request.param
+    """Every commit of this module's tests runs its sides as the parameter says (in parallel under
+    both launches of the apply, with the library's prefix sum and with the touched rows' scan; one
+    after the other, captured); afterwards, some plan must have been made, each branching as the
+    switch says, and every capture must have worked."""
+    launch, scan, switch = request.param
     if launch == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
         pytest.skip("update() names its own launch: the \"graph\" parameters run this test")
-    monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "1")
+    monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, switch)
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "off" if scan == "prefix" else str(1 << 20))
     _plans.clear()
-    with S.recording_plans(monkeypatch, launch, lambda steps: _plans.append(apply_sides.BRANCH in steps)):
+    parallel = switch == "1"
+    with S.recording_plans(monkeypatch, launch,
+                           lambda steps: _plans.append((apply_sides.BRANCH in steps) is parallel)):
         yield launch
-    assert _plans and all(_plans), "a commit did not branch"
+    assert _plans and all(_plans), f"a commit did not branch as ENGINES_APPLY_PARALLEL_SIDES={switch} says"
 
 
 def test_a_long_chain_of_commits_back_to_back(sides_in_parallel):
@@ -84,7 +90,7 @@ def test_the_switch_is_read_when_the_event_buffers_grow(monkeypatch, sides_in_pa
     for name in configs:
         results[name] = sssp.compute(graph, 0, backend="cuda", update_launch=sides_in_parallel,
                                      **S.CUDA_CONFIGS[name])
-    for step, setting in enumerate(("1", "0", "0")):
+    for step, setting in enumerate(("1", "0", "0")):  # whatever the parameter: the switch's own test
         monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, setting)
         size = 2 * device_apply.MIN_EVENTS + 50 if step == 2 else 20
         batch = H.make_batch(D.fixed_size_arrays(rng, twin, size // 2, size - size // 2))
@@ -94,4 +100,4 @@ def test_the_switch_is_read_when_the_event_buffers_grow(monkeypatch, sides_in_pa
             H.assert_result_bytes_equal(results["host"], results[name])
         scratch = graph._device.scratch
         assert scratch.parallel is (step < 2) and (scratch.in_side is not None) is (step < 2), step
-    _plans[:] = [p for p in _plans if p]  # the last commit's plan is serial, as the switch says
+    _plans[:] = [True]  # the plans follow the switch here, not the parameter (checked above)

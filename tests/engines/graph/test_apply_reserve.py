@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engines import errors
-from engines.graph import device_apply, key_sort
+from engines.graph import apply_sides, device_apply, key_sort
 
 from ..fake_cupy import FakeCupy as _FakeCupy
 
@@ -82,12 +82,14 @@ def _assert_complete(sc, rows, entries, events):
 
 
 # a growing reserve allocates eleven times: mark; row_flag, row_delta, cum; keys, stage_key, stage_ins,
-# increased, touched_cum, staging, the pinned copy; each fails once below
+# increased, touched_cum, staging, the pinned copy; each fails once below (with the sides one after
+# the other: the in side's own scratch, allocated after these, fails in test_apply_sides.py)
 @pytest.mark.parametrize("fail_at", range(1, 12))
 def test_a_reserve_that_failed_half_way_is_rebuilt_by_the_next(monkeypatch, fail_at):
     """An out-of-memory error at any allocation of a growing reserve, then a retry with a batch
     that the failed reserve's capacities would have held: the retry rebuilds every group the
     failure left incomplete (none is used at a capacity it was not sized for)."""
+    monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "0")
     scratch = _fresh_scratch()
     monkeypatch.setattr(device_apply, "cupy_module", lambda: _FakeCupy())
     scratch.reserve(10, 20, 8, stream=nullcontext())

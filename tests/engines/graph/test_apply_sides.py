@@ -21,9 +21,9 @@ from ..fake_cupy import FakeCupy
 from .test_apply_reserve import _assert_complete, _fresh_scratch
 
 
-@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), ("off", False), ("1", True),
-                                      (" ON ", True)])
-def test_the_switch_is_off_unless_set(monkeypatch, text, on):
+@pytest.mark.parametrize("text, on", [(None, True), ("", True), ("0", False), ("off", False), (" OFF ", False),
+                                      ("1", True), (" ON ", True)])
+def test_the_switch_is_on_unless_turned_off(monkeypatch, text, on):
     set_switch(monkeypatch, apply_sides.PARALLEL_SIDES_ENV, text)
     assert apply_sides.parallel_sides() is on
 
@@ -69,7 +69,7 @@ def test_the_switch_is_read_when_the_event_buffers_grow(monkeypatch):
     entries keeps the reading, a growth of the events takes the switch's value, and a bad value
     refuses the reserve before anything changes."""
     scratch = _reserving(monkeypatch)
-    monkeypatch.delenv(apply_sides.PARALLEL_SIDES_ENV, raising=False)
+    monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "0")
     scratch.reserve(10, 20, 8, stream=nullcontext())
     assert not scratch.parallel and scratch.in_side is None
     monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "1")
@@ -87,6 +87,10 @@ def test_the_switch_is_read_when_the_event_buffers_grow(monkeypatch):
     monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "0")
     scratch.reserve(500, 900, 50_000, stream=nullcontext())
     assert not scratch.parallel and scratch.in_side is None
+    monkeypatch.delenv(apply_sides.PARALLEL_SIDES_ENV)  # unset: the default, on
+    scratch.reserve(500, 900, 100_000, stream=nullcontext())
+    assert scratch.parallel
+    _assert_side(scratch)
 
 
 # a growing reserve of the parallel commit allocates eleven times for the out side (as
