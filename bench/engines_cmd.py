@@ -274,7 +274,7 @@ def _check_file_objectives(args, spec, out) -> None:
     if spec.weights != "file" or not wanted:
         return
     count = prepared(spec.name, lambda: graph_file.weight_columns(spec, cache_dir=args.cache_dir),
-                      _written(args, out))
+                     _written(args, out))
     for k in wanted:
         if k >= count:
             raise UsageError(f"--objectives: objective {k} is outside [0, {count}): {spec.path} has {count} "

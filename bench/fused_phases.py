@@ -181,7 +181,8 @@ def _print_lengths(result, launches) -> None:
     rate = phase_clock.pooled_rate(launches)
     last = launches[-1]
     if not profile.complete or rate is None or last.dropped or any(k == "solo stretch" for k in last.kinds):
-        print("\n(no push iterations by length: the push log or the stamps are incomplete, or solo stretches ran: ENGINES_FUSED_SOLO=0 turns them off)")
+        print("\n(no push iterations by length: the push log or the stamps are incomplete, or solo stretches ran: "
+              "ENGINES_FUSED_SOLO=0 turns them off)")
         return
     print("\nThe last launch's push iterations by near-list length:\n")
     print(length_table(by_length(last, profile.near_lengths, rate)))

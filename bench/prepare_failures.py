@@ -68,7 +68,6 @@ def prepared(name: str, prepare, written: tuple = ()):
     raise failure
 
 
-
 def prepared_in_cache(name: str, prepare, cache_dir=None):
     """``prepared`` for a command whose only written folder is the inputs' cache (``cache_dir``,
     engines.io.default_cache_dir's choice when None)."""

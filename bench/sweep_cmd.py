@@ -273,8 +273,9 @@ def run_sweep(args) -> int:
                 shown = SweepInputs(args.data_dir, args.cache_dir, spec, tuple(sizes), tuple(localities),
                                     progress=not args.no_progress)
                 prepared = prepare_failures.prepared(graph, lambda: shown.prepared(graph), _written(args, out))
-                gi, dropped = prepare_failures.prepared(graph, lambda: sweep_input(prepared, sizes, localities,
-                                                                   cache_dir=args.cache_dir), _written(args, out))
+                gi, dropped = prepare_failures.prepared(
+                    graph, lambda: sweep_input(prepared, sizes, localities, cache_dir=args.cache_dir),
+                    _written(args, out))
                 del prepared
                 n, m = gi.graph.num_vertices, gi.graph.num_edges
                 for k in objectives:

@@ -29,14 +29,37 @@ from ..sssp.cuda import switches
 #: 20,000-change batches 0.960 and 0.975; the trees equal.
 PARALLEL_SIDES_ENV = "ENGINES_APPLY_PARALLEL_SIDES"
 
-#: The scratch a side writes (the names of device_apply.ApplyScratch's arrays): a side's chain
-#: reads and clears them, so two chains at once need a copy each.
-SIDE_ARRAYS = ("mark", "row_flag", "row_delta", "cum", "stage_key", "stage_ins", "touched_cum")
+#: The scratch a side writes, by the capacity that sizes it (device_apply.ApplyScratch's groups:
+#: old entries, rows, events): ``(name, dtype, zeroed, slots past the capacity)``. A side's chain
+#: reads and clears them, so two chains at once need a copy each; the zeroed ones must read zero
+#: between commits (each is cleared by the kernel that consumes it).
+SIDE_GROUPS = {
+    "entries": (("mark", "int32", True, 0),),
+    "rows": (("row_flag", "int32", True, 0), ("row_delta", "int64", True, 0), ("cum", "int64", False, 0)),
+    # the touched rows' sums: one slot per event and the total
+    "events": (("stage_key", "int32", False, 0), ("stage_ins", "int32", False, 0),
+               ("touched_cum", "int64", False, 1)),
+}
+#: Their names, and those that must read zero between commits.
+SIDE_ARRAYS = tuple(spec[0] for group in SIDE_GROUPS.values() for spec in group)
+ZERO_INVARIANT = tuple(spec[0] for group in SIDE_GROUPS.values() for spec in group if spec[2])
 
 #: The plan's markers of the branch (device_apply._plan, _enqueue): the steps after BRANCH and
 #: before MAIN run on the side stream once the commit's stream has passed what came before; the
 #: steps after MAIN on the commit's stream again; JOIN makes the commit's stream wait for the side.
 BRANCH, MAIN, JOIN = ("branch",), ("main",), ("join",)
+
+
+def allocate(cupy, owner, group: str, capacity: int) -> None:
+    """``owner``'s side scratch of ``group`` (SIDE_GROUPS) at ``capacity``: the out side's on
+    device_apply.ApplyScratch, the in side's on SideScratch, from the same table. The old arrays
+    are dropped first, so that a growth does not hold both sizes at once."""
+    specs = SIDE_GROUPS[group]
+    for name, *_ in specs:
+        setattr(owner, name, None)
+    for name, dtype, zeroed, extra in specs:
+        make = cupy.zeros if zeroed else cupy.empty
+        setattr(owner, name, make(capacity + extra, dtype=getattr(cupy, dtype)))
 
 
 def parallel_sides() -> bool:
@@ -52,13 +75,8 @@ class SideScratch:
 
     def __init__(self, cupy, m_cap: int, n_cap: int, event_cap: int):
         """``cupy``: the CuPy module of the reserve that makes it (inside its device)."""
-        self.mark = cupy.zeros(m_cap, dtype=cupy.int32)
-        self.row_flag = cupy.zeros(n_cap, dtype=cupy.int32)
-        self.row_delta = cupy.zeros(n_cap, dtype=cupy.int64)
-        self.cum = cupy.empty(n_cap, dtype=cupy.int64)
-        self.stage_key = cupy.empty(event_cap, dtype=cupy.int32)
-        self.stage_ins = cupy.empty(event_cap, dtype=cupy.int32)
-        self.touched_cum = cupy.empty(event_cap + 1, dtype=cupy.int64)
+        for group, capacity in (("entries", m_cap), ("rows", n_cap), ("events", event_cap)):
+            allocate(cupy, self, group, capacity)
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.forked = cupy.cuda.Event(block=False, disable_timing=True)
         self.joined = cupy.cuda.Event(block=False, disable_timing=True)
@@ -67,9 +85,7 @@ class SideScratch:
     def nbytes(self) -> int:
         return sum(int(getattr(self, name).nbytes) for name in SIDE_ARRAYS)
 
-    def zero_invariant(self):
-        """The arrays that must read zero between commits (a failed commit re-zeroes them)."""
-        return (self.mark, self.row_flag, self.row_delta)
 
 
-__all__ = ["BRANCH", "JOIN", "MAIN", "PARALLEL_SIDES_ENV", "SIDE_ARRAYS", "SideScratch", "parallel_sides"]
+__all__ = ["BRANCH", "JOIN", "MAIN", "PARALLEL_SIDES_ENV", "SIDE_ARRAYS", "SIDE_GROUPS", "SideScratch",
+           "ZERO_INVARIANT", "allocate", "parallel_sides"]

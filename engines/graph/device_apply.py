@@ -271,33 +271,27 @@ class ApplyScratch:
             # a part of it sized for another capacity (fits() relies on it).
             if grow_entries:
                 cap = _grown(self.m_cap, m_old)
-                self.m_cap, self.mark = 0, None
-                self.mark = cupy.zeros(cap, dtype=cupy.int32)
+                self.m_cap = 0
+                apply_sides.allocate(cupy, self, "entries", cap)  # mark
                 self.m_cap = cap
             if grow_rows:
                 cap = _grown(self.n_cap, n_rows + 1)
                 self.n_cap = 0
-                self.row_flag = self.row_delta = self.cum = None
-                self.row_flag = cupy.zeros(cap, dtype=cupy.int32)
-                self.row_delta = cupy.zeros(cap, dtype=cupy.int64)
-                self.cum = cupy.empty(cap, dtype=cupy.int64)
+                apply_sides.allocate(cupy, self, "rows", cap)  # row_flag, row_delta, cum
                 self.n_cap = cap
             if grow_events:
                 cap = max(_grown(self.event_cap, num_events), floor)
                 k = self.num_weights
                 self.event_cap = 0
-                self.keys = self.stage_key = self.stage_ins = self.increased = self.staging = None
-                self.touched_cum = None
+                self.keys = self.increased = self.staging = None
                 self.record = self.sizes = self.ev_src = self.ev_dst = self.ev_weights = None
                 self._pinned, self._pinned_ptr, self._upload_done = None, 0, None
                 self._stage_view = self._sized_head = None  # they hold the old buffers
                 # both sides' sort keys in one array, sorted by one call (as unsigned: the side
                 # bit is the top bit, device_apply.cu apply_keys)
                 self.keys = cupy.empty(2 * cap, dtype=cupy.uint64)
-                self.stage_key = cupy.empty(cap, dtype=cupy.int32)
-                self.stage_ins = cupy.empty(cap, dtype=cupy.int32)
+                apply_sides.allocate(cupy, self, "events", cap)  # stage_key, stage_ins, touched_cum
                 self.increased = cupy.zeros(cap * max(k, 1), dtype=cupy.uint8)
-                self.touched_cum = cupy.empty(cap + 1, dtype=cupy.int64)  # one side's at a time
                 at = self._events_at()  # header (record | sizes), then the events at capacity
                 nbytes = at + (8 + 4 * k) * cap
                 staging = self.staging = cupy.empty(nbytes, dtype=cupy.uint8)
@@ -343,8 +337,8 @@ class ApplyScratch:
 
     def reset_after_failure(self, stream) -> None:
         """Re-zero the zero-invariant scratch after a commit failed half-way."""
-        side = self.in_side.zero_invariant() if self.in_side is not None else ()
-        for arr in (self.mark, self.row_flag, self.row_delta) + side:
+        owners = (self,) if self.in_side is None else (self, self.in_side)
+        for arr in (getattr(owner, name) for owner in owners for name in apply_sides.ZERO_INVARIANT):
             if arr is not None:
                 arr.data.memset_async(0, arr.nbytes, stream)
 
@@ -635,7 +629,8 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     by_side = {}
     # (side, sorted keys, entry key of an event, stats on this side, the scratch it writes)
     for side, sorted_keys, ev_key, stats, sc in (("out", keys_out, ev_dst, 1, scratch),
-                                                 ("in", keys_in, ev_src, 0, scratch.in_side or scratch)):
+                                                 ("in", keys_in, ev_src, 0,
+                                                  scratch if scratch.in_side is None else scratch.in_side)):
         old_w, new_w = cur.weight[side], target.weight[side]
         chain = by_side[side] = [
             ("kernel", fn["apply_decide"], warp_blocks, (

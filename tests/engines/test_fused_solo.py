@@ -19,8 +19,8 @@ from engines.sssp.cuda import compile_check, fused, operators, push, runtime, wo
 from tests.switch_env import set_switch
 
 
-@pytest.mark.parametrize("text, edges", [(None, fused.SOLO_DEFAULT), ("", fused.SOLO_DEFAULT), ("0", 0), ("off", 0), (" OFF ", 0),
-                                         ("1", 1), ("1024", 1024), (" 4096 ", 4096)])
+@pytest.mark.parametrize("text, edges", [(None, fused.SOLO_DEFAULT), ("", fused.SOLO_DEFAULT), ("0", 0), ("off", 0),
+                                         (" OFF ", 0), ("1", 1), ("1024", 1024), (" 4096 ", 4096)])
 def test_solo_edges_reads_the_switch(monkeypatch, text, edges):
     set_switch(monkeypatch, fused.SOLO_ENV, text)
     assert fused.solo_edges() == edges

@@ -105,7 +105,8 @@ VARIANTS = tuple(runtime.variant_defines(variant + captured)
 #: bench/fused_phases.py's table of push iterations by length needs). Other combinations compile
 #: on demand under NVRTC like any variant.
 INSTRUMENT_VARIANTS = tuple(runtime.variant_defines(PHASE_CLOCK_DEFINES + extra + solo)
-                            for extra in ((), _CAPTURED_DEFINES, _CAPTURED_DEFINES + appends.module_defines(True, "group"))
+                            for extra in ((), _CAPTURED_DEFINES,
+                                          _CAPTURED_DEFINES + appends.module_defines(True, "group"))
                             for solo in ((), _SOLO_DEFINES))
 #: What make cuda-check compiles from fused.cu (compile_check.variants_of): every variant, the
 #: instruments' too.

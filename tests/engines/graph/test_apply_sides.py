@@ -40,8 +40,9 @@ def _assert_side(scratch):
     assert side.row_flag.size == side.row_delta.size == side.cum.size == scratch.n_cap
     assert side.stage_key.size == side.stage_ins.size == scratch.event_cap
     assert side.touched_cum.size == scratch.event_cap + 1
-    for name in apply_sides.SIDE_ARRAYS:  # its own, never the out side's
+    for name in apply_sides.SIDE_ARRAYS:  # its own, never the out side's, of the out side's type
         assert getattr(side, name) is not getattr(scratch, name), name
+        assert getattr(side, name).dtype == getattr(scratch, name).dtype, name
     assert not side.mark.any() and not side.row_flag.any() and not side.row_delta.any()
 
 
@@ -247,3 +248,26 @@ def test_the_in_side_runs_on_its_stream_between_the_fork_and_the_join(monkeypatc
     # the in side's library scan runs with the side stream current, the out side's with the main one
     scans = [i for i, e in enumerate(log) if e == ("cumsum",)]
     assert [log[i - 1] for i in scans] == [("current", "side"), ("current", "main")]
+
+
+def test_a_failed_commit_zeroes_both_sides_scratch(monkeypatch):
+    """reset_after_failure re-zeroes every array that must read zero between commits, the in
+    side's too (a commit that failed half-way may have set marks and row flags on either side)."""
+    monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "1")
+    scratch = _reserving(monkeypatch)
+    scratch.reserve(10, 20, 8, stream=nullcontext())
+    zeroed = []
+
+    class _Array:
+        def __init__(self, label, nbytes):
+            self.nbytes = nbytes
+            self.data = SimpleNamespace(memset_async=lambda value, size, stream: zeroed.append((label, value, size)))
+
+    expected = []
+    for side, owner in (("out", scratch), ("in", scratch.in_side)):
+        for name in apply_sides.SIDE_ARRAYS:
+            setattr(owner, name, _Array((side, name), 8 * len(name)))
+        expected += [((side, name), 0, 8 * len(name)) for name in ("mark", "row_flag", "row_delta")]
+    assert apply_sides.ZERO_INVARIANT == ("mark", "row_flag", "row_delta")
+    scratch.reset_after_failure(stream=None)
+    assert sorted(zeroed) == sorted(expected)
