@@ -152,37 +152,6 @@ __device__ __forceinline__ i64 warp_max(i64 value) {
     return value;
 }
 
-// The block-wide exclusive prefix sum of `value` over the threads in index order, and the block's
-// sum in `block_total` (the same in every thread). Every thread of the block must call it
-// (barriers); blockDim.x is a multiple of 32. `warp_sums` is shared scratch of one slot per warp,
-// read after the last barrier here: a caller that scans again must pass a barrier first. One copy
-// for the touched-rows scan and the change lists, which sum different types (i64 row changes,
-// i32 counts).
-template <typename T>
-__device__ __forceinline__ T block_exclusive_scan(T value, T* warp_sums, T& block_total) {
-    const int lane = lane_id();
-    const int warp = static_cast<int>(threadIdx.x) >> 5;
-    const int num_warps = static_cast<int>(blockDim.x >> 5);
-    T inclusive = value;  // within the warp
-    for (int off = 1; off < 32; off <<= 1) {
-        const T other = __shfl_up_sync(SSSP_FULL_MASK, inclusive, off);
-        if (lane >= off) inclusive += other;
-    }
-    if (lane == 31) warp_sums[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {  // inclusive scan of the warp totals
-        T upto = lane < num_warps ? warp_sums[lane] : T(0);
-        for (int off = 1; off < 32; off <<= 1) {
-            const T other = __shfl_up_sync(SSSP_FULL_MASK, upto, off);
-            if (lane >= off) upto += other;
-        }
-        if (lane < num_warps) warp_sums[lane] = upto;
-    }
-    __syncthreads();
-    block_total = warp_sums[num_warps - 1];
-    return (warp > 0 ? warp_sums[warp - 1] : T(0)) + (inclusive - value);
-}
-
 }  // namespace apply
 
 // ---------------------------------------------------------------------------------------------

@@ -254,6 +254,37 @@ __device__ __forceinline__ void warp_sum_into(T value, T* slot) {
     if (lane_id() == 0 && value != T(0)) atomic_add(slot, value);
 }
 
+// The block-wide exclusive prefix sum of `value` over the threads in index order, and the block's
+// sum in `block_total` (the same in every thread). Every thread of the block must call it
+// (barriers); blockDim.x is a multiple of 32. `warp_sums` is shared scratch of one slot per warp,
+// read after the last barrier here: a caller that scans again must pass a barrier first. One copy
+// for the device apply's touched-rows scan and change lists (i64 row changes, i32 counts) and the
+// invalidation's block slots (vertex counts).
+template <typename T>
+__device__ __forceinline__ T block_exclusive_scan(T value, T* warp_sums, T& block_total) {
+    const int lane = lane_id();
+    const int warp = static_cast<int>(threadIdx.x) >> 5;
+    const int num_warps = static_cast<int>(blockDim.x >> 5);
+    T inclusive = value;  // within the warp
+    for (int off = 1; off < 32; off <<= 1) {
+        const T other = __shfl_up_sync(SSSP_FULL_MASK, inclusive, off);
+        if (lane >= off) inclusive += other;
+    }
+    if (lane == 31) warp_sums[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {  // inclusive scan of the warp totals
+        T upto = lane < num_warps ? warp_sums[lane] : T(0);
+        for (int off = 1; off < 32; off <<= 1) {
+            const T other = __shfl_up_sync(SSSP_FULL_MASK, upto, off);
+            if (lane >= off) upto += other;
+        }
+        if (lane < num_warps) warp_sums[lane] = upto;
+    }
+    __syncthreads();
+    block_total = warp_sums[num_warps - 1];
+    return (warp > 0 ? warp_sums[warp - 1] : T(0)) + (inclusive - value);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Grid-stride iteration over [0, count): 64-bit indices so that `i + stride` cannot overflow
 // near 2^31 items.
@@ -524,9 +555,17 @@ __device__ __forceinline__ void pointer_jump_round(i64 n, V* SSSP_WIDE_RESTRICT 
 // Invalidate (algorithm.md §5.6): every flagged vertex gets the INF word, the invalidation
 // generation and a candidates slot; its flag is cleared for the next run. *invalidated gets the
 // exact count, summed per warp, never the candidates counter (the heads keep appending to it).
+// The slots are reserved per block, not per warp: a first sweep counts each thread's flagged
+// items, a block-wide scan places them, one atomicAdd reserves the block's slots, and a second
+// sweep over the same items writes them. With one atomicAdd per warp on the one candidates word,
+// a large invalidation (roadNet-PA safe50k: 955 k of 1.09 M vertices, about 30 k warps) queued
+// its atomics in one L2 slice, and the phase took 34 us on an H100 (bench/fused_phases.py); the
+// second sweep's flag loads cost less than that. Only this thread changes its items' flags
+// between the sweeps, so both read the same ones. List order is schedule-dependent either way
+// (algorithm.md §5.1). Every thread of the block must call it (barriers): both engines do.
 // SSSP_WIDE_PASSES: flag, words, stamp and candidates are four workspace arrays (both engines), each
 // reached through its own pointer only: __restrict__. The two counters are fields of the control
-// block, which no array overlaps; they stay plain (one atomic each per warp).
+// block, which no array overlaps; they stay plain.
 template <typename V>
 __device__ __forceinline__ void invalidate_flagged(i64 n, i32* SSSP_WIDE_RESTRICT flag,
                                                    u64* SSSP_WIDE_RESTRICT words,
@@ -534,26 +573,41 @@ __device__ __forceinline__ void invalidate_flagged(i64 n, i32* SSSP_WIDE_RESTRIC
                                                    i32 generation, V* SSSP_WIDE_RESTRICT candidates,
                                                    V* candidate_count, V* invalidated) {
     const GridStride g;
-    V local = 0;
+    V mine = 0;  // this thread's flagged items
     for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
-        bool flagged[SSSP_PASS_ILP];
 #pragma unroll
         for (int j = 0; j < SSSP_PASS_ILP; ++j) {
             const i64 v = base + j * g.stride;
-            flagged[j] = v < n && load_cg(flag + v) != 0;
-        }
-#pragma unroll
-        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
-            if (!flagged[j]) continue;
-            const i64 v = base + j * g.stride;
-            flag[v] = 0;
-            words[v] = INF_WORD;
-            stamp[v] = generation;
-            candidates[append(candidate_count)] = static_cast<V>(v);
-            ++local;
+            mine += (v < n && load_cg(flag + v) != 0) ? V(1) : V(0);
         }
     }
-    warp_sum_into(local, invalidated);
+    __shared__ V warp_sums[SSSP_BLOCK / 32];  // block_exclusive_scan's scratch
+    __shared__ V block_first;                 // the block's first candidates slot
+    V block_total;
+    V at = block_exclusive_scan(mine, warp_sums, block_total);
+    if (threadIdx.x == 0 && block_total > 0) block_first = atomic_add(candidate_count, block_total);
+    __syncthreads();
+    if (mine > 0) {
+        at += block_first;
+        for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+            bool flagged[SSSP_PASS_ILP];
+#pragma unroll
+            for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+                const i64 v = base + j * g.stride;
+                flagged[j] = v < n && load_cg(flag + v) != 0;
+            }
+#pragma unroll
+            for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+                if (!flagged[j]) continue;
+                const i64 v = base + j * g.stride;
+                flag[v] = 0;
+                words[v] = INF_WORD;
+                stamp[v] = generation;
+                candidates[at++] = static_cast<V>(v);
+            }
+        }
+    }
+    warp_sum_into(mine, invalidated);
 }
 
 // Insertion heads (algorithm.md §5.7), with the invalidation's generation: a just-invalidated head
