@@ -117,15 +117,17 @@ def test_the_scan_finds_a_cycle_through_an_import_inside_a_function(tmp_path):
 def test_the_graph_package_needs_nothing_of_the_engines_but_the_cuda_runtime():
     """Issue 30 item 6: the graph owns its storage. The host and device graph and both appliers
     live in ``engines.graph``; of the SSSP package they use only the CUDA runtime (compilation,
-    streams, error translation) and the environment switches' parser, which import no graph, so
+    streams, error translation), the environment switches' parser and the mapped records' switch
+    (mapped.py, which the device apply and the fused engine both read), which import no graph, so
     the engines depend on the graph and never the other way round."""
     modules = project_modules()
     graph = {m: imported(m, p, modules) for m, p in modules.items() if m.split(".")[:2] == ["engines", "graph"]}
     assert {"engines.graph.graph", "engines.graph.host_apply", "engines.graph.device_graph",
             "engines.graph.device_apply"} <= set(graph)
     reached = set().union(*graph.values())
-    # the runtime, and the switches' parser (the device apply's ENGINES_APPLY_MIN_EVENTS)
-    leaves = {"engines.sssp.cuda.runtime", "engines.sssp.cuda.switches"}
+    # the runtime, the switches' parser (the device apply's ENGINES_APPLY_MIN_EVENTS) and
+    # ENGINES_MAPPED_RECORDS' owner
+    leaves = {"engines.sssp.cuda.runtime", "engines.sssp.cuda.switches", "engines.sssp.cuda.mapped"}
     assert {m for m in reached if m.startswith("engines.sssp")} <= leaves
     assert "engines.sssp.cuda.runtime" in reached
     for leaf in leaves:

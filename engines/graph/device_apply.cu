@@ -545,6 +545,21 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
+// The commit's record into its pinned host mirror (ENGINES_MAPPED_RECORDS,
+// engines/sssp/cuda/mapped.py): the commit's last step, one block storing `count` slots over the
+// bus instead of a download node after the kernels. The host reads the mirror once the event
+// recorded after the commit has completed, which makes these stores visible.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_record_out(const i64* __restrict__ record, i64* host_record, i32 count) {
+    volatile i64* to = host_record;
+    for (i32 i = static_cast<i32>(threadIdx.x); i < count; i += static_cast<i32>(blockDim.x)) {
+        to[i] = record[i];
+    }
+    __threadfence_system();
+}
+
+// ---------------------------------------------------------------------------------------------
 // The change lists of objective k (algorithm.md §3.4) in the engines' workspace buffers: every
 // deletion, then every insertion with increased[i, k], in order; heads = insert_dst of every
 // insertion; the changed count in *changed_count. One block of 1024 threads, one pass: each thread

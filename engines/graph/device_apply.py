@@ -33,7 +33,7 @@ import numpy as np
 
 from ..batch import ApplySummary, apply_summary
 from ..errors import InternalError
-from ..sssp.cuda import runtime, switches
+from ..sssp.cuda import mapped, runtime, switches
 from ..sssp.cuda.runtime import cuda_errors, cupy_module
 from . import apply_sides, key_sort
 
@@ -41,7 +41,8 @@ ENGINE = "apply"
 #: The apply's kernels, beside this file; compiled with the engines' shared header (runtime.read_source).
 SOURCE = str(Path(__file__).resolve().with_name("device_apply.cu"))
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_touched_scan", "apply_row_ptr_touched",
-           "apply_move", "apply_rebuild", "apply_rescan_max", "apply_changes", "apply_changes_sized")
+           "apply_move", "apply_rebuild", "apply_rescan_max", "apply_changes", "apply_changes_sized",
+           "apply_record_out")
 #: How a commit's kernels are launched (module docstring; ``Options.update_launch``).
 LAUNCHES = ("python", "graph")
 #: The launch of a commit that names none (``Graph.apply``; ``update()`` passes the results'
@@ -222,6 +223,7 @@ class ApplyScratch:
         self.touched_limit = 0  # touched_scan_limit(), read with the event buffers' capacity
         self.key_sort = key_sort.DEFAULT_KEY_SORT  # key_sort.chosen(), read with it too
         self.parallel = False  # apply_sides.parallel_sides(), read with it too
+        self.mapped_record = False  # mapped.enabled(), read with it too: the record stored by a kernel
         self.in_side = None  # the in side's scratch while parallel
         self.staging = None  # device bytes: header (record | sizes) | src | dst | insertion weights
         self.record = self.sizes = None  # views of the staging header
@@ -261,6 +263,7 @@ class ApplyScratch:
         if grow_events:  # before anything changes: a bad value refuses the commit with the scratch as it was
             floor, touched, sort = min_events(), touched_scan_limit(), key_sort.chosen()
             parallel = apply_sides.parallel_sides()
+            mapped_record = mapped.enabled()
         caps = (self.m_cap, self.n_cap, self.event_cap)
         layout, self.layout = self.layout, 0  # 0 until every buffer is in place: a failure
         # half-way leaves a layout no capture was made for
@@ -308,6 +311,7 @@ class ApplyScratch:
                 self.touched_limit = touched
                 self.key_sort = sort
                 self.parallel = parallel
+                self.mapped_record = mapped_record
             # The in side's own scratch at the capacities above, made again when a group grew
             # (or after an allocation that failed half-way: layout 0 brought us here).
             if not self.parallel:
@@ -666,6 +670,9 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
         steps += [apply_sides.BRANCH, *by_side["in"], apply_sides.MAIN, *by_side["out"], rescan, apply_sides.JOIN]
     else:
         steps += [*by_side["out"], *by_side["in"], rescan]
+    if scratch.mapped_record:  # one block stores the record into its pinned mirror (mapped.py)
+        return steps + [("kernel", fn["apply_record_out"], 1, (
+            record, np.uint64(scratch.record_host_ptr), i32(record.size)), 0)]
     return steps + [("download", record)]
 
 

@@ -78,7 +78,12 @@ def test_the_control_block_carries_the_per_update_scalars():
         assert dtype["num_heads"] == np.dtype(vertex)
         assert dtype["solo_limit"] == np.dtype(vertex)
         assert dtype["delta"] == np.dtype(np.uint64)
-        assert dtype.names[-4:] == ("base_generation", "num_heads", "solo_limit", "delta")
+        assert dtype.names[-6:-2] == ("base_generation", "num_heads", "solo_limit", "delta")
+        # the mapped records' fields (mapped.py): the pinned host record's address, then the
+        # blocks that finished; the block stays whole 8-byte words (fused.cu copies it by words)
+        assert dtype.names[-2:] == ("host_record", "exited")
+        assert dtype["host_record"] == np.dtype(np.uint64) and dtype["exited"] == np.dtype(np.uint32)
+        assert dtype.itemsize % 8 == 0
 
 
 class _Graph:

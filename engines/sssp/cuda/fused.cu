@@ -273,8 +273,59 @@ __device__ __forceinline__ void write_stats(const GridStride& gs, FusedControl<V
     }
 }
 
+// Mapped records (ENGINES_MAPPED_RECORDS, engines/sssp/cuda/mapped.py): when the initial record names a pinned host
+// record (ctl->host_record), the last block to finish the run copies the control block into it,
+// so the run's graph needs no download node after the kernel (a copy node after a kernel cost
+// about 7 us a replay on an H100, against about 2 us for these stores). Every block counts itself
+// out after its last write (fenced first); the last to arrive has seen every other block's fence,
+// so it reads the final block. The host reads the record after its one wait for the stream, which
+// makes the kernel's writes to host memory visible. Called by every thread at fused_update's end
+// (compute() is never mapped). Thread 0 alone reads the address and counts the block out, in a
+// shared slot; not inlined: inlined at the kernel's end, it made ptxas spill the batched push's
+// update and compute modules (make cuda-check).
+template <typename V>
+__device__ __noinline__ void record_out(FusedControl<V>* ctl) {
+    __shared__ u64 host;  // the pinned record's address; 0 in every block but the last to finish
+    __syncthreads();      // the block's threads have made their last writes
+    if (threadIdx.x == 0) {
+        host = load_cg(&ctl->host_record);
+        if (host != 0) {
+            __threadfence();
+            if (atomicAdd(&ctl->exited, 1u) != gridDim.x - 1) host = 0;
+        }
+    }
+    __syncthreads();
+    if (host == 0) return;
+    __threadfence();
+    constexpr int words = sizeof(FusedControl<V>) / sizeof(u64);
+    static_assert(sizeof(FusedControl<V>) % sizeof(u64) == 0, "the control block is whole words");
+    const u64* from = reinterpret_cast<const u64*>(ctl);
+    volatile u64* to = reinterpret_cast<volatile u64*>(host);
+    for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x)) {
+        to[i] = load_cg(from + i);
+    }
+    __threadfence_system();
+}
+
 }  // namespace fused
 }  // namespace sssp
+
+// ---------------------------------------------------------------------------------------------
+// Mapped records (ENGINES_MAPPED_RECORDS, mapped.py): the control block's initial record, read from
+// the host's pinned memory by one block of the run's graph instead of an upload node (a copy
+// between kernels cost the GPU a switch to the copy engine and back). One block; its first warp
+// copies the words.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK) fused_control_in(const sssp::u64* host_init,
+                                                               sssp::FusedControl<V>* ctl) {
+    using namespace sssp;
+    constexpr int words = sizeof(FusedControl<V>) / sizeof(u64);
+    u64* to = reinterpret_cast<u64*>(ctl);
+    const volatile u64* from = reinterpret_cast<const volatile u64*>(host_init);
+    for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x)) {
+        to[i] = from[i];
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // update(): pack, roots, pointer jumping, invalidation, heads, pull, near-far, unpack
@@ -388,6 +439,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     }
     fused::phase_mark(fused::PHASE_END);
     fused::write_stats(gs, ctl, generation, iterations, epochs, pushes);
+    fused::record_out<V>(ctl);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,11 +20,14 @@ import numpy as np
 from ... import errors
 from ..kept import Kept
 from ..plan import EngineReport, pointer_jumping_rounds
-from . import appends, chains, jumps, passes, push, runtime, switches, variants, workspace
+from . import appends, chains, jumps, mapped, passes, push, runtime, switches, variants, workspace
 
 ENGINE = "fused"
 SOURCE = "fused.cu"
 KERNELS = ("fused_update", "fused_compute")
+#: The one-block kernel that reads a captured update's initial record from pinned host memory
+#: (mapped.py); compiled in the same module, never launched cooperatively.
+CONTROL_IN = "fused_control_in"
 #: The control block says the kernel ran this many times per run: one synchronization
 #: (algorithm.md §9).
 SYNC_BUDGET = 1
@@ -116,7 +119,8 @@ CHECKED_VARIANTS = VARIANTS + INSTRUMENT_VARIANTS
 def load_module(device: int, defines=()) -> runtime.CompiledModule:
     """Compile (or fetch) the fused module on ``device`` in the variant ``defines``
     (``module_defines``); CudaError on failure."""
-    return runtime.get_module(ENGINE, device, SOURCE, KERNELS, cooperative=True, defines=defines)
+    return runtime.get_module(ENGINE, device, SOURCE, KERNELS + (CONTROL_IN,), cooperative=True,
+                              defines=defines)
 
 
 def solo_edges() -> int:
@@ -347,10 +351,15 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                     vt(0) if captured else solo, control.device,
                 )
                 if captured:
+                    control_in = (module.function(CONTROL_IN, vertex_dtype, dg.offset_dtype)
+                                  if mapped.enabled() else None)
+                    # the host record's address only when mapped: each field staged costs the
+                    # host about 0.4 us, and the initial record starts from zeros
                     control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo,
-                                          delta=delta)
+                                          delta=delta, **({} if control_in is None else
+                                                          {"host_record": control.host_read_ptr}))
                     record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs, staging,
-                                           while_running=changes.resolve_ready)
+                                           while_running=changes.resolve_ready, control_in=control_in)
                 else:
                     fn((blocks,), (runtime.BLOCK_SIZE,), args)
                     changes.resolve_ready()  # the commit's record, while the kernel runs
@@ -405,14 +414,17 @@ def _capture_key(fn, blocks: int, args) -> tuple:
 
 
 def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, syncs, staging=None,
-                  while_running=None):
+                  while_running=None, control_in=None):
     """A captured run: replay (capturing first when new) the graph of the control block's upload
     from its pinned initial record (staged by the caller), the change lists' staging
     (``staging``: ``(function, arguments)`` of device_apply's sized kernel, None when the caller
     staged them), ``fn`` over ``blocks`` with ``args`` and the block's download into ``host_read``;
     then ``while_running()`` (host work that overlaps the run: the commit's record) and the run's
     one synchronization. Where capture failed, the same steps are enqueued from Python. Called
-    under the workspace's lock."""
+    under the workspace's lock. With ``control_in`` (mapped.py: the kernel that reads the initial
+    record from pinned memory; the caller staged it with the host record's address) the graph has
+    no copies: that kernel first, and the last block of ``fn`` stores the block into
+    ``host_read``."""
     state = capture_state(device, vertex_dtype)
 
     def kernels(stream) -> None:
@@ -426,7 +438,12 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
         # one-block kernel, a 256-byte upload from pinned memory, a cooperative kernel of 132
         # blocks and the download took 21.6 us a replay, against 13.95 us with the upload first
         # (the same as without the one-block kernel; CUDA events around 2,800 replays of each).
-        control.enqueue_copies(stream, kernels)
+        if control_in is None:
+            control.enqueue_copies(stream, kernels)
+        else:
+            control_in((1,), (runtime.BLOCK_SIZE,), (np.uint64(control.host_init_ptr), control.device),
+                       stream=stream)
+            kernels(stream)
 
     graph = None
     if state.problem is None:
@@ -434,7 +451,8 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
         # workspace made again after a discard may get its device buffers back at the same
         # addresses but other pinned memory
         key = (_capture_key(fn, blocks, args) + (control.host_init_ptr, control.host_read_ptr)
-               + (("staging",) + _capture_key(staging[0], 1, staging[1]) if staging is not None else ()))
+               + (("staging",) + _capture_key(staging[0], 1, staging[1]) if staging is not None else ())
+               + (("mapped", id(control_in)) if control_in is not None else ()))
         graph = state.graphs.pop(key, None)
         if graph is not None:
             state.graphs[key] = graph  # used now: the last to be dropped (least recently used first)

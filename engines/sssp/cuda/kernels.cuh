@@ -353,6 +353,11 @@ struct FusedControl {
     V num_heads;          // the insertion heads listed in heads
     V solo_limit;         // the solo push's longest near list (fused.py solo_limit: follows the edge count)
     u64 delta;            // the bucket width (the default follows the edge count and weight sum)
+    // Mapped records (mapped.py ENGINES_MAPPED_RECORDS): the pinned host record the last block to
+    // finish copies this block into (fused.cu record_out; 0: none, the host copies it), written by
+    // the host into the initial record, and the blocks that finished the run, counted on the device.
+    u64 host_record;
+    u32 exited;
 };
 
 // The operators layout (algorithm.md §5.2 [ops]); the operators engine owns its use.

@@ -70,6 +70,8 @@ def fused_control_dtype(vertex_dtype=np.int32) -> np.dtype:
             ("num_heads", v),
             ("solo_limit", v),
             ("delta", np.uint64),
+            ("host_record", np.uint64),
+            ("exited", np.uint32),
         ],
         align=True,
     )
