@@ -21,9 +21,9 @@ from .graph.test_apply_sides import _planned, _reserving, _shape
 from .test_fused_capture import _Graph, _LoggingControl
 
 
-@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), (" off ", False),
+@pytest.mark.parametrize("text, on", [(None, True), ("", True), ("0", False), (" off ", False),
                                       ("1", True), (" ON ", True)])
-def test_the_switch_is_off_unless_turned_on(monkeypatch, text, on):
+def test_the_switch_is_on_unless_turned_off(monkeypatch, text, on):
     set_switch(monkeypatch, mapped.MAPPED_RECORDS_ENV, text)
     assert mapped.enabled() is on
 
@@ -38,9 +38,10 @@ def test_a_bad_value_is_an_error_naming_the_switch(monkeypatch):
 def test_a_mapped_plan_ends_with_the_records_kernel_instead_of_its_download(monkeypatch, parallel):
     # the pinned mirror's address (the scratch the plan tests make has no pinned memory)
     monkeypatch.setattr(device_apply.ApplyScratch, "record_host_ptr", 4242, raising=False)
-    monkeypatch.setenv(mapped.MAPPED_RECORDS_ENV, "0")
+    # _planned turns the switch off for the sides' tests: its reading is replaced here instead
+    monkeypatch.setattr(mapped, "enabled", lambda: False)
     _, copied = _planned(monkeypatch, parallel=parallel, touched=True)
-    monkeypatch.setenv(mapped.MAPPED_RECORDS_ENV, "1")
+    monkeypatch.setattr(mapped, "enabled", lambda: True)
     scratch, stored = _planned(monkeypatch, parallel=parallel, touched=True)
     assert scratch.mapped_record
     assert [_shape(s) for s in stored[:-1]] == [_shape(s) for s in copied[:-1]]
@@ -65,9 +66,12 @@ def test_the_apply_reads_the_switch_when_the_event_buffers_grow(monkeypatch):
     with pytest.raises(errors.InvalidArgumentError, match=mapped.MAPPED_RECORDS_ENV):
         scratch.reserve(500, 900, 5000, stream=nullcontext())
     assert scratch.layout == layout and scratch.mapped_record
-    monkeypatch.delenv(mapped.MAPPED_RECORDS_ENV)  # unset: off
+    monkeypatch.setenv(mapped.MAPPED_RECORDS_ENV, "off")
     scratch.reserve(500, 900, 5000, stream=nullcontext())
     assert not scratch.mapped_record
+    monkeypatch.delenv(mapped.MAPPED_RECORDS_ENV)  # unset: the default, on
+    scratch.reserve(500, 900, 50_000, stream=nullcontext())
+    assert scratch.mapped_record
 
 
 class _Control(_LoggingControl):

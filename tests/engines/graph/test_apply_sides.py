@@ -127,6 +127,7 @@ def _planned(monkeypatch, parallel: bool, touched: bool):
     monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "1" if parallel else "0")
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "off" if not touched else "1000000")
     monkeypatch.setenv("ENGINES_APPLY_KEY_SORT", "library")
+    monkeypatch.setenv("ENGINES_MAPPED_RECORDS", "0")  # the record's download ends these plans
     scratch.reserve(10, 20, 8, stream=nullcontext())
 
     def buffers():
