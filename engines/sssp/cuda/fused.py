@@ -351,7 +351,7 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                     vt(0) if captured else solo, control.device,
                 )
                 if captured:
-                    control_in = (module.function(CONTROL_IN, vertex_dtype, dg.offset_dtype)
+                    control_in = (module.functions(vertex_dtype, dg.offset_dtype)[CONTROL_IN]
                                   if mapped.enabled() else None)
                     # the host record's address only when mapped: each field staged costs the
                     # host about 0.4 us, and the initial record starts from zeros
