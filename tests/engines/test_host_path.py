@@ -232,3 +232,78 @@ def test_a_modules_function_table_is_its_functions_made_once():
     wide = module.functions(i32, i64)
     assert wide is not table and wide["ops_a"] == ("kernel", runtime.instantiation_name("ops_a", i32, i64))
     assert len(loaded) == 4
+
+
+class _Stream:
+    """A stream whose work finishes after ``busy`` queries (``done``: cudaStreamQuery)."""
+
+    def __init__(self, busy):
+        self.busy, self.queries = busy, 0
+
+    @property
+    def done(self):
+        self.queries += 1
+        return self.queries > self.busy
+
+
+def _step(ready_after):
+    """A host step (PendingCommit.resolve_ready) that finds its event done at its ready_after-th
+    call, and says so from then on."""
+    calls = []
+
+    def step():
+        calls.append(len(calls) + 1 >= ready_after)
+        return calls[-1]
+
+    return step, calls
+
+
+@pytest.mark.parametrize("ready_after", [1, 2, 7])
+def test_polling_runs_the_step_until_it_is_done_while_the_stream_runs(ready_after):
+    """The commit's record arrives before the engine's kernel starts: the step is asked again
+    until it has run, never after, and the stream is queried once per step that was not done."""
+    from engines.sssp.cuda import runtime
+
+    step, calls = _step(ready_after)
+    stream = _Stream(busy=100)
+    runtime.poll_while_running(step, stream)
+    assert calls == [False] * (ready_after - 1) + [True]
+    assert stream.queries == ready_after - 1
+
+
+def test_polling_stops_when_the_stream_finished_with_one_last_step():
+    """If the run's stream finishes first (nothing left to overlap), the step is asked once more
+    and the polling returns whatever it answered: it never spins on a finished run."""
+    from engines.sssp.cuda import runtime
+
+    step, calls = _step(ready_after=50)
+    stream = _Stream(busy=3)
+    runtime.poll_while_running(step, stream)
+    assert calls == [False] * 5 and stream.queries == 4
+
+
+def test_a_failed_query_while_polling_is_a_cuda_error_naming_the_wait(monkeypatch):
+    """A query that raises (a faulted context) leaves the loop as the engines' CUDA error."""
+    from engines.sssp.cuda import runtime
+
+    class _Broken:
+        @property
+        def done(self):
+            raise RuntimeError("cudaErrorIllegalAddress")
+
+    monkeypatch.setattr(runtime, "_is_cuda_exception", lambda exc: True)
+    with pytest.raises(errors.CudaError) as caught:
+        runtime.poll_while_running(lambda: False, _Broken())
+    assert str(caught.value) == "CUDA failure while waiting for the run: cudaErrorIllegalAddress"
+
+
+@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), ("1", True), (" on ", True)])
+def test_polling_for_the_record_is_off_unless_turned_on(monkeypatch, text, on):
+    set_switch(monkeypatch, fused.POLL_RECORD_ENV, text)
+    assert fused.poll_record_enabled() is on
+
+
+def test_a_bad_polling_value_is_an_error_naming_the_switch(monkeypatch):
+    monkeypatch.setenv(fused.POLL_RECORD_ENV, "always")
+    with pytest.raises(errors.InvalidArgumentError, match=fused.POLL_RECORD_ENV):
+        fused.poll_record_enabled()

@@ -77,6 +77,14 @@ SOLO_DEFAULT = 64
 #: (bench/update_anatomy.py --graph luxembourg_osm --batch-size 100 --ab-env
 #: ENGINES_FUSED_CAPTURE=0,1, 1,000 batches interleaved): captured / Python 0.965 per batch.
 CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
+#: Poll for the commit's record while the update runs (issue 27): off unless
+#: ``ENGINES_FUSED_POLL_RECORD=1``. The record lands before the fused kernel starts (stream
+#: order), but a small update's host often asks for it once, before it has landed, and then reads
+#: it after the run's wait, where its conversion (about 10 µs, PendingCommit.resolve) lengthens the
+#: update. On, the host asks again until it has read it (event and stream queries only,
+#: runtime.poll_while_running; still one synchronization). Off by default until an interleaved
+#: A/B on a GPU decides it. Results never depend on it.
+POLL_RECORD_ENV = "ENGINES_FUSED_POLL_RECORD"
 #: Captured launches kept per device, the least recently used dropped first: a stream of updates
 #: alternates between the graph's two buffer sets (two captures serve it); room for a few results
 #: and restores more.
@@ -142,6 +150,12 @@ def capture_enabled() -> bool:
     """``ENGINES_FUSED_CAPTURE``: whether updates run as a captured launch (on unless 0 / off); a
     bad value is an error naming it."""
     return switches.flag(CAPTURE_ENV, default=True)
+
+
+def poll_record_enabled() -> bool:
+    """``ENGINES_FUSED_POLL_RECORD``: whether an update polls for the commit's record while it runs
+    (off unless 1 / on); a bad value is an error naming it."""
+    return switches.flag(POLL_RECORD_ENV, default=False)
 
 
 def phase_clock_enabled() -> bool:
@@ -317,6 +331,11 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     captured = "SSSP_FUSED_CAPTURED" in module.defines
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
     max_rounds = pointer_jumping_rounds(n)
+    if poll_record_enabled():  # until the record is read (POLL_RECORD_ENV)
+        def while_running() -> None:
+            runtime.poll_while_running(changes.resolve_ready, s)
+    else:  # one look
+        while_running = changes.resolve_ready
 
     with ws.lock:
         try:
@@ -359,10 +378,10 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                                           delta=delta, **({} if control_in is None else
                                                           {"host_record": control.host_read_ptr}))
                     record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs, staging,
-                                           while_running=changes.resolve_ready, control_in=control_in)
+                                           while_running=while_running, control_in=control_in)
                 else:
                     fn((blocks,), (runtime.BLOCK_SIZE,), args)
-                    changes.resolve_ready()  # the commit's record, while the kernel runs
+                    while_running()  # the commit's record, while the kernel runs
                     record = runtime.synchronize(control, s, syncs)
         except Exception:
             _reset_quietly(ws, s)
@@ -568,6 +587,7 @@ def _reset_quietly(ws, s) -> None:
 
 
 __all__ = ["CAPTURE_ENV", "CHECKED_VARIANTS", "ENGINE", "INSTRUMENT_VARIANTS", "KERNELS", "PHASE_CLOCK_DEFINES", "PHASE_CLOCK_ENV",
+           "POLL_RECORD_ENV",
            "SOLO_DEFAULT", "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
            "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module", "max_blocks", "module_defines",
-           "run_choice", "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]
+           "poll_record_enabled", "run_choice", "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]

@@ -536,6 +536,19 @@ class SyncCounter:
         self.count = 0
 
 
+def poll_while_running(step, stream_) -> None:
+    """Call ``step()`` until it returns True or ``stream_`` has finished its work, with event and
+    stream queries only (no synchronization; the run's one wait follows). For host work that waits
+    for something stream-ordered before the run (an update's commit record, which lands before
+    the engine's kernel starts): done here, it overlaps the kernel; left to after the wait, it
+    lengthens the update by its own time. A finished stream gets one last ``step()``."""
+    with cuda_errors("waiting for the run"):
+        while not step():
+            if stream_.done:
+                step()
+                return
+
+
 def synchronize(control, stream_, syncs: SyncCounter):
     """THE synchronization helper of both engines (algorithm.md §10.3).
 
@@ -588,6 +601,7 @@ __all__ = [
     "BLOCK_SIZE",
     "NO_COOPERATIVE_ENV",
     "capture",
+    "poll_while_running",
     "readback_async",
     "wait_readback",
     "wait_record",
