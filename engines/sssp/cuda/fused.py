@@ -310,7 +310,8 @@ def _kernel(module, name: str, graph, plan, vertex_dtype, edges: int):
     # the view's edge count: no read of a pending commit's exact one (a sync); the solo rule needs
     # only the mean degree
     solo = np.dtype(vertex_dtype).type(solo_limit(n, dg.num_edges, edges))
-    return (dg, module.function(name, vertex_dtype, dg.offset_dtype),
+    # the module's table made once per type pair: function() builds a key of two dtypes per call
+    return (dg, module.functions(vertex_dtype, dg.offset_dtype)[name],
             grid_blocks(module, name, vertex_dtype, dg.offset_dtype, n), solo)
 
 
