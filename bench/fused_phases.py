@@ -109,24 +109,64 @@ def table(title: str, launches, stats) -> str:
 LENGTH_BOUNDS = (1, 10, 100, 1_000, 10_000, 100_000)
 
 
+def split_solo(lengths: list[int], kinds) -> tuple[list[int], list[int]]:
+    """The logged near-list lengths of one launch (in launch order) split into the grid's push
+    iterations and those block 0 ran alone, each list in launch order; ``kinds`` are the launch's
+    phase kinds (PhaseTimes.kinds). The kernel pushes a list alone exactly when its length is at
+    most the run's solo limit (fused.cu near_far_loop, solo_push), so the solo iterations are the
+    shortest lists, as many as the log holds beyond the stamped grid iterations, and a limit must
+    separate them from the rest. The stamps do not say how many iterations each stretch ran, but
+    their order must be the log's: a grid iteration where the log has a longer list, a stretch
+    where it has a run of shorter ones (stretches apart only by an epoch's phases may meet in one
+    run). ValueError where the log and the stamps cannot be split so."""
+    steps = [kind for kind in kinds if kind in ("push iteration", "solo stretch")]
+    grid_iterations = steps.count("push iteration")
+    stretches = len(steps) - grid_iterations
+    solo_count = len(lengths) - grid_iterations
+    if stretches == 0 and solo_count == 0:
+        return list(lengths), []
+    if stretches == 0 or solo_count < stretches:
+        raise ValueError(f"{grid_iterations} push iterations and {stretches} solo stretches stamped, "
+                         f"{len(lengths)} logged")
+    ordered = sorted(lengths)
+    limit = ordered[solo_count - 1]
+    if solo_count < len(ordered) and ordered[solo_count] <= limit:
+        raise ValueError(f"no solo limit splits the {len(lengths)} logged lengths into {solo_count} pushed alone "
+                         f"and {grid_iterations} by the grid")
+
+    def runs(marks):  # consecutive solo marks made one
+        return [m for i, m in enumerate(marks) if m == "G" or i == 0 or marks[i - 1] != "S"]
+
+    if runs(["S" if k == "solo stretch" else "G" for k in steps]) != runs(["S" if n <= limit else "G" for n in lengths]):
+        raise ValueError(f"the logged lengths split at {limit:,} do not follow the stamps' order of grid "
+                         "iterations and solo stretches")
+    return [n for n in lengths if n > limit], [n for n in lengths if n <= limit]
+
+
 def by_length(times, near_lengths, rate: float) -> list[dict]:
     """The push iterations of one launch (``times``: PhaseTimes) grouped by their near list's
     length (``near_lengths``, the push log: one per iteration, in order): per group ``lengths``
     (its bounds' text), ``iterations``, ``mean_us`` and ``mean_length``. Whether an iteration's
     time follows its list's length (work) or stays flat (latency: the barrier and the dependent
-    chain) is what decides which change can shorten it."""
+    chain) is what decides which change can shorten it. Iterations block 0 ran alone (the solo
+    push, ``split_solo``) make one last row, ``solo``: the solo stretches' time (each with its one
+    grid barrier) over their iterations."""
     pushes = times.cycles_of("push iteration")
-    if len(pushes) != len(near_lengths):
-        raise ValueError(f"{len(pushes)} push iterations stamped, {len(near_lengths)} logged")
+    stretches = times.cycles_of("solo stretch")
+    grid, solo = split_solo([int(n) for n in near_lengths], times.kinds)
     rows = []
     for i, low in enumerate(LENGTH_BOUNDS):
         high = LENGTH_BOUNDS[i + 1] if i + 1 < len(LENGTH_BOUNDS) else None
-        chosen = [(c, n) for c, n in zip(pushes, near_lengths) if n >= low and (high is None or n < high)]
+        chosen = [(c, n) for c, n in zip(pushes, grid) if n >= low and (high is None or n < high)]
         if chosen:
             rows.append({"lengths": f"{low:,}-{high - 1:,}" if high else f">= {low:,}",
                          "iterations": len(chosen),
                          "mean_us": sum(c for c, _ in chosen) / len(chosen) / rate * 1e6,
-                         "mean_length": sum(int(n) for _, n in chosen) / len(chosen)})
+                         "mean_length": sum(n for _, n in chosen) / len(chosen)})
+    if solo:
+        rows.append({"lengths": f"solo ({len(stretches)} stretches, 1-{max(solo):,})", "iterations": len(solo),
+                     "mean_us": sum(stretches) / len(solo) / rate * 1e6,
+                     "mean_length": sum(solo) / len(solo)})
     return rows
 
 
@@ -180,12 +220,16 @@ def _print_lengths(result, launches) -> None:
     profile = push.push_profile(result)
     rate = phase_clock.pooled_rate(launches)
     last = launches[-1]
-    if not profile.complete or rate is None or last.dropped or any(k == "solo stretch" for k in last.kinds):
-        print("\n(no push iterations by length: the push log or the stamps are incomplete, or solo stretches ran: "
-              "ENGINES_FUSED_SOLO=0 turns them off)")
+    if not profile.complete or rate is None or last.dropped:
+        print("\n(no push iterations by length: the push log or the stamps are incomplete)")
         return
-    print("\nThe last launch's push iterations by near-list length:\n")
-    print(length_table(by_length(last, profile.near_lengths, rate)))
+    try:
+        rows = by_length(last, profile.near_lengths, rate)
+    except ValueError as exc:  # the log and the stamps disagree: say so, keep the phase table
+        print(f"\n(no push iterations by length: {exc})")
+        return
+    print("\nThe last launch's push iterations by near-list length (solo: pushed by block 0 alone):\n")
+    print(length_table(rows))
 
 
 def run(args) -> int:

@@ -148,8 +148,42 @@ def test_push_iterations_group_by_their_lists_length():
     assert rows[0]["mean_us"] == pytest.approx(1.0) and rows[0]["mean_length"] == 6
     assert rows[2]["mean_us"] == pytest.approx(10.0)
     assert "| 10,000-99,999 | 1 | 20,000 | 10.00 |" in fused_phases.length_table(rows)
-    with pytest.raises(ValueError, match="4 push iterations stamped, 3 logged"):
+    with pytest.raises(ValueError, match="4 push iterations and 0 solo stretches stamped, 3 logged"):
         fused_phases.by_length(t, np.array([5, 7, 500]), 2e9)
+
+
+def test_solo_iterations_are_the_shortest_lists_and_make_their_own_row():
+    """Two solo stretches (block 0 alone: 3 iterations, then 2 after an epoch) among three grid
+    iterations: the log's five shortest lists are the solo ones, whatever stretch each ran in; the
+    grid's rows keep their own stamps in order, and the solo row spreads the stretches' time over
+    their iterations."""
+    k = {name: i for i, name in enumerate(phase_clock.KINDS)}
+    kinds = ([0, k["push iteration"], k["solo stretch"], k["push iteration"], k["epoch minimum"],
+              k["epoch split"], k["solo stretch"], k["push iteration"], k["unpack"]])
+    # phases of 2000, 6000, 4000, 100, 100, 4000, 20000, 100 cycles
+    t = phase_clock.from_stamps(*_stamps(kinds, [0, 2000, 8000, 12000, 12100, 12200, 16200, 36200, 36300]))
+    log = np.array([500, 3, 7, 2, 20_000, 4, 6, 150_000])
+    rows = fused_phases.by_length(t, log, 2e9)
+    assert [(r["lengths"], r["iterations"]) for r in rows] == [
+        ("100-999", 1), ("10,000-99,999", 1), (">= 100,000", 1), ("solo (2 stretches, 1-7)", 5)]
+    assert [r["mean_us"] for r in rows[:3]] == pytest.approx([1.0, 2.0, 10.0])  # the grid's stamps in order
+    assert rows[3]["mean_us"] == pytest.approx(1.0) and rows[3]["mean_length"] == pytest.approx(4.4)
+    assert "| solo (2 stretches, 1-7) | 5 | 4 | 1.00 |" in fused_phases.length_table(rows)
+
+
+@pytest.mark.parametrize("log, message", [
+    ([500, 3, 20_000, 150_000], "3 push iterations and 2 solo stretches stamped, 4 logged"),  # one solo
+    ([500, 3, 7, 2, 20_000, 4, 500, 150_000], "no solo limit splits"),  # a solo list as long as a grid one
+    ([500, 3, 7, 2, 20_000, 4, 600, 150_000], "do not follow the stamps' order"),  # 500 would be solo
+    ([3, 500, 7, 2, 20_000, 4, 6, 150_000], "do not follow the stamps' order"),  # a stretch before the first push
+])
+def test_a_log_the_stamps_cannot_split_is_refused(log, message):
+    k = {name: i for i, name in enumerate(phase_clock.KINDS)}
+    kinds = ([0, k["push iteration"], k["solo stretch"], k["push iteration"], k["epoch minimum"],
+              k["epoch split"], k["solo stretch"], k["push iteration"], k["unpack"]])
+    t = phase_clock.from_stamps(*_stamps(kinds, [0, 2000, 8000, 12000, 12100, 12200, 16200, 36200, 36300]))
+    with pytest.raises(ValueError, match=message):
+        fused_phases.by_length(t, np.array(log), 2e9)
 
 
 def test_a_stream_batch_is_refused_without_a_gate_or_with_a_bad_size(capsys):
@@ -157,3 +191,16 @@ def test_a_stream_batch_is_refused_without_a_gate_or_with_a_bad_size(capsys):
                  ["--graph", "roadNet-PA", "--batch-size", "0"]):
         assert fused_phases.main(argv) == 2
     assert "positive multiple of 4" in capsys.readouterr().err
+
+
+def test_stretches_apart_only_by_an_epoch_meet_in_one_run_of_the_log():
+    """A stretch that empties its list, the epoch's two phases, and the next stretch: the log has
+    one run of short lists for both; the split still holds and the row counts both stretches."""
+    k = {name: i for i, name in enumerate(phase_clock.KINDS)}
+    kinds = [0, k["push iteration"], k["solo stretch"], k["epoch minimum"], k["epoch split"], k["solo stretch"],
+             k["push iteration"], k["unpack"]]
+    t = phase_clock.from_stamps(*_stamps(kinds, [0, 2000, 6000, 6100, 6200, 8200, 28200, 28300]))
+    rows = fused_phases.by_length(t, np.array([500, 3, 7, 4, 20_000]), 2e9)
+    assert [(r["lengths"], r["iterations"]) for r in rows] == [
+        ("100-999", 1), ("10,000-99,999", 1), ("solo (2 stretches, 1-7)", 3)]
+    assert rows[2]["mean_us"] == pytest.approx(1.0)  # 6,000 cycles over 3 iterations at 2 GHz

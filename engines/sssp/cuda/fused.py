@@ -112,8 +112,8 @@ VARIANTS = tuple(runtime.variant_defines(variant + captured)
                  for captured in ((), _CAPTURED_DEFINES))
 #: The phase clock's modules that make cuda-check compiles (no spills, as every module): the
 #: default variants of an update (captured, with and without the block appends) and of compute(),
-#: each with the solo push (the default) and without it (ENGINES_FUSED_SOLO=0, which
-#: bench/fused_phases.py's table of push iterations by length needs). Other combinations compile
+#: each with the solo push (the default) and without it (ENGINES_FUSED_SOLO=0, which stamps every
+#: push iteration at its own barrier for bench/fused_phases.py). Other combinations compile
 #: on demand under NVRTC like any variant.
 INSTRUMENT_VARIANTS = tuple(runtime.variant_defines(PHASE_CLOCK_DEFINES + extra + solo)
                             for extra in ((), _CAPTURED_DEFINES,
