@@ -46,12 +46,13 @@ def test_the_switches_step_ab_tests_every_engine_switch():
     """The step ``switches``: each default entry is a valid update_anatomy.py command line (an
     engine after the graph's /, fused unless given; a base setting after @, an ``env`` assignment
     of a switch the engines know), each A/B's first value is off, and together they A/B the
-    undecided switches: the operators engine's captured start on luxembourg_osm, and multi-hop pointer
-    jumping on both engines there and on the fused engine on roadNet-PA."""
+    undecided switches: the operators engine's captured start on luxembourg_osm, multi-hop pointer
+    jumping on both engines there and on the fused engine on roadNet-PA, and the fused update's
+    polling for the commit's record on luxembourg_osm."""
     import shlex
 
     from bench import update_anatomy
-    from engines.sssp.cuda import jumps, operators
+    from engines.sssp.cuda import fused, jumps, operators
 
     text = SCRIPT.read_text()
     block = text[text.index("    switches)\n"):text.index("    asv)")]
@@ -77,7 +78,7 @@ def test_the_switches_step_ab_tests_every_engine_switch():
     assert switched == {
         ("luxembourg_osm", "operators", operators.CAPTURED_START_ENV),
         ("luxembourg_osm", "fused", jumps.JUMP_ENV), ("luxembourg_osm", "operators", jumps.JUMP_ENV),
-        ("roadNet-PA", "fused", jumps.JUMP_ENV)}
+        ("roadNet-PA", "fused", jumps.JUMP_ENV), ("luxembourg_osm", "fused", fused.POLL_RECORD_ENV)}
 
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("tar") is None, reason="needs bash and tar")
