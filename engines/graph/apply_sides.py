@@ -86,6 +86,5 @@ class SideScratch:
         return sum(int(getattr(self, name).nbytes) for name in SIDE_ARRAYS)
 
 
-
 __all__ = ["BRANCH", "JOIN", "MAIN", "PARALLEL_SIDES_ENV", "SIDE_ARRAYS", "SIDE_GROUPS", "SideScratch",
            "ZERO_INVARIANT", "allocate", "parallel_sides"]

@@ -209,10 +209,6 @@ class ApplyScratch:
 
     #: ``stage``'s views of the pinned buffer (``_StageView``), made again for a new buffer
     _stage_view = None
-    #: Whether the two sides run side by side (apply_sides.parallel_sides(), read with the event
-    #: buffers' capacity) and then the in side's own scratch and stream (apply_sides.SideScratch)
-    parallel = False
-    in_side = None
 
     def __init__(self, device: int, num_weights: int):
         self.device = int(device)

@@ -139,6 +139,24 @@ def test_the_captures_are_kept_least_recently_used_first(monkeypatch):
     assert state.problem == "RuntimeError: not here" and state.made == 4
 
 
+def capturing_into_a_log(monkeypatch) -> list:
+    """fused._run_captured without a GPU: each capture runs the enqueue on the stream "capture"
+    and makes a graph g0, g1, ... whose replays go into the returned log; keys are the kernel
+    arguments, the wait returns "record", no capture is kept from before."""
+    log = []
+    made = iter(range(100))
+
+    def capture(device, enqueue):
+        enqueue("capture")
+        return _Graph(f"g{next(made)}", log)
+
+    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: tuple(args))
+    monkeypatch.setattr(runtime, "capture", capture)
+    monkeypatch.setattr(runtime, "wait_record", lambda control, s, syncs: "record")
+    monkeypatch.setattr(fused, "_capture_states", {})
+    return log
+
+
 class _LoggingControl(_Control):
     def __init__(self, log):
         self.log = log
@@ -155,17 +173,7 @@ def test_the_captured_graph_uploads_first_then_stages_the_change_lists_and_keys_
     cost the GPU 7.6 us a replay, H100), the download last; a key with staging differs from the
     same arguments without it (an empty batch's graph stages nothing) and replays when the
     staging's arguments are the same again."""
-    log = []
-    made = iter(range(100))
-
-    def capture(device, enqueue):
-        enqueue("capture")
-        return _Graph(f"g{next(made)}", log)
-
-    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: tuple(args))
-    monkeypatch.setattr(runtime, "capture", capture)
-    monkeypatch.setattr(runtime, "wait_record", lambda control, s, syncs: "record")
-    monkeypatch.setattr(fused, "_capture_states", {})
+    log = capturing_into_a_log(monkeypatch)
 
     def fn(grid, block, args, stream=None):
         log.append(("fused", stream))

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engines import errors
-from engines.sssp.cuda import appends, chains, fused, operators, switches, variants, workspace
+from engines.sssp.cuda import appends, chains, fused, mapped, operators, switches, variants, workspace
 from engines.sssp.kept import Kept
 
 from .fake_cupy import FakeCupy
@@ -23,7 +23,8 @@ from engines.sssp.plan import PUSH_EXPANSIONS, Plan
 from tests.switch_env import set_switch
 
 NAME = "ENGINES_TEST_HOST_PATH_SWITCH"
-SWITCH_NAMES = variants.SWITCHES + (fused.SOLO_ENV, fused.CAPTURE_ENV)
+SWITCH_NAMES = variants.SWITCHES + (fused.SOLO_ENV, fused.CAPTURE_ENV, mapped.MAPPED_RECORDS_ENV,
+                                     fused.POLL_RECORD_ENV)
 
 
 @pytest.mark.parametrize("value", [None, "", "1", " On ", "0", "16384", "é-ü", "a=b"])
@@ -307,3 +308,27 @@ def test_a_bad_polling_value_is_an_error_naming_the_switch(monkeypatch):
     monkeypatch.setenv(fused.POLL_RECORD_ENV, "always")
     with pytest.raises(errors.InvalidArgumentError, match=fused.POLL_RECORD_ENV):
         fused.poll_record_enabled()
+
+
+@pytest.mark.parametrize("poll, mapped_text, captured, expected", [
+    (None, None, None, (True, False)), ("1", None, None, (True, True)), (None, "0", None, (False, False)),
+    ("on", "1", "0", (False, True)),  # launched from Python: never mapped
+])
+def test_an_updates_mapped_records_and_polling_come_with_its_run_choice(monkeypatch, poll, mapped_text,
+                                                                          captured, expected):
+    """Read with the run's other switches (prepare(), before the commit): an update's choice says
+    whether it maps its records (a captured update only) and whether it polls; compute() neither."""
+    set_switch(monkeypatch, fused.POLL_RECORD_ENV, poll)
+    set_switch(monkeypatch, mapped.MAPPED_RECORDS_ENV, mapped_text)
+    set_switch(monkeypatch, fused.CAPTURE_ENV, captured)
+    choice = fused.run_choice(_plan("group", 100), True)
+    assert (choice.mapped_records, choice.poll_record) == expected
+    computed = fused.run_choice(_plan("group", 100), False)
+    assert (computed.mapped_records, computed.poll_record) == (False, False)
+
+
+@pytest.mark.parametrize("name", [fused.POLL_RECORD_ENV, mapped.MAPPED_RECORDS_ENV])
+def test_a_bad_value_of_either_is_refused_by_the_updates_run_choice(monkeypatch, name):
+    monkeypatch.setenv(name, "sometimes")
+    with pytest.raises(errors.InvalidArgumentError, match=name):
+        fused.run_choice(_plan("group", 100), True)

@@ -18,7 +18,7 @@ from engines.sssp.cuda import fused, mapped, runtime
 from tests.switch_env import set_switch
 
 from .graph.test_apply_sides import _planned, _reserving, _shape
-from .test_fused_capture import _Graph, _LoggingControl
+from .test_fused_capture import _LoggingControl, capturing_into_a_log
 
 
 @pytest.mark.parametrize("text, on", [(None, True), ("", True), ("0", False), (" off ", False),
@@ -36,8 +36,6 @@ def test_a_bad_value_is_an_error_naming_the_switch(monkeypatch):
 
 @pytest.mark.parametrize("parallel", [False, True])
 def test_a_mapped_plan_ends_with_the_records_kernel_instead_of_its_download(monkeypatch, parallel):
-    # the pinned mirror's address (the scratch the plan tests make has no pinned memory)
-    monkeypatch.setattr(device_apply.ApplyScratch, "record_host_ptr", 4242, raising=False)
     # _planned turns the switch off for the sides' tests: its reading is replaced here instead
     monkeypatch.setattr(mapped, "enabled", lambda: False)
     _, copied = _planned(monkeypatch, parallel=parallel, touched=True)
@@ -49,7 +47,7 @@ def test_a_mapped_plan_ends_with_the_records_kernel_instead_of_its_download(monk
     kind, fn, grid, args, shared = stored[-1]
     assert (kind, fn, grid, shared) == ("kernel", "apply_record_out", 1, 0)
     # the device record, the pinned mirror's address, every slot of it
-    assert args[0] is scratch.record and int(args[1]) == 4242
+    assert args[0] is scratch.record and int(args[1]) == scratch.record_host_ptr == 4242
     assert int(args[2]) == scratch.record.size == device_apply.record_length(scratch.num_weights)
 
 
@@ -83,17 +81,7 @@ def test_a_mapped_captured_run_has_no_copies_and_its_own_graph(monkeypatch):
     """With the control kernel: that kernel over one block reading the pinned initial record into
     the device block, then the staging and the fused kernel, and neither copy; the graph is not
     the copied run's (the key differs), and each replays when asked again."""
-    log = []
-    made = iter(range(100))
-
-    def capture(device, enqueue):
-        enqueue("capture")
-        return _Graph(f"g{next(made)}", log)
-
-    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: tuple(args))
-    monkeypatch.setattr(runtime, "capture", capture)
-    monkeypatch.setattr(runtime, "wait_record", lambda control, s, syncs: "record")
-    monkeypatch.setattr(fused, "_capture_states", {})
+    log = capturing_into_a_log(monkeypatch)
 
     def fn(grid, block, args, stream=None):
         log.append(("fused", grid, stream))

@@ -196,11 +196,17 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     shared = variants.run_choice(plan, ENGINE)
     captured = bool(update and capture_enabled())
     clock = phase_clock_enabled()
-    return _choices.get((shared, edges, captured, clock), lambda: dataclasses.replace(
-        shared, defines=shared.defines + _own_defines(edges, captured, clock), solo_edges=edges))
+    # an update's two, read for every update (a bad value refused before the commit); the mapped
+    # records serve a captured update only
+    mapped_records = bool(update and mapped.enabled()) and captured
+    poll = bool(update and poll_record_enabled())
+    return _choices.get((shared, edges, captured, clock, mapped_records, poll), lambda: dataclasses.replace(
+        shared, defines=shared.defines + _own_defines(edges, captured, clock), solo_edges=edges,
+        mapped_records=mapped_records, poll_record=poll))
 
 
-#: This engine's choices by (the shared choice, solo edges, captured, phase clock): ``run_choice``.
+#: This engine's choices by (the shared choice, solo edges, captured, phase clock, mapped records,
+#: polling): ``run_choice``.
 _choices = Kept()
 
 
@@ -328,11 +334,13 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     n = int(plan.num_vertices)
     num_changed = changes.upper
     num_heads = changes.num_heads
+    if choice is None:
+        choice = run_choice(plan, True)
     s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, True, choice)
     captured = "SSSP_FUSED_CAPTURED" in module.defines
     vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
     max_rounds = pointer_jumping_rounds(n)
-    if poll_record_enabled():  # until the record is read (POLL_RECORD_ENV)
+    if choice.poll_record:  # until the record is read (POLL_RECORD_ENV)
         def while_running() -> None:
             runtime.poll_while_running(changes.resolve_ready, s)
     else:  # one look
@@ -372,7 +380,7 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                 )
                 if captured:
                     control_in = (module.functions(vertex_dtype, dg.offset_dtype)[CONTROL_IN]
-                                  if mapped.enabled() else None)
+                                  if choice.mapped_records else None)
                     # the host record's address only when mapped: each field staged costs the
                     # host about 0.4 us, and the initial record starts from zeros
                     control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo,

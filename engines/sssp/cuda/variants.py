@@ -18,8 +18,10 @@ class RunChoice:
     """What one run of an engine loads and passes, from one reading of the switches: the module
     variant (``defines``), the chains' ``(hops, max_degree)`` that reach the kernels in the push
     argument, the fused engine's solo-push edges (0 on the operators engine), whether an operators
-    update runs the captured start (operators.CAPTURED_START_ENV) and whether an operators device
-    loop waits for its read-ahead replay at the end (operators.WAIT_READ_AHEAD_ENV). prepare() takes
+    update runs the captured start (operators.CAPTURED_START_ENV), whether an operators device
+    loop waits for its read-ahead replay at the end (operators.WAIT_READ_AHEAD_ENV), and whether a
+    fused update maps its control records (mapped.py; a captured update only) and polls for the
+    commit's record while it runs (fused.POLL_RECORD_ENV). prepare() takes
     it before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
     the switches once (a bad value is refused before anything changes) and the module it compiled is
     the one it loads."""
@@ -29,6 +31,8 @@ class RunChoice:
     solo_edges: int = 0
     captured_start: bool = False
     wait_read_ahead: bool = False
+    mapped_records: bool = False
+    poll_record: bool = False
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,
