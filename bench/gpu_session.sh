@@ -26,7 +26,7 @@
 #             on luxembourg_osm and multi-hop pointer jumping (ENGINES_MULTI_HOP_JUMP) on both
 #             engines there and on the fused engine on roadNet-PA (each within 2 % of off on the H100
 #             at 9514757), and the fused update's polling for the commit's record
-#             (ENGINES_FUSED_POLL_RECORD, not yet measured) on luxembourg_osm. The read-ahead wait was decided with
+#             (ENGINES_FUSED_POLL_RECORD, 0.98-1.00x on the H100 at 6b6e9bc) on luxembourg_osm. The read-ahead wait was decided with
 #             luxembourg_osm/operators:ENGINES_OPERATORS_WAIT_READ_AHEAD=0,1 there (960e793). The block appends and the chains were decided with
 #             luxembourg_osm:ENGINES_BLOCK_APPEND=0,1 and ...:ENGINES_PUSH_CHAIN=0,2@ENGINES_BLOCK_APPEND=1
 #             on luxembourg_osm and roadNet-PA (55cf5ac); the solo push, the captured update and the

@@ -82,8 +82,11 @@ CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
 #: order), but a small update's host often asks for it once, before it has landed, and then reads
 #: it after the run's wait, where its conversion (about 10 µs, PendingCommit.resolve) lengthens the
 #: update. On, the host asks again until it has read it (event and stream queries only,
-#: runtime.poll_while_running; still one synchronization). Off by default until an interleaved
-#: A/B on a GPU decides it. Results never depend on it.
+#: runtime.poll_while_running; still one synchronization). Off by default: measured on an H100 at
+#: 6b6e9bc (bench/update_anatomy.py --ab-env ENGINES_FUSED_POLL_RECORD=0,1, whole update per batch,
+#: interleaved), on / off 0.998 on the 4k graph's 1,760-change batches, 1.002 on luxembourg_osm's
+#: and 0.981 on roadNet-PA's 100-change batches: within 2 % either way, so the simpler one-look path
+#: stays (the switches step of bench/gpu_session.sh measures it again). Results never depend on it.
 POLL_RECORD_ENV = "ENGINES_FUSED_POLL_RECORD"
 #: Captured launches kept per device, the least recently used dropped first: a stream of updates
 #: alternates between the graph's two buffer sets (two captures serve it); room for a few results
