@@ -64,6 +64,11 @@ SOLO_ENV = "ENGINES_FUSED_SOLO"
 #: batches of 1,760 changes 1.020x, p99 1.564 -> 1.331 (9d491f7: luxembourg_osm 0.979x, p99
 #: 1.112 -> 1.000). Larger budgets lost: 1,024 edges 1.17x on roadNet-PA (H200, 1b2fb4c), 4,096
 #: edges 1.11x on the 4k graph (H100, 9d491f7). The stream's tail (issue 27's p99) is what it buys.
+#: On a large update the budget hardly matters up to a few hundred edges and then costs: roadNet-PA
+#: safe50k's fused launch (bench/fused_phases.py --repeats 15, H100, 6b6e9bc) 1,048 us with the
+#: solo push off, 1,043 at 64 edges, 1,048 at 256, 1,166 at 1,024 and 1,737 at 4,096, where one
+#: block took 7.0 us per iteration over lists of 86 vertices (a grid iteration over lists of
+#: 10-99: about 3.6 us) and 18.4 us over lists of 307.
 SOLO_DEFAULT = 64
 #: The captured launch (issue 27, step 2), the default (``ENGINES_FUSED_CAPTURE=0`` turns it off):
 #: each update's change-list staging (device_apply's apply_changes_sized, which reads the batch's
