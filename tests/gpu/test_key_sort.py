@@ -22,23 +22,15 @@ from engines.sssp.cuda import runtime
 
 from .. import harness as H
 from ..engines.graph.test_key_sort import _apply_keys as apply_keys
+from . import apply_again as A
 from . import ops_support as S
-from . import test_captured_apply as C
 from . import test_device_graph as D
 
 pytestmark = S.GPU
 
-test_block_sort_random_chains = D.test_random_chains_device_apply_equals_host_apply
-test_block_sort_golden_cases = D.test_golden_cases_device_apply_equals_host_apply
-test_block_sort_real_graphs = D.test_real_graph_one_percent_batches
-test_block_sort_update_chains = C.test_update_chains_with_graph_launch_equal_the_host
-test_block_sort_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
+(test_block_sort_random_chains, test_block_sort_golden_cases, test_block_sort_real_graphs,
+ test_block_sort_update_chains, test_block_sort_mixed_results) = A.TESTS
 
-#: Tests whose commits come from update(), which names its launch (Options.update_launch, "graph"
-#: by default), or that launch the kernel alone: the apply's default launch does not reach them,
-#: so they run once.
-_LAUNCH_OF_THEIR_OWN = {"test_block_sort_update_chains", "test_block_sort_mixed_results",
-                        "test_the_kernel_gives_the_librarys_bytes"}
 #: Per plan made during a test: its sort step's kind ("block_sort" or "sort").
 _plans: list = []
 
@@ -47,8 +39,8 @@ _plans: list = []
 def block_sort_on(request, monkeypatch):
     """Every commit of this module's tests may take the block sort (both launches of the apply);
     afterwards, some plan must have taken it, and every capture must have worked."""
-    if request.param == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
-        pytest.skip("one launch of its own: the \"graph\" parameter runs this test")
+    # the kernel's own test launches it alone: the apply's launch does not reach it either
+    A.skip_python_launch(request, request.param, test_the_kernel_gives_the_librarys_bytes)
     monkeypatch.setenv(key_sort.KEY_SORT_ENV, "block")
     _plans.clear()
     with S.recording_plans(monkeypatch, request.param,

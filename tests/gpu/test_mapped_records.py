@@ -20,21 +20,15 @@ from engines import sssp
 from engines.sssp.cuda import fused, mapped
 
 from .. import harness as H
+from . import apply_again as A
 from . import ops_support as S
-from . import test_captured_apply as C
 from . import test_device_graph as D
 
 pytestmark = S.GPU
 
-test_mapped_random_chains = D.test_random_chains_device_apply_equals_host_apply
-test_mapped_golden_cases = D.test_golden_cases_device_apply_equals_host_apply
-test_mapped_real_graphs = D.test_real_graph_one_percent_batches
-test_mapped_update_chains = C.test_update_chains_with_graph_launch_equal_the_host
-test_mapped_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
+(test_mapped_random_chains, test_mapped_golden_cases, test_mapped_real_graphs,
+ test_mapped_update_chains, test_mapped_mixed_results) = A.TESTS
 
-#: Tests whose commits come from update(), which names its launch: they run once.
-_LAUNCH_OF_THEIR_OWN = {"test_mapped_update_chains", "test_mapped_mixed_results",
-                        "test_fused_updates_replay_the_mapped_graph"}
 _plans: list = []
 
 
@@ -49,8 +43,7 @@ def records_mapped(request, monkeypatch):
     """Every commit of this module's tests stores its record by the kernel (under both launches of
     the apply); afterwards some plan must have been made, each ending with that kernel."""
     launch = request.param
-    if launch == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
-        pytest.skip("update() names its own launch: the \"graph\" parameter runs this test")
+    A.skip_python_launch(request, launch, test_fused_updates_replay_the_mapped_graph)
     monkeypatch.setenv(mapped.MAPPED_RECORDS_ENV, "1")
     _plans.clear()
     with S.recording_plans(monkeypatch, launch,

@@ -22,21 +22,15 @@ from engines import sssp
 from engines.graph import apply_sides, device_apply
 
 from .. import harness as H
+from . import apply_again as A
 from . import ops_support as S
-from . import test_captured_apply as C
 from . import test_device_graph as D
 
 pytestmark = S.GPU
 
-test_parallel_random_chains = D.test_random_chains_device_apply_equals_host_apply
-test_parallel_golden_cases = D.test_golden_cases_device_apply_equals_host_apply
-test_parallel_real_graphs = D.test_real_graph_one_percent_batches
-test_parallel_update_chains = C.test_update_chains_with_graph_launch_equal_the_host
-test_parallel_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
+(test_parallel_random_chains, test_parallel_golden_cases, test_parallel_real_graphs,
+ test_parallel_update_chains, test_parallel_mixed_results) = A.TESTS
 
-#: Tests whose commits come from update(), which names its launch (Options.update_launch, "graph"
-#: by default): the apply's default launch does not reach them, so they run once per scan.
-_LAUNCH_OF_THEIR_OWN = {"test_parallel_update_chains", "test_parallel_mixed_results"}
 #: Per plan made during a test: whether it branches as the switch says (the in side on its own
 #: stream when on, never when off).
 _plans: list = []
@@ -51,8 +45,7 @@ def sides_in_parallel(request, monkeypatch):
     after the other, captured); afterwards, some plan must have been made, each branching as the
     switch says, and every capture must have worked."""
     launch, scan, switch = request.param
-    if launch == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
-        pytest.skip("update() names its own launch: the \"graph\" parameters run this test")
+    A.skip_python_launch(request, launch)
     monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, switch)
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "off" if scan == "prefix" else str(1 << 20))
     _plans.clear()

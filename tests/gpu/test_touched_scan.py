@@ -22,8 +22,8 @@ from engines import sssp
 from engines.graph import device_apply
 
 from .. import harness as H
+from . import apply_again as A
 from . import ops_support as S
-from . import test_captured_apply as C
 from . import test_device_graph as D
 
 pytestmark = S.GPU
@@ -33,16 +33,10 @@ ALWAYS = 1 << 20
 #: Events per tile of apply_touched_scan (SSSP_BLOCK threads x TOUCHED_ITEMS).
 TILE = 256 * 8
 
-test_touched_random_chains = D.test_random_chains_device_apply_equals_host_apply
-test_touched_golden_cases = D.test_golden_cases_device_apply_equals_host_apply
-test_touched_real_graphs = D.test_real_graph_one_percent_batches
-test_touched_update_chains = C.test_update_chains_with_graph_launch_equal_the_host
-test_touched_mixed_results = D.test_update_chain_mixing_host_and_cuda_results
+(test_touched_random_chains, test_touched_golden_cases, test_touched_real_graphs,
+ test_touched_update_chains, test_touched_mixed_results) = A.TESTS
 
 
-#: Tests whose commits come from update(), which names its launch (Options.update_launch, "graph"
-#: by default): the apply's default launch does not reach them, so they run once.
-_LAUNCH_OF_THEIR_OWN = {"test_touched_update_chains", "test_touched_mixed_results"}
 #: Per plan made during a test: whether it sums the touched rows (it has no library prefix sum).
 _plans: list = []
 
@@ -51,8 +45,7 @@ _plans: list = []
 def touched_scan_on(request, monkeypatch):
     """Every commit of this module's tests sums the touched rows (both launches of the apply);
     afterwards, some plan must have taken the touched path, and every capture must have worked."""
-    if request.param == "python" and request.node.originalname in _LAUNCH_OF_THEIR_OWN:
-        pytest.skip("update() names its own launch: the \"graph\" parameter runs this test")
+    A.skip_python_launch(request, request.param)
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, str(ALWAYS))
     _plans.clear()
     with S.recording_plans(monkeypatch, request.param,
