@@ -247,3 +247,33 @@ def test_runtime_source_has_no_host_std_headers():
             s = line.strip()
             if s.startswith("#include"):
                 assert s in _NVRTC_INCLUDES_OF.get(path.name, _NVRTC_INCLUDES), (path.name, s)
+
+
+def _device_function_body(code: str, name: str) -> str:
+    """The brace-matched body of the device function ``name`` (its first definition)."""
+    import re
+
+    start = code.index("{", re.search(r"\bvoid " + name + r"\(", code).end())
+    depth = 0
+    for pos in range(start, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[pos], 0)
+        if depth == 0:
+            return code[start:pos + 1]
+    raise AssertionError(f"{name}: unbalanced braces")
+
+
+def test_splits_reserve_list_slots_per_block():
+    """Issue 34: the first split and the epoch split reserve their two lists' slots once per block
+    and trip (block_append_split: one scan, one atomicAdd per list), never per warp (append), and
+    walk whole blocks per trip so that every thread reaches the scan's barriers."""
+    code = (CUDA_DIR / "kernels.cuh").read_text()
+    for name in ("split_frontier", "split_pile"):
+        body = _device_function_body(code, name)
+        assert "append(" not in body.replace("block_append_split<V>(", ""), name
+        assert body.count("block_append_split<V>(") == 1, name
+        assert "for (i64 base = static_cast<i64>(blockIdx.x) * blockDim.x;" in body, name
+        assert "GridStride" not in body, name
+    helper = _device_function_body(code, "block_append_split")
+    assert helper.count("block_exclusive_scan(") == 1
+    assert helper.count("atomic_add(") == 2
+    assert "__syncthreads();" in helper

@@ -258,8 +258,9 @@ __device__ __forceinline__ void warp_sum_into(T value, T* slot) {
 // sum in `block_total` (the same in every thread). Every thread of the block must call it
 // (barriers); blockDim.x is a multiple of 32. `warp_sums` is shared scratch of one slot per warp,
 // read after the last barrier here: a caller that scans again must pass a barrier first. One copy
-// for the device apply's touched-rows scan and change lists (i64 row changes, i32 counts) and the
-// invalidation's block slots (vertex counts).
+// for the device apply's touched-rows scan and change lists (i64 row changes, i32 counts), the
+// invalidation's block slots (vertex counts) and the splits' (block_append_split: u32, two 16-bit
+// counts).
 template <typename T>
 __device__ __forceinline__ T block_exclusive_scan(T value, T* warp_sums, T& block_total) {
     const int lane = lane_id();
@@ -725,43 +726,99 @@ __device__ __forceinline__ u64 raised_threshold(u64 threshold, u64 minimum, u64 
     return (threshold > minimum ? threshold : minimum) + delta;
 }
 
+// The block's slots of two lists for one trip of a split (split_frontier, split_pile): `mine` is
+// this thread's entry, 1 for list a, 1 << 16 for list b, 0 for neither (counts per block stay
+// below 2^16: blockDim.x <= 1024, so the halves never carry into each other). One block scan
+// ranks both lists at once, thread 0 reserves each non-empty range with one atomicAdd, and the
+// thread writes v at its list's base + its rank. Per-warp appends (append) made one atomicAdd per
+// warp and list on one count word, and same-address atomics queue in one L2 slice (the
+// invalidation's 30 k of them took 34 us on an H100: invalidate_flagged); per block there are up
+// to SSSP_BLOCK / 32 times fewer. Every thread of the block must call it, as often as the others (barriers):
+// the splits' trip counts are the same over a block. It may be called again at once: its last
+// barrier comes after every read of the scan's scratch and before the next call's scan writes
+// it, and after thread 0 wrote the bases and before the next call's thread 0 writes them again.
+template <typename V>
+__device__ __forceinline__ void block_append_split(u32 mine, V v, V* a_list, V* a_count,
+                                                   V* b_list, V* b_count) {
+    static_assert(SSSP_BLOCK < (1 << 16), "a split's per-block counts are 16-bit halves");
+    __shared__ u32 warp_sums[SSSP_BLOCK / 32];  // block_exclusive_scan's scratch
+    __shared__ V bases[2];                      // the block's first slots in lists a and b
+    u32 total;
+    const u32 rank = block_exclusive_scan(mine, warp_sums, total);
+    if (threadIdx.x == 0) {
+        const u32 a = total & 0xffffu;
+        const u32 b = total >> 16;
+        if (a > 0) bases[0] = atomic_add(a_count, static_cast<V>(a));
+        if (b > 0) bases[1] = atomic_add(b_count, static_cast<V>(b));
+    }
+    __syncthreads();
+    if (mine == 1u) {
+        a_list[bases[0] + static_cast<V>(rank & 0xffffu)] = v;
+    } else if (mine != 0u) {
+        b_list[bases[1] + static_cast<V>(rank >> 16)] = v;
+    }
+}
+
 // The first split (algorithm.md §5.9 (b)): frontier entries below the threshold go to the near list
 // (claimed with a fresh generation), the others to the far pile on their in_far 0 -> 1 transition.
+// Each entry's claim or exchange is made once, by its thread, as with per-warp appends; the slots
+// are reserved per block and trip (block_append_split), so a block's trips run together: trip t
+// takes items [t * stride + blockIdx.x * blockDim.x, + blockDim.x), the grid-stride items, and
+// every thread of the block makes every trip of its block (a thread past the end has no item).
+// List order is schedule-dependent either way (algorithm.md §5.1). Every thread of the block must
+// call it (barriers): both engines do.
 template <typename V>
 __device__ __forceinline__ void split_frontier(V length, const V* frontier, const u64* words,
                                                const Packing& k, u64 threshold, i32* stamp,
                                                i32 generation, i32* in_far, V* near_list,
                                                V* near_count, V* pile, V* pile_count) {
-    const GridStride g;
-    for (i64 i = g.first; i < static_cast<i64>(length); i += g.stride) {
-        const V v = load_cg(frontier + i);
-        const u64 d = word_distance(k, load_cg(words + v));
-        if (d < threshold) {
-            if (claim(stamp, v, generation)) near_list[append(near_count)] = v;
-        } else if (atomicExch(in_far + v, 1) == 0) {
-            pile[append(pile_count)] = v;
+    for (i64 base = static_cast<i64>(blockIdx.x) * blockDim.x; base < static_cast<i64>(length);
+         base += static_cast<i64>(gridDim.x) * blockDim.x) {
+        const i64 i = base + threadIdx.x;
+        V v = 0;
+        u32 mine = 0u;  // block_append_split's code: 1 near list, 1 << 16 far pile, 0 neither
+        if (i < static_cast<i64>(length)) {
+            v = load_cg(frontier + i);
+            const u64 d = word_distance(k, load_cg(words + v));
+            if (d < threshold) {
+                if (claim(stamp, v, generation)) mine = 1u;
+            } else if (atomicExch(in_far + v, 1) == 0) {
+                mine = 1u << 16;
+            }
         }
+        block_append_split<V>(mine, v, near_list, near_count, pile, pile_count);
     }
 }
 
 // An epoch's re-split of the far pile (algorithm.md §5.9 (c)), after the threshold was raised:
 // entries now below it leave the pile (in_far cleared) for the near list, which is empty; the
-// others stay, copied to the kept pile (in_far stays 1).
+// others stay, copied to the kept pile (in_far stays 1). The slots are reserved per block and
+// trip, as split_frontier's (block_append_split); every thread of the block must call it
+// (barriers): both engines do. Not inlined: inlined into the fused near-far loop, with the loop's
+// state live around it, ptxas spilled fused_compute<int, int> (the SSSP_FUSED_SOLO and
+// SSSP_PUSH_BATCHED module, make cuda-check). One call per epoch split, beside its grid
+// barrier (not measured).
 template <typename V>
-__device__ __forceinline__ void split_pile(V count, const V* pile, const u64* words,
-                                           const Packing& k, u64 threshold, i32* stamp,
-                                           i32 generation, i32* in_far, V* near_list,
-                                           V* near_count, V* kept, V* kept_count) {
-    const GridStride g;
-    for (i64 i = g.first; i < static_cast<i64>(count); i += g.stride) {
-        const V v = load_cg(pile + i);
-        const u64 d = word_distance(k, load_cg(words + v));
-        if (d < threshold) {
-            in_far[v] = 0;
-            if (claim(stamp, v, generation)) near_list[append(near_count)] = v;
-        } else {
-            kept[append(kept_count)] = v;
+__device__ __noinline__ void split_pile(V count, const V* pile, const u64* words,
+                                        const Packing& k, u64 threshold, i32* stamp,
+                                        i32 generation, i32* in_far, V* near_list,
+                                        V* near_count, V* kept, V* kept_count) {
+    for (i64 base = static_cast<i64>(blockIdx.x) * blockDim.x; base < static_cast<i64>(count);
+         base += static_cast<i64>(gridDim.x) * blockDim.x) {
+        const i64 i = base + threadIdx.x;
+        V v = 0;
+        u32 mine = 0u;  // block_append_split's code: 1 near list, 1 << 16 kept pile, 0 neither
+        if (i < static_cast<i64>(count)) {
+            v = load_cg(pile + i);
+            const u64 d = word_distance(k, load_cg(words + v));
+            if (d < threshold) {
+                in_far[v] = 0;
+                if (claim(stamp, v, generation)) mine = 1u;
+            } else {
+                mine = 1u << 16;
+            }
         }
+        block_append_split<V>(mine, v, near_list, near_count, kept, kept_count);
     }
 }
 
