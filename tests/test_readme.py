@@ -96,6 +96,10 @@ def test_the_readme_opens_with_the_two_commands():
     assert [line.split("#")[0].strip() for line in first] == ["make bench", "make test"]
 
 
+#: perf_ab.py's one line when a campaign's A/A control excludes 1 (exit 4, UNTRUSTWORTHY)
+UNTRUSTWORTHY = "the campaign is untrustworthy: A/A ratio"
+
+
 def run_blocks():
     return [
         pytest.param(body, id=f"run{i}", marks=[pytest.mark.slow] if "make bench-host" in body else [])
@@ -109,6 +113,14 @@ def test_run_blocks(body, unchanged_tree):
     if "make bench-host" in body and not any(data.rglob("uspowergrid*")):
         pytest.skip(f"make bench-host needs the uspowergrid graph file in the data folder ({data})")
     done = run(["bash", "-e", "-c", body])
+    if "make bench-host" in body and done.returncode != 0 and UNTRUSTWORTHY in done.stderr:
+        # The campaign ran end to end and judged this machine: its A/A control excluded 1 (another
+        # process loaded the CPU, say). That verdict is the product's to give, not a failure of the
+        # README's command, so the test says it could not judge instead of failing by chance; the
+        # report must still be there.
+        assert (ROOT / ".cache/bench-host/M7.md").read_text().startswith("# M7: host against host")
+        pytest.skip("make bench-host ran, but this machine was too noisy for its A/A control: "
+                    + next(line for line in done.stderr.splitlines() if UNTRUSTWORTHY in line)[:300])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for promised in re.findall(r'# prints "(.*?)"', body):  # "..." stands for anything
         assert re.search(".*?".join(map(re.escape, promised.split("..."))), done.stdout), promised
@@ -117,6 +129,39 @@ def test_run_blocks(body, unchanged_tree):
         assert (ROOT / ".cache/bench-host/M7.md").read_text().startswith("# M7: host against host")
     if "engines.cli update" in body:
         assert "2305843009213693951\t-1" in done.stdout  # the unreachable vertex, as the comment says
+
+
+def _bench_host_block() -> str:
+    return next(body for body in blocks("run") if "make bench-host" in body)
+
+
+@pytest.mark.parametrize("status, stderr, outcome", [
+    (2, f"perf_ab.py engines: exit 4: {UNTRUSTWORTHY} 1.038 [1.015, 1.102] excludes 1: ...\n", "skipped"),
+    (2, "Traceback (most recent call last):\n  ...\nKeyError: 'ratio'\n", "failed"),
+    (2, "perf_ab.py engines: exit 4: cell uspowergrid/safe50k/0 is too noisy: ...\n", "failed"),
+])
+def test_a_noisy_machines_verdict_is_a_skip_and_anything_else_fails(monkeypatch, tmp_path, status, stderr,
+                                                                     outcome):
+    """make bench-host on a machine too noisy for its A/A control (exit 4, the report written) is
+    a skip naming the verdict, not a failure by chance; any other failure of the command still
+    fails the test (a stand-in run here: no campaign)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "uspowergrid.edges").write_text("")
+    (tmp_path / ".cache/bench-host").mkdir(parents=True)
+    (tmp_path / ".cache/bench-host/M7.md").write_text("# M7: host against host\n")
+    monkeypatch.setenv("SSSPAB_DATA_DIR", str(data))
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    monkeypatch.setattr(module, "run", lambda args, **kw: subprocess.CompletedProcess(args, status, "", stderr))
+    try:
+        test_run_blocks(_bench_host_block(), None)
+    except pytest.skip.Exception as exc:
+        assert outcome == "skipped" and "too noisy for its A/A control" in str(exc), str(exc)
+    except AssertionError:
+        assert outcome == "failed"
+    else:
+        raise AssertionError(f"expected the test to be {outcome}")
 
 
 @pytest.mark.parametrize("body", blocks("python"), ids=lambda body: "using-the-engines")
