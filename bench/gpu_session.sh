@@ -3,7 +3,7 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches stream (default:
+# steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches stream whole (default:
 #   tests compare table campaign). tests: `make precompile`'s module build (66 modules, a process per
 #   core), then pytest -m gpu under TESTS_CAP seconds (default 480: the 845 GPU tests took about
 #   320 s on the H200 before 77efd46's session added about 70).
@@ -38,6 +38,11 @@
 #             luxembourg_osm, 10,000 batches of 100 changes, fused, operators and host one after
 #             another (the issue's command); STREAM_ARGS adds options (e.g. --interleave, into
 #             $OUT/stream with STREAM_OUT)
+#   whole     issue 27's whole-update record into results/whole_update, beside its README (which says
+#             the numbers in words: update it by hand): bench/engine_table.py --graphs WHOLE_GRAPHS
+#             (default roadNet-PA road_usa) --batches safe50k local10k --random-graph 4039,176000
+#             --table (the record's command; road_usa's first preparation takes minutes on a bare
+#             machine, so give this step its own call)
 #   bench     `make bench-commit`: the campaign into results/, replacing the committed one
 #             (--force), unless BENCH_ARGS=--resume continues a cut campaign
 #   planted   the planted-slowdown proof (protocol.md §7): fused against fused twice into $OUT,
@@ -156,6 +161,8 @@ for s in $STEPS; do
           --out "$OUT/ab" --force --no-progress $DIRTY_ARG ;;
     stream) step stream 300 python3 bench/stream.py --graph luxembourg_osm --batches 10000 --batch-size 100 \
               --engines fused operators host --out "${STREAM_OUT:-results/stream}" --no-progress ${STREAM_ARGS:-} ;;
+    whole) step whole_update 540 python3 bench/engine_table.py --graphs ${WHOLE_GRAPHS:-roadNet-PA road_usa} \
+             --batches safe50k local10k --random-graph 4039,176000 --table --out results/whole_update ;;
     sweep) step sweep 570 make sweep DATA_DIR="$SSSPAB_DATA_DIR" SWEEP_OUT=results/sweep \
              SWEEP_ARGS="--resume --no-progress $DIRTY_ARG ${SWEEP_ARGS:-}" ;;
     noise)
