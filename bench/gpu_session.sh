@@ -38,11 +38,13 @@
 #             luxembourg_osm, 10,000 batches of 100 changes, fused, operators and host one after
 #             another (the issue's command); STREAM_ARGS adds options (e.g. --interleave, into
 #             $OUT/stream with STREAM_OUT)
-#   whole     issue 27's whole-update record into results/whole_update, beside its README (which says
-#             the numbers in words: update it by hand): bench/engine_table.py --graphs WHOLE_GRAPHS
-#             (default roadNet-PA road_usa) --batches safe50k local10k --random-graph 4039,176000
-#             --table (the record's command; road_usa's first preparation takes minutes on a bare
-#             machine, so give this step its own call)
+#   whole     issue 27's whole-update table, with the command of its committed record
+#             (results/whole_update): bench/engine_table.py --graphs WHOLE_GRAPHS (default roadNet-PA
+#             road_usa) --batches safe50k local10k --random-graph 4039,176000 --table, writing
+#             engine_table.json, engine_table.md and whole_update.md into results/whole_update beside
+#             the older records (the folder's README names each record and its numbers: update it
+#             by hand, and drop the records the new one replaces); road_usa's first preparation
+#             takes minutes on a bare machine, so give this step its own call
 #   bench     `make bench-commit`: the campaign into results/, replacing the committed one
 #             (--force), unless BENCH_ARGS=--resume continues a cut campaign
 #   planted   the planted-slowdown proof (protocol.md §7): fused against fused twice into $OUT,
