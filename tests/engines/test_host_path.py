@@ -298,18 +298,6 @@ def test_a_failed_query_while_polling_is_a_cuda_error_naming_the_wait(monkeypatc
     assert str(caught.value) == "CUDA failure while waiting for the run: cudaErrorIllegalAddress"
 
 
-@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("0", False), ("1", True), (" on ", True)])
-def test_polling_for_the_record_is_off_unless_turned_on(monkeypatch, text, on):
-    set_switch(monkeypatch, fused.POLL_RECORD_ENV, text)
-    assert fused.poll_record_enabled() is on
-
-
-def test_a_bad_polling_value_is_an_error_naming_the_switch(monkeypatch):
-    monkeypatch.setenv(fused.POLL_RECORD_ENV, "always")
-    with pytest.raises(errors.InvalidArgumentError, match=fused.POLL_RECORD_ENV):
-        fused.poll_record_enabled()
-
-
 @pytest.mark.parametrize("poll, mapped_text, captured, expected", [
     (None, None, None, (True, False)), ("1", None, None, (True, True)), (None, "0", None, (False, False)),
     ("on", "1", "0", (False, True)),  # launched from Python: never mapped

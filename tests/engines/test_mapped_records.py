@@ -15,23 +15,8 @@ from engines import errors
 from engines.graph import device_apply
 from engines.sssp.cuda import fused, mapped, runtime
 
-from tests.switch_env import set_switch
-
 from .graph.test_apply_sides import _planned, _reserving, _shape
 from .test_fused_capture import _LoggingControl, capturing_into_a_log
-
-
-@pytest.mark.parametrize("text, on", [(None, True), ("", True), ("0", False), (" off ", False),
-                                      ("1", True), (" ON ", True)])
-def test_the_switch_is_on_unless_turned_off(monkeypatch, text, on):
-    set_switch(monkeypatch, mapped.MAPPED_RECORDS_ENV, text)
-    assert mapped.enabled() is on
-
-
-def test_a_bad_value_is_an_error_naming_the_switch(monkeypatch):
-    monkeypatch.setenv(mapped.MAPPED_RECORDS_ENV, "mapped")
-    with pytest.raises(errors.InvalidArgumentError, match=mapped.MAPPED_RECORDS_ENV):
-        mapped.enabled()
 
 
 @pytest.mark.parametrize("parallel", [False, True])

@@ -10,21 +10,6 @@ import pytest
 from engines import errors
 from engines.sssp.cuda import operators, workspace
 
-from tests.switch_env import set_switch
-
-
-@pytest.mark.parametrize("value, on", [(None, False), ("", False), ("0", False), ("off", False),
-                                       ("1", True), (" ON ", True)])
-def test_the_switch_is_off_unless_set(monkeypatch, value, on):
-    set_switch(monkeypatch, operators.CAPTURED_START_ENV, value)
-    assert operators.captured_start_enabled() is on
-
-
-def test_a_bad_value_names_the_switch(monkeypatch):
-    monkeypatch.setenv(operators.CAPTURED_START_ENV, "yes please")
-    with pytest.raises(errors.InvalidArgumentError, match=operators.CAPTURED_START_ENV):
-        operators.captured_start_enabled()
-
 
 class _Counter:
     """The generation state of a workspace, with the real rule (Workspace.next_generations, which

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engines import errors
-from engines.sssp.cuda import switches
+from engines.sssp.cuda import fused, mapped, operators, switches
 
 from tests.switch_env import set_switch
 
@@ -25,6 +25,30 @@ def test_a_bad_flag_names_the_switch(monkeypatch, text):
     monkeypatch.setenv(NAME, text)
     with pytest.raises(errors.InvalidArgumentError, match=f"{NAME}=.*expected 1/on or 0/off"):
         switches.flag(NAME)
+
+
+#: The on/off switches each engine reads through switches.flag, by their readers: (reader, switch,
+#: its value when unset). One test of each one's spellings and bad values, instead of a copy of
+#: test_flag beside every switch.
+_FLAG_SWITCHES = [(mapped.enabled, mapped.MAPPED_RECORDS_ENV, True),
+                  (fused.poll_record_enabled, fused.POLL_RECORD_ENV, False),
+                  (operators.captured_start_enabled, operators.CAPTURED_START_ENV, False)]
+
+
+@pytest.mark.parametrize("reader, name, default", _FLAG_SWITCHES, ids=[n for _, n, _ in _FLAG_SWITCHES])
+@pytest.mark.parametrize("text, on", [(None, None), ("", None), ("0", False), ("off", False), (" off ", False),
+                                      ("1", True), (" on ", True), (" ON ", True)])
+def test_each_flag_switch_reads_its_default_and_both_spellings(monkeypatch, reader, name, default, text, on):
+    set_switch(monkeypatch, name, text)
+    assert reader() is (default if on is None else on)
+
+
+@pytest.mark.parametrize("reader, name, default", _FLAG_SWITCHES, ids=[n for _, n, _ in _FLAG_SWITCHES])
+@pytest.mark.parametrize("text", ["mapped", "always", "yes please", "sometimes"])
+def test_a_bad_value_of_each_flag_switch_names_it(monkeypatch, reader, name, default, text):
+    monkeypatch.setenv(name, text)
+    with pytest.raises(errors.InvalidArgumentError, match=name):
+        reader()
 
 
 @pytest.mark.parametrize("default, text, value", [

@@ -734,10 +734,10 @@ __device__ __forceinline__ u64 raised_threshold(u64 threshold, u64 minimum, u64 
 // warp and list on one count word, and same-address atomics queue in one L2 slice (the
 // invalidation's 30 k of them took 34 us on an H100: invalidate_flagged); per block there are up
 // to SSSP_BLOCK / 32 times fewer. Every thread of the block must call it, as often as the others
-// (barriers): the splits' trip counts are the same over a block. It may be called again at once: the scan's
-// scratch is read before this call's last barrier, which the next call's writes follow; the bases
-// are read after it, but the next call's thread 0 writes them only after that call's scan, whose
-// barriers every thread reaches after its reads here.
+// (barriers): the splits' trip counts are the same over a block. It may be called again at once:
+// the scan's scratch is read before this call's last barrier, which the next call's writes follow;
+// the bases are read after it, but the next call's thread 0 writes them only after that call's
+// scan, whose barriers every thread reaches after its reads here.
 template <typename V>
 __device__ __forceinline__ void block_append_split(u32 mine, V v, V* a_list, V* a_count,
                                                    V* b_list, V* b_count) {

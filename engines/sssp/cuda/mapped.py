@@ -25,8 +25,9 @@ results never depend on it.
 
 The switch is read with an update's other switches by the fused engine (fused.run_choice, before
 the commit; a captured update only: the launches from Python copy as before) and when a graph's
-event buffers grow by the device apply, as its other switches are; unset is on, 0 / off copies. On by default since its GPU record (H100, interleaved
-whole update per batch with bench/update_anatomy.py --ab-env ENGINES_MAPPED_RECORDS=0,1): the
+event buffers grow by the device apply, as its other switches are; unset is on, 0 / off copies.
+On by default since its GPU record (H100, interleaved whole update per batch with
+bench/update_anatomy.py --ab-env ENGINES_MAPPED_RECORDS=0,1): the
 4,039-vertex graph's 1,760-change batches 0.987x, luxembourg_osm's 100-change batches 0.986x
 (operators engine 0.993x), roadNet-PA's 0.984x.
 """
