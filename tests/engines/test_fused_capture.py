@@ -265,3 +265,20 @@ def test_the_capture_key_names_every_address_and_scalar(monkeypatch):
     longer = args() + (Array(30),)
     assert fused._capture_key(fn, 4, longer) != key and fused._capture_key(fn, 4, longer)[3][-1] == 30
 
+
+
+def test_an_update_carries_the_pull_by_offers_percent_and_compute_none(monkeypatch):
+    """fused.run_choice reads ENGINES_PULL_OFFERS for an update (fused.update passes
+    offer_above(n, percent) to the kernel) and leaves compute(), which has no pull, at 0; the
+    module variant does not depend on it (a kernel argument, not a define)."""
+    plan = SimpleNamespace(push_expansion="group", batch_changes=0)
+    monkeypatch.delenv(fused.OFFERS_ENV, raising=False)
+    assert fused.run_choice(plan).offers_percent == fused.OFFERS_DEFAULT
+    monkeypatch.setenv(fused.OFFERS_ENV, "37")
+    on = fused.run_choice(plan)
+    assert on.offers_percent == 37 and fused.run_choice(plan, False).offers_percent == 0
+    monkeypatch.setenv(fused.OFFERS_ENV, "off")
+    assert fused.run_choice(plan).offers_percent == 0 and fused.run_choice(plan).defines == on.defines
+    monkeypatch.setenv(fused.OFFERS_ENV, "all")
+    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_PULL_OFFERS"):
+        fused.run_choice(plan)

@@ -151,3 +151,29 @@ def test_the_touched_scan_limit(monkeypatch, text, limit):
     set_switch(monkeypatch, device_apply.TOUCHED_SCAN_ENV, text)
     want = device_apply.TOUCHED_SCAN_MAX if limit == "default" else limit
     assert device_apply.touched_scan_limit() == want
+
+
+@pytest.mark.parametrize("text, percent", [(None, "default"), ("", "default"), ("off", 0), ("0", 0),
+                                           ("1", 1), (" 50 ", 50), ("100", 100)])
+def test_the_pull_by_offers_percent(monkeypatch, text, percent):
+    """ENGINES_PULL_OFFERS (fused.offers_percent): the percent of the vertices an update's
+    candidates must exceed for the pull by offers; OFFERS_DEFAULT when unset, 0 (never) when 0
+    or off."""
+    set_switch(monkeypatch, fused.OFFERS_ENV, text)
+    assert fused.offers_percent() == (fused.OFFERS_DEFAULT if percent == "default" else percent)
+
+
+@pytest.mark.parametrize("text", ["101", "-5", "half", "12.5"])
+def test_a_bad_pull_by_offers_percent_names_the_switch(monkeypatch, text):
+    monkeypatch.setenv(fused.OFFERS_ENV, text)
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=rf"ENGINES_PULL_OFFERS=.*a percent of the vertices \(an integer of at least 1 and at most 100\)"):
+        fused.offers_percent()
+
+
+@pytest.mark.parametrize("n, percent, above", [(1_090_920, 50, 545_460), (1_090_920, 0, 1_090_920),
+                                               (99, 1, 0), (100, 1, 1), (7, 100, 7), (0, 50, 0)])
+def test_the_kernels_offer_limit(n, percent, above):
+    """fused.offer_above: the candidate count above which the kernel pulls by offers; off is n,
+    which no update's candidates exceed (each vertex is listed once, the source never)."""
+    assert fused.offer_above(n, percent) == above

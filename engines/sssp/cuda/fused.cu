@@ -344,7 +344,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     const V* __restrict__ changed_count,
     const V* __restrict__ heads, V num_heads,
     sssp::u32 bits, sssp::u64 no_parent, sssp::u64 bound, sssp::u64 delta, sssp::u32 push_shift,
-    sssp::i32 base_generation, sssp::i32 max_rounds, V solo_limit,
+    sssp::i32 base_generation, sssp::i32 max_rounds, V solo_limit, V offer_above,
     sssp::FusedControl<V>* ctl) {
     using namespace sssp;
     namespace cg = cooperative_groups;
@@ -403,10 +403,18 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     grid.sync();
     fused::phase_mark(fused::PHASE_HEADS);
 
-    // Pull (algorithm.md §5.8): every candidate takes its key-minimum over all in-neighbours.
+    // Pull (algorithm.md §5.8): every candidate takes its key-minimum over all in-neighbours; by
+    // offers from every finite vertex when there are more than offer_above candidates (fused.py
+    // offer_above; n: never). Uniform: every thread reads the same count.
     ++generation;  // g_pull
-    pull_candidates<V, O>(fused::block_read(&ctl->candidates, &slots.count), candidates, in, k,
-                          bound, words, stamp, generation, frontier, &ctl->frontier);
+    const V candidate_count = fused::block_read(&ctl->candidates, &slots.count);
+    if (candidate_count > offer_above) {
+        offer_to_candidates<V, O>(nn, out, k, source, bound, words, stamp, generation, frontier,
+                                  &ctl->frontier);
+    } else {
+        pull_candidates<V, O>(candidate_count, candidates, in, k, bound, words, stamp, generation,
+                              frontier, &ctl->frontier);
+    }
     grid.sync();
     fused::phase_mark(fused::PHASE_PULL);
 

@@ -93,6 +93,18 @@ CAPTURE_ENV = "ENGINES_FUSED_CAPTURE"
 #: and 0.981 on roadNet-PA's 100-change batches: within 2 % either way, so the simpler one-look path
 #: stays (the switches step of bench/gpu_session.sh measures it again). Results never depend on it.
 POLL_RECORD_ENV = "ENGINES_FUSED_POLL_RECORD"
+#: The pull by offers (kernels.cuh offer_to_candidates, issue 34): when an update's candidates are
+#: more than this percent of the vertices, every vertex with a finite word offers along its
+#: out-edges to the candidates instead of each candidate reading its in-neighbours' words. A large
+#: invalidation makes the pull read the in-edges of most of the graph (roadNet-PA safe50k: 955 k of
+#: 1.09 M vertices invalidated, the pull 70-77 us of its 1,045 us fused update, H100); the offers
+#: read every word once and the out-edges of the vertices still reached. A percent from 1 to 100
+#: (1: nearly every update with candidates, for tests), 0 / off for never; OFFERS_DEFAULT when
+#: unset. The same candidates end with the same key-minima (algorithm.md §5.8, §5.12): results
+#: never depend on it.
+OFFERS_ENV = "ENGINES_PULL_OFFERS"
+#: Off until its GPU tests pass on the device (tests/gpu/test_pull_offers.py).
+OFFERS_DEFAULT = 0
 #: Captured launches kept per device, the least recently used dropped first: a stream of updates
 #: alternates between the graph's two buffer sets (two captures serve it); room for a few results
 #: and restores more.
@@ -154,6 +166,20 @@ def solo_limit(num_vertices: int, num_edges: int, edges: int) -> int:
     return min(n, max(1, edges * n // max(m, 1)))
 
 
+def offers_percent() -> int:
+    """``ENGINES_PULL_OFFERS``: the percent of the vertices an update's candidates must exceed for
+    the pull by offers (0: never; OFFERS_DEFAULT when unset); a bad value is an error naming it."""
+    return switches.count(OFFERS_ENV, "a percent of the vertices", minimum=1, maximum=100,
+                          default=OFFERS_DEFAULT)
+
+
+def offer_above(num_vertices: int, percent: int) -> int:
+    """The kernel's ``offer_above``: the candidate count above which an update of ``num_vertices``
+    pulls by offers, ``percent`` of them (0: never, which is n: the candidates never exceed it)."""
+    n = int(num_vertices)
+    return n if int(percent) <= 0 else n * int(percent) // 100
+
+
 def capture_enabled() -> bool:
     """``ENGINES_FUSED_CAPTURE``: whether updates run as a captured launch (on unless 0 / off); a
     bad value is an error naming it."""
@@ -208,13 +234,14 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
     # records serve a captured update only
     mapped_records = bool(update and mapped.enabled()) and captured
     poll = bool(update and poll_record_enabled())
-    return _choices.get((shared, edges, captured, clock, mapped_records, poll), lambda: dataclasses.replace(
+    offers = offers_percent() if update else 0
+    return _choices.get((shared, edges, captured, clock, mapped_records, poll, offers), lambda: dataclasses.replace(
         shared, defines=shared.defines + _own_defines(edges, captured, clock), solo_edges=edges,
-        mapped_records=mapped_records, poll_record=poll))
+        mapped_records=mapped_records, poll_record=poll, offers_percent=offers))
 
 
 #: This engine's choices by (the shared choice, solo edges, captured, phase clock, mapped records,
-#: polling): ``run_choice``.
+#: polling, the offers' percent): ``run_choice``.
 _choices = Kept()
 
 
@@ -384,7 +411,8 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                     heads, vt(0 if captured else num_heads),
                     bits, no_parent, bound, np.uint64(0) if captured else delta, push_shift,
                     np.int32(0 if captured else base), np.int32(max_rounds),
-                    vt(0) if captured else solo, control.device,
+                    vt(0) if captured else solo, vt(offer_above(n, choice.offers_percent)),
+                    control.device,
                 )
                 if captured:
                     control_in = (module.functions(vertex_dtype, dg.offset_dtype)[CONTROL_IN]
@@ -603,8 +631,8 @@ def _reset_quietly(ws, s) -> None:
         workspace.discard(ws.device, ws.vertex_dtype)
 
 
-__all__ = ["CAPTURE_ENV", "CHECKED_VARIANTS", "ENGINE", "INSTRUMENT_VARIANTS", "KERNELS", "PHASE_CLOCK_DEFINES", "PHASE_CLOCK_ENV",
+__all__ = ["CAPTURE_ENV", "CHECKED_VARIANTS", "ENGINE", "INSTRUMENT_VARIANTS", "KERNELS", "OFFERS_DEFAULT", "OFFERS_ENV", "PHASE_CLOCK_DEFINES", "PHASE_CLOCK_ENV",
            "POLL_RECORD_ENV",
            "SOLO_DEFAULT", "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
            "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module", "max_blocks", "module_defines",
-           "poll_record_enabled", "run_choice", "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]
+           "offer_above", "offers_percent", "poll_record_enabled", "run_choice", "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]

@@ -700,6 +700,79 @@ __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
     }
 }
 
+// The pull by offers (issue 34; algorithm.md §5.8, §5.12 item 3), for an update whose candidates
+// are most of the graph: instead of each candidate reading every in-neighbour's word, every vertex
+// with a finite word offers along its out-edges to the neighbours that are candidates, with an
+// atomicMin each. A candidate ends with the key-minimum of its own word and the offers of its
+// in-neighbours whose words were finite when they offered, as a pull that read them then: the
+// pull's own race (another candidate's word may or may not be lowered yet) in the other direction,
+// and a vertex lowered during the phase is in the frontier, so it offers again in the push
+// (§5.12: the result does not depend on it). A strictly lower distance lists the candidate in the
+// frontier, once, by the pull's generation, as the pull does. The candidates are the vertices
+// stamped with the invalidation's generation (g_pull - 1: the invalidation and the heads claim
+// with it), or with g_pull once listed here; every other stamp is older (algorithm.md §5.1).
+//
+// It reads every vertex's word and row bounds (SSSP_PASS_ILP at a time) and the out-edges of the
+// finite ones, where the pull reads the in-edges of every candidate and the word of each
+// in-neighbour: roadNet-PA safe50k invalidates 955 k of its 1.09 M vertices, and the pull over
+// them took 70-77 us of its fused update (H100, bench/fused_phases.py). Not inlined: the edge
+// walk's registers stay out of the persistent kernel's allocation (fused.cu's split_pile says why).
+template <typename V, typename O>
+__device__ __noinline__ void offer_to_candidates(i64 n, const CsrView<V, O>& out, const Packing& k,
+                                                 V source, u64 bound, u64* words, i32* stamp,
+                                                 i32 generation, V* frontier, V* frontier_count) {
+    const GridStride g;
+    const i32 candidate_from = generation - 1;  // the invalidation's generation
+    for (i64 base = g.first; base < n; base += g.stride * SSSP_PASS_ILP) {
+        u64 x[SSSP_PASS_ILP];
+        O first[SSSP_PASS_ILP];
+        O last[SSSP_PASS_ILP];
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            const i64 u = base + j * g.stride;
+            const bool in_range = u < n;
+            x[j] = in_range ? load_cg(words + u) : INF_WORD;
+            first[j] = in_range ? out.begin(u) : O(0);
+            last[j] = in_range ? out.end(u) : O(0);
+        }
+#pragma unroll
+        for (int j = 0; j < SSSP_PASS_ILP; ++j) {
+            if (x[j] == INF_WORD) continue;  // an invalidated (or unreached) vertex offers nothing
+            const i64 u = base + j * g.stride;
+            const u64 du = x[j] >> k.bits;
+            // 64-bit positions: with 32-bit offsets e + SSSP_PUSH_EDGE_BATCH must not wrap
+            const i64 end = static_cast<i64>(last[j]);
+            for (i64 e0 = static_cast<i64>(first[j]); e0 < end; e0 += SSSP_PUSH_EDGE_BATCH) {
+                // a step's loads issued together: the neighbours and weights, then their stamps
+                V w[SSSP_PUSH_EDGE_BATCH];
+                u64 nd[SSSP_PUSH_EDGE_BATCH];
+                bool live[SSSP_PUSH_EDGE_BATCH];
+#pragma unroll
+                for (int b = 0; b < SSSP_PUSH_EDGE_BATCH; ++b) {
+                    const i64 e = e0 + b;
+                    live[b] = e < end;
+                    w[b] = live[b] ? out.neighbour(static_cast<O>(e)) : source;
+                    nd[b] = du + (live[b] ? out.weight_of(static_cast<O>(e)) : 0ull);
+                    // the source is never relaxed; an offer above the bound is never packed
+                    live[b] = live[b] && w[b] != source && nd[b] <= bound;
+                }
+#pragma unroll
+                for (int b = 0; b < SSSP_PUSH_EDGE_BATCH; ++b) {
+                    live[b] = live[b] && load_cg(stamp + w[b]) >= candidate_from;
+                }
+#pragma unroll
+                for (int b = 0; b < SSSP_PUSH_EDGE_BATCH; ++b) {
+                    if (!live[b]) continue;
+                    const u64 old = atomicMin(words + w[b], pack(k, nd[b], u));
+                    if (nd[b] < word_distance(k, old) && claim(stamp, w[b], generation)) {
+                        frontier[append(frontier_count)] = w[b];
+                    }
+                }
+            }
+        }
+    }
+}
+
 // The minimum distance over the finite words of a list into *slot (algorithm.md §5.9 (a): the
 // frontier; an epoch: the far pile, whose words are all finite).
 template <typename V>

@@ -21,7 +21,8 @@ class RunChoice:
     update runs the captured start (operators.CAPTURED_START_ENV), whether an operators device
     loop waits for its read-ahead replay at the end (operators.WAIT_READ_AHEAD_ENV), and whether a
     fused update maps its control records (mapped.py; a captured update only) and polls for the
-    commit's record while it runs (fused.POLL_RECORD_ENV). prepare() takes
+    commit's record while it runs (fused.POLL_RECORD_ENV), and the percent of the vertices a fused
+    update's candidates must exceed for its pull by offers (fused.OFFERS_ENV; 0: never). prepare() takes
     it before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
     the switches once (a bad value is refused before anything changes) and the module it compiled is
     the one it loads."""
@@ -33,6 +34,7 @@ class RunChoice:
     wait_read_ahead: bool = False
     mapped_records: bool = False
     poll_record: bool = False
+    offers_percent: int = 0
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,
