@@ -552,10 +552,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     apply_record_out(const i64* __restrict__ record, i64* host_record, i32 count) {
-    volatile i64* to = host_record;
-    for (i32 i = static_cast<i32>(threadIdx.x); i < count; i += static_cast<i32>(blockDim.x)) {
-        to[i] = record[i];
-    }
+    block_copy_words<i64>(host_record, record, count);
     __threadfence_system();
 }
 

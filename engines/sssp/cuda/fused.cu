@@ -299,11 +299,8 @@ __device__ __noinline__ void record_out(FusedControl<V>* ctl) {
     __threadfence();
     constexpr int words = sizeof(FusedControl<V>) / sizeof(u64);
     static_assert(sizeof(FusedControl<V>) % sizeof(u64) == 0, "the control block is whole words");
-    const u64* from = reinterpret_cast<const u64*>(ctl);
-    volatile u64* to = reinterpret_cast<volatile u64*>(host);
-    for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x)) {
-        to[i] = load_cg(from + i);
-    }
+    block_copy_words<u64>(reinterpret_cast<volatile u64*>(host),
+                          reinterpret_cast<const volatile u64*>(ctl), words);
     __threadfence_system();
 }
 
@@ -320,11 +317,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK) fused_control_in(const sssp::u64* 
                                                                sssp::FusedControl<V>* ctl) {
     using namespace sssp;
     constexpr int words = sizeof(FusedControl<V>) / sizeof(u64);
-    u64* to = reinterpret_cast<u64*>(ctl);
-    const volatile u64* from = reinterpret_cast<const volatile u64*>(host_init);
-    for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x)) {
-        to[i] = from[i];
-    }
+    block_copy_words<u64>(reinterpret_cast<volatile u64*>(ctl),
+                          reinterpret_cast<const volatile u64*>(host_init), words);
 }
 
 // ---------------------------------------------------------------------------------------------

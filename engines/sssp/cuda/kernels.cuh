@@ -254,6 +254,18 @@ __device__ __forceinline__ void warp_sum_into(T value, T* slot) {
     if (lane_id() == 0 && value != T(0)) atomic_add(slot, value);
 }
 
+// The block's threads copy `count` words from `from` to `to`, one word a thread per trip: the mapped
+// records' copies between the device and pinned host memory (fused.cu fused_control_in and
+// record_out, engines/graph/device_apply.cu apply_record_out). Every access is volatile: a host
+// word is read or written over the bus each time, and a device word that another block wrote is
+// read from L2, never from a stale L1 line (as load_cg would).
+template <typename T>
+__device__ __forceinline__ void block_copy_words(volatile T* to, const volatile T* from, int count) {
+    for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x)) {
+        to[i] = from[i];
+    }
+}
+
 // The block-wide exclusive prefix sum of `value` over the threads in index order, and the block's
 // sum in `block_total` (the same in every thread). Every thread of the block must call it
 // (barriers); blockDim.x is a multiple of 32. `warp_sums` is shared scratch of one slot per warp,
