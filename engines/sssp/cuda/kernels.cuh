@@ -845,67 +845,64 @@ __device__ __forceinline__ void block_append_split(u32 mine, V v, V* a_list, V* 
     }
 }
 
-// The first split (algorithm.md §5.9 (b)): frontier entries below the threshold go to the near list
-// (claimed with a fresh generation), the others to the far pile on their in_far 0 -> 1 transition.
-// Each entry's claim or exchange is made once, by its thread, as with per-warp appends; the slots
+// The trips of a split (split_frontier, split_pile) over `length` entries of `list`: the slots
 // are reserved per block and trip (block_append_split), so a block's trips run together: trip t
 // takes items [t * stride + blockIdx.x * blockDim.x, + blockDim.x), the grid-stride items, and
 // every thread of the block makes every trip of its block (a thread past the end has no item).
-// List order is schedule-dependent either way (algorithm.md §5.1). Every thread of the block must
-// call it (barriers): both engines do.
+// `decide(v, d)` gives an entry v at distance d its code for block_append_split (1: list a,
+// 1 << 16: list b, 0: neither), once, by its thread. List order is schedule-dependent either way
+// (algorithm.md §5.1). Every thread of the block must call it (barriers): both engines do.
+template <typename V, typename Decide>
+__device__ __forceinline__ void split_trips(V length, const V* list, const u64* words,
+                                            const Packing& k, V* a_list, V* a_count, V* b_list,
+                                            V* b_count, Decide decide) {
+    for (i64 base = static_cast<i64>(blockIdx.x) * blockDim.x; base < static_cast<i64>(length);
+         base += static_cast<i64>(gridDim.x) * blockDim.x) {
+        const i64 i = base + threadIdx.x;
+        V v = 0;
+        u32 mine = 0u;
+        if (i < static_cast<i64>(length)) {
+            v = load_cg(list + i);
+            mine = decide(v, word_distance(k, load_cg(words + v)));
+        }
+        block_append_split<V>(mine, v, a_list, a_count, b_list, b_count);
+    }
+}
+
+// The first split (algorithm.md §5.9 (b)): frontier entries below the threshold go to the near list
+// (claimed with a fresh generation), the others to the far pile on their in_far 0 -> 1 transition.
+// Each entry's claim or exchange is made once, by its thread, as with per-warp appends; the slots
+// are reserved per block and trip (split_trips). Every thread of the block must call it.
 template <typename V>
 __device__ __forceinline__ void split_frontier(V length, const V* frontier, const u64* words,
                                                const Packing& k, u64 threshold, i32* stamp,
                                                i32 generation, i32* in_far, V* near_list,
                                                V* near_count, V* pile, V* pile_count) {
-    for (i64 base = static_cast<i64>(blockIdx.x) * blockDim.x; base < static_cast<i64>(length);
-         base += static_cast<i64>(gridDim.x) * blockDim.x) {
-        const i64 i = base + threadIdx.x;
-        V v = 0;
-        u32 mine = 0u;  // block_append_split's code: 1 near list, 1 << 16 far pile, 0 neither
-        if (i < static_cast<i64>(length)) {
-            v = load_cg(frontier + i);
-            const u64 d = word_distance(k, load_cg(words + v));
-            if (d < threshold) {
-                if (claim(stamp, v, generation)) mine = 1u;
-            } else if (atomicExch(in_far + v, 1) == 0) {
-                mine = 1u << 16;
-            }
-        }
-        block_append_split<V>(mine, v, near_list, near_count, pile, pile_count);
-    }
+    split_trips<V>(length, frontier, words, k, near_list, near_count, pile, pile_count,
+                   [&](V v, u64 d) -> u32 {
+                       if (d < threshold) return claim(stamp, v, generation) ? 1u : 0u;
+                       return atomicExch(in_far + v, 1) == 0 ? 1u << 16 : 0u;
+                   });
 }
 
 // An epoch's re-split of the far pile (algorithm.md §5.9 (c)), after the threshold was raised:
 // entries now below it leave the pile (in_far cleared) for the near list, which is empty; the
 // others stay, copied to the kept pile (in_far stays 1). The slots are reserved per block and
-// trip, as split_frontier's (block_append_split); every thread of the block must call it
-// (barriers): both engines do. Not inlined: inlined into the fused near-far loop, with the loop's
-// state live around it, ptxas spilled fused_compute<int, int> (the SSSP_FUSED_SOLO and
-// SSSP_PUSH_BATCHED module, make cuda-check). One call per epoch split, beside its grid
-// barrier (not measured).
+// trip (split_trips); every thread of the block must call it (barriers): both engines do. Not
+// inlined: inlined into the fused near-far loop, with the loop's state live around it, ptxas
+// spilled fused_compute<int, int> (the SSSP_FUSED_SOLO and SSSP_PUSH_BATCHED module, make
+// cuda-check). One call per epoch split, beside its grid barrier (not measured).
 template <typename V>
 __device__ __noinline__ void split_pile(V count, const V* pile, const u64* words,
                                         const Packing& k, u64 threshold, i32* stamp,
                                         i32 generation, i32* in_far, V* near_list,
                                         V* near_count, V* kept, V* kept_count) {
-    for (i64 base = static_cast<i64>(blockIdx.x) * blockDim.x; base < static_cast<i64>(count);
-         base += static_cast<i64>(gridDim.x) * blockDim.x) {
-        const i64 i = base + threadIdx.x;
-        V v = 0;
-        u32 mine = 0u;  // block_append_split's code: 1 near list, 1 << 16 kept pile, 0 neither
-        if (i < static_cast<i64>(count)) {
-            v = load_cg(pile + i);
-            const u64 d = word_distance(k, load_cg(words + v));
-            if (d < threshold) {
-                in_far[v] = 0;
-                if (claim(stamp, v, generation)) mine = 1u;
-            } else {
-                mine = 1u << 16;
-            }
-        }
-        block_append_split<V>(mine, v, near_list, near_count, kept, kept_count);
-    }
+    split_trips<V>(count, pile, words, k, near_list, near_count, kept, kept_count,
+                   [&](V v, u64 d) -> u32 {
+                       if (d >= threshold) return 1u << 16;
+                       in_far[v] = 0;
+                       return claim(stamp, v, generation) ? 1u : 0u;
+                   });
 }
 
 // The near-list length of push iteration `iteration` into the run's log (one thread per
