@@ -716,13 +716,13 @@ __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
 // are most of the graph: instead of each candidate reading every in-neighbour's word, every vertex
 // with a finite word offers along its out-edges to the neighbours that are candidates, with an
 // atomicMin each. A candidate ends with the key-minimum of its own word and the offers of its
-// in-neighbours whose words were finite when they offered, as a pull that read them then: the
-// pull's own race (another candidate's word may or may not be lowered yet) in the other direction,
-// and a vertex lowered during the phase is in the frontier, so it offers again in the push
-// (§5.12: the result does not depend on it). A strictly lower distance lists the candidate in the
+// in-neighbours whose words were finite when they offered, as a pull that read them then: the pull's
+// own race (another candidate's word may or may not be lowered yet) in the other direction, and a
+// vertex lowered during the phase is in the frontier, so it offers again in the push (the result
+// does not depend on it, algorithm.md §5.12). A strictly lower distance lists the candidate in the
 // frontier, once, by the pull's generation, as the pull does. The candidates are the vertices
-// stamped with the invalidation's generation (g_pull - 1: the invalidation and the heads claim
-// with it), or with g_pull once listed here; every other stamp is older (algorithm.md §5.1).
+// stamped with the invalidation's generation (g_pull - 1: the invalidation and the heads claim with
+// it), or with g_pull once listed here; every other stamp is older (algorithm.md §5.1).
 //
 // It reads every vertex's word and row bounds (SSSP_PASS_ILP at a time) and the out-edges of the
 // finite ones, where the pull reads the in-edges of every candidate and the word of each
