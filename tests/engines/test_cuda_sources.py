@@ -267,12 +267,16 @@ def test_splits_reserve_list_slots_per_block():
     and trip (block_append_split: one scan, one atomicAdd per list), never per warp (append), and
     walk whole blocks per trip so that every thread reaches the scan's barriers."""
     code = (CUDA_DIR / "kernels.cuh").read_text()
+    # both splits walk their list through split_trips, which owns the trips and the reservation
     for name in ("split_frontier", "split_pile"):
         body = _device_function_body(code, name)
-        assert "append(" not in body.replace("block_append_split<V>(", ""), name
-        assert body.count("block_append_split<V>(") == 1, name
-        assert "for (i64 base = static_cast<i64>(blockIdx.x) * blockDim.x;" in body, name
-        assert "GridStride" not in body, name
+        assert body.count("split_trips<V>(") == 1, name
+        assert "append(" not in body and "for (" not in body, name
+    trips = _device_function_body(code, "split_trips")
+    assert "append(" not in trips.replace("block_append_split<V>(", "")
+    assert trips.count("block_append_split<V>(") == 1
+    assert "for (i64 base = static_cast<i64>(blockIdx.x) * blockDim.x;" in trips
+    assert "GridStride" not in trips
     helper = _device_function_body(code, "block_append_split")
     assert helper.count("block_exclusive_scan(") == 1
     assert helper.count("atomic_add(") == 2
