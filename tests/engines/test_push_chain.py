@@ -18,6 +18,7 @@ import pytest
 from engines import errors
 from engines.sssp.plan import PUSH_EXPANSIONS
 from engines.sssp.cuda import appends, chains, compile_check, fused, jumps, operators, passes, push, runtime
+from tests.switch_env import set_switch
 
 CHAIN = chains.DEFINES
 APPEND = appends.DEFINES
@@ -96,6 +97,49 @@ def test_the_push_argument_carries_the_limits_as_the_kernels_read_them(expansion
     argument = chains.push_argument(expansion, hops, degree)
     assert _decode(argument) == (push.max_shift(expansion), hops, degree)
     assert 0 <= argument < 2 ** 32  # the kernels' u32
+
+
+@pytest.mark.parametrize("hops, degree", [(0, chains.DEFAULT_DEGREE), (2, 4), (255, 255)])
+@pytest.mark.parametrize("expansion", ["group", "vertex"])
+def test_the_far_queue_rides_in_bit_31_above_every_field(expansion, hops, degree):
+    """appends.far_queue's bit (kernels.cuh SSSP_FAR_QUEUE_BIT): the kernels take it off before
+    they read the other fields, which stay as they were; still a u32."""
+    plain = chains.push_argument(expansion, hops, degree)
+    argument = chains.push_argument(expansion, hops, degree, far_queue=True)
+    assert chains.FAR_QUEUE_BIT == 1 << 31 and argument == plain | chains.FAR_QUEUE_BIT
+    assert _decode(argument & ~chains.FAR_QUEUE_BIT) == _decode(plain)
+    assert 0 <= argument < 2 ** 32
+
+
+@pytest.mark.parametrize("block_append, text, on", [(True, None, False), (True, "1", True), (False, "1", False),
+                                                    (True, "off", False), (False, None, False)])
+def test_the_far_queue_needs_the_block_appends(monkeypatch, block_append, text, on):
+    """ENGINES_FAR_APPEND (appends.far_queue): off unless set, and never without the block appends;
+    a bad value names the switch."""
+    set_switch(monkeypatch, appends.FAR_ENV, text)
+    assert appends.far_queue(block_append) is on
+    monkeypatch.setenv(appends.FAR_ENV, "sometimes")
+    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_FAR_APPEND"):
+        appends.far_queue(block_append)
+
+
+@pytest.mark.parametrize("engine", [fused, operators])
+def test_a_run_choice_carries_the_far_queue_only_with_the_appends(monkeypatch, engine):
+    """The fused engine's run choice reads ENGINES_FAR_APPEND with the block appends' own reading,
+    so a run's push argument (chains.push_argument) has the bit only where its module has the
+    queue; the operators engine's never (its push has no far queue), though a bad value is refused
+    there too."""
+    plan = SimpleNamespace(push_expansion="group", batch_changes=0)
+    monkeypatch.setenv(appends.FAR_ENV, "1")
+    monkeypatch.setenv(appends.APPEND_ENV, "1")
+    on = engine.run_choice(plan)
+    assert on.far_queue is (engine is fused) and "SSSP_BLOCK_APPEND" in on.defines
+    monkeypatch.setenv(appends.APPEND_ENV, "0")
+    off = engine.run_choice(plan)
+    assert not off.far_queue and "SSSP_BLOCK_APPEND" not in off.defines
+    monkeypatch.setenv(appends.FAR_ENV, "maybe")
+    with pytest.raises(errors.InvalidArgumentError, match="ENGINES_FAR_APPEND"):
+        engine.run_choice(plan)
 
 
 @pytest.mark.parametrize("hops, degree", [(256, 4), (-1, 4), (2, 0), (2, 256)])

@@ -48,7 +48,7 @@ naming the switch; the default never applies to it.
 
 from __future__ import annotations
 
-from . import push
+from . import push, switches
 
 #: The switch: ENGINES_BLOCK_APPEND=1 runs both engines' block-append module.
 APPEND_ENV = "ENGINES_BLOCK_APPEND"
@@ -62,6 +62,15 @@ MIN_BATCH_CHANGES = 20_000
 OPERATORS_MIN_BATCH_CHANGES = 1
 #: The switch, its defines and the plain-push-only rule (push.PlainPushVariant owns them).
 _VARIANT = push.PlainPushVariant(APPEND_ENV, DEFINES)
+#: The far pile's block queue (issue 34): in a fused run with the block appends, a push iteration's
+#: far-pile entries gather per block too (kernels.cuh push_list, the push argument's
+#: SSSP_FAR_QUEUE_BIT), one atomic per block on the pile's count word instead of one per group of
+#: lanes. ``ENGINES_FAR_APPEND=1`` turns it on; off by default until its GPU tests pass and it is
+#: measured. A run without the block appends has no block queue and ignores it, and so does the
+#: operators engine (its ops_push has 32 registers, and the queue's code made ptxas spill). The
+#: same entries either way, the pile's order aside: the result never depends on it.
+FAR_ENV = "ENGINES_FAR_APPEND"
+FAR_DEFAULT = False
 
 
 def min_batch_changes(engine: str) -> int:
@@ -81,6 +90,14 @@ def by_default(batch_changes: int, engine: str) -> bool:
     return int(batch_changes) >= min_batch_changes(engine) > 0
 
 
+def far_queue(block_append: bool) -> bool:
+    """``ENGINES_FAR_APPEND`` for a run whose block appends are ``block_append``: whether its
+    far-pile entries go through the block's far queue (never without the block appends); a bad
+    value is an error naming the switch."""
+    on = switches.flag(FAR_ENV, default=FAR_DEFAULT)
+    return bool(on and block_append)
+
+
 def block_append(plan, engine: str) -> bool:
     """``ENGINES_BLOCK_APPEND`` for a run of ``plan`` (its push expansion and batch size) on
     ``engine``: whether it loads the block-append module (unset: ``by_default``, never with
@@ -97,5 +114,6 @@ module_defines = _VARIANT.module_defines
 with_appends = _VARIANT.with_variant
 
 
-__all__ = ["APPEND_ENV", "DEFINES", "MIN_BATCH_CHANGES", "OPERATORS_MIN_BATCH_CHANGES", "block_append", "by_default",
-           "combines", "min_batch_changes", "module_defines", "with_appends"]
+__all__ = ["APPEND_ENV", "DEFINES", "FAR_DEFAULT", "FAR_ENV", "MIN_BATCH_CHANGES", "OPERATORS_MIN_BATCH_CHANGES",
+           "block_append", "by_default", "combines", "far_queue", "min_batch_changes", "module_defines",
+           "with_appends"]

@@ -150,10 +150,16 @@ def module_defines(hops: int, expansion: str, block_append: bool) -> tuple[str, 
     return DEFINES
 
 
-def push_argument(expansion: str, hops: int, max_degree: int) -> int:
-    """The kernels' push argument (``push_shift``): the expansion's group-shift cap, and with
-    ``hops`` > 0 the chain's limits above it (kernels.cuh take_chain_limits)."""
-    shift = push.max_shift(expansion)
+#: The push argument's bit for the far pile's block queue (kernels.cuh SSSP_FAR_QUEUE_BIT,
+#: appends.far_queue).
+FAR_QUEUE_BIT = 1 << 31
+
+
+def push_argument(expansion: str, hops: int, max_degree: int, far_queue: bool = False) -> int:
+    """The kernels' push argument (``push_shift``): the expansion's group-shift cap, with
+    ``hops`` > 0 the chain's limits above it (kernels.cuh take_chain_limits), and FAR_QUEUE_BIT
+    when the far pile's entries go through the block queue (appends.far_queue)."""
+    shift = push.max_shift(expansion) | (FAR_QUEUE_BIT if far_queue else 0)
     hops, max_degree = int(hops), int(max_degree)
     if hops == 0:
         return shift
@@ -180,4 +186,4 @@ with_chains = _VARIANT.with_variant
 
 __all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFAULT_HOPS", "DEFINES", "DEGREE_ENV", "FIELD_BITS", "MAX_DEGREE",
            "MAX_HOPS", "OPERATORS_DEFAULT_HOPS", "chain_degree", "chain_hops", "combines", "default_hops",
-           "module_defines", "push_argument", "run_limits", "with_chains"]
+           "FAR_QUEUE_BIT", "module_defines", "push_argument", "run_limits", "with_chains"]

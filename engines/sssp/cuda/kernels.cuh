@@ -128,6 +128,10 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // (chains.py push_argument).
 #define SSSP_CHAIN_FIELD_BITS 8
 #define SSSP_CHAIN_FIELD_MASK 0xffu
+// Bit 31 of the push argument: in a module with SSSP_BLOCK_APPEND, the far-pile entries of a push
+// iteration go through a block queue of their own too (push_list; appends.py FAR_ENV); ignored
+// elsewhere (chains.py push_argument sets it only for such a module).
+#define SSSP_FAR_QUEUE_BIT 0x80000000u
 // Edges of a followed vertex a lane relaxes per step (follow_chain): their loads issued together,
 // then their atomics. Four made ptxas spill the solo and captured fused modules (make cuda-check).
 #define SSSP_CHAIN_EDGE_BATCH 2
@@ -1076,7 +1080,8 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
                                           i32 generation, u64* words, i32* stamp, i32* in_far,
                                           V* next_list, V* next_count, V* pile, V* pile_count
 #if SSSP_BLOCK_APPEND
-                                          , BlockQueue<V>& queue
+                                          , BlockQueue<V>& queue, BlockQueue<V>& far_queue,
+                                          bool far_queued
 #endif
 #if SSSP_PUSH_CHAIN
                                           , V& chain_start, u64& chain_distance
@@ -1109,6 +1114,14 @@ __device__ __forceinline__ void push_edge(const CsrView<V, O>& out, const Packin
             if (claim(stamp, w, generation)) next_list[append(next_count)] = w;
 #endif
         } else if (atomicExch(in_far + w, 1) == 0) {
+#if SSSP_BLOCK_APPEND
+            // through the block's far queue where push_list uses one (the push argument's
+            // SSSP_FAR_QUEUE_BIT), else one atomic per group of lanes on the pile's count word
+            if (far_queued) {
+                queue_entry(far_queue, w, pile, pile_count);
+                return;
+            }
+#endif
             pile[append(pile_count)] = w;
         }
     }
@@ -1176,12 +1189,17 @@ __device__ __forceinline__ void push_edges_batched(const CsrView<V, O>& out, con
 // `g` is the threads that share the list: the whole grid, or one block (block_stride, the fused
 // solo push). In a module compiled with SSSP_PUSH_BATCHED, lanes relax their edges in batches
 // (push_edges_batched).
-template <typename V, typename O>
+template <typename V, typename O, bool FarQueue = true>
 __device__ __forceinline__ void push_list(const GridStride& g, V count, const V* near_list,
                                           const CsrView<V, O>& out, const Packing& k, V source,
                                           u64 bound, u64 threshold, i32 generation, u32 max_shift,
                                           u64* words, i32* stamp, i32* in_far, V* next_list,
                                           V* next_count, V* pile, V* pile_count) {
+    // the far queue's bit (SSSP_FAR_QUEUE_BIT) off the argument before its other fields are read;
+    // a caller without the queue (FarQueue false: ops_push, whose 32 registers the queue's code
+    // made ptxas spill) never gets the bit (operators.run_choice)
+    const bool far_queued = FarQueue && (max_shift & SSSP_FAR_QUEUE_BIT) != 0u;
+    max_shift &= ~SSSP_FAR_QUEUE_BIT;
 #if SSSP_PUSH_CHAIN
     ChainLimits chain = take_chain_limits(max_shift);
     V chain_start = V(-1);  // the first vertex this lane lowers below the threshold, if any
@@ -1212,8 +1230,17 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
     // Every thread of the block passes here and through flush_queue below (push_list is called
     // by whole blocks: the grid's iteration, block 0's solo push, ops_push).
     __shared__ BlockQueue<V> queue;
-    if (threadIdx.x == 0) queue.count = 0u;
+    // The far pile's entries through a queue of their own (SSSP_FAR_QUEUE_BIT): a large iteration
+    // sends many vertices to the pile, whose count word took one atomic per group of lanes, as
+    // the near list's did before its queue. Uniform: every thread reads the same argument.
+    __shared__ BlockQueue<V> far_queue;
+    if (threadIdx.x == 0) {
+        queue.count = 0u;
+        far_queue.count = 0u;
+    }
     __syncthreads();
+#else
+    (void)far_queued;
 #endif
     // Groups never straddle a warp (the width divides 32) and the grid's threads are a multiple
     // of 32, so group i is threads [i * width, (i + 1) * width).
@@ -1247,7 +1274,7 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
                             generation, words, stamp, in_far, next_list, next_count, pile,
                             pile_count
 #if SSSP_BLOCK_APPEND
-                            , queue
+                            , queue, far_queue, far_queued
 #endif
 #if SSSP_PUSH_CHAIN
                             , chain_start, chain_distance
@@ -1267,6 +1294,7 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
 #endif
 #if SSSP_BLOCK_APPEND
     flush_queue(queue, next_list, next_count);
+    if (far_queued) flush_queue(far_queue, pile, pile_count);
 #endif
 }
 

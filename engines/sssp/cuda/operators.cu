@@ -302,9 +302,9 @@ __device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_l
         ctl->near[near_slot] = 0;
         log_near_count(near_log, iteration, count);
     }
-    push_list<V, O>(GridStride(), count, near_list, out, k, source, bound, threshold, generation,
-                    push_shift, words, stamp, in_far, next_list, &ctl->near[1 - near_slot],
-                    far_list, &ctl->far[far_slot]);
+    push_list<V, O, false>(GridStride(), count, near_list, out, k, source, bound, threshold,
+                           generation, push_shift, words, stamp, in_far, next_list,
+                           &ctl->near[1 - near_slot], far_list, &ctl->far[far_slot]);
 }
 
 template <typename V, typename O>

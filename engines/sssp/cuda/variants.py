@@ -22,7 +22,8 @@ class RunChoice:
     loop waits for its read-ahead replay at the end (operators.WAIT_READ_AHEAD_ENV), and whether a
     fused update maps its control records (mapped.py; a captured update only) and polls for the
     commit's record while it runs (fused.POLL_RECORD_ENV), and the percent of the vertices a fused
-    update's candidates must exceed for its pull by offers (fused.OFFERS_ENV; 0: never). prepare() takes
+    update's candidates must exceed for its pull by offers (fused.OFFERS_ENV; 0: never), and whether
+    the fused push's far-pile entries go through a block queue (appends.FAR_ENV). prepare() takes
     it before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
     the switches once (a bad value is refused before anything changes) and the module it compiled is
     the one it loads."""
@@ -35,6 +36,7 @@ class RunChoice:
     mapped_records: bool = False
     poll_record: bool = False
     offers_percent: int = 0
+    far_queue: bool = False
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,
@@ -50,7 +52,8 @@ def defines(expansion: str, wide: bool = False, block_append: bool = False,
 
 
 #: The switches a shared RunChoice reads (their raw values key ``_choices``).
-SWITCHES = (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV, chains.DEGREE_ENV, jumps.JUMP_ENV)
+SWITCHES = (passes.WIDE_ENV, appends.APPEND_ENV, appends.FAR_ENV, chains.CHAIN_ENV, chains.DEGREE_ENV,
+            jumps.JUMP_ENV)
 #: Choices already made, by everything they depend on (``_choice_key``): a stream of updates asks
 #: the same question each time, and working it out again (a dozen calls through the switch
 #: parsers) cost about 30 µs of an update's host time on a slow CPU (cProfile of 600 luxembourg_osm
@@ -76,7 +79,10 @@ def run_choice(plan, engine: str) -> RunChoice:
         block_append = appends.block_append(plan, engine)
         limits = chains.run_limits(plan, block_append, engine)
         return RunChoice(defines(plan.push_expansion, passes.wide_passes(plan), block_append, limits[0],
-                                 jumps.multi_hop(plan)), limits)
+                                 jumps.multi_hop(plan)), limits,
+                         # read (and checked) for both engines; the fused engine's push only has
+                         # the far queue (kernels.cuh push_list's FarQueue)
+                         far_queue=appends.far_queue(block_append) and engine == "fused")
 
     return _choices.get(_choice_key(plan, engine), make)
 
