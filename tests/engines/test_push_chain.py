@@ -142,6 +142,17 @@ def test_a_run_choice_carries_the_far_queue_only_with_the_appends(monkeypatch, e
         engine.run_choice(plan)
 
 
+@pytest.mark.parametrize("far", [False, True])
+def test_the_fused_kernels_get_the_far_queue_in_their_push_argument(far):
+    """fused._scalars (what _run_setup hands every fused launch from the run choice) puts the far
+    queue's bit into the push argument exactly when the choice has it."""
+    plan = SimpleNamespace(num_vertices=5, source=0, device_delta=10, push_expansion="group", batch_changes=0,
+                           packing=SimpleNamespace(bits=3, no_parent=7, bound=100))
+    argument = int(fused._scalars(plan, np.int32, (0, chains.DEFAULT_DEGREE), far)[6])
+    assert bool(argument & chains.FAR_QUEUE_BIT) is far
+    assert argument & ~chains.FAR_QUEUE_BIT == push.max_shift("group")
+
+
 @pytest.mark.parametrize("hops, degree", [(256, 4), (-1, 4), (2, 0), (2, 256)])
 def test_limits_outside_the_fields_are_refused(hops, degree):
     with pytest.raises(ValueError):

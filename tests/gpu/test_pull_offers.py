@@ -146,19 +146,45 @@ def _raise_and_restore(monkeypatch, graph, what, steps=2):
                 assert invalidated == 0, (what, stats[FUSED[0]])
 
 
-def test_a_raised_grid_pulls_by_offers_and_gives_the_reference_bytes(monkeypatch):
-    """A 120 x 120 grid with random weights and the source at its centre."""
-    S.skip_unless_it_runs("fused")
-    rng = np.random.default_rng(34)
-    side = 120
+def _grid(rng, side, weights):
+    """A side x side grid, both arcs of every neighbour pair, weights drawn from ``weights``, the
+    source (vertex 0) at the centre (its four subtrees are quarters)."""
     ids = np.arange(side * side).reshape(side, side)
     a = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel()])
     b = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
     src, dst = np.concatenate([a, b]), np.concatenate([b, a])
-    centre = ids[side // 2, side // 2]  # the source's label: its four subtrees are quarters
+    centre = ids[side // 2, side // 2]
     src, dst = (np.where(x == 0, centre, np.where(x == centre, 0, x)) for x in (src, dst))
-    w = rng.integers(1, 100, size=src.size)
-    graph = engines.Graph.from_edges(src, dst, w, num_vertices=side * side)
+    return engines.Graph.from_edges(src, dst, rng.choice(weights, size=src.size), num_vertices=side * side)
+
+
+def test_a_perturbed_tree_keeps_its_parents_outside_the_candidates(monkeypatch):
+    """From a non-canonical input tree (each tie parent a random tight in-neighbour, algorithm.md
+    §13.4) on a grid of weights 1-3 (many ties), most of the tree raised at 50 %: only candidates
+    and improved vertices may change parent (algorithm.md §5.12's closed form), so an offer to any
+    other vertex would give it a lower-id tight parent the host's bytes do not have. The witness:
+    vertices that kept a non-canonical parent through the update."""
+    S.skip_unless_it_runs("fused")
+    monkeypatch.setenv(fused.OFFERS_ENV, "50")
+    rng = np.random.default_rng(3434)
+    graph = _grid(rng, 100, np.array([1, 2, 3]))
+    canonical = S.compute_all(graph, 0, engines=FUSED)
+    _, canonical_parents = canonical["host"].to_numpy()
+    results = S.perturb_all(rng, graph, canonical)
+    _, perturbed = results["host"].to_numpy()
+    raise_most, _ = _raise_most(graph, results, 1000)
+    stats = S.update_all(graph, raise_most, results)
+    S.assert_conformant(results, stats, update=True, what="perturbed grid raise")
+    assert stats[FUSED[0]].invalidated > fused.offer_above(graph.num_vertices, 50), stats[FUSED[0]]
+    _, after = results["host"].to_numpy()
+    kept = (after == perturbed) & (perturbed != canonical_parents)
+    assert kept.sum() > 0, "no vertex kept a non-canonical parent: the test would not see a stray offer"
+
+
+def test_a_raised_grid_pulls_by_offers_and_gives_the_reference_bytes(monkeypatch):
+    """A 120 x 120 grid with random weights and the source at its centre."""
+    S.skip_unless_it_runs("fused")
+    graph = _grid(np.random.default_rng(34), 120, np.arange(1, 100))
     _raise_and_restore(monkeypatch, graph, "grid")
 
 

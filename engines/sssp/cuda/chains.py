@@ -184,6 +184,6 @@ combines = _VARIANT.combines
 with_chains = _VARIANT.with_variant
 
 
-__all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFAULT_HOPS", "DEFINES", "DEGREE_ENV", "FIELD_BITS", "MAX_DEGREE",
-           "MAX_HOPS", "OPERATORS_DEFAULT_HOPS", "chain_degree", "chain_hops", "combines", "default_hops",
-           "FAR_QUEUE_BIT", "module_defines", "push_argument", "run_limits", "with_chains"]
+__all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFAULT_HOPS", "DEFINES", "DEGREE_ENV", "FAR_QUEUE_BIT", "FIELD_BITS",
+           "MAX_DEGREE", "MAX_HOPS", "OPERATORS_DEFAULT_HOPS", "chain_degree", "chain_hops", "combines",
+           "default_hops", "module_defines", "push_argument", "run_limits", "with_chains"]

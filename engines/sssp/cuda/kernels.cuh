@@ -128,9 +128,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // (chains.py push_argument).
 #define SSSP_CHAIN_FIELD_BITS 8
 #define SSSP_CHAIN_FIELD_MASK 0xffu
-// Bit 31 of the push argument: in a module with SSSP_BLOCK_APPEND, the far-pile entries of a push
-// iteration go through a block queue of their own too (push_list; appends.py FAR_ENV); ignored
-// elsewhere (chains.py push_argument sets it only for such a module).
+// Bit 31 of the push argument: in a module with SSSP_BLOCK_APPEND, the far-pile entries of a fused
+// push iteration go through a block queue of their own too (push_list; appends.py FAR_ENV);
+// ignored elsewhere (variants.run_choice sets it only for a fused run with the block appends).
 #define SSSP_FAR_QUEUE_BIT 0x80000000u
 // Edges of a followed vertex a lane relaxes per step (follow_chain): their loads issued together,
 // then their atomics. Four made ptxas spill the solo and captured fused modules (make cuda-check).
@@ -732,7 +732,7 @@ __device__ __forceinline__ void pull_candidates(V count, const V* candidates,
 // finite ones, where the pull reads the in-edges of every candidate and the word of each
 // in-neighbour: roadNet-PA safe50k invalidates 955 k of its 1.09 M vertices, and the pull over
 // them took 70-77 us of its fused update (H100, bench/fused_phases.py). Not inlined: the edge
-// walk's registers stay out of the persistent kernel's allocation (fused.cu's split_pile says why).
+// walk's registers stay out of the persistent kernel's allocation (split_pile's comment says why).
 template <typename V, typename O>
 __device__ __noinline__ void offer_to_candidates(i64 n, const CsrView<V, O>& out, const Packing& k,
                                                  V source, u64 bound, u64* words, i32* stamp,
@@ -1197,7 +1197,7 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
                                           V* next_count, V* pile, V* pile_count) {
     // the far queue's bit (SSSP_FAR_QUEUE_BIT) off the argument before its other fields are read;
     // a caller without the queue (FarQueue false: ops_push, whose 32 registers the queue's code
-    // made ptxas spill) never gets the bit (operators.run_choice)
+    // made ptxas spill) never gets the bit (variants.run_choice; operators.py's push_argument)
     const bool far_queued = FarQueue && (max_shift & SSSP_FAR_QUEUE_BIT) != 0u;
     max_shift &= ~SSSP_FAR_QUEUE_BIT;
 #if SSSP_PUSH_CHAIN
