@@ -50,6 +50,16 @@ def test_randomized_chains_give_the_reference_bytes(monkeypatch, shape, words, s
 BROOM_HANDLES = 3_000
 
 
+def broom_arcs(rng, h=BROOM_HANDLES):
+    """``(n, src, dst)`` of the broom: the source's arcs to the ``h`` handle vertices (the first
+    ``h`` arcs), each handle's to a bristle of its own (the next ``h``), and each bristle's to a
+    random handle or bristle (the last ``h``)."""
+    handles = np.arange(1, h + 1)
+    src = np.concatenate([np.zeros(h, dtype=np.int64), handles, handles + h])
+    dst = np.concatenate([handles, handles + h, rng.integers(1, 2 * h + 1, h)])
+    return 2 * h + 1, src, dst
+
+
 @pytest.mark.parametrize("solo", SOLO)
 def test_a_one_block_grid_overflows_the_block_queue_and_loses_nothing(monkeypatch, solo):
     """The block-aggregated appends (kernels.cuh SSSP_BLOCK_APPEND) with every push
@@ -65,11 +75,8 @@ def test_a_one_block_grid_overflows_the_block_queue_and_loses_nothing(monkeypatc
     monkeypatch.setenv("ENGINES_OPERATORS_LOOP_BLOCKS", "1")
     rng = np.random.default_rng(1024)
     h = BROOM_HANDLES
-    handles = np.arange(1, h + 1)
-    src = np.concatenate([np.zeros(h, dtype=np.int64), handles, handles + h])
-    dst = np.concatenate([handles, handles + h, rng.integers(1, 2 * h + 1, h)])
+    n, src, dst = broom_arcs(rng, h)
     w = rng.integers(1, 50, src.size)
-    n = 2 * h + 1
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     configs = _configs()
     # delta 10^6: every offer is below the threshold, so each iteration's entries all go to the

@@ -19,7 +19,7 @@ from engines.sssp.cuda import appends, fused
 from .. import harness as H
 from conformance import oracles as O
 from . import ops_support as S
-from .test_block_append import BROOM_HANDLES
+from .test_block_append import BROOM_HANDLES, broom_arcs
 from .test_push_width import SHAPES
 from .test_wide_passes import SOLO, _configs, chains_with, modules_loaded, replay_golden_with
 
@@ -59,12 +59,9 @@ def test_a_one_block_grid_overflows_the_far_queue_and_loses_nothing(far_queue, s
     far_queue.setenv("ENGINES_OPERATORS_LOOP_BLOCKS", "1")
     rng = np.random.default_rng(1025)
     h = BROOM_HANDLES
-    handles = np.arange(1, h + 1)
-    src = np.concatenate([np.zeros(h, dtype=np.int64), handles, handles + h])
-    dst = np.concatenate([handles, handles + h, rng.integers(1, 2 * h + 1, h)])
+    n, src, dst = broom_arcs(rng, h)
     # the handles at distance 1 (near), every bristle at least 100 beyond them (far with delta 1)
     w = np.concatenate([np.ones(h, dtype=np.int64), rng.integers(100, 200, h), rng.integers(1, 50, h)])
-    n = 2 * h + 1
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     configs = _configs()
     results = S.compute_all(graph, 0, engines=configs, delta=1)

@@ -21,7 +21,7 @@ from engines.sssp.cuda import fused, push
 from .. import harness as H
 from conformance import oracles as O
 from . import ops_support as S
-from .test_push_width import SHAPES
+from .test_push_width import SHAPES, shape_edges
 
 pytestmark = S.GPU
 
@@ -38,24 +38,13 @@ def _needs_fused(monkeypatch):
     monkeypatch.setenv("ENGINES_PUSH_CHAIN", "0")
 
 
-def _distance_only(n, src, dst, w):
-    """The same shape in at least 70,000 vertices (the extra ones unreachable) with one extra edge
-    of weight 2^31 - 1 into the source (never relaxed): the packed words no longer fit, so the run
-    keeps plain distances (algorithm.md §4.3, §4.4)."""
-    n = max(n, 70_000)
-    assert not O.oracle_packed(n, O.WEIGHT_MAX)
-    return (n, np.append(src, n - 1), np.append(dst, 0), np.append(w, O.WEIGHT_MAX))
-
-
 @pytest.mark.parametrize("words", ["packed", "distance-only"])
 @pytest.mark.parametrize("budget", BUDGETS)
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_solo_stretches_give_the_reference_bytes(monkeypatch, shape, budget, words):
     monkeypatch.setenv(fused.SOLO_ENV, budget)
     rng = np.random.default_rng(sorted(SHAPES).index(shape) + 101)
-    n, src, dst, w = SHAPES[shape](rng)
-    if words == "distance-only":
-        n, src, dst, w = _distance_only(n, src, dst, w)
+    n, src, dst, w = shape_edges(shape, words, rng)
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
 
     for delta in (1, 10**6):

@@ -20,8 +20,8 @@ from engines.sssp.cuda import fused
 from conformance import oracles as O
 from .. import harness as H
 from . import ops_support as S
-from .test_push_width import SHAPES
-from .test_wide_passes import REPLAY_CONFIGS, SOLO, _distance_only
+from .test_push_width import SHAPES, shape_edges
+from .test_wide_passes import REPLAY_CONFIGS, SOLO
 
 pytestmark = S.GPU
 
@@ -61,9 +61,7 @@ def test_randomized_chains_give_the_reference_bytes(offers, shape, words, solo):
     canonical compute(), the closed-form canonical tree after each batch."""
     offers.setenv(fused.SOLO_ENV, solo)
     rng = np.random.default_rng(sorted(SHAPES).index(shape) + 7717)
-    n, src, dst, w = SHAPES[shape](rng)
-    if words == "distance-only":
-        n, src, dst, w = _distance_only(n, src, dst, w)
+    n, src, dst, w = shape_edges(shape, words, rng)
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
     for delta in (1, 10**6):
         results = S.compute_all(graph, 0, engines=FUSED, delta=delta)

@@ -59,6 +59,22 @@ def _grid(rng, side=120):
 SHAPES = {"star": _star, "chain": _chain, "grid": _grid}
 
 
+def distance_only(n, src, dst, w):
+    """The same shape in at least 70,000 vertices (the extra ones unreachable) with one extra edge
+    of weight 2^31 - 1 into the source (never relaxed): the packed words no longer fit, so the run
+    keeps plain distances and recovers the parents (algorithm.md §4.3, §4.4)."""
+    n = max(n, 70_000)
+    assert not O.oracle_packed(n, O.WEIGHT_MAX)
+    return (n, np.append(src, n - 1), np.append(dst, 0), np.append(w, O.WEIGHT_MAX))
+
+
+def shape_edges(shape: str, words: str, rng):
+    """``(n, src, dst, w)`` of ``shape`` drawn from ``rng``, made distance-only (``distance_only``)
+    when ``words`` is "distance-only", as the randomized chains of every push variant build it."""
+    n, src, dst, w = SHAPES[shape](rng)
+    return distance_only(n, src, dst, w) if words == "distance-only" else (n, src, dst, w)
+
+
 def _batch(rng, graph, parents, kind):
     """A batch of `kind` (harness.random_batch) on the current graph."""
     return H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))

@@ -20,7 +20,7 @@ from engines.sssp.plan import DEFAULT_PUSH_EXPANSION
 from .. import harness as H
 from conformance import oracles as O
 from . import ops_support as S
-from .test_push_width import SHAPES
+from .test_push_width import SHAPES, distance_only, shape_edges
 
 pytestmark = S.GPU
 
@@ -81,15 +81,6 @@ def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
     replay_golden_with(monkeypatch, passes.WIDE_ENV, "SSSP_WIDE_PASSES", shard, solo)
 
 
-def _distance_only(n, src, dst, w):
-    """The same shape in at least 70,000 vertices with one extra edge of weight 2^31 - 1 into the
-    source (never relaxed): the words keep plain distances and the run recovers the parents
-    (algorithm.md §4.3, §4.4), the wide recovery passes."""
-    n = max(n, 70_000)
-    assert not O.oracle_packed(n, O.WEIGHT_MAX)
-    return (n, np.append(src, n - 1), np.append(dst, 0), np.append(w, O.WEIGHT_MAX))
-
-
 def chains_with(monkeypatch, env: str, define: str, shape: str, words: str, solo: str, seed: int,
                 value: str = "1") -> None:
     """compute() of ``shape`` (packed or distance-only words) with delta 1 and 10^6 against the
@@ -100,9 +91,7 @@ def chains_with(monkeypatch, env: str, define: str, shape: str, words: str, solo
     monkeypatch.setenv(fused.SOLO_ENV, solo)
     configs = _configs()
     rng = np.random.default_rng(sorted(SHAPES).index(shape) + seed)
-    n, src, dst, w = SHAPES[shape](rng)
-    if words == "distance-only":
-        n, src, dst, w = _distance_only(n, src, dst, w)
+    n, src, dst, w = shape_edges(shape, words, rng)
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
 
     for delta in (1, 10**6):  # short near lists (one-block pushes under solo) and long ones
@@ -170,7 +159,7 @@ def test_the_wide_module_gives_the_default_modules_bytes(monkeypatch):
     n, src, dst, w = SHAPES["grid"](rng)
     for words in ("packed", "distance-only"):
         if words == "distance-only":
-            n, src, dst, w = _distance_only(n, src, dst, w)
+            n, src, dst, w = distance_only(n, src, dst, w)
         switch_sides(monkeypatch, passes.WIDE_ENV, ("0", "1"), (n, src, dst, w), configs, rng, delta=10)
 
 

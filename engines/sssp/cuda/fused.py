@@ -230,22 +230,30 @@ def run_defines(plan, update: bool = True) -> tuple[str, ...]:
 def run_choice(plan, update: bool = True) -> variants.RunChoice:
     """The ``variants.RunChoice`` of a run of ``plan``, every switch read once: prepare() takes it
     and hands it to the run, so what it compiles is what the run loads (_run_setup)."""
-    edges = solo_edges()
     shared = variants.run_choice(plan, ENGINE)
-    captured = bool(update and capture_enabled())
-    clock = phase_clock_enabled()
-    # an update's two, read for every update (a bad value refused before the commit); the mapped
-    # records serve a captured update only
-    mapped_records = bool(update and mapped.enabled()) and captured
-    poll = bool(update and poll_record_enabled())
-    offers = offers_percent() if update else 0
-    return _choices.get((shared, edges, captured, clock, mapped_records, poll, offers), lambda: dataclasses.replace(
-        shared, defines=shared.defines + _own_defines(edges, captured, clock), solo_edges=edges,
-        mapped_records=mapped_records, poll_record=poll, offers_percent=offers))
+
+    def make() -> variants.RunChoice:
+        edges = solo_edges()
+        captured = bool(update and capture_enabled())
+        clock = phase_clock_enabled()
+        # an update's three, read for every update (a bad value refused before the commit); the
+        # mapped records serve a captured update only
+        mapped_records = bool(update and mapped.enabled()) and captured
+        poll = bool(update and poll_record_enabled())
+        offers = offers_percent() if update else 0
+        return dataclasses.replace(shared, defines=shared.defines + _own_defines(edges, captured, clock),
+                                   solo_edges=edges, mapped_records=mapped_records, poll_record=poll,
+                                   offers_percent=offers)
+
+    return _choices.get((shared, bool(update)) + tuple(switches.raw(name) for name in _OWN_SWITCHES), make)
 
 
-#: This engine's choices by (the shared choice, solo edges, captured, phase clock, mapped records,
-#: polling, the offers' percent): ``run_choice``.
+#: The switches this engine's run choice reads on top of the shared ones: their raw values key
+#: ``_choices`` (as variants.SWITCHES do the shared choices'), so a stream of updates parses each
+#: once, not six parses an update.
+_OWN_SWITCHES = (SOLO_ENV, CAPTURE_ENV, PHASE_CLOCK_ENV, mapped.MAPPED_RECORDS_ENV, POLL_RECORD_ENV, OFFERS_ENV)
+#: This engine's choices by (the shared choice, update or not, the raw values of _OWN_SWITCHES):
+#: ``run_choice``.
 _choices = Kept()
 
 

@@ -337,6 +337,28 @@ struct CsrView {
     }
 };
 
+// One step of a lane's walk over a vertex's edges first, first + stride, ... (B of them, those
+// before end): their neighbours and weights loaded together, before any is used, then the tests
+// every offer makes. live[b]: the edge is in range, does not lead into the source (never relaxed)
+// and its offer du + weight is within the bound (never packed above it, algorithm.md §4.2). A dead
+// slot holds the source and du. 64-bit positions: with 32-bit offsets a step's last position must
+// not wrap near 2^31 - 1. The chains (follow_chain) and the pull by offers (offer_to_candidates)
+// walk their edges with it; the batched push (push_edges_batched) keeps its own loop, which packs
+// each offer as it goes (through this helper its module compiled to other code).
+template <int B, typename V, typename O>
+__device__ __forceinline__ void load_edge_step(const CsrView<V, O>& out, i64 first, i64 end,
+                                               i64 stride, u64 du, V source, u64 bound,
+                                               V (&w)[B], u64 (&nd)[B], bool (&live)[B]) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+        const i64 e = first + b * stride;
+        live[b] = e < end;
+        w[b] = live[b] ? out.neighbour(static_cast<O>(e)) : source;
+        nd[b] = du + (live[b] ? out.weight_of(static_cast<O>(e)) : 0ull);
+        live[b] = live[b] && w[b] != source && nd[b] <= bound;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Control blocks (algorithm.md §5.2). Engine-internal layouts with fixed offsets; mirrored on the
 // host by the NumPy dtypes of workspace.py (fused_control_dtype, operators_control_dtype). Counters
@@ -756,22 +778,13 @@ __device__ __noinline__ void offer_to_candidates(i64 n, const CsrView<V, O>& out
             if (x[j] == INF_WORD) continue;  // an invalidated (or unreached) vertex offers nothing
             const i64 u = base + j * g.stride;
             const u64 du = x[j] >> k.bits;
-            // 64-bit positions: with 32-bit offsets e + SSSP_PUSH_EDGE_BATCH must not wrap
             const i64 end = static_cast<i64>(last[j]);
             for (i64 e0 = static_cast<i64>(first[j]); e0 < end; e0 += SSSP_PUSH_EDGE_BATCH) {
                 // a step's loads issued together: the neighbours and weights, then their stamps
                 V w[SSSP_PUSH_EDGE_BATCH];
                 u64 nd[SSSP_PUSH_EDGE_BATCH];
                 bool live[SSSP_PUSH_EDGE_BATCH];
-#pragma unroll
-                for (int b = 0; b < SSSP_PUSH_EDGE_BATCH; ++b) {
-                    const i64 e = e0 + b;
-                    live[b] = e < end;
-                    w[b] = live[b] ? out.neighbour(static_cast<O>(e)) : source;
-                    nd[b] = du + (live[b] ? out.weight_of(static_cast<O>(e)) : 0ull);
-                    // the source is never relaxed; an offer above the bound is never packed
-                    live[b] = live[b] && w[b] != source && nd[b] <= bound;
-                }
+                load_edge_step(out, e0, end, 1, du, source, bound, w, nd, live);
 #pragma unroll
                 for (int b = 0; b < SSSP_PUSH_EDGE_BATCH; ++b) {
                     live[b] = live[b] && load_cg(stamp + w[b]) >= candidate_from;
@@ -1022,16 +1035,7 @@ __device__ __forceinline__ void follow_chain(const CsrView<V, O>& out, const Pac
             V x[SSSP_CHAIN_EDGE_BATCH];
             u64 nd[SSSP_CHAIN_EDGE_BATCH];
             bool live[SSSP_CHAIN_EDGE_BATCH];
-#pragma unroll
-            for (int j = 0; j < SSSP_CHAIN_EDGE_BATCH; ++j) {
-                const i64 f = e + j;
-                live[j] = f < end;
-                x[j] = live[j] ? out.neighbour(static_cast<O>(f)) : source;
-                nd[j] = dw + (live[j] ? out.weight_of(static_cast<O>(f)) : 0ull);
-                // the source is never relaxed; an offer above the bound is never packed
-                // (algorithm.md §4.2)
-                live[j] = live[j] && x[j] != source && nd[j] <= bound;
-            }
+            load_edge_step(out, e, end, 1, dw, source, bound, x, nd, live);
             u64 old[SSSP_CHAIN_EDGE_BATCH];
 #pragma unroll
             for (int j = 0; j < SSSP_CHAIN_EDGE_BATCH; ++j) {
