@@ -100,8 +100,8 @@ POLL_RECORD_ENV = "ENGINES_FUSED_POLL_RECORD"
 #: 1.09 M vertices invalidated, the pull 70-77 us of its 1,045 us fused update, H100); the offers
 #: read every word once and the out-edges of the vertices still reached. A percent from 1 to 100
 #: (1: nearly every update with candidates, for tests; 100: never, as the candidates never exceed
-#: n), 0 / off for never; OFFERS_DEFAULT when unset. The same candidates end with the same key-minima (algorithm.md §5.8, §5.12): results
-#: never depend on it.
+#: n), 0 / off for never; OFFERS_DEFAULT when unset. The same candidates end with the same
+#: key-minima (algorithm.md §5.8, §5.12): results never depend on it.
 OFFERS_ENV = "ENGINES_PULL_OFFERS"
 #: Half the vertices: the offers read the out-edges of the vertices still reached, the pull the
 #: in-edges of the candidates, about as many edges each at half. Measured on an H200 at 4b79d21
