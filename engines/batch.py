@@ -44,17 +44,19 @@ def _as_int_array(values, name: str, ndim: int) -> np.ndarray:
         if ndim == 2 and arr.ndim == 2:
             shape = arr.shape
         return np.zeros(shape, dtype=np.int64)
+    if arr.ndim != ndim:
+        raise InvalidArgumentError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.trunc(arr)):
+            # the range before the cast: a float beyond int64 (1e19) would wrap to -2^63 in it and be
+            # reported as that negative id
+            check_ids(arr, name)
             arr = arr.astype(np.int64)
         else:
             raise InvalidArgumentError(f"{name} must hold integers, got dtype {arr.dtype}")
     if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
         raise InvalidArgumentError(f"{name} holds a value above the int64 range")
-    arr = np.array(arr, dtype=np.int64, copy=True)
-    if arr.ndim != ndim:
-        raise InvalidArgumentError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    return arr
+    return np.array(arr, dtype=np.int64, copy=True)
 
 
 def check_ids(ids: np.ndarray, name: str) -> None:
