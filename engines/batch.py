@@ -87,7 +87,8 @@ class Batch:
 
     def __init__(self, insert_src=(), insert_dst=(), insert_weights=None, delete_src=(), delete_dst=(),
                  *, delete_vertices=None):
-        if delete_vertices is not None and np.asarray(delete_vertices).size:
+        asked = None if delete_vertices is None else as_array(delete_vertices, "delete_vertices", "vertex ids")
+        if asked is not None and asked.size:
             raise NotSupportedError("vertex deletions are not supported; delete the vertex's edges instead")
         isrc = _as_int_array(insert_src, "insert_src", 1)
         idst = _as_int_array(insert_dst, "insert_dst", 1)
@@ -121,9 +122,22 @@ class Batch:
             check_ids(arr, name)
         for arr in (isrc, idst, w, dsrc, ddst):
             arr.setflags(write=False)
-        self.insert_src, self.insert_dst, self.insert_weights = isrc, idst, w
-        self.delete_src, self.delete_dst = dsrc, ddst
-        self._k = k
+        fields = dict(insert_src=isrc, insert_dst=idst, insert_weights=w, delete_src=dsrc, delete_dst=ddst, _k=k)
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)  # past __setattr__, which refuses every assignment
+
+    def __setattr__(self, name, value):
+        # the checks above are the only ones: the appliers trust these arrays, and a negative id
+        # set afterwards reached the host applier's kernels and committed a corrupt graph
+        raise AttributeError(f"a Batch is immutable; build a new Batch instead of setting {name}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"a Batch is immutable; {name} cannot be deleted")
+
+    def __reduce__(self):
+        # copies and pickles are rebuilt (and checked again) by __init__: slot assignment is refused
+        weights = None if self._k is None else self.insert_weights  # no column count stays none
+        return Batch, (self.insert_src, self.insert_dst, weights, self.delete_src, self.delete_dst)
 
     @classmethod
     def empty(cls, num_weights: int = 1) -> "Batch":
