@@ -29,6 +29,12 @@ def ragged_description(values) -> str:
     return "entries of different shapes"
 
 
+def integer_dtype(dtype) -> bool:
+    """A signed or unsigned integer dtype. Not ``np.issubdtype(dtype, np.integer)``: NumPy files
+    timedelta64 under the signed integers (and bool is no integer here either)."""
+    return dtype.kind in "iu"
+
+
 def as_array(values, name: str, what: str) -> np.ndarray:
     """``np.asarray``, with a message naming the argument for a ragged (inhomogeneous) input."""
     try:
@@ -70,7 +76,7 @@ def weight_matrix(values, name: str, rows: int, rows_text: str, shape_text: str 
     if not raw.size:
         return np.zeros(raw.shape, dtype=np.int64)
     floating = np.issubdtype(raw.dtype, np.floating)
-    if raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or floating):
+    if not (integer_dtype(raw.dtype) or floating):
         raise InvalidArgumentError(f"{name} must be integers, got dtype {raw.dtype}")
 
     def first(bad: np.ndarray) -> tuple[str, object]:
@@ -90,4 +96,5 @@ def weight_matrix(values, name: str, rows: int, rows_text: str, shape_text: str 
     return np.asarray(raw, dtype=np.int64)
 
 
-__all__ = ["VERTEX_MAX", "WEIGHT_MAX", "article", "as_array", "ragged_description", "shown", "weight_matrix"]
+__all__ = ["VERTEX_MAX", "WEIGHT_MAX", "article", "as_array", "integer_dtype", "ragged_description", "shown",
+           "weight_matrix"]

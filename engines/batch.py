@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arguments import VERTEX_MAX, as_array, weight_matrix
+from .arguments import VERTEX_MAX, as_array, integer_dtype, weight_matrix
 from .errors import InvalidArgumentError, NotSupportedError
 
 #: ``np.maximum.reduce``: the reduction ``ndarray.max`` ends in, without its Python wrapper.
@@ -46,7 +46,7 @@ def _as_int_array(values, name: str, ndim: int) -> np.ndarray:
         return np.zeros(shape, dtype=np.int64)
     if arr.ndim != ndim:
         raise InvalidArgumentError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+    if not integer_dtype(arr.dtype):
         if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.trunc(arr)):
             # the range before the cast: a float beyond int64 (1e19) would wrap to -2^63 in it and be
             # reported as that negative id

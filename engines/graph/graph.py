@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .host_apply import HostCsr, Spares, WeightScalars, apply_host, canonical_in_csr, scalars_of
-from ..arguments import VERTEX_MAX, article, as_array, weight_matrix
+from ..arguments import VERTEX_MAX, article, as_array, integer_dtype, weight_matrix
 from ..batch import ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events
 from ..errors import InvalidArgumentError, NotSupportedError, OutOfMemoryError
 
@@ -140,7 +140,7 @@ def _ids(values, name: str, kind: str = "vertex id") -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if arr.ndim != 1:
         raise InvalidArgumentError(f"{name} must be 1-dimensional, got shape {arr.shape}")
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+    if not integer_dtype(arr.dtype):
         raise InvalidArgumentError(f"{name} must hold integers, got dtype {arr.dtype}")
     if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8:
         huge = arr > np.iinfo(np.int64).max

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arguments import as_array
+from ..arguments import as_array, integer_dtype
 from ..errors import InvalidArgumentError
 from .backends import is_device_array, move_arrays, resolve_backend, resolve_device
 from .packing import INF_HALF, INFINITE_DISTANCE, check_size, path_bound
@@ -21,7 +21,7 @@ def _host_int_array(values, name: str) -> np.ndarray:
     arr = values.get() if is_device_array(values) else as_array(values, name, "a flat sequence of integers")
     if arr.ndim != 1:
         raise InvalidArgumentError(f"{name} must be 1-dimensional, got shape {arr.shape}")
-    if arr.size and (arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer)):
+    if arr.size and not integer_dtype(arr.dtype):
         raise InvalidArgumentError(f"{name} must hold integers, got dtype {arr.dtype}")
     if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
         raise InvalidArgumentError(f"{name} holds a value above the int64 range")

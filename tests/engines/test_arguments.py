@@ -1,0 +1,44 @@
+"""engines.arguments.integer_dtype, the one test of "an integer array" for every public entry point
+(Graph, Batch, Result.from_arrays): NumPy files timedelta64 under the signed integers, and a
+duration array was taken as vertex ids or weights without a word."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engines
+from engines import sssp
+from engines.arguments import integer_dtype
+from engines.errors import InvalidArgumentError
+
+SECONDS = np.array([0, 1], dtype="m8[s]")
+
+
+def test_integer_dtype():
+    for dtype in (np.int8, np.int32, np.int64, np.uint8, np.uint64):
+        assert integer_dtype(np.dtype(dtype))
+    for dtype in (np.bool_, np.float64, object, "m8[s]", "M8[D]", "U1", np.complex128):
+        assert not integer_dtype(np.dtype(dtype))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: engines.Batch(SECONDS, [1, 2], [[1], [1]]), "insert_src"),
+    (lambda: engines.Batch([0, 1], [1, 2], SECONDS + np.timedelta64(1, "s")), "insert_weights"),
+    (lambda: engines.Batch(delete_src=[0, 1], delete_dst=SECONDS), "delete_dst"),
+    (lambda: engines.Graph.from_edges(SECONDS, [1, 2], [1, 1]), "src"),
+    (lambda: engines.Graph.from_edges([0, 1], [1, 2], SECONDS + np.timedelta64(1, "s")), "weights"),
+    (lambda: engines.Graph.from_csr(np.array([0, 1, 1], dtype="m8[s]"), [1], [1]), "row_ptr"),
+], ids=["batch ids", "batch weights", "batch deletions", "edge ids", "edge weights", "csr offsets"])
+def test_durations_are_not_integers(call, name):
+    with pytest.raises(InvalidArgumentError, match=f"^{name} must .*integers, got dtype timedelta64"):
+        call()
+
+
+def test_durations_are_not_an_imported_tree():
+    g = engines.Graph.from_edges([0], [1], [1])
+    d, p = sssp.compute(g, 0).to_numpy()
+    with pytest.raises(InvalidArgumentError, match="^distances must hold integers, got dtype timedelta64"):
+        sssp.Result.from_arrays(g, 0, d.astype("m8[s]"), p)
+    with pytest.raises(InvalidArgumentError, match="^parents must hold integers, got dtype timedelta64"):
+        sssp.Result.from_arrays(g, 0, d, p.astype("m8[s]"))
