@@ -89,7 +89,11 @@ def weight_matrix(values, name: str, rows: int, rows_text: str, shape_text: str 
             where, value = first(not_integer)
             kind = "an integer" if np.isfinite(value) else "a finite integer"
             raise InvalidArgumentError(f"{name}{where} = {shown(value)} is not {kind}")
-    outside = (raw < 1) | (raw > WEIGHT_MAX)
+    # floats are compared in float64: NumPy compares a float32 array with WEIGHT_MAX in float32,
+    # where 2^31 - 1 rounds up to 2^31, so a weight of 2^31 passed and wrapped to -2^31 in the
+    # int32 columns (float16 cannot hold the limit at all)
+    values = raw.astype(np.float64) if floating else raw
+    outside = (values < 1) | (values > WEIGHT_MAX)
     if outside.any():
         where, value = first(outside)
         raise InvalidArgumentError(f"{name}{where} = {shown(value)} is outside the weight range [1, {WEIGHT_MAX}]")

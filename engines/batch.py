@@ -49,7 +49,8 @@ def _as_int_array(values, name: str, ndim: int) -> np.ndarray:
     if not integer_dtype(arr.dtype):
         if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.trunc(arr)):
             # the range before the cast: a float beyond int64 (1e19) would wrap to -2^63 in it and be
-            # reported as that negative id
+            # reported as that negative id; in float64, which holds the limit (float16 does not)
+            arr = arr.astype(np.float64)
             check_ids(arr, name)
             arr = arr.astype(np.int64)
         else:

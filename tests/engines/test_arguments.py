@@ -4,6 +4,9 @@ duration array was taken as vertex ids or weights without a word."""
 
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 
@@ -42,3 +45,25 @@ def test_durations_are_not_an_imported_tree():
         sssp.Result.from_arrays(g, 0, d.astype("m8[s]"), p)
     with pytest.raises(InvalidArgumentError, match="^parents must hold integers, got dtype timedelta64"):
         sssp.Result.from_arrays(g, 0, d, p.astype("m8[s]"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_weights_are_range_checked_exactly(dtype):
+    """A float32 2^31 compared with WEIGHT_MAX in float32 (where 2^31 - 1 rounds up to 2^31) was
+    taken as in range and stored as the int32 weight -2^31."""
+    over = np.array([2.0**31], dtype=dtype)
+    expected = "weights[0] = 2147483648 is outside the weight range [1, 2147483647]"
+    with pytest.raises(InvalidArgumentError, match="^" + re.escape(expected)):
+        engines.Graph.from_edges([0], [1], over)
+    with pytest.raises(InvalidArgumentError, match="^insert_" + re.escape(expected)):
+        engines.Batch([0], [1], over)
+    top = np.array([2.0**31 - 128], dtype=dtype)  # float32's largest value below 2^31
+    assert engines.Graph.from_edges([0], [1], top).weights.tolist() == [2**31 - 128]
+
+
+def test_float16_values_are_checked_without_warnings():
+    small = np.array([3], dtype=np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # float16 cannot hold the limits: no overflow in the check
+        assert engines.Graph.from_edges([0], [1], small).weights.tolist() == [3]
+        assert engines.Batch(small.astype(np.float16), [1], small).insert_weights.tolist() == [[3]]
