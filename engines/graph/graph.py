@@ -127,6 +127,15 @@ def _offset_dtype_for(num_edges: int, forced) -> np.dtype:
     return _INT32 if num_edges <= OFFSET32_MAX else _INT64
 
 
+def _offset_dtype_argument(value) -> np.dtype:
+    """The ``offset_dtype`` argument as a dtype; one NumPy does not know is refused by name
+    (``np.dtype("bogus")`` raised its bare TypeError), int32/int64 is ``_offset_dtype_for``'s check."""
+    try:
+        return np.dtype(value)
+    except TypeError:
+        raise InvalidArgumentError(f"offset_dtype must be int32 or int64, got {value!r}") from None
+
+
 def _weights_matrix(weights, num_edges: int) -> np.ndarray:
     """Per-edge weights ``(m, K)`` or ``(m,)`` -> objective-major ``(K, m)`` int32, checked."""
     w = weight_matrix(weights, "weights", num_edges, f"there are {num_edges} edges")
@@ -213,7 +222,7 @@ class Graph:
     def __init__(self, row_ptr: np.ndarray, col_ind: np.ndarray, weights_km: np.ndarray, *,
                  offset_dtype=None, _version: int = 0):
         # Internal constructor: arguments already validated by from_csr / from_edges.
-        self._forced_offset = None if offset_dtype is None else np.dtype(offset_dtype)
+        self._forced_offset = None if offset_dtype is None else _offset_dtype_argument(offset_dtype)
         self._version = _version
         self._device = None  # engines.graph.device_graph.DeviceGraph when device-resident
         self._pending = None  # the last device commit whose counters are not read yet

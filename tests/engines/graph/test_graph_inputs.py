@@ -142,3 +142,11 @@ def test_a_failed_host_allocation_in_an_apply_is_out_of_memory_and_changes_nothi
         g.apply(engines.Batch([2], [0], [[3]]))
     assert (np.array(g.row_ptr).tolist(), np.array(g.col_ind).tolist(), np.array(g.weights).tolist(),
             g.version) == tuple(x.tolist() if hasattr(x, "tolist") else x for x in before)
+
+
+@pytest.mark.parametrize("value", ["bogus", object(), "int16", np.float64])
+def test_offset_dtype_must_be_int32_or_int64(value):
+    for build in (lambda: Graph.from_edges([0], [1], [1], offset_dtype=value),
+                  lambda: Graph.from_csr([0, 1, 1], [1], [1], offset_dtype=value)):
+        assert message(build).startswith("offset_dtype must be int32 or int64, got ")
+    assert Graph.from_edges([0], [1], [1], offset_dtype="int64").offset_dtype == np.int64
