@@ -82,7 +82,9 @@ def check_options(opts: Options, num_weights: int) -> None:
         )
     for name, choices in _CHOICES.items():  # each text option and what it may be, in one table
         value = getattr(opts, name)
-        if value not in choices:
+        # a text first: `in` compares an array elementwise (np.array(["fused"]) was taken, two
+        # entries raised NumPy's "truth value of an array is ambiguous")
+        if not isinstance(value, str) or value not in choices:
             raise InvalidArgumentError(f"options.{name} must be one of {', '.join(choices)}, got {value!r}")
     if not isinstance(opts.validate_inputs, (bool, np.bool_)):
         raise InvalidArgumentError(f"options.validate_inputs must be a bool, got {opts.validate_inputs!r}")
