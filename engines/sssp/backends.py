@@ -40,7 +40,7 @@ def cuda_available() -> bool:
 
 def resolve_backend(backend: str) -> str:
     """"host", "cuda" or "auto" -> "host" / "cuda"; NotSupportedError for CUDA without a GPU."""
-    if backend not in BACKENDS:
+    if not isinstance(backend, str) or backend not in BACKENDS:  # `in` compares an array elementwise
         raise InvalidArgumentError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "auto":
         return "cuda" if cuda_available() else "host"

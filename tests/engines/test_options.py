@@ -1,5 +1,6 @@
-"""engines.sssp.options.check_options: every text option is one of its names, and nothing else
-(algorithm.md §11: invalid values raise InvalidArgumentError when used)."""
+"""engines.sssp.options.check_options and backends.resolve_backend: every text option and the
+backend are one of their names, and nothing else (algorithm.md §11: invalid values raise
+InvalidArgumentError when used)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,14 @@ def test_a_text_option_in_a_container_is_refused_and_changes_nothing(name, good,
     assert r.options == before
     r.set_options(**{name: np.str_(good)})  # a NumPy string is a str
     assert getattr(r.options, name) == good
+
+
+@pytest.mark.parametrize("backend", [np.array(["host"]), np.array(["host", "cuda"]), ["host"]],
+                         ids=["array of one", "array of two", "list"])
+def test_a_backend_in_a_container_is_refused(backend):
+    g = engines.Graph.from_edges([0, 1], [1, 2], [1, 1])
+    d, p = sssp.compute(g, 0).to_numpy()
+    for call in (lambda: sssp.compute(g, 0, backend=backend),
+                 lambda: sssp.Result.from_arrays(g, 0, d, p, backend=backend)):
+        with pytest.raises(InvalidArgumentError, match="^backend must be one of host, cuda, auto, got "):
+            call()
