@@ -140,7 +140,9 @@ class Result:
         self._live()
         from . import backends  # local: keeps CuPy out of import time
 
-        target = backend or self._backend
+        # "auto" resolved here (resolve_device checks a name but returns a device: "auto" asked
+        # CuPy for one even where it meant the host); None, not any false value, keeps the backend
+        target = self._backend if backend is None else backends.resolve_backend(backend)
         device = backends.resolve_device(target, self._device)
         d, p = backends.move_arrays(self._d, self._p, target, device)
         clone = Result(self._graph, self._source, d, p, backend=target, device=device,
