@@ -32,7 +32,8 @@ from .snap import read_snap
 # then never read. 2: empty edge lists and DIMACS files beyond 32 bits are refused (version 1
 # read them as n = 0 and as wrapped ids). 3: every numeric field is parsed exactly (version 2 read
 # "1e3" as 1 in integer Matrix Market files and "a 2 3 12c34" as weight 12 in DIMACS files).
-READER_VERSION = 3
+# 4: pattern Matrix Market entries are exact too (version 3 read "2 3.7" and "2 3 4" as 2 -> 3).
+READER_VERSION = 4
 
 # format name -> reader; every reader takes the path first.
 FORMATS = {

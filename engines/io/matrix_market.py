@@ -8,9 +8,10 @@ are removed (the first entry's value is kept); ``pattern`` files carry no weight
 (float64, int64 or complex128, as stored). Parsing uses fast_matrix_market (multi-threaded C++),
 falling back to SciPy's reader where fast_matrix_market is not installed.
 
-Every entry of an ``integer``, ``real`` or ``complex`` file is checked to be exactly
-``ROW COLUMN VALUE`` (two values for complex) before it is parsed: ``1e3``, ``7.9`` or ``12abc``
-in an integer file, a missing value or a field after it is refused naming the line and the text.
+Every entry is checked to be exactly ``ROW COLUMN`` (pattern) or ``ROW COLUMN VALUE`` (two
+values for complex) before it is parsed: ``1e3``, ``7.9`` or ``12abc`` in an integer file, an
+index such as ``3.7``, a missing value or a field after it is refused naming the line and the
+text. A last line ending in blanks without a line end is read as if it had one.
 
 Before any entry is read the header is checked: the banner, a square size line whose order fits
 32-bit vertex ids, and an entry count the file can actually hold (a file claiming 10^11 entries
@@ -174,11 +175,13 @@ def _read_header(path: Path, stream: _Stream) -> Header:
     return Header(field, symmetry, rows, cols, entries, number)
 
 
-# The fields of one entry after ROW COLUMN, per field; fast_matrix_market reads a value by its
-# longest valid prefix ("7.9" as 7 in an integer matrix, "12abc" as 12) and ignores what follows
-# it, so every entry line is matched against its exact form first.
-_VALUE_FIELDS = {"integer": (INTEGER,), "real": (REAL,), "double": (REAL,), "complex": (REAL, REAL)}
-_VALUE_NAMES = {"integer": ("VALUE",), "real": ("VALUE",), "double": ("VALUE",), "complex": ("REAL", "IMAGINARY")}
+# The fields of one entry after ROW COLUMN, per field; fast_matrix_market reads a number by its
+# longest valid prefix ("7.9" as 7 in an integer matrix, "12abc" as 12, the index "3.7" as 3 in a
+# pattern matrix) and ignores what follows it, so every entry line is matched against its exact
+# form first (a NUL byte after an index also crashed it: SIGSEGV).
+_VALUE_FIELDS = {"pattern": (), "integer": (INTEGER,), "real": (REAL,), "double": (REAL,), "complex": (REAL, REAL)}
+_VALUE_NAMES = {"pattern": (), "integer": ("VALUE",), "real": ("VALUE",), "double": ("VALUE",),
+                "complex": ("REAL", "IMAGINARY")}
 
 
 def _entry_body(field: str) -> bytes:
@@ -196,7 +199,7 @@ def _entry_problem(field: str, text: str) -> str:
         if not is_integer_text(token):
             return f"the {name} index {token!r} is not an integer in {text[:80]!r}"
     if len(tokens) < len(names):
-        missing = "no value" if len(tokens) <= 2 else f"no {names[len(tokens)].lower()} part"
+        missing = {1: "no column index", 2: "no value"}.get(len(tokens), f"no {names[len(tokens)].lower()} part")
         return f"the entry {text[:80]!r} has {missing} ({form})"
     exact, kind = (is_integer_text, "an integer") if field == "integer" else (is_real_text, "a real number")
     for token in tokens[2:len(names)]:
@@ -204,18 +207,35 @@ def _entry_problem(field: str, text: str) -> str:
             return (f"the value {token!r} is not {kind} (the header declares {article(field)} {field} matrix), "
                     f"in {text[:80]!r}")
     if len(tokens) > len(names):
-        return f"{text[:80]!r} has {len(tokens)} fields, but {form}: nothing may follow the value"
+        last = "column index" if field == "pattern" else "value"
+        return f"{text[:80]!r} has {len(tokens)} fields, but {form}: nothing may follow the {last}"
     return f"bad entry {text[:80]!r} ({form})"
 
 
-def _check_entries(path: Path, handle, header: Header) -> None:
-    """Every entry line of a value field in its exact form (the stream is after the size line)."""
-    if header.field not in _VALUE_FIELDS:
-        return
-    bad = first_bad_line(handle, _entry_body(header.field), first_line=header.size_line + 1)
+class _LastByte:
+    """A binary stream that remembers the last byte read from it."""
+
+    def __init__(self, handle):
+        self.handle, self.last = handle, b""
+
+    def read(self, size: int = -1) -> bytes:
+        block = self.handle.read(size)
+        if block:
+            self.last = block[-1:]
+        return block
+
+
+def _check_entries(path: Path, handle, header: Header) -> bool:
+    """Every entry line in its exact form (the stream is after the size line, and is read to its
+    end). True when the text ends in a blank or a CR without a line end: fast_matrix_market (and
+    SciPy's reader, built on it) crashes with SIGSEGV on such a last line (1.7.6: "1 2 3 " at the
+    end of the file), so the caller gives it the line end."""
+    stream = _LastByte(handle)
+    bad = first_bad_line(stream, _entry_body(header.field), first_line=header.size_line + 1)
     if bad is not None:
         number, text = bad
         raise format_error(path, number, _entry_problem(header.field, text))
+    return stream.last in (b" ", b"\t", b"\r")
 
 
 def _fmm_read(handle):
@@ -272,11 +292,13 @@ def _read_coo(path: Path):
     failure = None
     with _open_binary(path) as stream:
         header = _read_header(path, stream)
-        _check_entries(path, stream.handle, header)
+        open_end = _check_entries(path, stream.handle, header)
         if header.room_problem is not None:
             raise header.room_problem
         stream.handle.seek(0)
-        result, failure = (_fmm_read if _fmm is not None else _scipy_read)(stream.handle)
+        # the whole text in memory only for such a rare file: the line end the reader needs
+        source = io.BytesIO(stream.handle.read() + b"\n") if open_end else stream.handle
+        result, failure = (_fmm_read if _fmm is not None else _scipy_read)(source)
     if failure is not None:
         raise _translate(path, header, failure)
     (data, (rows, cols)), shape = result
