@@ -142,7 +142,10 @@ class Batch:
 
     @classmethod
     def empty(cls, num_weights: int = 1) -> "Batch":
-        return cls([], [], np.zeros((0, num_weights), dtype=np.int64), [], [])
+        # checked here: np.zeros raised its bare ValueError for a negative count, TypeError for text
+        if isinstance(num_weights, bool) or not isinstance(num_weights, (int, np.integer)) or num_weights < 0:
+            raise InvalidArgumentError(f"num_weights must be an integer >= 0, got {num_weights!r}")
+        return cls([], [], np.zeros((0, int(num_weights)), dtype=np.int64), [], [])
 
     @property
     def num_insertions(self) -> int:

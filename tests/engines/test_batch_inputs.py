@@ -86,3 +86,12 @@ def test_a_batch_copies_and_pickles_as_itself():
                 a, c = getattr(b, name), getattr(twin, name)
                 assert a.dtype == c.dtype and a.shape == c.shape and a.tobytes() == c.tobytes()
                 assert not c.flags.writeable
+
+
+@pytest.mark.parametrize("k", [-1, "2", 1.0, None, True])
+def test_an_empty_batch_needs_a_column_count(k):
+    assert message(lambda: engines.Batch.empty(k)) == f"num_weights must be an integer >= 0, got {k!r}"
+
+
+def test_an_empty_batch_keeps_its_column_count():
+    assert engines.Batch.empty().num_weights == 1 and engines.Batch.empty(np.int64(3)).num_weights == 3
