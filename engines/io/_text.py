@@ -136,6 +136,7 @@ REAL = rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infin
 _INTEGER_TEXT = re.compile(INTEGER.decode())
 _REAL_TEXT = re.compile(REAL.decode())
 _SCAN_CHUNK = 1 << 24  # bytes read at a time by first_bad_line
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def is_integer_text(token: str) -> bool:
@@ -307,6 +308,11 @@ def locate_bad_line(
                 problem = line_check(tokens)
                 if problem is not None:
                     return format_error(path, number, problem)
+            # after the caller's rules, which name such a value in their own terms (a vertex id)
+            huge = next((t for t in tokens if not _INT64_MIN <= int(t) <= _INT64_MAX), None)
+            if huge is not None:
+                return format_error(path, number, f"the integer {huge} does not fit 64 bits "
+                                                  f"(the table holds int64 values in [{_INT64_MIN}, {_INT64_MAX}])")
     except FileFormatError as exc:  # iter_lines: the file cannot be read past some line
         return exc
     except UnicodeDecodeError as exc:
