@@ -49,6 +49,18 @@ def _select_engine(backend: str, opts: Options, device) -> str:
     return cuda_module().select_engine(opts.cuda_engine, device)
 
 
+_PROBE_CALLS = ("engine_start", "engine_stop")
+
+
+def _check_probe(probe) -> None:
+    """update()'s ``probe`` (a timing hook: bench/) before the commit: one without its two calls
+    failed only inside the run, after the commit, poisoning the result as an InternalError."""
+    missing = [name for name in _PROBE_CALLS if not callable(getattr(probe, name, None))]
+    if missing:
+        raise InvalidArgumentError(
+            f"probe must be None or have callable {' and '.join(missing)}, got {type(probe).__name__}")
+
+
 def _call_probe(probe, name: str, stream) -> None:
     if probe is not None:
         getattr(probe, name)(stream)
@@ -210,6 +222,8 @@ def update(graph, batch, *results, probe=None):
     """
     _check_graph(graph)
     _check_results(graph, results)
+    if probe is not None:
+        _check_probe(probe)
     pending = []
     for r in results:
         opts = r._options
