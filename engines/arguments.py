@@ -36,12 +36,29 @@ def integer_dtype(dtype) -> bool:
 
 
 def as_array(values, name: str, what: str) -> np.ndarray:
-    """``np.asarray``, with a message naming the argument for a ragged (inhomogeneous) input."""
+    """``np.asarray``, with a message naming the argument for a ragged (inhomogeneous) input or
+    for Python integers beyond int64."""
     try:
-        return np.asarray(values)
+        arr = np.asarray(values)
     except (ValueError, TypeError):
         raise InvalidArgumentError(
             f"{name} must be {what}, got a ragged sequence ({ragged_description(values)})") from None
+    if arr.dtype == object:
+        _refuse_huge_integers(arr, name)
+    return arr
+
+
+def _refuse_huge_integers(arr: np.ndarray, name: str) -> None:
+    """NumPy keeps integers beyond int64 and uint64 (``[1, 2**64]``) as an object array, which
+    the callers refuse as "got dtype object": where every entry is an integer, name the first
+    one that does not fit instead."""
+    entries = list(np.ndenumerate(arr))
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for _, v in entries):
+        return
+    for index, value in entries:
+        if not -(1 << 63) <= value < (1 << 63):
+            where = ", ".join(str(i) for i in index)
+            raise InvalidArgumentError(f"{name}[{where}] = {value} is outside the int64 range")
 
 
 def shown(value) -> str:

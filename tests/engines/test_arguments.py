@@ -67,3 +67,30 @@ def test_float16_values_are_checked_without_warnings():
         warnings.simplefilter("error")  # float16 cannot hold the limits: no overflow in the check
         assert engines.Graph.from_edges([0], [1], small).weights.tolist() == [3]
         assert engines.Batch(small.astype(np.float16), [1], small).insert_weights.tolist() == [[3]]
+
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda: engines.Batch([0, 2**64], [1, 1], [1, 1]), "insert_src[1] = 18446744073709551616"),
+    (lambda: engines.Batch(delete_src=[0], delete_dst=[-2**64]), "delete_dst[0] = -18446744073709551616"),
+    (lambda: engines.Batch([0], [1], [[1, 2**64]]), "insert_weights[0, 1] = 18446744073709551616"),
+    (lambda: engines.Graph.from_edges([0], [2**70], [1]), "dst[0] = 1180591620717411303424"),
+    (lambda: engines.Graph.from_edges([0], [1], [2**64]), "weights[0] = 18446744073709551616"),
+], ids=["batch id", "batch deletion", "batch weight", "edge id", "edge weight"])
+def test_python_integers_beyond_64_bits_are_named(call, expected):
+    """NumPy keeps them as an object array, which was refused as "must hold integers, got dtype
+    object": the caller's integers, called non-integers."""
+    with pytest.raises(InvalidArgumentError, match="^" + re.escape(expected + " is outside the int64 range") + "$"):
+        call()
+
+
+def test_an_imported_distance_beyond_64_bits_is_named():
+    g = engines.Graph.from_edges([0], [1], [1])
+    with pytest.raises(InvalidArgumentError, match=r"^distances\[1\] = 18446744073709551616 is outside the int64 range$"):
+        sssp.Result.from_arrays(g, 0, [0, 2**64], [-1, 0])
+
+
+def test_object_arrays_of_other_things_keep_their_message():
+    with pytest.raises(InvalidArgumentError, match="^insert_src must hold integers, got dtype object$"):
+        engines.Batch([0, None], [1, 1], [1, 1])
+    with pytest.raises(InvalidArgumentError, match="^insert_src must hold integers, got dtype object$"):
+        engines.Batch(np.array([0, 1], dtype=object), [1, 1], [1, 1])
