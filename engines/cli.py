@@ -92,6 +92,10 @@ def _int_array(data: dict, key: str, path: Path) -> np.ndarray:
     arr = np.asarray(data[key])
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise errors.FileFormatError(f"{path}: array {key} must hold integers, got dtype {arr.dtype}")
+    # unsigned values from 2^63 would wrap to negative ones (a uint64 2^64 - 1 parent to -1, "none")
+    if arr.size and arr.dtype.kind == "u" and arr.max() > np.iinfo(np.int64).max:
+        raise errors.FileFormatError(f"{path}: array {key} holds {arr.max()} (dtype {arr.dtype}), "
+                                     f"beyond the int64 values read (at most {np.iinfo(np.int64).max})")
     return arr.astype(np.int64, copy=False)
 
 
