@@ -147,8 +147,21 @@ def is_real_text(token: str) -> bool:
     return _REAL_TEXT.fullmatch(token) is not None
 
 
+# pandas' C parser splits fields at blanks and tabs only, and its integer fields may carry C
+# white space (\v, \f) around the digits; str.split() also splits at \v, \f, \x1c-\x1f and \xa0,
+# so a scan with it passed over the very line pandas refused ("1\f2", a line of "\f").
+_FIELD_SEPARATOR = re.compile(r"[ \t]+")
+_C_SPACE = " \t\n\v\f\r"
+_BLANKS = " \t\r\n"  # around a line's fields
+
+
+def _fields(line: str) -> list[str]:
+    text = line.strip(_BLANKS)
+    return _FIELD_SEPARATOR.split(text) if text else []
+
+
 def _is_int(token: str) -> bool:
-    return is_integer_text(token)
+    return is_integer_text(token.strip(_C_SPACE))
 
 
 def _bad_line_pattern(body: bytes) -> re.Pattern:
@@ -289,18 +302,18 @@ def locate_bad_line(
                 continue
             if comment is not None and comment in line:
                 line = line[: line.index(comment)]
-            tokens = line.split()
+            tokens = _fields(line)
             if not tokens:
                 continue
             if not (min_columns <= len(tokens) <= max_columns):
                 return format_error(
                     path, number, f"expected {min_columns if min_columns == max_columns else f'{min_columns} to {max_columns}'} "
-                    f"integers, found {len(tokens)} fields: {line.strip()!r}")
+                    f"integers, found {len(tokens)} fields: {line.strip(_BLANKS)!r}")
             if columns is None:
                 columns = len(tokens)
             elif len(tokens) != columns:
                 return format_error(path, number, f"expected {columns} fields like the first data line, "
-                                                  f"found {len(tokens)}: {line.strip()!r}")
+                                                  f"found {len(tokens)}: {line.strip(_BLANKS)!r}")
             bad = next((t for t in tokens if not _is_int(t)), None)
             if bad is not None:
                 return format_error(path, number, f"not an integer: {bad!r}")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from engines.errors import FileFormatError
-from engines.io import mosp
+from engines.io import mosp, read_edge_list
 
 INT64_MAX = (1 << 63) - 1
 BEYOND = st.one_of(st.integers(INT64_MAX + 1, 10 ** 40), st.integers(-(10 ** 40), -INT64_MAX - 2))
@@ -39,3 +39,20 @@ def test_int64_limits_still_read(tmp_path):
     path = tmp_path / "values.txt"
     path.write_text(f"{INT64_MAX}\n{-INT64_MAX - 1}\n")
     assert mosp.read_vertex_values(path).tolist() == [INT64_MAX, -INT64_MAX - 1]
+
+
+# white space that str.split() splits at and pandas' C parser does not (fields are split at blanks
+# and tabs): the scan that names the bad line must split as pandas does, or it finds no bad line
+ODD_SPACE = ["\f", "\v", "\x1c", "\x1f", "\xa0", "\u2003"]
+
+
+@settings(max_examples=30, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(good=st.integers(0, 5), space=st.sampled_from(ODD_SPACE), alone=st.booleans())
+def test_odd_white_space_is_named_with_its_line(tmp_path, good, space, alone):
+    path = tmp_path / "g.edges"
+    bad = space if alone else f"1{space}2"
+    path.write_text("".join(f"{i + 1} {i + 2}\n" for i in range(good)) + bad + "\n3 4\n", encoding="utf-8")
+    with pytest.raises(FileFormatError) as info:
+        read_edge_list(path)
+    assert str(info.value).startswith(f"{path}, line {good + 1}: expected 2 to 64 integers, found 1 fields: "
+                                      f"{bad!r}")
