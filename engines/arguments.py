@@ -61,6 +61,15 @@ def _refuse_huge_integers(arr: np.ndarray, name: str) -> None:
             raise InvalidArgumentError(f"{name}[{where}] = {value} is outside the int64 range")
 
 
+def flag(value, name: str) -> bool:
+    """A yes/no keyword (``symmetrize=``, ``canonicalize=``): a bool or a NumPy bool only. Truth
+    testing would take ``"no"`` or ``"False"`` as yes, and an array as NumPy's ambiguous-truth
+    error."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def shown(value) -> str:
     """An array element as the user wrote it: integers exactly, other floats as Python prints them."""
     value = value.item() if hasattr(value, "item") else value
@@ -117,5 +126,5 @@ def weight_matrix(values, name: str, rows: int, rows_text: str, shape_text: str 
     return np.asarray(raw, dtype=np.int64)
 
 
-__all__ = ["VERTEX_MAX", "WEIGHT_MAX", "article", "as_array", "integer_dtype", "ragged_description", "shown",
+__all__ = ["VERTEX_MAX", "WEIGHT_MAX", "article", "as_array", "flag", "integer_dtype", "ragged_description", "shown",
            "weight_matrix"]

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .host_apply import HostCsr, Spares, WeightScalars, apply_host, canonical_in_csr, scalars_of
-from ..arguments import VERTEX_MAX, article, as_array, integer_dtype, weight_matrix
+from ..arguments import VERTEX_MAX, article, as_array, flag, integer_dtype, weight_matrix
 from ..batch import ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events
 from ..errors import InvalidArgumentError, NotSupportedError, OutOfMemoryError
 
@@ -268,6 +268,7 @@ class Graph:
 
         ``symmetrize`` adds (v, u) with the same weights for every (u, v); self-loops once.
         """
+        symmetrize = flag(symmetrize, "symmetrize")
         s = _vertex_ids(src, "src")
         d = _vertex_ids(dst, "dst")
         if s.shape != d.shape:

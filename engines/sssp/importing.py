@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arguments import as_array, integer_dtype
+from ..arguments import as_array, flag, integer_dtype
 from ..errors import InvalidArgumentError
 from .backends import is_device_array, move_arrays, resolve_backend, resolve_device
 from .packing import INF_HALF, INFINITE_DISTANCE, check_size, path_bound
@@ -103,6 +103,8 @@ def import_tree(cls, graph, source, distances, parents, *, canonicalize, validat
 
     if not isinstance(graph, Graph):
         raise InvalidArgumentError(f"expected an engines.Graph, got {type(graph).__name__}")
+    canonicalize = flag(canonicalize, "canonicalize")
+    validate = None if validate is None else flag(validate, "validate")
     opts = resolve_options(options, overrides, graph.num_weights)
     n = graph.num_vertices
     if isinstance(source, bool) or not isinstance(source, (int, np.integer)) or not 0 <= int(source) < n:
@@ -120,7 +122,7 @@ def import_tree(cls, graph, source, distances, parents, *, canonicalize, validat
         v = int(np.flatnonzero(bad)[0])
         raise InvalidArgumentError(f"parent of vertex {v} is {int(p[v])}, outside [-1, {n})")
     d[d >= INF_HALF] = INFINITE_DISTANCE
-    do_validate = opts.validate_inputs if validate is None else bool(validate)
+    do_validate = opts.validate_inputs if validate is None else validate
     if do_validate:
         validate_tree(graph, source, d, p, opts.objective)
     if canonicalize:

@@ -150,3 +150,15 @@ def test_offset_dtype_must_be_int32_or_int64(value):
                   lambda: Graph.from_csr([0, 1, 1], [1], [1], offset_dtype=value)):
         assert message(build).startswith("offset_dtype must be int32 or int64, got ")
     assert Graph.from_edges([0], [1], [1], offset_dtype="int64").offset_dtype == np.int64
+
+
+@pytest.mark.parametrize("value", ["no", "False", 0, 1, None, np.array([False])])
+def test_symmetrize_takes_bools_only(value):
+    # truth testing symmetrized the graph for symmetrize="no"
+    text = message(lambda: Graph.from_edges([0], [1], [3], symmetrize=value))
+    assert text == f"symmetrize must be True or False, got {value!r}"
+
+
+def test_symmetrize_takes_numpy_bools():
+    assert Graph.from_edges([0], [1], [3], symmetrize=np.True_).num_edges == 2
+    assert Graph.from_edges([0], [1], [3], symmetrize=np.False_).num_edges == 1
