@@ -35,6 +35,7 @@ from pathlib import Path
 from protocol.errors import UsageError
 
 from . import options
+from .sweep_checks import sweep_problem
 
 SWEEP_SCHEMA = "ssspab-sweep"
 SWEEP_VERSION = 1
@@ -253,9 +254,14 @@ class SweepStore:
             raise UsageError(f"{self.sweep_path}: damaged ({exc})") from None
         if not isinstance(record, dict) or record.get("schema") != SWEEP_SCHEMA:
             raise UsageError(f"{self.sweep_path}: not a sweep record")
-        if record.get("schema_version") != SWEEP_VERSION:
-            raise UsageError(f"{self.sweep_path}: schema version {record.get('schema_version')}, this tool reads "
+        version = record.get("schema_version")
+        if isinstance(version, bool) or version != SWEEP_VERSION:  # true == 1 in Python: no version
+            raise UsageError(f"{self.sweep_path}: schema version {json.dumps(version)}, this tool reads "
                              f"{SWEEP_VERSION}")
+        problem = sweep_problem(record)
+        if problem:
+            raise UsageError(f"{self.sweep_path}: damaged record: {problem}; restore the file, or start a new "
+                             "sweep in another --out folder")
         return record
 
     def write_sweep(self, record: dict) -> None:

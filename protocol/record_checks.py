@@ -47,7 +47,9 @@ def _wanted(types) -> str:
     return " or ".join(_NAMES[t] for t in types)
 
 
-def _fields_problem(record, fields: dict, where: str) -> str | None:
+def fields_problem(record, fields: dict, where: str) -> str | None:
+    """What is wrong with ``record`` against ``fields`` ({name: accepted types}; ``bool`` is no
+    ``int`` unless named), or None; ``where`` names the record in the message."""
     if not isinstance(record, dict):
         return f"{where} is {_type_name(record)}, not an object"
     for name, types in fields.items():
@@ -61,22 +63,22 @@ def _fields_problem(record, fields: dict, where: str) -> str | None:
 
 def campaign_problem(campaign) -> str | None:
     """What is wrong with a parsed campaign.json, or None."""
-    problem = _fields_problem(campaign, _CAMPAIGN, "the campaign record")
+    problem = fields_problem(campaign, _CAMPAIGN, "the campaign record")
     if problem:
         return problem
     sides = campaign["parameters"].get("sides")
     if not (isinstance(sides, dict) and isinstance(sides.get("A"), str) and isinstance(sides.get("B"), str)):
         return "the campaign record: parameters.sides must name the sides A and B"
     for i, entry in enumerate(campaign["inputs"]):
-        problem = _fields_problem(entry, _INPUT, f"inputs[{i}]")
+        problem = fields_problem(entry, _INPUT, f"inputs[{i}]")
         if problem:
             return problem
         for j, batch in enumerate(entry["batches"]):
-            problem = _fields_problem(batch, _INPUT_BATCH, f"inputs[{i}].batches[{j}]")
+            problem = fields_problem(batch, _INPUT_BATCH, f"inputs[{i}].batches[{j}]")
             if problem:
                 return problem
     for key, cell in campaign["cells"].items():
-        problem = _fields_problem(cell, _CELL, f"cells[{key!r}]") or _status_problem(key, cell["status"])
+        problem = fields_problem(cell, _CELL, f"cells[{key!r}]") or _status_problem(key, cell["status"])
         if problem:
             return problem
     if not campaign["sessions"]:
@@ -166,7 +168,7 @@ def _same_number(a, b) -> bool:
 
 def summary_problem(summary) -> str | None:
     """What is wrong with a parsed summary.json, or None."""
-    problem = _fields_problem(summary, _SUMMARY, "the summary")
+    problem = fields_problem(summary, _SUMMARY, "the summary")
     if problem:
         return problem
     for i, cell in enumerate(summary["cells"]):
@@ -175,5 +177,5 @@ def summary_problem(summary) -> str | None:
     return None
 
 
-__all__ = ["CELL_STATUSES", "campaign_problem", "summary_problem", "round_rows_problem", "missing_rounds_problem",
+__all__ = ["CELL_STATUSES", "fields_problem", "campaign_problem", "summary_problem", "round_rows_problem", "missing_rounds_problem",
            "pair_count_problem", "summary_difference"]

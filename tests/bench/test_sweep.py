@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bench import sweep, sweep_cmd
+from protocol.errors import UsageError
 from bench.sweep_sides import RecomputeSide, UpdateSide, sweep_sides
 from protocol.crossover import (BELOW_RANGE, CROSSOVER, NO_DATA, NONE_IN_RANGE, SizePoint, find_crossover,
                                 log_interpolate, size_point)
@@ -184,12 +185,61 @@ def test_crossover_from_synthetic_timings_with_noise():
 
 
 # -- records --------------------------------------------------------------------------------------
+def _whole_sweep_record() -> dict:
+    params = {"engines": ["host"], "sizes": [10, 100], "localities": ["uniform"], "objectives": [0], "seed": 0,
+              "bootstrap_resamples": 2000}
+    graph = {"n": 120, "m": 600, "sizes": [10, 100], "dropped": [{"size": 1000, "reason": "too big"}],
+             "campaigns": {"host": "campaigns/tiny/host"}, "verify": {"host": "compute"}}
+    return {"schema": sweep.SWEEP_SCHEMA, "schema_version": sweep.SWEEP_VERSION, "started_utc": "t0",
+            "parameters": params, "graphs": {"tiny": graph}, "reproduce": "python bench/perf_ab.py sweep"}
+
+
 def test_sweep_store_round_trip(tmp_path):
     store = sweep.SweepStore(tmp_path / "s")
-    record = {"schema": sweep.SWEEP_SCHEMA, "schema_version": sweep.SWEEP_VERSION, "parameters": {"sizes": [10]},
-              "graphs": {}}
+    record = _whole_sweep_record()
     store.write_sweep(record)
     assert store.read_sweep() == record
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda r: r.pop("parameters"), "lacks the field 'parameters'"),
+    (lambda r: r.pop("reproduce"), "lacks the field 'reproduce'"),
+    (lambda r: r.update(graphs=[]), "field 'graphs' is a list, expected an object"),
+    (lambda r: r["parameters"].update(engines="host"), "parameters: field 'engines' is a string"),
+    (lambda r: r["parameters"].update(sizes=["10"]), "parameters.sizes[0] is '10', expected an integer"),
+    (lambda r: r["graphs"]["tiny"].pop("campaigns"), "graphs['tiny'] lacks the field 'campaigns'"),
+    (lambda r: r["graphs"]["tiny"]["campaigns"].clear(), "no folder for the engine 'host'"),
+    (lambda r: r["graphs"]["tiny"]["campaigns"].update(host="/elsewhere"), "not a folder inside the sweep's"),
+    (lambda r: r["graphs"]["tiny"]["campaigns"].update(host="../other/host"), "not a folder inside the sweep's"),
+    (lambda r: r["graphs"]["tiny"].update(dropped=[5]), "graphs['tiny'].dropped[0] is an integer, not an object"),
+    (lambda r: r.update(schema_version=True), "schema version true"),
+])
+def test_a_damaged_sweep_record_is_named_not_a_key_error(tmp_path, damage, message):
+    """sweep.json with a field missing or of the wrong type: a UsageError naming the file and the
+    field (exit 2), not a KeyError in the crossover or the report reported as a bug."""
+    store = sweep.SweepStore(tmp_path)
+    record = _whole_sweep_record()
+    damage(record)
+    store.write_sweep(record)
+    with pytest.raises(UsageError) as caught:
+        store.read_sweep()
+    assert str(store.sweep_path) in str(caught.value) and message in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["--resume", "--report-only"])
+def test_resume_and_report_of_a_damaged_sweep_record_exit_2_and_change_nothing(tmp_path, capsys, mode):
+    store = sweep.SweepStore(tmp_path / "out")
+    record = _whole_sweep_record()
+    del record["graphs"]["tiny"]["campaigns"]
+    store.write_sweep(record)
+    before = store.sweep_path.read_bytes()
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    argv = _argv(graph, store.root, tmp_path / "cache", mode) if mode == "--resume" else [mode, "--out", str(store.root)]
+    assert sweep_cmd.cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "damaged record" in err and "'campaigns'" in err and "internal error" not in err
+    assert store.sweep_path.read_bytes() == before
+    assert sorted(p.name for p in store.root.iterdir() if p.name != ".campaign.lock") == ["sweep.json"]
 
 
 def test_sweep_store_refuses_other_versions_and_damage(tmp_path):
