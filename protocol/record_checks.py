@@ -26,6 +26,20 @@ _INPUT = {"graph": (str,), "origin": (dict, type(None)), "n": (int,), "m": (int,
           "source": (int,), "batches": (list,)}
 _INPUT_BATCH = {"name": (str,), "sha256": (str,), "facts": (dict,)}
 _CELL = {"graph": (str,), "batch": (str,), "objective": (int,), "status": (str,)}
+# Fields a record may lack (campaigns recorded before them) but, when present, must have the type
+# the report computes with: a string where int() or a format's :g wants a number, or a number
+# where .get() wants an object, was a traceback reported as a bug in ssspab.
+_NULL = type(None)
+_NUMBER = (int, float)
+_CAMPAIGN_OPTIONAL = {"host": (dict, _NULL), "gpu": (dict, _NULL), "clocks": (dict, _NULL), "git": (dict, _NULL)}
+_PARAMETERS_OPTIONAL = {
+    "rounds": (int,), "warmup": (int,), "processes": (int,), "seed": (int,), "bootstrap_resamples": (int,),
+    "adaptive": (bool,), "precision": _NUMBER, "max_rounds": (int, _NULL), "max_processes": (int, _NULL),
+    "min_processes": (int, _NULL), "max_rejects": (int, _NULL), "min_clock_fraction": _NUMBER,
+    "max_foreign_cpu": _NUMBER, "planted_check": (*_NUMBER, _NULL), "discard_after_clock_change": (int,),
+    "adaptive_scope": (str,), "alloc_order": (str,), "protocol": (str,), "objectives": (list, _NULL),
+    "batches": (list, _NULL)}
+_CELL_OPTIONAL = {"accepted_pairs": (int, _NULL), "rejected_pairs": (int, _NULL), "workers": (dict,)}
 _SUMMARY = {"campaign_id": (str,), "sides": (dict,), "bootstrap": (dict,), "cells": (list,)}
 #: Every status a cell of campaign.json may have (protocol/units.py, protocol/runner.py): a status
 #: outside it is a hand edit or another tool's record, never something to render (issue 28).
@@ -44,7 +58,8 @@ def _type_name(value) -> str:
 
 
 def _wanted(types) -> str:
-    return " or ".join(_NAMES[t] for t in types)
+    shown = [t for t in types if not (t is int and float in types)]  # a number: an integer is one
+    return " or ".join(_NAMES[t] for t in shown)
 
 
 def fields_problem(record, fields: dict, where: str) -> str | None:
@@ -61,9 +76,17 @@ def fields_problem(record, fields: dict, where: str) -> str | None:
     return None
 
 
+def _present(record: dict, fields: dict) -> dict:
+    """``fields`` narrowed to those ``record`` holds (optional fields checked only when there)."""
+    return {name: types for name, types in fields.items() if name in record}
+
+
 def campaign_problem(campaign) -> str | None:
     """What is wrong with a parsed campaign.json, or None."""
     problem = fields_problem(campaign, _CAMPAIGN, "the campaign record")
+    problem = problem or fields_problem(campaign, _present(campaign, _CAMPAIGN_OPTIONAL), "the campaign record")
+    params = campaign["parameters"] if not problem else {}
+    problem = problem or fields_problem(params, _present(params, _PARAMETERS_OPTIONAL), "parameters")
     if problem:
         return problem
     sides = campaign["parameters"].get("sides")
@@ -79,6 +102,7 @@ def campaign_problem(campaign) -> str | None:
                 return problem
     for key, cell in campaign["cells"].items():
         problem = fields_problem(cell, _CELL, f"cells[{key!r}]") or _status_problem(key, cell["status"])
+        problem = problem or fields_problem(cell, _present(cell, _CELL_OPTIONAL), f"cells[{key!r}]")
         if problem:
             return problem
     if not campaign["sessions"]:
@@ -111,6 +135,28 @@ def round_rows_problem(cells: list, campaign_ids: list, file_cell: str | None, c
     if strangers:
         return (f"its rounds are of cell {', '.join(strangers)}, not of {file_cell}, the cell its file name says "
                 "(a round file copied over another cell's?)")
+    return None
+
+
+#: the time columns of a round (milliseconds; null where the side has no such clock)
+_TIME_COLUMNS = ("engine_host_ms", "engine_device_ms", "update_host_ms")
+
+
+def round_values_problem(rows) -> str | None:
+    """What is wrong with the values of one round file's rows (a pandas frame of its round
+    columns), or None. Each is a silent wrong answer otherwise: a role other than A and B drops the
+    cell to "not measured", a negative or infinite time moves the median and the interval."""
+    roles = sorted({str(r) for r in rows["role"].dropna().unique()} - {"A", "B"})
+    if roles or rows["role"].isna().any():
+        return f"a round's role is {repr(roles[0]) if roles else 'null'}, not A or B"
+    for column in ("accepted", "warmup"):
+        if rows[column].isna().any():
+            return f"a round's {column} is null"
+    for column in _TIME_COLUMNS:
+        values = rows[column].dropna()
+        wrong = values[(values < 0) | ~values.map(math.isfinite)]
+        if len(wrong):
+            return f"a round's {column} is {float(wrong.iloc[0])}, not a time"
     return None
 
 
@@ -178,4 +224,4 @@ def summary_problem(summary) -> str | None:
 
 
 __all__ = ["CELL_STATUSES", "fields_problem", "campaign_problem", "summary_problem", "round_rows_problem", "missing_rounds_problem",
-           "pair_count_problem", "summary_difference"]
+           "pair_count_problem", "round_values_problem", "summary_difference"]

@@ -37,7 +37,7 @@ from .schema import SCHEMA_VERSION
 from .errors import UsageError
 from .exitcodes import ExitCode
 from .record_checks import (campaign_problem, missing_rounds_problem, pair_count_problem, round_rows_problem,
-                            summary_problem)
+                            round_values_problem, summary_problem)
 
 _DAMAGED_ADVICE = "restore the file (from a backup or git), or start a new campaign in another --out folder"
 
@@ -101,6 +101,8 @@ ROUND_SCHEMA = pa.schema(
     ]
 )
 ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
+#: the columns record_checks.round_values_problem reads
+_CHECKED_COLUMNS = ("role", "accepted", "warmup", "engine_host_ms", "engine_device_ms", "update_host_ms")
 #: Columns added after the first campaigns were recorded, and the value they had then.
 LATER_COLUMNS = {"verification": False, "process": 0, "planted_delay_ns": None,
                  "grid_syncs": None, "near_median": None, "alloc_order": None,
@@ -357,6 +359,7 @@ class RecordStore:
             problem = round_rows_problem(_distinct(table, "cell"), _distinct(table, "campaign_id"),
                                          by_file.get(path.name), campaign)
             key = by_file.get(path.name)
+            problem = problem or round_values_problem(table.select(list(_CHECKED_COLUMNS)).to_pandas())
             problem = problem or pair_count_problem(key, campaign["cells"][key], _accepted_pairs(table))
             if problem:
                 raise damaged(path, problem)

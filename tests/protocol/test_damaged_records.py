@@ -184,3 +184,95 @@ def test_a_campaign_record_without_its_schema_version_says_the_field_is_missing(
     (out / "campaign.json").write_text(json.dumps(campaign))
     assert perf_ab.main(["report", "--out", str(out)]) == 2
     assert "schema version 99, this tool reads 1" in capsys.readouterr().err
+
+
+def _first_cell(campaign):
+    return next(iter(campaign["cells"].values()))
+
+
+# fields the report computes with (int(), :g, .get()) that campaign_problem did not check: a value
+# of the wrong type was a traceback called a bug in ssspab (exit 1), or, for accepted_pairs, the
+# message "it holds 5 accepted pairs ..., but campaign.json records 5"
+WRONG_TYPES = {
+    "bootstrap_resamples": (lambda c: c["parameters"].update(bootstrap_resamples="x"),
+                            "parameters: field 'bootstrap_resamples' is a string, expected an integer"),
+    "processes": (lambda c: c["parameters"].update(processes=None),
+                  "parameters: field 'processes' is null, expected an integer"),
+    "max_foreign_cpu": (lambda c: c["parameters"].update(max_foreign_cpu="1"),
+                        "parameters: field 'max_foreign_cpu' is a string, expected a number"),
+    "gpu": (lambda c: c.update(gpu=5), "field 'gpu' is an integer, expected an object or null"),
+    "clocks": (lambda c: c.update(clocks="locked"), "field 'clocks' is a string, expected an object or null"),
+    "accepted_pairs": (lambda c: _first_cell(c).update(accepted_pairs="5"),
+                       "field 'accepted_pairs' is a string, expected an integer or null"),
+    "workers": (lambda c: _first_cell(c).update(workers=[]), "field 'workers' is a list, expected an object"),
+}
+
+
+@pytest.mark.parametrize("how", list(WRONG_TYPES))
+def test_a_field_of_the_wrong_type_is_named_not_a_traceback(copy, capsys, how):
+    graph, out, cache = copy
+    path = out / "campaign.json"
+    campaign = json.loads(path.read_text())
+    damage, message = WRONG_TYPES[how]
+    damage(campaign)
+    path.write_text(json.dumps(campaign))
+    (out / "summary.json").unlink()
+    assert perf_ab.main(["report", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: damaged record: " in err and message in err and "internal error" not in err
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert resume(graph, out, cache) == 2
+    assert message in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_optional_fields_may_be_absent(copy):
+    """Campaigns recorded before a field existed lack it: only a present field's type is checked."""
+    _, out, _ = copy
+    path = out / "campaign.json"
+    campaign = json.loads(path.read_text())
+    for name in ("gpu", "clocks", "host"):
+        campaign.pop(name, None)
+    for name in ("processes", "bootstrap_resamples", "seed"):
+        campaign["parameters"].pop(name)
+    path.write_text(json.dumps(campaign))
+    assert RecordStore(out).read_campaign()["campaign_id"] == campaign["campaign_id"]
+
+
+# values of a round file the pair count does not see, each a silent wrong answer before: a role
+# other than A/B made the finished cell "not measured", a negative time moved the interval below 0
+ROUND_DAMAGES = {
+    "role": (lambda rows: rows.assign(role="C"), "a round's role is 'C', not A or B"),
+    "null role": (lambda rows: rows.assign(role=[None] + list(rows["role"][1:])), "a round's role is null"),
+    "null accepted": (lambda rows: rows.assign(accepted=[None] + list(rows["accepted"][1:])),
+                      "a round's accepted is null"),
+    "negative time": (lambda rows: rows.assign(engine_host_ms=-rows["engine_host_ms"]), "is -"),
+    "infinite time": (lambda rows: rows.assign(update_host_ms=float("inf")), "update_host_ms is inf, not a time"),
+}
+
+
+@pytest.mark.parametrize("how", list(ROUND_DAMAGES))
+def test_round_values_that_cannot_be_a_measurement_are_named(copy, capsys, how):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    graph, out, cache = copy
+    [rounds] = sorted((out / "rounds").glob("*.parquet"))
+    damage, message = ROUND_DAMAGES[how]
+    rows = damage(pq.read_table(rounds).to_pandas())
+    pq.write_table(pa.Table.from_pandas(rows, preserve_index=False), rounds)
+    (out / "summary.json").unlink()
+    assert perf_ab.main(["report", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{rounds}: damaged record: " in err and message in err and "internal error" not in err
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert resume(graph, out, cache) == 2
+    assert message in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_the_committed_round_files_pass_the_value_checks():
+    from protocol.environment import REPO_ROOT
+
+    for folder in {p.parent.parent for p in (REPO_ROOT / "results").rglob("rounds/*.parquet")}:
+        RecordStore(folder).read_rounds()  # raises if the checks refused real records
