@@ -142,8 +142,8 @@ def check_out_records(out, *, resume: bool, force: bool) -> None:
     if resume and force:
         raise UsageError("--resume continues the campaign in --out, --force replaces it: pass one of them")
     store = RecordStore(out)
-    if resume and store.has_campaign():
-        store.check_readable()
+    if resume:
+        store.check_resumable()
     elif not resume and not force and store.holds_records():
         raise UsageError(overwrite_refusal(store))
 

@@ -378,6 +378,18 @@ class RecordStore:
         """The folder holds a campaign record or round files (someone's measurements)."""
         return self.has_campaign() or (self.rounds_dir.is_dir() and any(self.rounds_dir.glob("*.parquet")))
 
+    def check_resumable(self) -> None:
+        """What ``--resume`` may continue: campaign.json and every round file whole (``UsageError``
+        naming the first damaged one), or no records at all (a new campaign starts). Round files
+        without campaign.json are refused: their campaign (id, parameters, cells) is lost with it,
+        so they cannot be continued, and the new campaign a resume would start deletes them."""
+        if self.has_campaign():
+            self.check_readable()
+        elif self.holds_records():
+            raise UsageError(f"--resume: {self.root} holds round files but no campaign.json, so there is no campaign "
+                             "to continue; restore campaign.json (from a backup or git), pass --force to replace "
+                             "the round files, or choose another --out folder")
+
     def records_fingerprint(self, campaign: dict | None = None) -> str:
         """SHA-256 of what the summary is derived from: the campaign's id, parameters and cells
         (``campaign``, else campaign.json as it is now) and the name and bytes of every round file.

@@ -204,6 +204,8 @@ class CampaignRunner:
             campaign["sessions"].append(self._session_record(resumed=True, git=self._code_state()))
             campaign["finished_utc"] = None
         else:
+            if self.resume:  # round files without campaign.json: refused, never cleared (the sweep's
+                self.store.check_resumable()  # campaigns come here without check_out_records)
             git = self._code_state()
             self.store.clear_rounds()
             if self.store.summary_path.exists():

@@ -371,6 +371,28 @@ def test_resume_finishes_an_interrupted_campaign(tmp_path):
     assert [p["size"] for p in crossover["entries"][0]["points"]] == [10, 100]
 
 
+@pytest.mark.slow
+def test_resume_keeps_round_files_whose_campaign_record_is_gone(tmp_path, capsys):
+    """A campaign folder of the sweep with round files but no campaign.json: --resume started a new
+    campaign there, which cleared the round files (the sweep runs its campaigns without the
+    engines command's folder check). Now exit 2, the round files kept."""
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", "--localities", "uniform",
+            "--rounds", "5", "--processes", "1", "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress",
+            "--no-control", "--out", str(out), "--cache-dir", str(cache)]
+    assert sweep_cmd.cli(argv) == 0
+    folder = out / "campaigns" / "tiny" / "host"
+    (folder / "campaign.json").unlink()
+    rounds = {p.name: p.read_bytes() for p in (folder / "rounds").glob("*.parquet")}
+    assert rounds
+    capsys.readouterr()
+    assert sweep_cmd.cli([*argv, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "holds round files but no campaign.json" in err and "internal error" not in err
+    assert {p.name: p.read_bytes() for p in (folder / "rounds").glob("*.parquet")} == rounds
+
+
 # -- the report (step 2) --------------------------------------------------------------------------
 @pytest.mark.slow
 def test_report_from_stored_records(tiny_sweep, tmp_path):

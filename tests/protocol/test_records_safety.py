@@ -90,6 +90,18 @@ def test_round_files_alone_are_records_too(tmp_path, capsys):
     assert _snapshot(tmp_path) == before
 
 
+def test_resume_refuses_round_files_without_their_campaign_record(tmp_path, capsys):
+    """--resume on round files whose campaign.json is gone started a new campaign, and a new
+    campaign clears the folder's round files: the measurements that the same command without
+    --resume refuses to replace were deleted silently. Now exit 2, nothing touched."""
+    RecordStore(tmp_path).cell_rounds(KEY).append(_round())
+    before = _snapshot(tmp_path)
+    assert engines("--out", tmp_path, "--resume") == 2
+    err = capsys.readouterr().err
+    assert "holds round files but no campaign.json" in err and "--force" in err and "Traceback" not in err
+    assert _snapshot(tmp_path) == before
+
+
 def test_resume_and_force_exclude_each_other(tmp_path, capsys):
     assert engines("--out", tmp_path, "--resume", "--force") == 2
     assert "pass one of them" in capsys.readouterr().err
