@@ -57,6 +57,9 @@ def main(args) -> int:
             lock.acquire()
         store.read_campaign()  # missing or damaged records first: they say more than the folder
         problem = target is not None and output_problem(target, folder=False)
+        if args.to and store.is_record(target):  # --to promises that no record changes
+            problem = (f"{target} is a place of the campaign's records in {store.root} (campaign.json, summary.json, "
+                       "rounds/); choose another path")
         if problem:
             print(f"perf_ab.py report: error: the report cannot be written: {problem}", file=sys.stderr)
             return int(ExitCode.USAGE)

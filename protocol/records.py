@@ -378,6 +378,14 @@ class RecordStore:
         """The folder holds a campaign record or round files (someone's measurements)."""
         return self.has_campaign() or (self.rounds_dir.is_dir() and any(self.rounds_dir.glob("*.parquet")))
 
+    def is_record(self, path) -> bool:
+        """``path`` (however spelled) is one of the folder's records: campaign.json, summary.json or
+        anything under rounds/ (a report written there would replace a measurement's record)."""
+        target = Path(os.path.realpath(path))
+        if target in (Path(os.path.realpath(self.campaign_path)), Path(os.path.realpath(self.summary_path))):
+            return True
+        return Path(os.path.realpath(self.rounds_dir)) in target.parents
+
     def check_resumable(self) -> None:
         """What ``--resume`` may continue: campaign.json and every round file whole (``UsageError``
         naming the first damaged one), or no records at all (a new campaign starts). Round files

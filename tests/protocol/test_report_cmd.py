@@ -86,3 +86,17 @@ def test_a_running_campaign_is_not_reported_and_its_folder_not_written(records, 
             assert "a campaign is running in" in err and "pid" in err and "Traceback" not in err
         assert _snapshot(records) == before
     assert perf_ab.main(["report", "--out", str(records), "--write"]) == 0  # once it has ended
+
+
+@pytest.mark.parametrize("name", ["campaign.json", "summary.json", "rounds/roadNet-PA__safe50k__0.parquet",
+                                  "rounds/report.md", "rounds/../campaign.json"])
+def test_to_a_record_of_the_campaign_is_refused(records, capsys, monkeypatch, name):
+    """--to promises that nothing in the records folder changes; --to <out>/campaign.json replaced
+    the campaign's record with the report (its measurements' record gone, exit 0)."""
+    (records / "summary.json").write_text("{}")
+    before = _snapshot(records)
+    monkeypatch.chdir(records)  # as typed in the folder: a relative path
+    assert perf_ab.main(["report", "--out", str(records), "--to", name]) == 2
+    err = capsys.readouterr().err
+    assert f"{name} is a place of the campaign's records in {records}" in err and "Traceback" not in err
+    assert _snapshot(records) == before
