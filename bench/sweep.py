@@ -212,9 +212,13 @@ def sweep_input(prepared, sizes, localities, *, cache_dir=None):
                                     for part, arr in b.arrays().items()})
         write_text(facts_path, json.dumps({"batches": {n: b.facts for n, b in drawn.items()}, "dropped": dropped},
                                           indent=1, sort_keys=True))
+    # in the order they are drawn (locality, then size), whether drawn now or read back from the
+    # cache (whose facts file sorts its keys): a campaign's inputs are compared in order on
+    # --resume, so a sweep drawn in one session and read back in the next was refused as changed
+    order = [batch_name(locality, size) for locality in localities for size in kept]
     batches = {name: BatchInput(name, Batch(b.insert_src, b.insert_dst, b.insert_weights, b.delete_src,
                                             b.delete_dst), dict(b.facts), b.facts["digest"])
-               for name, b in drawn.items()}
+               for name, b in sorted(drawn.items(), key=lambda item: order.index(item[0]))}
     gi = GraphInput(prepared.name, prepared.origin, graph, prepared.source, prepared.facts, prepared.trees,
                     batches)
     return gi, dropped

@@ -372,6 +372,33 @@ def test_resume_finishes_an_interrupted_campaign(tmp_path):
 
 
 @pytest.mark.slow
+def test_resume_after_the_batches_were_drawn_reads_them_back_in_the_same_order(tmp_path, capsys):
+    """The first session draws the sweep's batches (uniform, then local) and caches them; a resume
+    reads them back from the cache, whose facts file sorts its keys (local first). The campaign
+    compares its inputs in order, so every interrupted sweep of both localities was refused on
+    --resume with 'the inputs of tiny changed since the campaign began'."""
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", "--rounds", "5", "--processes", "1",
+            "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress", "--no-control", "--out", str(out),
+            "--cache-dir", str(cache)]
+    assert sweep_cmd.cli(argv) == 0
+    path = out / "campaigns" / "tiny" / "host" / "campaign.json"
+    campaign = json.loads(path.read_text())
+    assert [b["name"] for b in campaign["inputs"][0]["batches"]] == ["uniform-10", "local-10"]
+    campaign["cells"].pop("tiny/local-10/0")  # as if the sweep stopped before this cell
+    campaign["finished_utc"] = None
+    path.write_text(json.dumps(campaign))
+    for f in (out / "campaigns" / "tiny" / "host" / "rounds").glob("*local-10*"):
+        f.unlink()
+    capsys.readouterr()
+    assert sweep_cmd.cli([*argv, "--resume"]) == 0, capsys.readouterr().err
+    campaign = json.loads(path.read_text())
+    assert campaign["cells"]["tiny/local-10/0"]["status"] == "done"
+    assert [b["name"] for b in campaign["inputs"][0]["batches"]] == ["uniform-10", "local-10"]
+
+
+@pytest.mark.slow
 def test_resume_keeps_round_files_whose_campaign_record_is_gone(tmp_path, capsys):
     """A campaign folder of the sweep with round files but no campaign.json: --resume started a new
     campaign there, which cleared the round files (the sweep runs its campaigns without the
