@@ -125,10 +125,14 @@ def lock_out(out, *, prog: str = PROG):
 
 
 def check_out_writable(out) -> None:
-    """UsageError when the records folder cannot be written."""
+    """UsageError when the records folder (or its rounds/ folder) cannot be written."""
     from engines.io.outputs import output_problem
 
-    problem = output_problem(out, folder=True)
+    from .records import RecordStore
+
+    # rounds/ too: a file of that name failed the first round, after campaign.json was written,
+    # as "cannot write the records ... continue with --resume" (exit 3)
+    problem = output_problem(out, folder=True) or output_problem(RecordStore(out).rounds_dir, folder=True)
     if problem:
         raise UsageError(f"--out: the records folder cannot be written: {problem}")
 

@@ -102,6 +102,18 @@ def test_resume_refuses_round_files_without_their_campaign_record(tmp_path, caps
     assert _snapshot(tmp_path) == before
 
 
+def test_a_file_named_rounds_is_refused_before_any_record(tmp_path, capsys):
+    """--out holding a file named rounds: the campaign wrote campaign.json, then failed its first
+    round with 'cannot write the records ... continue with --resume' (exit 3). Now exit 2 before
+    anything is written, naming the file."""
+    (tmp_path / "rounds").write_text("not a folder")
+    before = _snapshot(tmp_path)
+    assert engines("--out", tmp_path) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'rounds'} exists and is not a folder" in err and "--resume" not in err
+    assert _snapshot(tmp_path) == before
+
+
 def test_resume_and_force_exclude_each_other(tmp_path, capsys):
     assert engines("--out", tmp_path, "--resume", "--force") == 2
     assert "pass one of them" in capsys.readouterr().err
