@@ -332,21 +332,23 @@ def _worst(codes, Codes) -> int:
 def main(args) -> int:
     from engines.errors import os_error_text, print_internal_error
 
+    # --report-only measures nothing: the way on is to render again, not to resume
+    again = "run it again with --report-only" if getattr(args, "report_only", False) else "continue with --resume"
     try:
         return run_sweep(args)
     except ProtocolError as exc:
         print(f"perf_ab.py sweep: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
-        print("perf_ab.py sweep: interrupted; the finished rounds are recorded, continue with --resume",
-              file=sys.stderr)
+        done = "nothing was measured" if getattr(args, "report_only", False) else "the finished rounds are recorded"
+        print(f"perf_ab.py sweep: interrupted; {done}, {again}", file=sys.stderr)
         return 130
     except OSError as exc:
-        print(f"perf_ab.py sweep: error: cannot write the records: {os_error_text(exc)}; continue with --resume",
+        print(f"perf_ab.py sweep: error: cannot write the records: {os_error_text(exc)}; {again}",
               file=sys.stderr)
         return int(EnvironmentProblem.exit_code)
     except Exception as exc:  # a bug: show the traceback
-        print_internal_error("perf_ab.py sweep: ", exc, then=". Once fixed, continue with --resume")
+        print_internal_error("perf_ab.py sweep: ", exc, then=f". Once fixed, {again}")
         return int(ExitCode.CORRECTNESS)
 
 

@@ -555,3 +555,18 @@ def test_the_sweep_batches_facts_are_written_whole(monkeypatch, tmp_path, interr
     with pytest.raises(OSError, match="No space left on device"):
         sweep.sweep_input(prepared, [10, 100], ["uniform"], cache_dir=tmp_path / "c")
     interrupted_write.check_kept()
+
+
+@pytest.mark.parametrize("mode, advice", [(["--report-only"], "run it again with --report-only"),
+                                          ([], "continue with --resume")])
+def test_a_failed_write_advises_what_can_help(tmp_path, capsys, monkeypatch, mode, advice):
+    # --report-only measures nothing, so "continue with --resume" could not help it (a read-only
+    # folder while rendering crossover.json)
+    def refuse(args):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "crossover.json"))
+
+    monkeypatch.setattr(sweep_cmd, "run_sweep", refuse)
+    assert sweep_cmd.cli(mode + ["--out", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith(advice), err
+    assert "cannot write the records" in err
