@@ -160,6 +160,20 @@ def round_values_problem(rows) -> str | None:
     return None
 
 
+def duplicate_rounds_problem(rows) -> str | None:
+    """A timed round recorded twice in one round file (a pandas frame of its process, pair_index,
+    role and warmup columns), or None. A worker's pair holds one timed round per side, so the same
+    (worker, pair index, side) twice is a copied row: the statistics would count it twice, and
+    the pair count (per worker and pair index) does not see it."""
+    timed = rows[~rows["warmup"].astype(bool)]
+    keys = timed.assign(process=timed["process"].fillna(0))[["process", "pair_index", "role"]]
+    copied = keys.duplicated()
+    if not copied.any():
+        return None
+    process, pair, role = keys[copied].iloc[0]
+    return f"the timed round of side {role} in pair {int(pair)} of worker {int(process)} is recorded more than once"
+
+
 def missing_rounds_problem(key: str, cell: dict) -> str | None:
     """Why a cell of campaign.json must have a round file that is not there, or None when it may
     lack one (not measured yet, or ended before its first round)."""
@@ -223,5 +237,5 @@ def summary_problem(summary) -> str | None:
     return None
 
 
-__all__ = ["CELL_STATUSES", "fields_problem", "campaign_problem", "summary_problem", "round_rows_problem", "missing_rounds_problem",
+__all__ = ["CELL_STATUSES", "duplicate_rounds_problem", "fields_problem", "campaign_problem", "summary_problem", "round_rows_problem", "missing_rounds_problem",
            "pair_count_problem", "round_values_problem", "summary_difference"]

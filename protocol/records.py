@@ -36,8 +36,8 @@ import pyarrow.parquet as pq
 from .schema import SCHEMA_VERSION
 from .errors import UsageError
 from .exitcodes import ExitCode
-from .record_checks import (campaign_problem, missing_rounds_problem, pair_count_problem, round_rows_problem,
-                            round_values_problem, summary_problem)
+from .record_checks import (campaign_problem, duplicate_rounds_problem, missing_rounds_problem, pair_count_problem,
+                            round_rows_problem, round_values_problem, summary_problem)
 
 _DAMAGED_ADVICE = "restore the file (from a backup or git), or start a new campaign in another --out folder"
 
@@ -103,6 +103,8 @@ ROUND_SCHEMA = pa.schema(
 ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
 #: the columns record_checks.round_values_problem reads
 _CHECKED_COLUMNS = ("role", "accepted", "warmup", "engine_host_ms", "engine_device_ms", "update_host_ms")
+# the columns that say which pair and side a round is (record_checks.duplicate_rounds_problem)
+_PAIR_COLUMNS = ("process", "pair_index", "role", "warmup")
 #: Columns added after the first campaigns were recorded, and the value they had then.
 LATER_COLUMNS = {"verification": False, "process": 0, "planted_delay_ns": None,
                  "grid_syncs": None, "near_median": None, "alloc_order": None,
@@ -360,6 +362,7 @@ class RecordStore:
                                          by_file.get(path.name), campaign)
             key = by_file.get(path.name)
             problem = problem or round_values_problem(table.select(list(_CHECKED_COLUMNS)).to_pandas())
+            problem = problem or duplicate_rounds_problem(table.select(list(_PAIR_COLUMNS)).to_pandas())
             problem = problem or pair_count_problem(key, campaign["cells"][key], _accepted_pairs(table))
             if problem:
                 raise damaged(path, problem)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pandas as pd
 import pytest
 
 from bench import perf_ab
@@ -248,6 +249,9 @@ ROUND_DAMAGES = {
                       "a round's accepted is null"),
     "negative time": (lambda rows: rows.assign(engine_host_ms=-rows["engine_host_ms"]), "is -"),
     "infinite time": (lambda rows: rows.assign(update_host_ms=float("inf")), "update_host_ms is inf, not a time"),
+    # every row twice: the pair count (per worker and pair index) stays the same, the statistics
+    # counted each round twice
+    "copied rows": (lambda rows: pd.concat([rows, rows], ignore_index=True), "is recorded more than once"),
 }
 
 
