@@ -14,6 +14,7 @@ from .errors import InvalidArgumentError
 
 WEIGHT_MAX = (1 << 31) - 1
 VERTEX_MAX = (1 << 31) - 1  # int32 vertex ids; the largest id is VERTEX_MAX - 1 so n fits too
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 def ragged_description(values) -> str:
@@ -33,6 +34,14 @@ def integer_dtype(dtype) -> bool:
     """A signed or unsigned integer dtype. Not ``np.issubdtype(dtype, np.integer)``: NumPy files
     timedelta64 under the signed integers (and bool is no integer here either)."""
     return dtype.kind in "iu"
+
+
+def beyond_int64(arr: np.ndarray) -> int | None:
+    """The largest value of an unsigned array when it does not fit int64 (it would wrap to a
+    negative one in the cast every reader ends with), else None."""
+    if arr.size and arr.dtype.kind == "u" and arr.max() > _INT64_MAX:
+        return int(arr.max())
+    return None
 
 
 def as_array(values, name: str, what: str) -> np.ndarray:
@@ -126,5 +135,5 @@ def weight_matrix(values, name: str, rows: int, rows_text: str, shape_text: str 
     return np.asarray(raw, dtype=np.int64)
 
 
-__all__ = ["VERTEX_MAX", "WEIGHT_MAX", "article", "as_array", "flag", "integer_dtype", "ragged_description", "shown",
+__all__ = ["VERTEX_MAX", "WEIGHT_MAX", "article", "as_array", "beyond_int64", "flag", "integer_dtype", "ragged_description", "shown",
            "weight_matrix"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arguments import VERTEX_MAX, as_array, integer_dtype, weight_matrix
+from .arguments import VERTEX_MAX, as_array, beyond_int64, integer_dtype, weight_matrix
 from .errors import InvalidArgumentError, NotSupportedError
 
 #: ``np.maximum.reduce``: the reduction ``ndarray.max`` ends in, without its Python wrapper.
@@ -55,7 +55,7 @@ def _as_int_array(values, name: str, ndim: int) -> np.ndarray:
             arr = arr.astype(np.int64)
         else:
             raise InvalidArgumentError(f"{name} must hold integers, got dtype {arr.dtype}")
-    if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+    if beyond_int64(arr) is not None:
         raise InvalidArgumentError(f"{name} holds a value above the int64 range")
     return np.array(arr, dtype=np.int64, copy=True)
 

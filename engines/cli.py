@@ -46,6 +46,7 @@ interrupt.guard(__name__, "engines.cli")
 import numpy as np  # noqa: E402
 
 from . import Batch, Graph, errors, sssp
+from .arguments import beyond_int64, integer_dtype
 from .config import EngineConfig
 from .exitcodes import ExitCode
 from .io import mosp
@@ -90,11 +91,12 @@ def _require(data: dict, keys, path: Path) -> None:
 
 def _int_array(data: dict, key: str, path: Path) -> np.ndarray:
     arr = np.asarray(data[key])
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+    if arr.size and not integer_dtype(arr.dtype):  # not timedelta64, which NumPy files as an integer
         raise errors.FileFormatError(f"{path}: array {key} must hold integers, got dtype {arr.dtype}")
     # unsigned values from 2^63 would wrap to negative ones (a uint64 2^64 - 1 parent to -1, "none")
-    if arr.size and arr.dtype.kind == "u" and arr.max() > np.iinfo(np.int64).max:
-        raise errors.FileFormatError(f"{path}: array {key} holds {arr.max()} (dtype {arr.dtype}), "
+    huge = beyond_int64(arr)
+    if huge is not None:
+        raise errors.FileFormatError(f"{path}: array {key} holds {huge} (dtype {arr.dtype}), "
                                      f"beyond the int64 values read (at most {np.iinfo(np.int64).max})")
     return arr.astype(np.int64, copy=False)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arguments import as_array, flag, integer_dtype
+from ..arguments import as_array, beyond_int64, flag, integer_dtype
 from ..errors import InvalidArgumentError
 from .backends import is_device_array, move_arrays, resolve_backend, resolve_device
 from .packing import INF_HALF, INFINITE_DISTANCE, check_size, path_bound
@@ -23,7 +23,7 @@ def _host_int_array(values, name: str) -> np.ndarray:
         raise InvalidArgumentError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.size and not integer_dtype(arr.dtype):
         raise InvalidArgumentError(f"{name} must hold integers, got dtype {arr.dtype}")
-    if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+    if beyond_int64(arr) is not None:
         raise InvalidArgumentError(f"{name} holds a value above the int64 range")
     return arr.astype(np.int64)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arguments import flag
 from ..errors import InvalidArgumentError
 from .plan import DEFAULT_PUSH_EXPANSION, PUSH_EXPANSIONS
 
@@ -86,8 +87,7 @@ def check_options(opts: Options, num_weights: int) -> None:
         # entries raised NumPy's "truth value of an array is ambiguous")
         if not isinstance(value, str) or value not in choices:
             raise InvalidArgumentError(f"options.{name} must be one of {', '.join(choices)}, got {value!r}")
-    if not isinstance(opts.validate_inputs, (bool, np.bool_)):
-        raise InvalidArgumentError(f"options.validate_inputs must be a bool, got {opts.validate_inputs!r}")
+    flag(opts.validate_inputs, "options.validate_inputs")
     opts.delta = int(opts.delta)
     opts.objective = int(opts.objective)
 

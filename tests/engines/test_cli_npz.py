@@ -33,3 +33,12 @@ def test_unsigned_arrays_within_int64_still_read(tmp_path, capsys):
     code, out, err = _run(capsys, "compute", "--graph", path, "--source", 0, "--out", tmp_path / "o", "--json")
     assert code == 0, err
     assert (tmp_path / "o" / "distances.txt").read_text().split() == ["0", "5"]
+
+
+def test_timedelta_arrays_are_not_integers(tmp_path, capsys):
+    # NumPy files timedelta64 under the signed integers; the API refuses them (arguments.integer_dtype)
+    path = tmp_path / "state.npz"
+    np.savez(path, row_ptr=np.array([0, 1, 2]), col_ind=np.array([1, 0]).astype("m8[s]"), weights=np.array([5, 7]))
+    code, _, err = _run(capsys, "compute", "--graph", path, "--source", 0, "--out", tmp_path / "o")
+    assert code == 2
+    assert f"{path}: array col_ind must hold integers, got dtype timedelta64[s]" in err and "Traceback" not in err
