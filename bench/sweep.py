@@ -213,8 +213,8 @@ def sweep_input(prepared, sizes, localities, *, cache_dir=None):
         write_text(facts_path, json.dumps({"batches": {n: b.facts for n, b in drawn.items()}, "dropped": dropped},
                                           indent=1, sort_keys=True))
     # in the order they are drawn (locality, then size), whether drawn now or read back from the
-    # cache (whose facts file sorts its keys): a campaign's inputs are compared in order on
-    # --resume, so a sweep drawn in one session and read back in the next was refused as changed
+    # cache (whose facts file sorts its keys): a resumed sweep plans and records its cells in the
+    # order of its first session (the runner compares the inputs by name, whatever the order)
     order = [batch_name(locality, size) for locality in localities for size in kept]
     batches = {name: BatchInput(name, Batch(b.insert_src, b.insert_dst, b.insert_weights, b.delete_src,
                                             b.delete_dst), dict(b.facts), b.facts["digest"])

@@ -101,10 +101,10 @@ ROUND_SCHEMA = pa.schema(
     ]
 )
 ROUND_COLUMNS = tuple(ROUND_SCHEMA.names)
-#: the columns record_checks.round_values_problem reads
-_CHECKED_COLUMNS = ("role", "accepted", "warmup", "engine_host_ms", "engine_device_ms", "update_host_ms")
-# the columns that say which pair and side a round is (record_checks.duplicate_rounds_problem)
-_PAIR_COLUMNS = ("process", "pair_index", "role", "warmup")
+#: the columns the checks of a round file read (record_checks.round_values_problem,
+#: duplicate_rounds_problem, _accepted_pairs), converted to pandas once per file
+_CHECKED_COLUMNS = ("process", "pair_index", "role", "accepted", "warmup", "engine_host_ms", "engine_device_ms",
+                    "update_host_ms")
 #: Columns added after the first campaigns were recorded, and the value they had then.
 LATER_COLUMNS = {"verification": False, "process": 0, "planted_delay_ns": None,
                  "grid_syncs": None, "near_median": None, "alloc_order": None,
@@ -361,9 +361,9 @@ class RecordStore:
             problem = round_rows_problem(_distinct(table, "cell"), _distinct(table, "campaign_id"),
                                          by_file.get(path.name), campaign)
             key = by_file.get(path.name)
-            problem = problem or round_values_problem(table.select(list(_CHECKED_COLUMNS)).to_pandas())
-            problem = problem or duplicate_rounds_problem(table.select(list(_PAIR_COLUMNS)).to_pandas())
-            problem = problem or pair_count_problem(key, campaign["cells"][key], _accepted_pairs(table))
+            rows = table.select(list(_CHECKED_COLUMNS)).to_pandas()
+            problem = problem or round_values_problem(rows) or duplicate_rounds_problem(rows)
+            problem = problem or pair_count_problem(key, campaign["cells"][key], _accepted_pairs(rows))
             if problem:
                 raise damaged(path, problem)
             tables.append(table)
@@ -464,10 +464,10 @@ def _distinct(table: pa.Table, column: str) -> list:
     return table.column(column).unique().to_pylist()
 
 
-def _accepted_pairs(table: pa.Table) -> int:
-    """Complete accepted pairs among a cell's rounds (as protocol.units.pair_counts counts them:
-    per worker and pair index, a half pair counting as none)."""
-    rows = table.select(["process", "pair_index", "warmup", "accepted"]).to_pandas()
+def _accepted_pairs(rows) -> int:
+    """Complete accepted pairs among a cell's rounds (a pandas frame with process, pair_index,
+    warmup and accepted; as protocol.units.pair_counts counts them: per worker and pair index, a
+    half pair counting as none)."""
     rows = rows[~rows["warmup"].astype(bool)]
     if rows.empty:
         return 0

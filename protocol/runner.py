@@ -551,7 +551,10 @@ def _relative_paths(origin: dict) -> dict:
 
 
 def _input_digests(entry: dict) -> tuple:
-    return (entry.get("n"), entry.get("m"), tuple((b["name"], b["sha256"]) for b in entry["batches"]))
+    """What must not change on --resume: the graph's size and each batch's bytes, by name (the
+    order an input source lists its batches in is not the input: a sweep read its batches back
+    from a cache that sorts them, and was refused as changed)."""
+    return (entry.get("n"), entry.get("m"), tuple(sorted((b["name"], b["sha256"]) for b in entry["batches"])))
 
 
 __all__ = [

@@ -402,3 +402,16 @@ def test_a_cuda_side_makes_the_graph_device_resident_before_the_snapshot(tmp_pat
     calls.clear()
     code, _ = run(host_config(), [gi], tmp_path / "host")
     assert code == ExitCode.OK and not {"to_device", "memo", "sync"} & set(calls)
+
+
+def test_resume_compares_the_inputs_by_batch_name_not_by_order():
+    # the order an input source lists its batches in is not the input (a sweep read its batches
+    # back from a cache that sorts them and was refused as changed); their bytes and names are
+    from protocol.runner import _input_digests
+
+    a, b = {"name": "uniform-10", "sha256": "aa"}, {"name": "local-10", "sha256": "bb"}
+    first = {"n": 5, "m": 9, "batches": [a, b]}
+    assert _input_digests(first) == _input_digests({"n": 5, "m": 9, "batches": [b, a]})
+    assert _input_digests(first) != _input_digests({"n": 5, "m": 9, "batches": [a, {**b, "sha256": "cc"}]})
+    assert _input_digests(first) != _input_digests({"n": 5, "m": 9, "batches": [a]})
+    assert _input_digests(first) != _input_digests({"n": 5, "m": 10, "batches": [a, b]})
