@@ -118,7 +118,7 @@ def input_sha256(path: str | Path, format: str | None = None) -> str:
             return files_sha256(path, MOSP_GRAPH_FILES)
         return file_sha256(path)
     except READ_ERRORS as exc:
-        raise format_error(getattr(exc, "filename", None) or path, None, read_failure(exc)) from None
+        raise format_error(getattr(exc, "filename", None) or path, None, read_failure(exc, path)) from None
 
 
 def read_graph_cached(path: str | Path, *, cache_dir: str | Path | None = None,

@@ -35,9 +35,14 @@ def format_error(path: Path | str, line: int | None, problem: str) -> FileFormat
     return FileFormatError(f"{where}: {problem}")
 
 
-def read_failure(exc: BaseException) -> str:
-    """Why a file could not be read, in words (for the READ_ERRORS and decoding errors)."""
+def read_failure(exc: BaseException, path: Path | str | None = None) -> str:
+    """Why a file could not be read, in words (for the READ_ERRORS and decoding errors).
+    ``path``, where given, tells a gzip file with bytes after its compressed data (gzip reads them
+    as a next member, and finds no gzip header there) from a file that is no gzip file at all."""
     if isinstance(exc, gzip.BadGzipFile):
+        if path is not None and _starts_as_gzip(path):
+            return (f"bytes after the end of the gzip data are not gzip data (the file was appended "
+                    f"to after compressing, or is damaged) ({exc})")
         return f"not a gzip file, although its name ends in .gz ({exc})"
     if isinstance(exc, EOFError):
         return "truncated: the compressed data ends before its end-of-stream marker"
@@ -48,6 +53,14 @@ def read_failure(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"cannot read the file: {exc.strerror or exc}"
     return f"cannot read the file: {exc}"
+
+
+def _starts_as_gzip(path: Path | str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
 
 
 _FILE_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -126,7 +139,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
     except FileFormatError:
         raise
     except READ_ERRORS as exc:
-        raise format_error(path, number + 1, read_failure(exc)) from None
+        raise format_error(path, number + 1, read_failure(exc, path)) from None
 
 
 # The exact spelling of a number in a text file. Python's int() and float() also take "1_000",
@@ -213,7 +226,7 @@ def first_inexact_line(path: Path, body: bytes, *, skip_lines: int = 0,
             _skip_lines(handle, skip_lines)
             return first_bad_line(handle, body, first_line=skip_lines + 1, suspicious=suspicious)
     except READ_ERRORS as exc:
-        raise format_error(path, None, read_failure(exc)) from None
+        raise format_error(path, None, read_failure(exc, path)) from None
 
 
 def integer_row(comment: str | None) -> bytes:
@@ -263,7 +276,7 @@ def read_int_table(
     except FileFormatError:
         raise
     except (ValueError, OverflowError, pd.errors.ParserError, UnicodeDecodeError, *READ_ERRORS) as exc:
-        fallback = read_failure(exc) if isinstance(exc, READ_ERRORS) else str(exc)
+        fallback = read_failure(exc, path) if isinstance(exc, READ_ERRORS) else str(exc)
         raise locate_bad_line(
             path, min_columns=min_columns, max_columns=max_columns, comment=comment,
             skip_lines=skip_lines, line_check=line_check, fallback=fallback,
@@ -329,5 +342,5 @@ def locate_bad_line(
     except FileFormatError as exc:  # iter_lines: the file cannot be read past some line
         return exc
     except UnicodeDecodeError as exc:
-        return format_error(path, None, read_failure(exc))
+        return format_error(path, None, read_failure(exc, path))
     return format_error(path, None, fallback)

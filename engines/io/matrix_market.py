@@ -126,6 +126,10 @@ def _read_header(path: Path, stream: _Stream) -> Header:
     first = raw.decode("ascii", errors="replace").strip()
     tokens = first.lower().split()
     if len(tokens) != 5 or tokens[0] != "%%matrixmarket" or tokens[1] != "matrix":
+        if "\r" in first:  # one "line" holding several: the file's lines end in CR alone
+            raise format_error(path, 1, "the lines end in a carriage return alone (classic Mac OS line "
+                                        "ends), which Matrix Market readers do not take: convert them "
+                                        "to LF (or CR LF)")
         hint = ""
         if _looks_like_edge_list(first):
             hint = ("; it looks like a plain edge list ('u v' a line): read it with "
@@ -278,7 +282,7 @@ def _translate(path: Path, header: Header, failure: BaseException) -> BaseExcept
     if isinstance(failure, FileFormatError):
         return failure
     if isinstance(failure, READ_ERRORS):
-        return format_error(path, None, read_failure(failure))
+        return format_error(path, None, read_failure(failure, path))
     if isinstance(failure, (ValueError, RuntimeError, OverflowError, IndexError)):
         message = str(failure)
         match = _FMM_LINE.match(message)
@@ -315,7 +319,7 @@ def read_matrix_market(path: str | Path) -> ParsedGraph:
     except (*READ_ERRORS, tarfile.TarError) as exc:
         if isinstance(exc, tarfile.TarError):
             raise format_error(path, None, f"not a readable gzip-compressed tar archive ({exc})") from None
-        raise format_error(path, None, read_failure(exc)) from None
+        raise format_error(path, None, read_failure(exc, path)) from None
     n = int(shape[0])
     weights = None if header.field == "pattern" else data
     return canonical_edges(rows, cols, n, weights)

@@ -80,6 +80,29 @@ def test_valid_gz_still_reads(tmp_path, suffix):
     assert g.num_vertices == 3 and g.num_edges >= 2
 
 
+@pytest.mark.parametrize("suffix", GZ_SUFFIXES)
+def test_bytes_after_the_gzip_data_are_named_as_such(tmp_path, suffix):
+    """gzip reads bytes after a complete member as the next member: the file is gzip, its tail is
+    not, and the error says so (it used to say "not a gzip file")."""
+    path = tmp_path / f"appended{suffix}"
+    path.write_bytes(gzip.compress((SAMPLE[suffix] + _many_lines(suffix, 3)).encode()) + b"trailing junk")
+    message = error_of(path)
+    assert "bytes after the end of the gzip data" in message and "not a gzip file" not in message
+
+
+def test_carriage_return_line_ends_in_matrix_market_are_named(tmp_path):
+    """Lines ending in CR alone make the whole file one header "line": the error names the line
+    ends, not a bad header; CR LF reads as LF."""
+    text = "%%MatrixMarket matrix coordinate integer general\n3 3 2\n1 2 4\n2 3 5\n"
+    path = write(tmp_path / "cr.mtx", "")
+    path.write_bytes(text.replace("\n", "\r").encode())
+    message = error_of(path)
+    assert "carriage return alone" in message and "line 1" in message
+    path.write_bytes(text.replace("\n", "\r\n").encode())
+    g = read_graph(path)
+    assert g.num_vertices == 3 and g.src.tolist() == [0, 1] and g.weights.tolist() == [4, 5]
+
+
 def test_damaged_gzip_body_names_the_file(tmp_path):
     data = bytearray(gzip.compress(_many_lines(".edges.gz", 5000).encode()))
     data[40:60] = b"\x00" * 20  # corrupt deflate data after the gzip header
