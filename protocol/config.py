@@ -8,6 +8,7 @@ them unchanged).
 from __future__ import annotations
 
 import math
+import numbers
 
 from dataclasses import asdict, dataclass, field
 
@@ -44,6 +45,19 @@ PROTOCOLS = {
     "precise": {"processes": 6, "alloc_order": "alternate", "adaptive": True, "adaptive_scope": "cell",
                 "precision": 0.01, "control_scope": "every-gate", "planted_check": 1.0},
 }
+#: The whole-number parameters (None allowed where the field's default is None) and the real-number
+#: ones: a library caller's ``rounds=7.5`` or ``seed="1"`` is refused naming the option, not
+#: recorded in a campaign.json its own readers then call damaged, or met as a TypeError mid-check.
+INTEGER_FIELDS = ("rounds", "warmup", "verify_rounds", "processes", "max_rounds", "max_processes", "min_processes",
+                  "max_rejects", "seed", "bootstrap_resamples", "discard_after_clock_change")
+NUMBER_FIELDS = ("precision", "min_clock_fraction", "max_foreign_cpu", "planted_check")
+
+
+def _option(name: str) -> str:
+    """How the command line spells a parameter (``bootstrap_resamples`` has no option: its name)."""
+    return name if name == "bootstrap_resamples" else "--" + name.replace("_", "-")
+
+
 #: Parameters recorded only when they differ from this value (the behaviour before them).
 OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False, "discard_after_clock_change": 0,
                   "control_scope": "first", "protocol": "standard"}
@@ -133,6 +147,7 @@ class CampaignConfig:
     protocol: str = "standard"
 
     def __post_init__(self):
+        self._check_types()
         if self.protocol not in PROTOCOLS:
             raise UsageError(f"--protocol {self.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
         if self.rounds < 5:
@@ -161,6 +176,14 @@ class CampaignConfig:
         if self.discard_after_clock_change < 0:
             raise UsageError(f"--discard-after-clock-change {self.discard_after_clock_change}: expected a number "
                              "of rounds >= 0")
+        if self.seed < 0:
+            # NumPy's generators take no negative seed: refused here, not after the rounds are measured
+            raise UsageError(f"--seed {self.seed}: expected an integer >= 0")
+        from .stats import MIN_RESAMPLES  # the statistics own the bound (imported late: SciPy)
+
+        if self.bootstrap_resamples < MIN_RESAMPLES:
+            raise UsageError(f"bootstrap_resamples {self.bootstrap_resamples}: at least {MIN_RESAMPLES} "
+                             "bootstrap resamples")
         if self.order not in ("abba", "random"):
             raise UsageError(f"--order {self.order!r}: expected abba or random")
         if self.max_rounds is None:
@@ -199,6 +222,19 @@ class CampaignConfig:
         if not self.max_foreign_cpu >= 0 or math.isinf(self.max_foreign_cpu):
             raise UsageError(f"--max-foreign-cpu {self.max_foreign_cpu}: expected a number of CPU cores >= 0 "
                              "(the other processes' load a round may see; default 1.0)")
+
+    def _check_types(self) -> None:
+        """Whole numbers where the protocol counts (NumPy integers become Python ones, so that the
+        record is JSON), real numbers where it measures; booleans are neither."""
+        for name in INTEGER_FIELDS + NUMBER_FIELDS:
+            value = getattr(self, name)
+            if value is None and getattr(type(self), name, 0) is None:
+                continue  # an optional parameter left to its default
+            whole = name in INTEGER_FIELDS
+            wanted = numbers.Integral if whole else numbers.Real
+            if isinstance(value, bool) or not isinstance(value, wanted):
+                raise UsageError(f"{_option(name)} {value!r}: expected {'an integer' if whole else 'a number'}")
+            setattr(self, name, int(value) if whole else (value if type(value) in (int, float) else float(value)))
 
     @property
     def cell_adaptive(self) -> bool:
@@ -245,4 +281,4 @@ class CampaignConfig:
         return p
 
 
-__all__ = ["ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig"]
+__all__ = ["INTEGER_FIELDS", "NUMBER_FIELDS", "ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig"]

@@ -34,3 +34,55 @@ def test_perf_ab_refuses_it_with_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--max-foreign-cpu -1.0" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "campaign.json").exists()
+
+
+# -- parameters a campaign could only fail on after measuring ------------------------------------
+def test_a_negative_seed_is_refused_before_anything_runs():
+    # NumPy's generators take no negative seed: the bootstrap raised ValueError ("expected
+    # non-negative integer") once every round was measured, reported as an internal error
+    with pytest.raises(UsageError, match=r"--seed -1: expected an integer >= 0"):
+        _config(seed=-1)
+
+
+def test_too_few_bootstrap_resamples_are_refused_before_anything_runs():
+    with pytest.raises(UsageError, match="bootstrap_resamples 100: at least 2000"):
+        _config(bootstrap_resamples=100)
+
+
+@pytest.mark.parametrize("name, value", [("rounds", 7.5), ("rounds", "21"), ("warmup", 2.5), ("seed", 1.5),
+                                         ("processes", True), ("max_rejects", 2.5), ("verify_rounds", 1.5),
+                                         ("max_rounds", "40")])
+def test_a_parameter_that_counts_must_be_an_integer(name, value):
+    # rounds=7.5 was taken and recorded, and campaign.json's own readers then called it damaged;
+    # rounds="21" was a TypeError from a comparison
+    with pytest.raises(UsageError, match=f"--{name.replace('_', '-')} {value!r}: expected an integer"):
+        _config(**{name: value})
+
+
+@pytest.mark.parametrize("name, value", [("precision", "0.01"), ("max_foreign_cpu", "1"),
+                                         ("min_clock_fraction", True), ("planted_check", "5")])
+def test_a_parameter_that_measures_must_be_a_number(name, value):
+    with pytest.raises(UsageError, match=f"--{name.replace('_', '-')} {value!r}: expected a number"):
+        _config(**{name: value})
+
+
+def test_numpy_scalars_are_taken_as_python_numbers_so_the_record_is_json():
+    import json
+
+    import numpy as np
+
+    config = _config(rounds=np.int64(7), seed=np.int32(3), max_foreign_cpu=np.float32(2))
+    assert (config.rounds, config.seed, config.max_foreign_cpu) == (7, 3, 2.0)
+    assert type(config.rounds) is int and type(config.max_foreign_cpu) is float
+    json.dumps(config.parameters())
+
+
+def test_a_campaign_with_a_negative_seed_measures_nothing(tmp_path, capsys):
+    from bench import perf_ab
+
+    code = perf_ab.main(["engines", "--sides", "host,host", "--graphs", "roadNet-PA", "--seed", "-1",
+                         "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--seed -1" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "campaign.json").exists()
