@@ -258,6 +258,11 @@ class ClockLock:
                         "--lock-clocks: NVML refused nvmlDeviceSetMemoryLockedClocks "
                         f"({exc}); the GPU clock lock was reset"
                     ) from exc
+            except BaseException:
+                # anything else (a binding without the function, Ctrl-C): the GPU lock is not
+                # left behind for the exit hook, which may find NVML already shut down
+                self.release()
+                raise
         return self
 
     def verify(self, sample: Sample) -> bool:

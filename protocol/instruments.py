@@ -95,22 +95,29 @@ class Instruments:
             return cls(nvml=None, handle=None, clock_mode="unknown",
                        note=f"clocks unknown: {exc}", lock=None, **common)
         lock = None
-        if lock_request is not None:
-            lock = ClockLock(nvml, handle, lock_request)
-            try:
+        try:
+            if lock_request is not None:
+                lock = ClockLock(nvml, handle, lock_request)
                 lock.acquire()
-            except BaseException:
+            probe = nvml.sample(handle)
+            if lock is None and probe.sm_mhz is None:
+                mode, note = "unknown", "clocks unknown: NVML does not report the SM clock"
+            else:
+                mode, note = ("lock" if lock else "observe"), None
+            instruments = cls(nvml=nvml, handle=handle, clock_mode=mode, note=note, lock=lock,
+                              own_context=own_context, **common)
+            if instruments.sampler is not None:
+                instruments.sampler.start()
+        except BaseException:
+            # nothing is handed back to close: reset a lock taken here while NVML can still reach
+            # the device, then shut NVML down (a reset that fails raises its own EnvironmentProblem:
+            # a GPU left locked outranks the failure that brought us here)
+            try:
+                if lock is not None:
+                    lock.release()
+            finally:
                 nvml.shutdown()
-                raise
-        probe = nvml.sample(handle)
-        if lock is None and probe.sm_mhz is None:
-            mode, note = "unknown", "clocks unknown: NVML does not report the SM clock"
-        else:
-            mode, note = ("lock" if lock else "observe"), None
-        instruments = cls(nvml=nvml, handle=handle, clock_mode=mode, note=note, lock=lock,
-                          own_context=own_context, **common)
-        if instruments.sampler is not None:
-            instruments.sampler.start()
+            raise
         return instruments
 
     def set_thresholds(self, *, min_clock_fraction: float, max_foreign_cpu: float) -> None:

@@ -235,3 +235,45 @@ def test_instruments_observe_records_the_window_and_foreign_processes():
     assert reason == "foreign GPU process(es): 4242"
     assert fields["nvml_samples"] >= 2
     assert fields["sm_clock_min_mhz"] == 1980
+
+
+# -- a failure that is no NVML error, once the GPU clocks are locked -------------------------------
+class _Interrupted(BaseException):
+    """Stands for Ctrl-C (KeyboardInterrupt) arriving inside an NVML call."""
+
+
+@pytest.mark.parametrize("error", [AttributeError("module 'pynvml' has no attribute 'nvmlDeviceSetMemoryLockedClocks'"),
+                                   _Interrupted()])
+def test_a_memory_lock_failing_otherwise_than_by_nvml_still_resets_the_gpu_lock(error):
+    # only NVMLError reset the GPU lock: anything else (an older binding without the function,
+    # Ctrl-C) left the GPU locked until interpreter exit
+    fake = FakeNvml()
+
+    def fails(handle, lo, hi):
+        raise error
+
+    fake.nvmlDeviceSetMemoryLockedClocks = fails
+    nvml = Nvml.load(fake)
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(type(error)):
+        ClockLock(nvml, nvml.handle(), LockRequest(1500, 2619)).acquire()
+    assert fake.locked_sm is None
+    assert len(fake.called("nvmlDeviceResetGpuLockedClocks")) == 1
+    assert signal.getsignal(signal.SIGTERM) == previous
+
+
+def test_instruments_that_fail_to_open_after_locking_reset_the_lock_before_shutting_nvml():
+    # Instruments.open reads the device after the lock: a failure there left the GPU locked with
+    # NVML open, to be reset only at interpreter exit (and a failed acquire shut NVML down first,
+    # so that the exit hook's reset could no longer reach the device)
+    fake = FakeNvml()
+
+    def fails(handle):
+        raise RuntimeError("the driver went away")
+
+    fake.nvmlDeviceGetName = fails
+    with pytest.raises(RuntimeError, match="the driver went away"):
+        Instruments.open(gpu=True, nvml_module=fake, lock_request=LockRequest("max"))
+    assert fake.locked_sm is None
+    names = [name for name, _ in fake.calls]
+    assert names.index("nvmlDeviceResetGpuLockedClocks") < names.index("nvmlShutdown")
