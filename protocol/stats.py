@@ -149,9 +149,34 @@ def hierarchical_ratio(a, b, processes, *, resamples: int = MIN_RESAMPLES, seed:
     ratios = b / a
     groups = [ratios[codes == g] for g in range(count)]
     medians = hierarchical_medians(groups, resamples=resamples, rng=np.random.default_rng(seed))
-    lo, hi = np.percentile(medians, [2.5, 97.5])
+    lo, hi = percentile_interval(medians)
     return PairedRatio(float(np.median(ratios)), float(lo), float(hi), int(a.size), resamples, seed,
                        processes=count)
+
+
+def percentile_interval(values) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of bootstrap values, as NumPy's default (linear) percentile
+    gives them. An infinite value (a pair whose A time is 0 ms has an infinite ratio) is a bound
+    of its own: NumPy interpolates next to one as ``inf - inf``, a NaN that the verdict read as a
+    difference ("B faster by 0.0 % [nan, 0.0]"); here a percentile reached from an infinity is that
+    infinity, as SciPy's percentile bootstrap (:func:`paired_ratio`) gives it."""
+    x = np.asarray(values, dtype=np.float64)
+    if np.isfinite(x).all() or np.isnan(x).any():
+        lo, hi = np.percentile(x, [2.5, 97.5])
+        return float(lo), float(hi)
+    x = np.sort(x)
+    bounds = []
+    for q in (0.025, 0.975):
+        at = q * (x.size - 1)
+        below, above = x[int(math.floor(at))], x[int(math.ceil(at))]
+        fraction = at - math.floor(at)
+        if below == above or fraction == 0:
+            bounds.append(float(below))
+        elif math.isinf(below) or math.isinf(above):
+            bounds.append(float(below if math.isinf(below) else above))
+        else:
+            bounds.append(float(np.percentile(x, 100 * q)))
+    return bounds[0], bounds[1]
 
 
 # resamples are drawn in chunks of at most this many values, so memory stays bounded for long cells
@@ -235,8 +260,8 @@ def _rng_argument(seed: int) -> dict:
 
 def verdict(ratio: PairedRatio) -> str:
     """``B slower by x % [lo, hi]``, ``B faster by x % [lo, hi]`` or ``no difference detected``."""
-    if ratio.pairs == 0 or math.isnan(ratio.median):
-        return "not measured"
+    if ratio.pairs == 0 or any(map(math.isnan, (ratio.median, ratio.lo, ratio.hi))):
+        return "not measured"  # a NaN bound says nothing: never read as a difference
     if ratio.contains_one:
         return "no difference detected"
     if ratio.lo > 1.0:
@@ -276,6 +301,7 @@ __all__ = [
     "BOOTSTRAP_BATCH_VALUES",
     "hierarchical_ratio",
     "hierarchical_medians",
+    "percentile_interval",
     "ProcessSpread",
     "process_spread",
     "verdict",

@@ -254,3 +254,38 @@ def test_process_spread_by_hand():
     assert spread.between == pytest.approx((2.2 - 1.05) / 1.625)
     one = S.process_spread([1, 1, 1], [1.0, 1.2, 1.1], [0, 0, 0])
     assert one.processes == 1 and one.between is None and one.within == pytest.approx(0.1 / 1.1)
+
+
+# -- a time of zero: a pair whose ratio is infinite ----------------------------------------------
+def test_an_infinite_pair_ratio_gives_an_open_interval_not_a_nan_bound():
+    # a round of side A timed at 0 ms (CUDA events resolve about 0.5 us) makes its pair's ratio
+    # infinite; the hierarchical bootstrap's percentile interpolated inf - inf into a NaN upper
+    # bound, and the verdict read [1.0, NaN] as "B faster by 0.0 % [nan, 0.0]"
+    a = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    b = [1.0, 1.0, 1.0, 1.0, 1.0, 1.1]
+    r = S.hierarchical_ratio(a, b, [0, 1, 0, 1, 0, 1], seed=0)
+    assert r.processes == 2 and r.median == 1.0
+    assert not math.isnan(r.lo) and not math.isnan(r.hi)
+    assert r.hi == math.inf and r.lo <= 1.0
+    assert S.verdict(r) == "no difference detected"
+    # the same pairs in one process: SciPy's bootstrap, which says the same
+    one = S.hierarchical_ratio(a, b, [0] * 6, seed=0)
+    assert one.hi == math.inf and S.verdict(one) == "no difference detected"
+
+
+def test_the_interval_of_finite_ratios_is_numpys_percentile_as_before():
+    rng = np.random.default_rng(3)
+    a = rng.normal(10.0, 0.3, 40)
+    b = a * rng.normal(1.02, 0.01, 40)
+    processes = np.repeat([0, 1, 2, 3], 10)
+    r = S.hierarchical_ratio(a, b, processes, seed=4)
+    groups = [(b / a)[processes == g] for g in range(4)]
+    medians = S.hierarchical_medians(groups, resamples=2000, rng=np.random.default_rng(4))
+    lo, hi = np.percentile(medians, [2.5, 97.5])
+    assert (r.lo, r.hi) == (float(lo), float(hi))
+
+
+@pytest.mark.parametrize("lo, hi", [(math.nan, 0.99), (1.01, math.nan), (math.nan, math.nan)])
+def test_a_verdict_never_claims_a_difference_from_a_nan_bound(lo, hi):
+    ratio = S.PairedRatio(1.0, lo, hi, 10, 2000, 0)
+    assert S.verdict(ratio) == "not measured"
