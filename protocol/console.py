@@ -67,6 +67,8 @@ def _ms(v) -> str:
 
 
 def print_summary_table(store: RecordStore, *, console: Console | None = None) -> None:
+    from .report import fmt_ratio  # the report's own formatting (imported late: matplotlib)
+
     summary = store.read_summary()
     if summary is None:
         return
@@ -79,7 +81,9 @@ def print_summary_table(store: RecordStore, *, console: Console | None = None) -
         region = c["regions"].get(c["primary_region"], {})
         a = region.get("A", {}).get("median")
         b = region.get("B", {}).get("median")
-        ratio = "-" if c["ratio"] is None else f"{c['ratio']:.3f} [{c['ratio_lo']:.3f}, {c['ratio_hi']:.3f}]"
+        # a bound may be null (an infinite one: a round timed at 0 ms): shown as the report shows it
+        ratio = "-" if c["ratio"] is None else (f"{fmt_ratio(c['ratio'])} [{fmt_ratio(c['ratio_lo'])}, "
+                                                f"{fmt_ratio(c['ratio_hi'])}]")
         s = c["syncs"]
         flags = [f for f in ("noisy", "provisional") if c[f]]
         if c["status"] != "done":

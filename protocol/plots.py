@@ -51,11 +51,16 @@ def ratio_against_syncs(summary: dict, path: Path) -> Path:
         if cell["ratio"] is None or syncs is None:
             continue
         lo, hi = cell["ratio_lo"], cell["ratio_hi"]
-        # a percentile interval need not hold the paired median; matplotlib refuses a negative bar
-        below, above = max(cell["ratio"] - lo, 0.0), max(hi - cell["ratio"], 0.0)
+        # a percentile interval need not hold the paired median; matplotlib refuses a negative bar.
+        # A null bound is an infinite one (a round timed at 0 ms; JSON holds no infinity): no bar
+        # on that side, and the label says the interval is open there
+        below = 0.0 if lo is None else max(cell["ratio"] - lo, 0.0)
+        above = 0.0 if hi is None else max(hi - cell["ratio"], 0.0)
         ax.errorbar([syncs], [cell["ratio"]], yerr=[[below], [above]],
                     fmt="o", capsize=3, markersize=4)
-        ax.annotate(cell["cell"], (syncs, cell["ratio"]), fontsize=6, xytext=(3, 3),
+        open_ends = [name for name, bound in (("lower", lo), ("upper", hi)) if bound is None]
+        label = cell["cell"] + (f" (no {' or '.join(open_ends)} bound)" if open_ends else "")
+        ax.annotate(label, (syncs, cell["ratio"]), fontsize=6, xytext=(3, 3),
                     textcoords="offset points")
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xlabel(f"host synchronizations of B ({summary['sides']['B']}), median per update")
