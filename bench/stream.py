@@ -712,7 +712,7 @@ def write_outputs(out: Path, record: dict, times: dict) -> None:
 
 
 # -- the command ---------------------------------------------------------------------------------
-def check_sizes(batches: int, batch_size: int, warmup: int) -> None:
+def check_sizes(batches: int, batch_size: int, warmup: int, seed: int = DEFAULT_SEED) -> None:
     if batches < 1:
         raise UsageError(f"--batches {batches}: at least 1")
     if batch_size < 4 or batch_size % 4:
@@ -720,6 +720,8 @@ def check_sizes(batches: int, batch_size: int, warmup: int) -> None:
                          "a quarter inserts pairs, both arcs each)")
     if not 0 <= warmup < batches:
         raise UsageError(f"--warmup {warmup}: between 0 and --batches - 1 ({batches - 1}), so some batches are timed")
+    if seed < 0:  # NumPy's generators take no negative seed: refused before the graph is read
+        raise UsageError(f"--seed {seed}: expected an integer >= 0")
 
 
 def check_graph(graph, spec) -> None:
@@ -767,7 +769,7 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
         progress=True, command=None, interleave=False) -> int:
     """The benchmark with plain arguments (``spec``: a bench.graph_file.GraphFileSpec); the exit
     status. ProtocolError (usage, environment) is raised for the caller to report."""
-    check_sizes(batches, batch_size, warmup)
+    check_sizes(batches, batch_size, warmup, seed)
     check_graph(graph, spec)
     engines = choose_engines(engines)
     out_dir = prepare_out(out)

@@ -212,6 +212,7 @@ def test_a_result_that_differs_from_the_host_reference_is_exit_1(monkeypatch, ed
     (["--graph", "uspowergrid", "--batches", "many"], "invalid int value"),
     (["--graph", "uspowergrid", "--engines", "host", "gpu"], "--engines host gpu"),
     (["--graph", "uspowergrid", "--engines", "host", "host"], "at most once"),
+    (["--graph", "uspowergrid", "--seed", "-1"], "--seed -1: expected an integer >= 0"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(no_cuda, argv, words, capsys):
     assert stream.main(argv) == 2
