@@ -45,7 +45,12 @@ def main(args) -> int:
 
     store = RecordStore(args.out or REPO_ROOT / "results")
     target = Path(args.to) if args.to else store.root / REPORT_NAME if args.write else None
-    holder = running_campaign(store.root)
+    if store.root.exists() and not store.root.is_dir():
+        print(f"perf_ab.py report: error: --out {store.root} is a file, not a campaign's records folder",
+              file=sys.stderr)
+        return int(ExitCode.USAGE)
+    # no folder (missing, or under a file): no campaign runs there; read_campaign names what is missing
+    holder = running_campaign(store.root) if store.root.is_dir() else None
     if holder is not None:  # its records are half written: a report now would mix rounds in flight
         print(f"perf_ab.py report: error: a campaign is running in {store.root} ({holder}): render its "
               "report when it has ended (it renders its own at its end)", file=sys.stderr)
