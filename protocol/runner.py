@@ -162,6 +162,8 @@ class CampaignRunner:
         self._started_cells: set = set()
         self.campaign: dict = {}
         self.session = 0
+        self._fresh = False  # the campaign opened is a new one (its folder's old rounds go)
+        self._written = False  # the opened campaign is on disk (_write_opened)
 
     @property
     def worker_mode(self) -> str:
@@ -203,13 +205,12 @@ class CampaignRunner:
             self.session = len(campaign["sessions"])
             campaign["sessions"].append(self._session_record(resumed=True, git=self._code_state()))
             campaign["finished_utc"] = None
+            self._fresh = False
         else:
             if self.resume:  # round files without campaign.json: refused, never cleared (the sweep's
                 self.store.check_resumable()  # campaigns come here without check_out_records)
             git = self._code_state()
-            self.store.clear_rounds()
-            if self.store.summary_path.exists():
-                self.store.summary_path.unlink()
+            self._fresh = True
             env = self._environment or {"host": host_info()}
             campaign = {
                 "schema_version": SCHEMA_VERSION,
@@ -227,7 +228,22 @@ class CampaignRunner:
                 "sessions": [self._session_record(resumed=False, git=git)],
             }
         self.campaign = campaign
-        self.store.write_campaign(campaign)
+        self._written = False
+
+    def _write_opened(self) -> None:
+        """The opened campaign on disk, once: before the first graph's inputs are recorded (their
+        plan checked first), or at the end when there were none. Until then a refused input (a
+        batch or objective the graph lacks, changed inputs on --resume) has written nothing: no new
+        campaign of no cells that the corrected run is refused over, no session of a resume that
+        never ran. A new campaign replaces the folder's round files and summary here."""
+        if self._written:
+            return
+        self._written = True
+        if self._fresh:
+            self.store.clear_rounds()
+            if self.store.summary_path.exists():
+                self.store.summary_path.unlink()
+        self.store.write_campaign(self.campaign)
 
     def _record_input(self, gi) -> None:
         entry = {
@@ -250,6 +266,7 @@ class CampaignRunner:
                 break
         else:
             self.campaign["inputs"].append(entry)
+        self._write_opened()
         self.store.write_campaign(self.campaign)
 
     def _set_cell(self, key: str, **values) -> None:
@@ -291,8 +308,8 @@ class CampaignRunner:
         """The inputs as they come (prepared one at a time), recorded and planned; the plans are
         kept for the later passes (without the inputs where a loader reads them again)."""
         for gi in inputs:
+            plan = self._plan_graph(gi, first=not plans)  # refused before anything of it is recorded
             self._record_input(gi)
-            plan = self._plan_graph(gi, first=not plans)
             plans.append(plan)
             del gi  # a worker process loads its own copy: hold none here while it measures
             yield plan
@@ -528,6 +545,7 @@ class CampaignRunner:
             self.progress.cell_finished(cell.key, status, detail)
 
     def finish(self) -> ExitCode:
+        self._write_opened()  # a campaign of no inputs is recorded too
         summary = build_summary(self.store.read_rounds(), self.campaign)
         self.store.write_summary(summary)
         # the lock's "held under load" is known only after the first warm-up

@@ -334,6 +334,29 @@ def test_unknown_batch_or_objective_is_usage_error(toy, tmp_path):
         run(host_config(objectives=[3]), [toy], tmp_path / "k")
 
 
+def test_an_unknown_batch_or_objective_writes_nothing_so_the_corrected_campaign_runs(toy, tmp_path):
+    # the first graph's plan is refused before any record is written: the folder held a campaign
+    # of no cells, and the corrected run was refused ("holds the unfinished campaign")
+    from protocol.campaign import run_campaign
+
+    out = tmp_path / "out"
+    assert run_campaign(host_config(batches=["nope"]), [toy], out, progress=False) == ExitCode.USAGE
+    assert not RecordStore(out).holds_records()
+    assert run_campaign(host_config(objectives=[7]), [toy], out, progress=False) == ExitCode.USAGE
+    assert not RecordStore(out).holds_records()
+    assert run_campaign(host_config(), [toy], out, progress=False) == ExitCode.OK
+
+
+def test_a_resume_refused_for_its_inputs_adds_no_session(toy, tmp_path):
+    code, store = run(host_config(rounds=5), [toy], tmp_path)
+    assert code == ExitCode.OK
+    before = store.campaign_path.read_bytes()
+    renamed = dataclasses.replace(toy, batches={"other": toy.batches["mixed"]})
+    with pytest.raises(UsageError, match="the inputs of toy changed"):
+        run(host_config(rounds=5), [renamed], tmp_path, resume=True)
+    assert store.campaign_path.read_bytes() == before  # no session of a resume that never ran
+
+
 def test_engine_error_in_the_guard_fails_only_that_cell(toy, tmp_path):
 
 
