@@ -254,6 +254,8 @@ class SweepStore:
             record = json.loads(self.sweep_path.read_text())
         except FileNotFoundError:
             raise UsageError(f"no sweep records in {self.root} (sweep.json is missing)") from None
+        except NotADirectoryError:  # the folder, or one above it, is a file: nothing is damaged
+            raise UsageError(f"no sweep records in {self.root}: it is not a folder") from None
         except (OSError, ValueError) as exc:
             raise UsageError(f"{self.sweep_path}: damaged ({exc})") from None
         if not isinstance(record, dict) or record.get("schema") != SWEEP_SCHEMA:

@@ -81,10 +81,7 @@ def _localities(args) -> list[str]:
 
 
 def _objectives(args) -> list[int]:
-    try:
-        values = [int(k) for k in options.split_names(args.objectives) or ["0"]]
-    except ValueError as exc:
-        raise UsageError(f"--objectives: {exc}") from None
+    values = options.parse_objectives(args.objectives) or [0]
     if any(k < 0 for k in values):
         raise UsageError("--objectives: objectives are numbered from 0")
     return sorted(set(values))
@@ -278,6 +275,10 @@ def run_sweep(args) -> int:
                     _written(args, out))
                 del prepared
                 n, m = gi.graph.num_vertices, gi.graph.num_edges
+                if not gi.batches:  # every size dropped: nothing to measure on this graph
+                    reasons = "; ".join(f"{size_label(d['size'])}: {d['reason']}" for d in dropped)
+                    raise UsageError(f"--sizes: no batch can be drawn on {graph} ({m:,} edges) at any size asked "
+                                     f"for ({reasons}); choose sizes up to {m:,}")
                 for k in objectives:
                     if not 0 <= k < gi.graph.num_weights:
                         raise UsageError(f"--objectives: objective {k} outside [0, {gi.graph.num_weights}) for {graph}")

@@ -255,6 +255,16 @@ def test_sweep_store_refuses_other_versions_and_damage(tmp_path):
         store.read_sweep()
 
 
+def test_report_only_on_an_out_that_is_a_file_names_it_not_a_damaged_record(tmp_path, capsys):
+    """sweep --report-only --out FILE said 'FILE/sweep.json: damaged ([Errno 20] Not a directory ...)'."""
+    out = tmp_path / "sweep.md"
+    out.write_text("x")
+    assert sweep_cmd.cli(["--report-only", "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"no sweep records in {out}: it is not a folder" in err and "damaged" not in err
+    assert out.read_text() == "x"
+
+
 # -- end to end on a tiny graph (host engine) -----------------------------------------------------
 def _tiny_graph_file(folder, n=300, m=900, seed=1):
     return connected_edge_list(folder, "tiny.edges", n, m, seed)
@@ -488,6 +498,7 @@ def test_host_sweep_in_worker_processes(tmp_path):
     (["--engines", "cuda:nope"], "unknown side"),
     (["--localities", "nearby"], "--localities"),
     (["--sizes", "0"], "--sizes"),
+    (["--objectives", "0,x"], "--objectives: 'x' is not an objective (a weight column's number, from 0)"),
     (["--graphs", "no-such-gate"], "unknown gate"),
 ])
 def test_bad_arguments_are_refused_before_any_record(tmp_path, capsys, extra, message):
@@ -570,3 +581,17 @@ def test_a_failed_write_advises_what_can_help(tmp_path, capsys, monkeypatch, mod
     err = capsys.readouterr().err
     assert err.rstrip().endswith(advice), err
     assert "cannot write the records" in err
+
+
+def test_sizes_that_no_batch_of_the_graph_can_hold_are_exit_2_naming_the_graph(tmp_path, capsys):
+    """Every size above the graph's edge count: each is dropped, so no batch is left to measure (it
+    raised an IndexError in the runner, exit 1, with a traceback)."""
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "1M", "--rounds", "6", "--processes", "1",
+            "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress", "--no-control",
+            "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
+    assert sweep_cmd.cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    assert "--sizes: no batch can be drawn on tiny (600 edges)" in err and "1M: more changes than" in err
+    assert not list((tmp_path / "out").glob("campaigns/*/*/rounds/*"))  # nothing measured
