@@ -71,6 +71,19 @@ BATCH_SPECS = (
 )
 
 
+def check_batch_names(names) -> None:
+    """A command's refusal of ``--batches`` names no graph has, before any work (every graph,
+    gate or file, gets the same BATCH_SPECS): UsageError naming them and the known ones."""
+    from protocol.errors import UsageError
+
+    known = [s.name for s in BATCH_SPECS]
+    if names is not None and not names:  # given, but only commas: not 'every batch'
+        raise UsageError(f"--batches: no batch named (every graph has {', '.join(known)})")
+    unknown = [b for b in names or [] if b not in known]
+    if unknown:
+        raise UsageError(f"--batches: no batch named {', '.join(unknown)} (every graph has {', '.join(known)})")
+
+
 @dataclass
 class BatchArrays:
     """The five int64 arrays of a batch (what engines.Batch is built from) and its facts."""

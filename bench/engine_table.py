@@ -58,7 +58,8 @@ interrupt.guard(__name__, "engine_table.py")
 import numpy as np
 
 from bench import floor, generators, host_bench, options
-from bench.gates import GATE_NAMES
+from bench.batches import check_batch_names
+from bench.gates import GATE_NAMES, check_gate_names
 from bench.prepare import prepare_gate
 from engines import Batch, Graph, sssp
 from engines.config import EngineConfig
@@ -559,6 +560,11 @@ def _main(argv) -> int:
         raise UsageError("nothing to measure: name --graphs or give --random-graph")
     if not 0 <= args.objective < NUM_WEIGHTS:
         raise UsageError(f"--objective must be in [0, {NUM_WEIGHTS})")
+    if args.warmup < 0:
+        raise UsageError("--warmup must be at least 0")
+    check_gate_names(args.graphs)  # names the table cannot measure: refused before any GPU time
+    # a misspelt batch measured nothing on its gate, silently (--batches alone: every batch)
+    check_batch_names(args.batches or None)
     if args.out:  # before any GPU time: one line, not the first write's traceback
         records.writable_folder(args.out, f"--out {args.out}")
     for engine in CUDA_ENGINES:  # every CUDA engine of the table must run here

@@ -238,11 +238,7 @@ def _gate_names(args, spec) -> list[str]:
 
 def _objectives(args) -> list[int] | None:
     """``--objectives`` as integers (None: every objective)."""
-    objectives = _split_list(args.objectives)
-    try:
-        return None if objectives is None else [int(k) for k in objectives]
-    except ValueError as exc:
-        raise UsageError(f"--objectives: {exc}") from None
+    return options.parse_objectives(args.objectives)
 
 
 def _check_selection(args, spec) -> None:
@@ -251,13 +247,10 @@ def _check_selection(args, spec) -> None:
     ``--force`` gets past (issue 28). Every graph gets the same three batches; the gates and a
     graph file with drawn weights have K = 3 objectives (a file's own weights are counted once it
     is identified: _check_file_objectives)."""
-    from bench.batches import BATCH_SPECS
+    from bench.batches import check_batch_names
     from bench.weights import NUM_OBJECTIVES
 
-    known = [s.name for s in BATCH_SPECS]
-    unknown = [b for b in _split_list(args.batches) or [] if b not in known]
-    if unknown:
-        raise UsageError(f"--batches: no batch named {', '.join(unknown)} (every graph has {', '.join(known)})")
+    check_batch_names(_split_list(args.batches))
     count = None if spec is not None and spec.weights == "file" else NUM_OBJECTIVES
     for k in _objectives(args) or []:
         if k < 0:

@@ -36,9 +36,44 @@ def split_names(values) -> list[str] | None:
     return [part for value in values for part in value.split(",") if part]
 
 
+def parse_objectives(values) -> list[int] | None:
+    """``--objectives`` (space- or comma-separated) as integers; None stays None. A word that is no
+    integer is a UsageError naming it (Python's own 'invalid literal for int()' was shown)."""
+    from protocol.errors import UsageError
+
+    names = split_names(values)
+    if names is None:
+        return None
+    if not names:
+        raise UsageError("--objectives: no objective given (only commas)")
+    try:
+        return [int(k) for k in names]
+    except ValueError:
+        bad = next(k for k in names if not _is_integer(k))
+        raise UsageError(f"--objectives: {bad!r} is not an objective (a weight column's number, from 0)") from None
+
+
+def _is_integer(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 class _SplitNames(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, split_names(values))
+
+
+class _SplitSomeNames(_SplitNames):
+    """``_SplitNames`` for an option whose names may not all be empty (``--graphs ,`` measured
+    nothing and exited 0)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if not split_names(values):
+            parser.error(f"argument {option_string}: no name given (only commas)")
+        super().__call__(parser, namespace, values, option_string)
 
 
 def add_graphs_option(parser, *, default=None, allow_empty: bool = False, note: str = "") -> None:
@@ -47,7 +82,8 @@ def add_graphs_option(parser, *, default=None, allow_empty: bool = False, note: 
     is an empty list (a command that measures something else then)."""
     gates = GATE_NAMES if default is None else tuple(default)
     shown = ("the four gates " if gates == GATE_NAMES else "") + " ".join(gates)
-    parser.add_argument("--graphs", nargs="*" if allow_empty else "+", action=_SplitNames, metavar="NAME",
+    parser.add_argument("--graphs", nargs="*" if allow_empty else "+", action=_SplitNames if allow_empty else
+                        _SplitSomeNames, metavar="NAME",
                         default=None if default is None else list(default),
                         help=f"gate names, space- or comma-separated, of {' '.join(ALL_GATES)} "
                              f"(default: {shown}{note})")

@@ -109,7 +109,11 @@ def test_command_line_refusals(capsys):
     assert capsys.readouterr().err == "engine_table.py: nothing to measure: name --graphs or give --random-graph\n"
     for argv, line in ((["--repeats", "5"], "--repeats must be at least 11"),
                        (["--host-repeats", "-1"], "--host-repeats must be at least 0"),
-                       (["--objective", "9"], "--objective must be in [0, ")):
+                       (["--objective", "9"], "--objective must be in [0, "),
+                       (["--warmup", "-1"], "--warmup must be at least 0"),
+                       # refused before any GPU time: a misspelt batch measured nothing on its gate
+                       (["--batches", "safe50"], "--batches: no batch named safe50 (every graph has safe50k, "),
+                       (["--graphs", "roadnet-pa"], "unknown gate name(s): roadnet-pa (known: ")):
         assert et.main(["--graphs", "roadNet-PA", *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"engine_table.py: {line}") and err.count("\n") == 1

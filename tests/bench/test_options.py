@@ -120,3 +120,44 @@ def test_table_out_same(command, files):
 def test_phase_breakdown_table_file_keeps_out():
     assert parse("phase_breakdown", "--table-file", "t.md").out == "t.md"
     assert parse("phase_breakdown", "--out", "t.md").out == "t.md"
+
+
+def test_objectives_are_integers_and_a_word_that_is_none_is_named():
+    from protocol.errors import UsageError
+
+    assert options.parse_objectives(None) is None
+    assert options.parse_objectives(["0,2", "1"]) == [0, 2, 1]
+    with pytest.raises(UsageError, match=r"^--objectives: 'two' is not an objective \(a weight column's number"):
+        options.parse_objectives(["0", "two"])
+
+
+def test_engines_names_an_objective_that_is_no_number_before_any_record(tmp_path, capsys):
+    from bench import perf_ab
+
+    out = tmp_path / "out"
+    assert perf_ab.main(["engines", "--sides", "host,host", "--graphs", "uspowergrid", "--objectives", "x",
+                         "--allow-dirty", "--no-progress", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--objectives: 'x' is not an objective" in err and "invalid literal" not in err
+    assert not out.exists()
+
+
+def test_only_commas_is_no_name_given_not_every_one(capsys):
+    """``--graphs ,`` ran nothing and exited 0 (host_bench printed an empty table); ``--objectives ,``
+    ended a campaign in an IndexError after campaign.json was written; ``--batches ,`` measured every
+    batch."""
+    from protocol.errors import UsageError
+
+    from bench.batches import check_batch_names
+
+    with pytest.raises(UsageError, match="^--objectives: no objective given"):
+        options.parse_objectives([","])
+    with pytest.raises(UsageError, match=r"^--batches: no batch named \(every graph has safe50k"):
+        check_batch_names([])
+    check_batch_names(None)  # not given: every batch
+    assert host_bench.main(["--graphs", ","]) == 2
+    assert "argument --graphs: no name given (only commas)" in capsys.readouterr().err
+    assert perf_ab.main(["prepare", "--graphs", ",", "--no-progress"]) == 2
+    assert "argument --graphs: no name given" in capsys.readouterr().err
+    # a command whose --graphs may be empty keeps the empty list (engine_table: only --random-graph)
+    assert engine_table.build_parser().parse_args(["--graphs", ","]).graphs == []
