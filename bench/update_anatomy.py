@@ -39,6 +39,7 @@ interrupt.guard(__name__, "update_anatomy.py")
 import numpy as np  # noqa: E402
 
 from engines.exitcodes import ExitCode  # noqa: E402
+from protocol.errors import EnvironmentProblem, UsageError  # noqa: E402
 from engines.sssp.options import UPDATE_LAUNCHES, Options  # noqa: E402
 
 SPIN_SOURCE = r"""
@@ -206,8 +207,7 @@ def launch_ab(args, batches, fresh) -> int:
     import os
 
     if args.ab_env:  # one launch ("graph"), two values of the variable
-        name, values = args.ab_env.split("=", 1)
-        a, b = values.split(",")
+        name, (a, b) = parse_ab_env(args.ab_env)
         setting = {a: (name, a), b: (name, b)}
         sides = {a: fresh("graph"), b: fresh("graph")}
     else:
@@ -232,12 +232,53 @@ def launch_ab(args, batches, fresh) -> int:
     return ExitCode.OK if trees[a] == trees[b] else ExitCode.CORRECTNESS
 
 
+def parse_ab_env(text: str) -> tuple[str, tuple[str, str]]:
+    """``--ab-env NAME=A,B`` -> (NAME, (A, B)): two distinct values of one variable."""
+    name, _, values = text.partition("=")
+    parts = values.split(",")
+    if not name or len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
+        raise argparse.ArgumentTypeError(f"--ab-env {text!r}: expected NAME=A,B with two different values "
+                                         "(e.g. ENGINES_FUSED_GRID=work,device)")
+    return name, (parts[0], parts[1])
+
+
+def ab_env_text(text: str) -> str:
+    """argparse's type of ``--ab-env``: the text, once :func:`parse_ab_env` reads it."""
+    parse_ab_env(text)
+    return text
+
+
+ab_env_text.__name__ = "NAME=A,B"  # argparse names the type in its error
+
+
+def check_arguments(args) -> None:
+    """The refusals that need no GPU, before anything is loaded (UsageError, one line)."""
+    from bench import stream as st
+    from bench.gates import check_gate_names
+    from engines.io.outputs import output_problem
+
+    if not args.micro:
+        if (args.graph is None) == (args.random_graph is None):
+            raise UsageError("name one graph: --graph NAME or --random-graph N,M")
+        if args.graph is not None:
+            check_gate_names([args.graph])
+        st.check_sizes(args.batches, args.batch_size, 0)  # the stream's own rules for --batches, --batch-size
+        if args.warmup < 0:
+            raise UsageError(f"--warmup {args.warmup}: at least 0")
+        if args.profile_top < 1:
+            raise UsageError(f"--profile-top {args.profile_top}: at least 1")
+        problem = args.profile_out and output_problem(args.profile_out, folder=False)
+        if problem:
+            raise UsageError(f"--profile-out: {problem}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from bench import options
+    from bench.engine_table import parse_random_graph
 
     ap = argparse.ArgumentParser(prog="update_anatomy.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--graph", default=None, help="a gate to stream batches on")
-    ap.add_argument("--random-graph", default=None, metavar="N,M",
+    ap.add_argument("--random-graph", default=None, metavar="N,M", type=parse_random_graph,
                     help="a symmetric random graph of N vertices and M arcs instead")
     ap.add_argument("--engine", default="fused", choices=("fused", "operators"))
     ap.add_argument("--batches", type=int, default=300)
@@ -250,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--only-plain", action="store_true")
     ap.add_argument("--ab", action="store_true",
                     help="the two update launches interleaved batch by batch (each on its own graph)")
-    ap.add_argument("--ab-env", default=None, metavar="NAME=A,B",
+    ap.add_argument("--ab-env", default=None, metavar="NAME=A,B", type=ab_env_text,
                     help="instead of the launches, A/B two values of an environment variable the engines read "
                          "at each update (e.g. ENGINES_FUSED_GRID=work,device), interleaved the same way")
     # the library's default (Options.update_launch), so that --ab-env A/Bs measure what users run
@@ -261,8 +302,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    ap = build_parser()
-    args = ap.parse_args(argv)
+    from protocol.errors import run_command
+
+    return run_command(lambda: _main(argv), prefix="update_anatomy.py: ")
+
+
+def _main(argv) -> int:
+    from bench.has_gpu import gpu_problem
+
+    args = build_parser().parse_args(argv)
+    check_arguments(args)
+    problem = gpu_problem()
+    if problem:
+        raise EnvironmentProblem(f"needs a CUDA GPU (it times the CUDA engines' update()): {problem}")
     if args.micro:
         return micro()
 
@@ -277,11 +329,11 @@ def main(argv=None) -> int:
     if args.random_graph:
         from bench.engine_table import random_graph  # the one random-graph generator of the tables
 
-        graph = random_graph(*(int(x) for x in args.random_graph.split(",")))
+        graph = random_graph(*args.random_graph)
         row_ptr, col_ind = np.asarray(graph.row_ptr), np.asarray(graph.col_ind)
         weights = np.asarray(graph.weights).reshape(graph.num_weights, -1).T.copy()
         source, tree = 0, None
-        name = f"random {args.random_graph}"
+        name = "random {},{}".format(*args.random_graph)
     else:
         data = st.load_input(graph=args.graph, data_dir=args.data_dir, cache_dir=args.cache_dir, progress=False)
         row_ptr, col_ind, weights, source, tree = data.row_ptr, data.col_ind, data.weights, data.source, data.tree

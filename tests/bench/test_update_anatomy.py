@@ -1,0 +1,65 @@
+"""bench/update_anatomy.py's refusals on any machine: a user's mistake is one line and exit 2
+before anything is loaded, a machine without a CUDA GPU exit 3 (it raised ModuleNotFoundError for
+cupy, or a ValueError for a bad --random-graph or --ab-env, with a traceback)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import update_anatomy
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    from bench import has_gpu
+
+    monkeypatch.setattr(has_gpu, "gpu_problem", lambda: "no CUDA driver (a test)")
+
+
+@pytest.mark.parametrize("argv, words", [
+    ([], "name one graph: --graph NAME or --random-graph N,M"),
+    (["--graph", "uspowergrid", "--random-graph", "100,200"], "name one graph"),
+    (["--graph", "no-such-gate"], "unknown gate name(s): no-such-gate"),
+    (["--graph", "uspowergrid", "--batches", "0"], "--batches 0: at least 1"),
+    (["--graph", "uspowergrid", "--batch-size", "6"], "--batch-size 6: a positive multiple of 4"),
+    (["--graph", "uspowergrid", "--batch-size", "-4"], "--batch-size -4: a positive multiple of 4"),
+    (["--graph", "uspowergrid", "--warmup", "-1"], "--warmup -1: at least 0"),
+    (["--graph", "uspowergrid", "--profile-top", "0"], "--profile-top 0: at least 1"),
+])
+def test_usage_errors_are_one_line_and_exit_2_before_the_gpu_is_asked(no_gpu, argv, words, capsys):
+    assert update_anatomy.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("update_anatomy.py: ") and words in err
+
+
+def test_a_profile_out_that_is_a_folder_is_refused_before_measuring(no_gpu, tmp_path, capsys):
+    assert update_anatomy.main(["--graph", "uspowergrid", "--profile-out", str(tmp_path)]) == 2
+    assert f"--profile-out: {tmp_path} is a folder, not a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--random-graph", "10,x"], "expected N,M"),
+    (["--random-graph", "1,1"], "at least 2 vertices"),
+    (["--graph", "uspowergrid", "--ab-env", "FOO"], "expected NAME=A,B"),
+    (["--graph", "uspowergrid", "--ab-env", "FOO=1,2,3"], "expected NAME=A,B"),
+    (["--graph", "uspowergrid", "--ab-env", "FOO=1,1"], "two different values"),
+])
+def test_malformed_values_are_argparse_errors(no_gpu, argv, words, capsys):
+    assert update_anatomy.main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_ab_env_is_read_into_a_name_and_two_values():
+    assert update_anatomy.parse_ab_env("ENGINES_FUSED_GRID=work,device") == ("ENGINES_FUSED_GRID", ("work", "device"))
+    args = update_anatomy.build_parser().parse_args(["--graph", "uspowergrid", "--ab-env", "X=0,1"])
+    assert args.ab_env == "X=0,1"  # the text, as gpu_session.sh's test reads it
+    args = update_anatomy.build_parser().parse_args(["--random-graph", "4039,176000"])
+    assert args.random_graph == (4039, 176000)
+
+
+@pytest.mark.parametrize("argv", [["--graph", "uspowergrid"], ["--micro"]])
+def test_without_a_gpu_it_is_exit_3_naming_what_is_missing(no_gpu, argv, capsys):
+    assert update_anatomy.main(argv) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs a CUDA GPU" in err and "no CUDA driver (a test)" in err
