@@ -40,12 +40,12 @@ DEFAULT_WARMUP = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bench import options
+    from bench import engine_table, options
 
     ap = argparse.ArgumentParser(prog="fused_phases.py", description=__doc__.split("\n\n")[0])
     where = ap.add_mutually_exclusive_group(required=True)
     where.add_argument("--graph", help="a gate (prepared like make bench's inputs)")
-    where.add_argument("--random-graph", metavar="N,M",
+    where.add_argument("--random-graph", metavar="N,M", type=engine_table.parse_random_graph,
                        help="bench/engine_table.py's random graph of N vertices and about M arcs, with its 1 %% batch")
     ap.add_argument("--batch", default=None, help=f"the gate's batch (default {DEFAULT_BATCH})")
     ap.add_argument("--batch-size", type=int, default=None, metavar="B",
@@ -186,7 +186,7 @@ def load(args):
         if not 0 <= args.objective < engine_table.NUM_WEIGHTS:
             raise UsageError(f"--objective {args.objective}: the random graph has {engine_table.NUM_WEIGHTS} "
                              "weight columns")
-        n, m = engine_table.parse_random_graph(args.random_graph)
+        n, m = args.random_graph
         graph, tree, batch = engine_table.random_input(n, m, args.objective)
         return (engine_table.random_graph_name(n, m), graph, engine_table.SOURCE, tree,
                 engine_table.RANDOM_BATCH_NAME, batch)
@@ -305,6 +305,10 @@ def _main(argv) -> int:
         raise UsageError("--repeats must be at least 1 and --warmup at least 0")
     if args.batch_size is not None and (args.random_graph or args.batch or args.batch_size < 4 or args.batch_size % 4):
         raise UsageError("--batch-size takes a gate (--graph) without --batch, and a positive multiple of 4")
+    if args.graph is not None:
+        from bench.gates import check_gate_names
+
+        check_gate_names([args.graph])
     from bench.has_gpu import gpu_problem
 
     problem = gpu_problem()
