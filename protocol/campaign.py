@@ -73,10 +73,10 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
     sides = planted_delay.plant(sides, plant)
     return CampaignConfig(
         sides=sides,
-        graphs=None if graphs is None else list(graphs),
+        graphs=_as_list(graphs),
         graph_file=graph_file,
-        batches=None if batches is None else list(batches),
-        objectives=None if objectives is None else [int(k) for k in objectives],
+        batches=_as_list(batches),
+        objectives=_as_list(objectives),  # CampaignConfig checks the items (int(1.5) was 1)
         rounds=rounds,
         warmup=warmup,
         processes=processes,
@@ -104,6 +104,17 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
         discard_after_clock_change=discard_after_clock_change,
         protocol=protocol,
     )
+
+
+def _as_list(values):
+    """A selection as a list (any iterable but a string); anything else as it is, for
+    CampaignConfig to refuse by name."""
+    if values is None or isinstance(values, (str, bytes)):
+        return values
+    try:
+        return list(values)
+    except TypeError:
+        return values
 
 
 # -- the records folder -------------------------------------------------------------------------

@@ -235,6 +235,28 @@ class CampaignConfig:
             if isinstance(value, bool) or not isinstance(value, wanted):
                 raise UsageError(f"{_option(name)} {value!r}: expected {'an integer' if whole else 'a number'}")
             setattr(self, name, int(value) if whole else (value if type(value) in (int, float) else float(value)))
+        # the selections: lists of names, and of objective numbers (a string is no list of names:
+        # list("local10k") was eight one-letter batches; objectives=[1.5] was measured as objective 1)
+        for name, whole in (("graphs", False), ("batches", False), ("objectives", True)):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            wanted = "objective numbers" if whole else "names"
+            if not isinstance(value, (list, tuple)):
+                raise UsageError(f"--{name} {value!r}: expected a list of {wanted}")
+            for item in value:
+                if whole and (isinstance(item, bool) or not isinstance(item, numbers.Integral)):
+                    raise UsageError(f"--{name}: {item!r} is not an objective number (an integer)")
+                if not whole and not isinstance(item, str):
+                    raise UsageError(f"--{name}: {item!r} is not a name")
+            setattr(self, name, [int(item) for item in value] if whole else list(value))
+        if self.lock_clocks is not None:
+            if not isinstance(self.lock_clocks, str):  # lock_clocks=1500 was an AttributeError (.strip)
+                raise UsageError(f"--lock-clocks {self.lock_clocks!r}: expected base, max, '<SM MHz>' or "
+                                 "'<SM MHz>,<memory MHz>' (a string)")
+            from .clocks import LockRequest
+
+            LockRequest.parse(self.lock_clocks)  # its UsageError names what is wrong, before any work
 
     @property
     def cell_adaptive(self) -> bool:

@@ -86,3 +86,44 @@ def test_a_campaign_with_a_negative_seed_measures_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--seed -1" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "campaign.json").exists()
+
+
+# -- the selections ------------------------------------------------------------------------------
+@pytest.mark.parametrize("kw, message", [
+    ({"objectives": [1.5]}, r"--objectives: 1.5 is not an objective number"),
+    ({"objectives": [True]}, r"--objectives: True is not an objective number"),
+    ({"objectives": ["0"]}, r"--objectives: '0' is not an objective number"),
+    ({"objectives": 5}, r"--objectives 5: expected a list of objective numbers"),
+    ({"batches": "local10k"}, r"--batches 'local10k': expected a list of names"),
+    ({"batches": [1]}, r"--batches: 1 is not a name"),
+    ({"graphs": "roadNet-PA"}, r"--graphs 'roadNet-PA': expected a list of names"),
+])
+def test_a_selection_must_be_a_list_of_names_or_objective_numbers(kw, message):
+    # campaign_config took objectives=[1.5] as objective 1 (int()), a string of batches as its
+    # letters, and objectives=5 or ["x"] as a TypeError / ValueError traceback
+    from protocol.campaign import campaign_config
+
+    with pytest.raises(UsageError, match=message):
+        campaign_config(sides="host,host", **kw)
+    with pytest.raises(UsageError, match=message):
+        _config(**kw)
+
+
+def test_selections_of_numpy_values_and_tuples_are_taken_as_lists():
+    import numpy as np
+
+    from protocol.campaign import campaign_config
+
+    config = campaign_config(sides="host,host", objectives=np.array([0, 2]), batches=("local10k",))
+    assert config.objectives == [0, 2] and type(config.objectives[0]) is int
+    assert config.batches == ["local10k"]
+
+
+@pytest.mark.parametrize("value, message", [(1500, r"--lock-clocks 1500: expected base, max"),
+                                            ("fast", r"--lock-clocks 'fast': expected base, max")])
+def test_a_clock_lock_request_is_checked_with_the_other_parameters(value, message):
+    # lock_clocks=1500 (a number, not the option's text) was an AttributeError once the campaign
+    # opened its instruments; nothing here touches a clock (no NVML is opened)
+    with pytest.raises(UsageError, match=message):
+        _config(lock_clocks=value)
+    assert _config(lock_clocks="1500,2619").lock_clocks == "1500,2619"
