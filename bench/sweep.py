@@ -176,6 +176,9 @@ def sweep_input(prepared, sizes, localities, *, cache_dir=None):
                      "n": graph.num_vertices, "m": graph.num_edges,
                      "batches": sorted(b.digest for b in prepared.batches.values()),
                      "sizes": kept, "localities": list(localities), "radius": radius, "source": prepared.source,
+                     # the sizes dropped for the edge count: the cached record's "dropped" lists them
+                     # (two runs keeping the same sizes but asking for others read each other's)
+                     "too_large": [d["size"] for d in dropped],
                      "seed": batches_mod.BATCH_SEED, "generator": batches_mod.BATCH_GENERATOR_VERSION,
                      "version": SWEEP_BATCH_VERSION})
     folder = default_cache_dir(cache_dir) / "sweep"

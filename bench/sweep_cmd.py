@@ -252,13 +252,16 @@ def run_sweep(args) -> int:
         else:
             if args.force and (store.root / "campaigns").exists():
                 shutil.rmtree(store.root / "campaigns")
+            if args.force and store.has_sweep():  # replaced: not left beside its deleted campaigns
+                store.sweep_path.unlink()
             from protocol.runner import utc_now
 
             sweep = {"schema": SWEEP_SCHEMA, "schema_version": SWEEP_VERSION, "started_utc": utc_now(),
                      "parameters": params, "graphs": {},
                      "reproduce": _reproduce(_rebuild_argv(args, engines, sizes, localities, objectives, gates,
                                                            spec, out), out)}
-            store.write_sweep(sweep)
+            # written with the first graph that passes its checks (below): a graph refused for its
+            # sizes or objectives leaves no sweep.json that the corrected run is refused over
         loader = SweepInputs(args.data_dir, args.cache_dir, spec, tuple(sizes), tuple(localities))
         codes = []
         pci = cuda_device_info(device)["pci_bus_id"] if device is not None else None

@@ -594,4 +594,20 @@ def test_sizes_that_no_batch_of_the_graph_can_hold_are_exit_2_naming_the_graph(t
     err = capsys.readouterr().err
     assert "Traceback" not in err and "internal error" not in err
     assert "--sizes: no batch can be drawn on tiny (600 edges)" in err and "1M: more changes than" in err
-    assert not list((tmp_path / "out").glob("campaigns/*/*/rounds/*"))  # nothing measured
+    assert not (tmp_path / "out" / "sweep.json").exists()  # no sweep the corrected run is refused over
+    argv[argv.index("1M")] = "100"
+    assert sweep_cmd.cli(argv) == 0  # neither --force nor --resume needed
+
+
+def test_the_dropped_sizes_recorded_are_the_ones_asked_for_with_a_shared_cache(tmp_path):
+    """Two sweeps keeping the same sizes but dropping different ones: the second recorded the first's
+    dropped sizes, read back from the batch cache (its key had the kept sizes only)."""
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    for too_large, label in (("1M", 1_000_000), ("2M", 2_000_000)):
+        out = tmp_path / too_large
+        argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", too_large, "--localities", "local",
+                "--rounds", "6", "--processes", "1", "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress",
+                "--no-control", "--out", str(out), "--cache-dir", str(tmp_path / "cache")]
+        assert sweep_cmd.cli(argv) == 0
+        info = json.loads((out / "sweep.json").read_text())["graphs"]["tiny"]
+        assert info["sizes"] == [10] and [d["size"] for d in info["dropped"]] == [label]
