@@ -611,3 +611,16 @@ def test_the_dropped_sizes_recorded_are_the_ones_asked_for_with_a_shared_cache(t
         assert sweep_cmd.cli(argv) == 0
         info = json.loads((out / "sweep.json").read_text())["graphs"]["tiny"]
         assert info["sizes"] == [10] and [d["size"] for d in info["dropped"]] == [label]
+
+
+def test_force_with_sizes_refused_leaves_no_old_sweep_beside_deleted_campaigns(tmp_path, capsys):
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    out = tmp_path / "out"
+    argv = ["--engines", "host", "--graph-file", str(graph), "--sizes", "10", "--localities", "local",
+            "--rounds", "6", "--processes", "1", "--max-foreign-cpu", "64", "--allow-dirty", "--no-progress",
+            "--no-control", "--out", str(out), "--cache-dir", str(tmp_path / "cache")]
+    assert sweep_cmd.cli(argv) == 0
+    argv[argv.index("10")] = "1M"
+    assert sweep_cmd.cli([*argv, "--force"]) == 2  # --force replaces: the old campaigns go, and their sweep.json
+    assert "--sizes: no batch can be drawn on tiny" in capsys.readouterr().err
+    assert not (out / "sweep.json").exists() and not (out / "campaigns").exists()
