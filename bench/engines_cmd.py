@@ -279,14 +279,10 @@ def _check_outputs(args, out: str) -> None:
     holds a campaign (or round files) and neither ``--resume`` nor ``--force`` says what to do
     with it (protocol.md §9: no record is ever replaced silently), or (``--resume``) when the
     records to continue are damaged."""
-    from engines.io import default_cache_dir
-    from engines.io.outputs import output_problem
     from protocol.campaign import check_out_records, check_out_writable
 
     check_out_writable(out)
-    problem = output_problem(default_cache_dir(args.cache_dir), folder=True)
-    if problem:
-        raise UsageError(f"the cache folder cannot be written: {problem} (--cache-dir or $SSSPAB_CACHE_DIR)")
+    options.check_cache_dir(args.cache_dir)
     check_out_records(out, resume=args.resume, force=args.force)
 
 

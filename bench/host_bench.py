@@ -134,6 +134,9 @@ def run(graphs, batches, *, objective: int = 0, repeats: int = 3, warmup: int = 
     from bench.prepare_failures import prepared_in_cache
 
     check_gate_names(graphs)  # before the first gate's measurement
+    from bench import options
+
+    options.check_cache_dir(cache_dir)
     rows = []
     for name in graphs:
         # a bad or missing input, or a cache that cannot be written: one line and its status

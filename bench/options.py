@@ -100,6 +100,19 @@ def add_cache_dir_option(parser) -> None:
                         help="cache of prepared inputs (default: $SSSPAB_CACHE_DIR or <repo>/.cache)")
 
 
+def check_cache_dir(cache_dir) -> None:
+    """The inputs' cache (``--cache-dir``, else ``$SSSPAB_CACHE_DIR``, else ``<repo>/.cache``) can be
+    written: a UsageError naming the folder and what is wrong, before any input is read (a file
+    there was found only when the first prepared input was saved, as exit 3, after the hashing)."""
+    from engines.io import default_cache_dir
+    from engines.io.outputs import output_problem
+    from protocol.errors import UsageError
+
+    problem = output_problem(default_cache_dir(cache_dir), folder=True)
+    if problem:
+        raise UsageError(f"the cache folder cannot be written: {problem} (--cache-dir or $SSSPAB_CACHE_DIR)")
+
+
 def add_no_progress_option(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress display on stderr")
 

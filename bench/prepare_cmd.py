@@ -108,7 +108,6 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     from engines.io import default_cache_dir
-    from engines.io.outputs import output_problem
 
     try:
         spec = graph_file.spec_from_args(args)
@@ -125,12 +124,12 @@ def _main(args: argparse.Namespace) -> int:
         print(f"prepare: the graph file's name {spec.name} is also in --graphs; give it another with --name",
               file=sys.stderr)
         return int(ExitCode.USAGE)
-    cache_root = default_cache_dir(args.cache_dir)
-    problem = output_problem(cache_root, folder=True)
-    if problem:
-        print(f"prepare: the cache folder cannot be written: {problem} (--cache-dir or $SSSPAB_CACHE_DIR)",
-              file=sys.stderr)
+    try:
+        options.check_cache_dir(args.cache_dir)
+    except UsageError as exc:
+        print(f"prepare: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
+    cache_root = default_cache_dir(args.cache_dir)
     prepared = []
     for name, job in _jobs(names, spec, args):
         start = time.perf_counter()

@@ -773,6 +773,9 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
     check_graph(graph, spec)
     engines = choose_engines(engines)
     out_dir = prepare_out(out)
+    from bench import options
+
+    options.check_cache_dir(cache_dir)
     data = load_input(graph=graph, spec=spec, objective=objective, data_dir=data_dir, cache_dir=cache_dir,
                       progress=progress)
     stream = stream_batches(data.num_vertices, data.arc_sources(), data.col_ind, data.weights.shape[1],

@@ -226,6 +226,7 @@ def run_sweep(args) -> int:
     problem = output_problem(out, folder=True)
     if problem:
         raise UsageError(f"--out: the records folder cannot be written: {problem}")
+    options.check_cache_dir(args.cache_dir)
     lock = OutLock(out).acquire()
     try:
         store = SweepStore(out)

@@ -371,6 +371,11 @@ class CellRun:
             else:
                 rejected_pairs += 1
                 settling_pairs += _settling_pair(rows)
+                # a round left accepted beside its rejected partner (a campaign interrupted between
+                # the pair's two writes, before they were ordered): rejected with it, as the pair is
+                for i, row in zip(indexes, rows):
+                    if row["accepted"]:
+                        self.rounds.amend(i, accepted=False, reject_reason="pair repeated (other round rejected)")
         pair_index = max(by_pair, default=-1) + 1
         self.progress.cell_progress(self.key, accepted_pairs, unit.target)
         def counts_of() -> dict:
@@ -409,10 +414,13 @@ class CellRun:
                 if second_row["accepted"]:
                     second_row["accepted"] = False
                     second_row["reject_reason"] = f"pair repeated (other round: {first_row['reject_reason']})"
-                self._emit(second_row)
+                # the recorded first round is rejected before the second is written: an interrupt
+                # between the two writes leaves a half pair (rejected on resume), never an accepted
+                # round beside its rejected partner
                 if first_row["accepted"]:
                     self.rounds.amend(first_at, accepted=False,
                                       reject_reason=f"pair repeated (other round: {second_row['reject_reason']})")
+                self._emit(second_row)
                 rejected_pairs += 1
                 settling_pairs += _settling_pair([first_row, second_row])
             else:

@@ -161,3 +161,23 @@ def test_only_commas_is_no_name_given_not_every_one(capsys):
     assert "argument --graphs: no name given" in capsys.readouterr().err
     # a command whose --graphs may be empty keeps the empty list (engine_table: only --random-graph)
     assert engine_table.build_parser().parse_args(["--graphs", ","]).graphs == []
+
+
+@pytest.mark.parametrize("command", [
+    lambda cache, out: stream.main(["--graph", "uspowergrid", "--engines", "host", "--batches", "3", "--batch-size", "4",
+                                    "--warmup", "0", "--no-progress", "--cache-dir", cache]),
+    lambda cache, out: host_bench.main(["--graphs", "uspowergrid", "--repeats", "1", "--no-progress",
+                                        "--cache-dir", cache]),
+    lambda cache, out: perf_ab.main(["sweep", "--engines", "host", "--graphs", "uspowergrid", "--allow-dirty",
+                                     "--no-progress", "--out", out, "--cache-dir", cache]),
+    lambda cache, out: perf_ab.main(["prepare", "--graphs", "uspowergrid", "--no-progress", "--cache-dir", cache]),
+], ids=["stream", "host_bench", "sweep", "prepare"])
+def test_a_cache_dir_that_is_a_file_is_one_usage_line_before_any_input(command, tmp_path, capsys):
+    """stream, host_bench and sweep found it only when the first prepared input was saved (exit 3,
+    after the hashing); prepare and engines checked it first: now one check, options.check_cache_dir."""
+    cache = tmp_path / "cache.txt"
+    cache.write_text("x")
+    assert command(str(cache), str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert f"the cache folder cannot be written: {cache} exists and is not a folder" in err
+    assert "hashing" not in err and cache.read_text() == "x" and not (tmp_path / "out" / "sweep.json").exists()

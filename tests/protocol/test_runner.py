@@ -438,3 +438,55 @@ def test_resume_compares_the_inputs_by_batch_name_not_by_order():
     assert _input_digests(first) != _input_digests({"n": 5, "m": 9, "batches": [a, {**b, "sha256": "cc"}]})
     assert _input_digests(first) != _input_digests({"n": 5, "m": 9, "batches": [a]})
     assert _input_digests(first) != _input_digests({"n": 5, "m": 10, "batches": [a, b]})
+
+
+def test_an_interrupt_between_the_writes_of_a_rejected_pair_leaves_no_accepted_half(tmp_path, monkeypatch):
+    # a pair whose second round is rejected: the second round was written, then the first amended
+    # to rejected; Ctrl-C between the two writes left the first round accepted beside its rejected
+    # partner, and the side's statistics counted that unpaired round. The first is amended first now.
+    import protocol.records as records_module
+
+    inst = Instruments.open(gpu=False)
+    calls = {"n": 0}
+    end_round = inst.end_round
+
+    def judged(window):
+        fields, reason = end_round(window)
+        calls["n"] += 1
+        # warm-up: 2 rounds per side (calls 1-4); call 6 is the second round of pair 0
+        return fields, ("foreign GPU process(es): 4242" if calls["n"] == 6 else reason)
+
+    monkeypatch.setattr(inst, "end_round", judged)
+    append = records_module.CellRounds.append
+
+    def interrupted(self, *rows):
+        append(self, *rows)
+        if any(r["position"] == 1 and r["reject_reason"] for r in rows):
+            raise KeyboardInterrupt  # after the second round's write, before anything else
+
+    monkeypatch.setattr(records_module.CellRounds, "append", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(host_config(rounds=5), [small_graph_input()], tmp_path, instruments=inst)
+    monkeypatch.setattr(records_module.CellRounds, "append", append)
+    store = RecordStore(tmp_path)
+    rows = store.read_rounds()
+    pair = rows[(~rows["warmup"]) & (rows["pair_index"] == 0)]
+    assert len(pair) == 2 and not pair["accepted"].any(), pair[["position", "accepted", "reject_reason"]]
+    # records left by the earlier order (the first round still accepted) are mended on resume
+    import pyarrow.parquet as pq
+
+    [path] = (tmp_path / "rounds").glob("*.parquet")
+    table = pq.read_table(path)
+    old = table.to_pylist()
+    for row in old:
+        if not row["warmup"] and row["pair_index"] == 0 and row["position"] == 0:
+            row["accepted"], row["reject_reason"] = True, None
+    pq.write_table(table.from_pylist(old, schema=table.schema), path)
+    code, store = run(host_config(rounds=5), [small_graph_input()], tmp_path, resume=True)
+    cell = only_cell(store)
+    assert code == ExitCode.OK, (cell["status"], cell.get("detail"))
+    assert cell["accepted"] == {"A": 5, "B": 5} and cell["rejected_pairs"] == 1
+    rows = store.read_rounds()
+    pair = rows[(~rows["warmup"]) & (rows["pair_index"] == 0)]
+    assert not pair["accepted"].any()
+
