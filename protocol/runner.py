@@ -115,7 +115,15 @@ class _InProcessPass:
         self.measurer.close_graph()
 
     def abort(self) -> None:
-        pass  # an exception leaves the graph as it was when it arose
+        """The campaign is leaving on an error or an interrupt: the caller's graph (measured here,
+        in this process) goes back to its pre-batch state, which a resume with the same input
+        snapshots again (left post-batch, its guard failed against the prepared tree). A restore
+        that fails too (a device fault) leaves it as it was: the error being raised is the one
+        that matters."""
+        try:
+            self.measurer.close_graph()
+        except Exception:  # noqa: BLE001 (the original error or interrupt is re-raised by the caller)
+            pass
 
 
 class CampaignRunner:

@@ -490,3 +490,28 @@ def test_an_interrupt_between_the_writes_of_a_rejected_pair_leaves_no_accepted_h
     pair = rows[(~rows["warmup"]) & (rows["pair_index"] == 0)]
     assert not pair["accepted"].any()
 
+
+def test_an_interrupted_in_process_campaign_leaves_the_callers_graph_as_it_was(tmp_path, monkeypatch):
+    # the campaign process measures on the caller's own GraphInput (in-process workers); an
+    # interrupt mid-round left its graph in the post-batch state, so a resume with the same input
+    # (a notebook's Ctrl-C, then --resume) snapshot that state and failed its guard ("compute()
+    # differs from the prepared tree", exit 1) on a campaign with nothing wrong
+    gi = small_graph_input()
+    pristine = gi.graph.snapshot().state_id
+    inst = Instruments.open(gpu=False)
+    calls = {"n": 0}
+    end_round = inst.end_round
+
+    def interrupting(*args):
+        calls["n"] += 1
+        if calls["n"] == 7:  # a timed round, right after its update applied the batch
+            raise KeyboardInterrupt
+        return end_round(*args)
+
+    monkeypatch.setattr(inst, "end_round", interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        run(host_config(rounds=5), [gi], tmp_path, instruments=inst)
+    assert gi.graph.state_id == pristine
+    code, store = run(host_config(rounds=5), [gi], tmp_path, resume=True)
+    cell = only_cell(store)
+    assert code == ExitCode.OK, (cell["status"], cell.get("detail"))
