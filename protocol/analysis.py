@@ -272,6 +272,13 @@ def control_trust(control: dict | None) -> dict:
     if control is None:
         return {"control": None, "untrustworthy": False, "detail": "no A/A control cell was run"}
     lo, hi = control.get("ratio_lo"), control.get("ratio_hi")
+    if control.get("status") == "done" and control.get("ratio") is not None and (lo is None or hi is None):
+        # a bound the summary holds as null beside a measured ratio is infinite (a round timed at
+        # 0 ms): the control did measure, but an open interval cannot show that A agrees with itself
+        shown = ", ".join("unbounded" if b is None else f"{b:.3f}" for b in (lo, hi))
+        return {"control": control["cell"], "untrustworthy": True,
+                "detail": f"A/A ratio {control['ratio']:.3f} [{shown}] is open (a round timed at 0 ms?), so it "
+                          "cannot show that side A measures the same as itself"}
     if control.get("status") != "done" or lo is None or hi is None:
         return {"control": control["cell"], "untrustworthy": True,
                 "detail": f"the A/A control cell did not measure ({control.get('status')})"}

@@ -62,6 +62,17 @@ def test_trust_follows_the_control_interval():
     assert not control_trust(None)["untrustworthy"]
 
 
+def test_a_control_with_an_open_interval_is_not_called_unmeasured():
+    # a round timed at 0 ms makes a bound infinite, null in summary.json beside a measured ratio:
+    # the trust line said "the A/A control cell did not measure (done)", which it had
+    control = {"cell": "g/b/0/control", "status": "done", "ratio": 1.0, "ratio_lo": 0.9, "ratio_hi": None}
+    trust = control_trust(control)
+    assert trust["untrustworthy"]
+    assert "did not measure" not in trust["detail"]
+    assert trust["detail"].startswith("A/A ratio 1.000 [0.900, unbounded] is open")
+    assert "did not measure (not_measured)" in control_trust({**control, "status": "not_measured", "ratio": None})["detail"]
+
+
 def test_an_untrustworthy_control_makes_a_clean_campaign_too_noisy_but_not_a_wrong_one():
     assert campaign_exit_code(["done"], untrustworthy=True) == ExitCode.TOO_NOISY
     assert campaign_exit_code(["done", "check_failed"], untrustworthy=True) == ExitCode.CORRECTNESS
