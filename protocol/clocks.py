@@ -318,7 +318,10 @@ class ClockLock:
         if threading.current_thread() is not threading.main_thread():
             return
         for signum in (signal.SIGINT, signal.SIGTERM):
-            self._previous_handlers[signum] = signal.getsignal(signum)
+            previous = signal.getsignal(signum)
+            # None: a handler installed outside Python, which Python can neither call nor put
+            # back; the default action stands in for it (restored after, and acted on for a signal)
+            self._previous_handlers[signum] = signal.SIG_DFL if previous is None else previous
             signal.signal(signum, self._on_signal)
 
     def _restore_handlers(self) -> None:

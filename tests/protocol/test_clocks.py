@@ -277,3 +277,22 @@ def test_instruments_that_fail_to_open_after_locking_reset_the_lock_before_shutt
     assert fake.locked_sm is None
     names = [name for name, _ in fake.calls]
     assert names.index("nvmlDeviceResetGpuLockedClocks") < names.index("nvmlShutdown")
+
+
+def test_a_signal_handler_installed_outside_python_does_not_stop_the_reset(monkeypatch):
+    # signal.getsignal says None for a handler installed outside Python (an embedding program, a
+    # C library): the release then called signal.signal(SIGTERM, None), a TypeError after the reset,
+    # and a SIGTERM would have been swallowed (neither callable nor SIG_DFL) instead of ending us
+    fake = FakeNvml()
+    nvml = Nvml.load(fake)
+    real = signal.getsignal
+    saved = real(signal.SIGTERM)
+    monkeypatch.setattr(signal, "getsignal", lambda signum: None if signum == signal.SIGTERM else real(signum))
+    try:
+        lock = ClockLock(nvml, nvml.handle(), LockRequest("max")).acquire()
+        assert lock._previous_handlers[signal.SIGTERM] is signal.SIG_DFL  # what a signal is handed on to
+        lock.release()
+        assert fake.locked_sm is None
+        assert real(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, saved)
