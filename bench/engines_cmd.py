@@ -252,9 +252,7 @@ def _check_selection(args, spec) -> None:
 
     check_batch_names(_split_list(args.batches))
     count = None if spec is not None and spec.weights == "file" else NUM_OBJECTIVES
-    for k in _objectives(args) or []:
-        if k < 0:
-            raise UsageError(f"--objectives: objective {k} is negative (objectives are numbered from 0)")
+    for k in _objectives(args) or []:  # not negative: parse_objectives refuses those
         if count is not None and k >= count:
             raise UsageError(f"--objectives: objective {k} is outside [0, {count}): the graphs have {count} "
                              "weight columns, numbered from 0")

@@ -37,8 +37,10 @@ def split_names(values) -> list[str] | None:
 
 
 def parse_objectives(values) -> list[int] | None:
-    """``--objectives`` (space- or comma-separated) as integers; None stays None. A word that is no
-    integer is a UsageError naming it (Python's own 'invalid literal for int()' was shown)."""
+    """``--objectives`` (space- or comma-separated) as objective numbers; None stays None. The one
+    check of their form for every command: a word that is no integer, or a negative one, is a
+    UsageError naming it (Python's own 'invalid literal for int()' was shown). Whether a number is
+    below the graph's weight count is the command's to check: only it knows the graph."""
     from protocol.errors import UsageError
 
     names = split_names(values)
@@ -46,19 +48,16 @@ def parse_objectives(values) -> list[int] | None:
         return None
     if not names:
         raise UsageError("--objectives: no objective given (only commas)")
-    try:
-        return [int(k) for k in names]
-    except ValueError:
-        bad = next(k for k in names if not _is_integer(k))
-        raise UsageError(f"--objectives: {bad!r} is not an objective (a weight column's number, from 0)") from None
-
-
-def _is_integer(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
+    objectives = []
+    for name in names:
+        try:
+            k = int(name)
+        except ValueError:
+            raise UsageError(f"--objectives: {name!r} is not an objective (a weight column's number, from 0)") from None
+        if k < 0:
+            raise UsageError(f"--objectives: objective {k} is negative (objectives are numbered from 0)")
+        objectives.append(k)
+    return objectives
 
 
 class _SplitNames(argparse.Action):

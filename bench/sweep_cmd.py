@@ -81,10 +81,7 @@ def _localities(args) -> list[str]:
 
 
 def _objectives(args) -> list[int]:
-    values = options.parse_objectives(args.objectives) or [0]
-    if any(k < 0 for k in values):
-        raise UsageError("--objectives: objectives are numbered from 0")
-    return sorted(set(values))
+    return sorted(set(options.parse_objectives(args.objectives) or [0]))
 
 
 def _parameters(args, engines, sizes, localities, objectives, gates, spec) -> dict:

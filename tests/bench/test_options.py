@@ -131,14 +131,27 @@ def test_objectives_are_integers_and_a_word_that_is_none_is_named():
         options.parse_objectives(["0", "two"])
 
 
-def test_engines_names_an_objective_that_is_no_number_before_any_record(tmp_path, capsys):
+def test_a_negative_objective_is_named_by_the_one_parser():
+    """engines and sweep each refused a negative objective in words of their own; the parser of
+    ``--objectives`` is now the one place that does."""
+    from protocol.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"^--objectives: objective -1 is negative \(objectives are numbered from 0\)$"):
+        options.parse_objectives(["0", "-1"])
+
+
+@pytest.mark.parametrize("word, message", [
+    ("x", "--objectives: 'x' is not an objective"),
+    ("-1", "--objectives: objective -1 is negative"),
+])
+def test_engines_names_an_objective_that_is_no_number_before_any_record(tmp_path, capsys, word, message):
     from bench import perf_ab
 
     out = tmp_path / "out"
-    assert perf_ab.main(["engines", "--sides", "host,host", "--graphs", "uspowergrid", "--objectives", "x",
+    assert perf_ab.main(["engines", "--sides", "host,host", "--graphs", "uspowergrid", f"--objectives={word}",
                          "--allow-dirty", "--no-progress", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "--objectives: 'x' is not an objective" in err and "invalid literal" not in err
+    assert message in err and "invalid literal" not in err
     assert not out.exists()
 
 

@@ -499,6 +499,7 @@ def test_host_sweep_in_worker_processes(tmp_path):
     (["--localities", "nearby"], "--localities"),
     (["--sizes", "0"], "--sizes"),
     (["--objectives", "0,x"], "--objectives: 'x' is not an objective (a weight column's number, from 0)"),
+    (["--objectives", "0,-1"], "--objectives: objective -1 is negative (objectives are numbered from 0)"),
     (["--graphs", "no-such-gate"], "unknown gate"),
 ])
 def test_bad_arguments_are_refused_before_any_record(tmp_path, capsys, extra, message):
