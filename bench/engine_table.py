@@ -102,11 +102,11 @@ def parse_random_graph(text: str) -> tuple[int, int]:
         n_text, m_text = text.split(",")
         n, m = int(n_text), int(m_text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--random-graph {text!r}: expected N,M (e.g. 4039,176000)") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N,M (e.g. 4039,176000)") from None
     if n < 2 or m < 2:
-        raise argparse.ArgumentTypeError(f"--random-graph {text!r}: need at least 2 vertices and 2 arcs")
+        raise argparse.ArgumentTypeError(f"{text!r}: need at least 2 vertices and 2 arcs")
     if m // 2 > n * (n - 1) // 2:
-        raise argparse.ArgumentTypeError(f"--random-graph {text!r}: {m} arcs do not fit a simple graph of {n} vertices")
+        raise argparse.ArgumentTypeError(f"{text!r}: {m} arcs do not fit a simple graph of {n} vertices")
     return n, m
 
 

@@ -237,7 +237,7 @@ def parse_ab_env(text: str) -> tuple[str, tuple[str, str]]:
     name, _, values = text.partition("=")
     parts = values.split(",")
     if not name or len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
-        raise argparse.ArgumentTypeError(f"--ab-env {text!r}: expected NAME=A,B with two different values "
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=A,B with two different values "
                                          "(e.g. ENGINES_FUSED_GRID=work,device)")
     return name, (parts[0], parts[1])
 
@@ -246,9 +246,6 @@ def ab_env_text(text: str) -> str:
     """argparse's type of ``--ab-env``: the text, once :func:`parse_ab_env` reads it."""
     parse_ab_env(text)
     return text
-
-
-ab_env_text.__name__ = "NAME=A,B"  # argparse names the type in its error
 
 
 def check_arguments(args) -> None:

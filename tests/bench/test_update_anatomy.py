@@ -47,7 +47,10 @@ def test_a_profile_out_that_is_a_folder_is_refused_before_measuring(no_gpu, tmp_
 def test_malformed_values_are_argparse_errors(no_gpu, argv, words, capsys):
     assert update_anatomy.main(argv) == 2
     err = capsys.readouterr().err
+    # one usage error naming the option once: argparse puts "argument --X:" before the type's words
+    option = argv[-2]
     assert words in err and "Traceback" not in err
+    assert f"argument {option}: '{argv[-1]}': " in err and f"{option} '" not in err
 
 
 def test_ab_env_is_read_into_a_name_and_two_values():
