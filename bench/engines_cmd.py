@@ -251,11 +251,8 @@ def _check_selection(args, spec) -> None:
     from bench.weights import NUM_OBJECTIVES
 
     check_batch_names(_split_list(args.batches))
-    count = None if spec is not None and spec.weights == "file" else NUM_OBJECTIVES
-    for k in _objectives(args) or []:  # not negative: parse_objectives refuses those
-        if count is not None and k >= count:
-            raise UsageError(f"--objectives: objective {k} is outside [0, {count}): the graphs have {count} "
-                             "weight columns, numbered from 0")
+    if spec is None or spec.weights != "file":
+        options.check_objectives_fit(_objectives(args) or [], NUM_OBJECTIVES, "every graph")
 
 
 def _check_file_objectives(args, spec, out) -> None:
@@ -266,10 +263,7 @@ def _check_file_objectives(args, spec, out) -> None:
         return
     count = prepared(spec.name, lambda: graph_file.weight_columns(spec, cache_dir=args.cache_dir),
                      _written(args, out))
-    for k in wanted:
-        if k >= count:
-            raise UsageError(f"--objectives: objective {k} is outside [0, {count}): {spec.path} has {count} "
-                             "weight column(s), numbered from 0")
+    options.check_objectives_fit(wanted, count, str(spec.path))
 
 
 def _check_outputs(args, out: str) -> None:

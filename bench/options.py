@@ -60,6 +60,19 @@ def parse_objectives(values) -> list[int] | None:
     return objectives
 
 
+def check_objectives_fit(objectives, count: int, holder: str) -> None:
+    """``--objectives`` against the ``count`` weight columns that ``holder`` has (an objective is a
+    column's number, from 0): a UsageError naming the first one beyond them. The one wording of
+    this refusal for perf_ab engines and sweep, whether the count is known before any record (the
+    gates, drawn weights) or only once the graph is read (a file's own weights)."""
+    from protocol.errors import UsageError
+
+    for k in objectives:
+        if not 0 <= k < count:
+            raise UsageError(f"--objectives: objective {k} is outside [0, {count}): {holder} has {count} weight "
+                             "column(s), numbered from 0")
+
+
 class _SplitNames(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, split_names(values))

@@ -232,10 +232,7 @@ def run_sweep(args) -> int:
         if spec is None or spec.weights != "file":  # the gates and drawn weights have K columns: refuse
             from .weights import NUM_OBJECTIVES      # before sweep.json exists (as engines does, issue 28)
 
-            outside = [k for k in objectives if k >= NUM_OBJECTIVES]
-            if outside:
-                raise UsageError(f"--objectives: objective {outside[0]} is outside [0, {NUM_OBJECTIVES}): the graphs "
-                                 f"have {NUM_OBJECTIVES} weight columns, numbered from 0")
+            options.check_objectives_fit(objectives, NUM_OBJECTIVES, "every graph")
         params = _parameters(args, engines, sizes, localities, objectives, gates, spec)
         params = json.loads(json.dumps(params))
         if store.has_sweep() and args.resume:
@@ -280,9 +277,7 @@ def run_sweep(args) -> int:
                     reasons = "; ".join(f"{size_label(d['size'])}: {d['reason']}" for d in dropped)
                     raise UsageError(f"--sizes: no batch can be drawn on {graph} ({m:,} edges) at any size asked "
                                      f"for ({reasons}); choose sizes up to {m:,}")
-                for k in objectives:
-                    if not 0 <= k < gi.graph.num_weights:
-                        raise UsageError(f"--objectives: objective {k} outside [0, {gi.graph.num_weights}) for {graph}")
+                options.check_objectives_fit(objectives, gi.graph.num_weights, graph)
                 kept = sorted({parse_batch_name(b)[1] for b in gi.batches})
                 sweep["graphs"][graph] = {
                     "n": n, "m": m, "sizes": kept, "dropped": dropped,

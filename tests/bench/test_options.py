@@ -140,6 +140,20 @@ def test_a_negative_objective_is_named_by_the_one_parser():
         options.parse_objectives(["0", "-1"])
 
 
+def test_an_objective_beyond_the_weight_columns_is_named_with_what_has_them():
+    """engines (for the gates and for a file's own weights) and sweep (before sweep.json and per
+    graph) each wrote this refusal out; options.check_objectives_fit is its one owner."""
+    from protocol.errors import UsageError
+
+    options.check_objectives_fit([0, 2], 3, "every graph")
+    options.check_objectives_fit([], 0, "g.mtx")  # nothing asked: nothing to refuse
+    with pytest.raises(UsageError, match=r"^--objectives: objective 3 is outside \[0, 3\): every graph has 3 weight "
+                                         r"column\(s\), numbered from 0$"):
+        options.check_objectives_fit([0, 3, 4], 3, "every graph")
+    with pytest.raises(UsageError, match=r"^--objectives: objective 1 is outside \[0, 1\): g.mtx has 1 weight"):
+        options.check_objectives_fit([1], 1, "g.mtx")
+
+
 @pytest.mark.parametrize("word, message", [
     ("x", "--objectives: 'x' is not an objective"),
     ("-1", "--objectives: objective -1 is negative"),

@@ -99,7 +99,7 @@ def test_two_campaigns_started_0_3_s_apart_never_both_run(graph, tmp_path):
 
 @pytest.mark.parametrize("option, message", [
     (["--batches", "nosuchbatch"], "--batches: no batch named nosuchbatch (every graph has safe50k, unsafe50k, local10k)"),
-    (["--objectives", "7"], "--objectives: objective 7 is outside [0, 3): the graphs have 3 weight columns"),
+    (["--objectives", "7"], "--objectives: objective 7 is outside [0, 3): every graph has 3 weight column(s)"),
     (["--objectives", "-1"], "--objectives: objective -1 is negative"),
 ])
 def test_a_bad_selection_is_refused_before_campaign_json_exists(graph, tmp_path, capsys, option, message):
