@@ -69,6 +69,9 @@ def format_of(path: str | Path, format: str | None = None) -> str:
         return "mosp"
     by_name = _format_by_name(path)
     if by_name is None:
+        # a name that is not there (or is a broken link, a FIFO ...) is reported as such: its
+        # suffix does not matter until there is a file to read
+        require_regular_file(path)
         known = ", ".join(s for suffixes, _ in _SUFFIXES for s in suffixes)
         raise format_error(path, None, f"unknown graph file type (known: {known}, or a MOSP folder); "
                                        f"name the format with format= ({', '.join(FORMATS)})")

@@ -253,7 +253,7 @@ def test_read_graph_format_argument(tmp_path):
     with pytest.raises(InvalidArgumentError, match="unknown graph format 'csv'"):
         read_graph(tmp_path / "x.edges", format="csv")
     with pytest.raises(FileFormatError, match="format="):
-        read_graph(tmp_path / "x.unknown")
+        read_graph(write(tmp_path / "x.unknown", "1 2\n"))
     assert set(FORMATS) == {"matrix_market", "snap", "dimacs", "edge_list", "mosp"}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import tarfile
 
 import numpy as np
@@ -181,7 +182,14 @@ def test_dimacs_arc_count_mismatch(tmp_path):
 
 def test_unknown_suffix_and_missing_file(tmp_path):
     with pytest.raises(FileFormatError, match="unknown graph file type"):
-        read_graph(tmp_path / "g.xyz")
+        read_graph(write(tmp_path / "g.xyz", "1 2\n"))
+    # a name that is not there is reported as absent whatever its suffix (it was "unknown graph
+    # file type", which sent the user looking for a format option)
+    with pytest.raises(FileFormatError, match="no such file"):
+        read_graph(tmp_path / "missing.xyz")
+    os.symlink("gone", tmp_path / "link")
+    with pytest.raises(FileFormatError, match=r"a broken symbolic link \(to 'gone'"):
+        read_graph(tmp_path / "link")
     with pytest.raises(FileFormatError, match="no such file"):
         read_graph(tmp_path / "g.mtx")
 
