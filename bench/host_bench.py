@@ -129,13 +129,15 @@ def run(graphs, batches, *, objective: int = 0, repeats: int = 3, warmup: int = 
 
     from protocol.errors import UsageError
 
+    from bench import options
+    from bench.batches import check_batch_names
     from bench.gates import check_gate_names
     from bench.prepare import prepare_gate
     from bench.prepare_failures import prepared_in_cache
 
-    check_gate_names(graphs)  # before the first gate's measurement
-    from bench import options
-
+    # before the first gate is read: a misspelt batch was found only once its gate was prepared
+    check_gate_names(graphs)
+    check_batch_names(batches)
     options.check_cache_dir(cache_dir)
     rows = []
     for name in graphs:

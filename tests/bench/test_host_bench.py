@@ -61,6 +61,17 @@ def test_an_unknown_gate_is_refused_before_measuring(monkeypatch, capsys):
     assert err.startswith("host_bench.py: unknown gate name(s): nope (known: roadNet-PA, ") and err.count("\n") == 1
 
 
+def test_a_misspelt_batch_is_refused_before_any_gate_is_read(monkeypatch, capsys):
+    # it was found only once the first gate was prepared (minutes for a large one): now
+    # bench.batches.check_batch_names, the owner of the batch names, refuses it first
+    from bench import prepare
+
+    monkeypatch.setattr(prepare, "prepare_gate", lambda *args, **kwargs: pytest.fail("read before the names' check"))
+    assert hb.main(["--graphs", "roadNet-PA", "--batches", "safe50k", "local10", "--no-progress"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("host_bench.py: --batches: no batch named local10 (every graph has ") and err.count("\n") == 1
+
+
 def test_a_batch_the_gate_lacks_is_refused_before_its_measurement(monkeypatch):
     """run() checks the batch names against the prepared gate before timing anything of it."""
     from types import SimpleNamespace
