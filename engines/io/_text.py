@@ -40,6 +40,9 @@ def read_failure(exc: BaseException, path: Path | str | None = None) -> str:
     ``path``, where given, tells a gzip file with bytes after its compressed data (gzip reads them
     as a next member, and finds no gzip header there) from a file that is no gzip file at all."""
     if isinstance(exc, gzip.BadGzipFile):
+        if not str(exc).startswith("Not a gzipped file"):  # a member's own check: CRC, length, method
+            return f"damaged gzip data ({exc})"
+        # no gzip magic where a member should start: at the file's start, or after a whole member
         if path is not None and _starts_as_gzip(path):
             return (f"bytes after the end of the gzip data are not gzip data (the file was appended "
                     f"to after compressing, or is damaged) ({exc})")

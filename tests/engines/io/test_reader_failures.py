@@ -90,6 +90,19 @@ def test_bytes_after_the_gzip_data_are_named_as_such(tmp_path, suffix):
     assert "bytes after the end of the gzip data" in message and "not a gzip file" not in message
 
 
+@pytest.mark.parametrize("suffix", GZ_SUFFIXES)
+def test_a_gzip_member_that_fails_its_own_check_is_damaged_not_appended_to(tmp_path, suffix):
+    """A CRC mismatch is a BadGzipFile too, in a file that starts as gzip: it was named as bytes
+    appended after the gzip data."""
+    data = bytearray(gzip.compress((SAMPLE[suffix] + _many_lines(suffix, 3)).encode()))
+    data[-8] ^= 0xFF  # the member's CRC-32 (the trailer's first four bytes)
+    path = tmp_path / f"crc{suffix}"
+    path.write_bytes(bytes(data))
+    message = error_of(path)
+    assert "damaged gzip data (CRC check failed" in message
+    assert "bytes after the end" not in message and "not a gzip file" not in message
+
+
 def test_carriage_return_line_ends_in_matrix_market_are_named(tmp_path):
     """Lines ending in CR alone make the whole file one header "line": the error names the line
     ends, not a bad header; CR LF reads as LF."""
