@@ -23,6 +23,19 @@ def write_small_edge_list(path, seed: int):
     return path
 
 
+def record_host_campaign(root, seed: int, args):
+    """A finished campaign through ``perf_ab.py engines ARGS`` on :func:`write_small_edge_list`'s
+    graph, under ``root`` (its cache too): the records that the report and damage tests read or
+    damage a copy of. Returns (the graph file, the records folder)."""
+    from bench import perf_ab
+
+    graph = write_small_edge_list(root / "small.edges", seed)
+    out = root / "records"
+    assert perf_ab.main(["engines", *args, "--graph-file", str(graph), "--out", str(out),
+                         "--cache-dir", str(root / "cache")]) == 0
+    return graph, out
+
+
 def small_graph_input(*, n=2000, m=8000, seed=7, name="toy", insertions=150, deletions=150) -> GraphInput:
     rng = np.random.default_rng(seed)
     src = rng.integers(0, n, m)

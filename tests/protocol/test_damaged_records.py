@@ -14,7 +14,7 @@ from bench import perf_ab
 from protocol.errors import UsageError
 from protocol.records import RecordStore
 
-from .helpers import write_small_edge_list
+from .helpers import record_host_campaign
 
 CAMPAIGN_ARGS = ["--sides", "host,host", "--batches", "local10k", "--objectives", "0", "--rounds", "5",
                  "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress", "--no-control"]
@@ -24,11 +24,7 @@ CAMPAIGN_ARGS = ["--sides", "host,host", "--batches", "local10k", "--objectives"
 def recorded(tmp_path_factory):
     """A finished host campaign on a small graph file (the records every test damages a copy of)."""
     root = tmp_path_factory.mktemp("recorded")
-    graph = write_small_edge_list(root / "small.edges", 5)
-    out = root / "records"
-    code = perf_ab.main(["engines", *CAMPAIGN_ARGS, "--graph-file", str(graph), "--out", str(out),
-                         "--cache-dir", str(root / "cache")])
-    assert code == 0
+    graph, out = record_host_campaign(root, 5, CAMPAIGN_ARGS)
     return root, graph, out
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from bench import perf_ab
 
-from .helpers import write_small_edge_list
+from .helpers import record_host_campaign
 
 ARGS = ["--sides", "host,host", "--batches", "local10k", "unsafe50k", "--objectives", "0", "--rounds", "5",
         "--processes", "1", "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress", "--no-control"]
@@ -23,10 +23,7 @@ LOCAL, UNSAFE = "local10k", "unsafe50k"
 def recorded(tmp_path_factory):
     """A finished two-cell host campaign on a small graph file."""
     root = tmp_path_factory.mktemp("proving")
-    graph = write_small_edge_list(root / "small.edges", 8)
-    out = root / "records"
-    assert perf_ab.main(["engines", *ARGS, "--graph-file", str(graph), "--out", str(out),
-                         "--cache-dir", str(root / "cache")]) == 0
+    graph, out = record_host_campaign(root, 8, ARGS)
     return root, graph, out
 
 

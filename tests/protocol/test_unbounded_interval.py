@@ -17,7 +17,7 @@ from protocol.console import print_summary_table
 from protocol.plots import ratio_against_syncs
 from protocol.records import RecordStore
 
-from .helpers import write_small_edge_list
+from .helpers import record_host_campaign
 
 ARGS = ["--sides", "host,host", "--batches", "local10k", "--objectives", "0", "--rounds", "5", "--processes", "1",
         "--max-foreign-cpu", "1000", "--allow-dirty", "--no-progress", "--no-control"]
@@ -25,11 +25,7 @@ ARGS = ["--sides", "host,host", "--batches", "local10k", "--objectives", "0", "-
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("unbounded")
-    graph = write_small_edge_list(root / "small.edges", 11)
-    out = root / "records"
-    assert perf_ab.main(["engines", *ARGS, "--graph-file", str(graph), "--out", str(out),
-                         "--cache-dir", str(root / "cache")]) == 0
+    _, out = record_host_campaign(tmp_path_factory.mktemp("unbounded"), 11, ARGS)
     return out
 
 
@@ -65,7 +61,7 @@ def test_the_report_renders_a_cell_whose_interval_is_unbounded(zero_timed, capsy
 def test_the_summary_table_shows_an_unbounded_interval(zero_timed, capsys):
     from rich.console import Console
 
-    perf_ab.main(["report", "--out", str(zero_timed), "--write"])  # summary.json derived again
+    assert perf_ab.main(["report", "--out", str(zero_timed), "--write"]) == 0  # summary.json derived again
     capsys.readouterr()
     console = Console(width=200, record=True)
     print_summary_table(RecordStore(zero_timed), console=console)
