@@ -198,7 +198,9 @@ def test_only_commas_is_no_name_given_not_every_one(capsys):
     lambda cache, out: perf_ab.main(["sweep", "--engines", "host", "--graphs", "uspowergrid", "--allow-dirty",
                                      "--no-progress", "--out", out, "--cache-dir", cache]),
     lambda cache, out: perf_ab.main(["prepare", "--graphs", "uspowergrid", "--no-progress", "--cache-dir", cache]),
-], ids=["stream", "host_bench", "sweep", "prepare"])
+    lambda cache, out: perf_ab.main(["engines", "--sides", "host,host", "--graphs", "uspowergrid", "--allow-dirty",
+                                     "--no-progress", "--out", out, "--cache-dir", cache]),
+], ids=["stream", "host_bench", "sweep", "prepare", "engines"])
 def test_a_cache_dir_that_is_a_file_is_one_usage_line_before_any_input(command, tmp_path, capsys):
     """stream, host_bench and sweep found it only when the first prepared input was saved (exit 3,
     after the hashing); prepare and engines checked it first: now one check, options.check_cache_dir."""
@@ -207,4 +209,5 @@ def test_a_cache_dir_that_is_a_file_is_one_usage_line_before_any_input(command, 
     assert command(str(cache), str(tmp_path / "out")) == 2
     err = capsys.readouterr().err
     assert f"the cache folder cannot be written: {cache} exists and is not a folder" in err
-    assert "hashing" not in err and cache.read_text() == "x" and not (tmp_path / "out" / "sweep.json").exists()
+    assert "hashing" not in err and cache.read_text() == "x"
+    assert not (tmp_path / "out" / "sweep.json").exists() and not (tmp_path / "out" / "campaign.json").exists()
