@@ -78,9 +78,9 @@ class _SplitNames(argparse.Action):
         setattr(namespace, self.dest, split_names(values))
 
 
-class _SplitSomeNames(_SplitNames):
-    """``_SplitNames`` for an option whose names may not all be empty (``--graphs ,`` measured
-    nothing and exited 0)."""
+class _SplitAtLeastOneName(_SplitNames):
+    """``_SplitNames`` for an option that needs at least one name: only commas (``--graphs ,``)
+    is a usage error (it measured nothing and exited 0)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         if not split_names(values):
@@ -94,8 +94,8 @@ def add_graphs_option(parser, *, default=None, allow_empty: bool = False, note: 
     is an empty list (a command that measures something else then)."""
     gates = GATE_NAMES if default is None else tuple(default)
     shown = ("the four gates " if gates == GATE_NAMES else "") + " ".join(gates)
-    parser.add_argument("--graphs", nargs="*" if allow_empty else "+", action=_SplitNames if allow_empty else
-                        _SplitSomeNames, metavar="NAME",
+    parser.add_argument("--graphs", nargs="*" if allow_empty else "+",
+                        action=_SplitNames if allow_empty else _SplitAtLeastOneName, metavar="NAME",
                         default=None if default is None else list(default),
                         help=f"gate names, space- or comma-separated, of {' '.join(ALL_GATES)} "
                              f"(default: {shown}{note})")
