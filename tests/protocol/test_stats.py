@@ -289,3 +289,14 @@ def test_the_interval_of_finite_ratios_is_numpys_percentile_as_before():
 def test_a_verdict_never_claims_a_difference_from_a_nan_bound(lo, hi):
     ratio = S.PairedRatio(1.0, lo, hi, 10, 2000, 0)
     assert S.verdict(ratio) == "not measured"
+
+
+def test_percentile_interval_takes_an_infinity_next_to_it_as_the_bound():
+    # 20 values, one infinite: the 97.5th percentile falls between 19 and inf at fraction 0.525,
+    # where NumPy 2's interpolation computes inf - inf (a NaN, the bound before c9a20d6); the lower
+    # bound is NumPy's linear percentile as before
+    values = [float(v) for v in range(1, 20)] + [math.inf]
+    assert S.percentile_interval(values) == (1.475, math.inf)
+    assert S.percentile_interval([math.inf] * 20) == (math.inf, math.inf)
+    lo, hi = S.percentile_interval([1.0] * 19 + [math.nan])  # a NaN stays NaN: "not measured"
+    assert math.isnan(lo) and math.isnan(hi)
