@@ -47,19 +47,34 @@ Two orders of the engines:
     python bench/stream.py --graph luxembourg_osm --batches 10000 --interleave --out results/stream-paired
     python bench/stream.py --graph-file graph.edges --batches 200 --engines host --no-progress
 
-Exit codes (engines/exitcodes.py): 0 every result equal to the reference; 1 a result differs;
-2 bad arguments or input; 3 a CUDA engine asked for where none can run.
+Interrupted (Ctrl-C or SIGTERM) while the batches run, the stream keeps what it measured: the first
+signal stops it at the next batch boundary (a second one at once, inside the call it lands in), and
+the record (stream.json, stream.md, the per-batch times) is written marked partial: "partial" and
+"interrupted" (the signal, the batches planned and those each engine completed, an engine cut inside
+a batch), each engine's entry its "partial" counts, and a title and table that say so. Its check
+covers exactly the completed prefix: each engine's tree after its completed batches against the
+host reference's after as many (replayed off the clock where the host run did not stop there); an
+engine cut inside a batch is not checked, and a further signal during the check leaves it "not
+done", as the record says. A ``--batches`` whose drawn stream (every batch is drawn before the
+first is timed) would not fit in the host memory available is refused before the graph is read.
+
+Exit codes (engines/exitcodes.py): 0 every result equal to the reference; 1 a result differs (an
+interrupted run's check included); 2 bad arguments or input (a --batches too large for the host
+memory included); 3 a CUDA engine asked for where none can run; 130 interrupted (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import shlex
+import signal
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
@@ -85,6 +100,8 @@ ENGINES = CUDA_ENGINES + ("host",)
 #: ``--engines`` names -> their EngineConfig (engines.config).
 ENGINE_CONFIGS = {"fused": EngineConfig.parse("cuda:fused"), "operators": EngineConfig.parse("cuda:operators"),
                   "host": EngineConfig.parse("host")}
+#: The reference that an interrupted stream's check replays (whatever --engines named).
+HOST_REFERENCE = EngineConfig.parse("host")
 DEFAULT_BATCHES = 10_000
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_WARMUP = 10
@@ -341,10 +358,20 @@ def timed_update(graph, result, item: StreamBatch, watch: GcWatch, clock: SmCloc
             off_cpu_ms(end - start, cpu1 - cpu0))
 
 
-def timed_stream(graph, result, batches, bar, watch: GcWatch, clock: SmClock | None = None) -> list[tuple]:
+def timed_stream(graph, result, batches, bar, watch: GcWatch, clock: SmClock | None = None, *,
+                 sofar: "Sofar | None" = None, engine: str | None = None) -> list[tuple]:
     """Apply every batch with ``update()``, each call timed (the progress bar advances outside the
-    timer)."""
-    return [timed_update(graph, result, item, watch, clock) for item in bar(batches)]
+    timer). With ``sofar``, each call's tuple goes into ``sofar.timed[engine]`` as it is measured
+    (the list returned), and a stop that a signal asked for is taken between two batches
+    (:class:`Sofar`)."""
+    sofar = Sofar() if sofar is None else sofar
+    timed = sofar.timed.setdefault(engine, [])
+    for item in bar(batches):
+        sofar.stop.check()  # a first Ctrl-C or SIGTERM stops here, between two batches
+        sofar.inside = engine
+        timed.append(timed_update(graph, result, item, watch, clock))
+        sofar.inside = None
+    return timed
 
 
 def progress_bar(engine: str, enabled: bool):
@@ -394,17 +421,25 @@ def open_clock(engines) -> SmClock:
     return SmClock.open(cupy.cuda.runtime.getDevice())
 
 
-def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool) -> EngineRun:
+def run_engine(engine: str, data: StreamInput, batches, objective: int, progress: bool,
+               sofar: "Sofar | None" = None) -> EngineRun:
+    """The engine's whole stream, each batch timed; ``sofar`` (run() passes its own) keeps every
+    batch's tuple as it is measured, so that an interrupt loses none of them (:class:`Sofar`)."""
+    sofar = Sofar() if sofar is None else sofar
     # the clock opens and closes outside the engine's seconds, as in run_interleaved (NVML's start
     # and end are the instrument's, not the engine's)
     with open_clock([engine]) as clock:
-        start = time.perf_counter()
+        sofar.clock_problem[engine] = clock.problem
+        start = sofar.started[engine] = time.perf_counter()
         graph, result = open_engine(engine, data, objective)
+        sofar.opened[engine] = (graph, result)
         with GcWatch() as watch:
-            timed = timed_stream(graph, result, batches, progress_bar(engine, progress), watch, clock)
+            timed = timed_stream(graph, result, batches, progress_bar(engine, progress), watch, clock, sofar=sofar,
+                                 engine=engine)
         tree = final_tree(result)
         seconds = time.perf_counter() - start
-    return EngineRun.of_engine(engine, timed, tree, seconds, clock.problem)
+    run = sofar.runs[engine] = EngineRun.of_engine(engine, timed, tree, seconds, clock.problem)
+    return run
 
 
 #: The name of the interleaved orders' design, as the record spells it. Records from before the
@@ -513,23 +548,34 @@ def design_record(engines) -> dict:
             "per_cycle": {"in_each_position": each, "after_each_engine": each}}
 
 
-def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool) -> dict:
+def run_interleaved(engines, data: StreamInput, batches, objective: int, progress: bool,
+                    sofar: "Sofar | None" = None) -> dict:
     """Every engine opened first, then each batch applied by every engine in :func:`batch_order`'s
-    order: ``{engine: EngineRun}`` in ``engines``' order, the times in batch order."""
-    opened, times, seconds = {}, {e: [] for e in engines}, {}
+    order: ``{engine: EngineRun}`` in ``engines``' order, the times in batch order. ``sofar`` keeps
+    every call's tuple as it is measured (:class:`Sofar`); an interrupt stops between two batches,
+    so the engines have completed the same number of batches (or, cut inside a call, one more for
+    those that came before it in that batch's order)."""
+    sofar = Sofar() if sofar is None else sofar
+    opened, seconds = sofar.opened, sofar.seconds
+    times = {e: sofar.timed.setdefault(e, []) for e in engines}
     for engine in engines:
-        start = time.perf_counter()
+        start = sofar.started[engine] = time.perf_counter()
+        seconds[engine] = 0.0
         opened[engine] = open_engine(engine, data, objective)
         seconds[engine] = time.perf_counter() - start
     design = order_design(len(engines))
     # one watch and one clock for every engine: each call takes its own difference and reading (the
     # host reference none: the GPU's clock says nothing of its calls)
     with GcWatch() as watch, open_clock(engines) as clock:
+        sofar.clock_problem.update({e: clock.problem for e in engines})
         clocks = {e: clock if e in CUDA_ENGINES else None for e in engines}
         for i, item in enumerate(progress_bar("interleaved", progress)(batches)):
+            sofar.stop.check()  # a first Ctrl-C or SIGTERM stops here: every engine at the same batch
             for engine in batch_order(engines, i, design):
                 start = time.perf_counter()
+                sofar.inside = engine
                 times[engine].append(timed_update(*opened[engine], item, watch, clocks[engine]))
+                sofar.inside = None
                 seconds[engine] += time.perf_counter() - start
     runs = {}
     for engine in engines:
@@ -537,6 +583,7 @@ def run_interleaved(engines, data: StreamInput, batches, objective: int, progres
         tree = final_tree(opened[engine][1])
         runs[engine] = EngineRun.of_engine(engine, times[engine], tree, seconds[engine] + time.perf_counter() - start,
                                            clock.problem)
+    sofar.runs.update(runs)
     return runs
 
 
@@ -591,6 +638,231 @@ def check_results(runs: dict) -> dict:
     return {"reference": reference, "equal": not differences, "differences": differences}
 
 
+# -- an interrupted stream -----------------------------------------------------------------------
+class StreamStopped(KeyboardInterrupt):
+    """The stream stopped between two batches on a signal (``signal_name``: SIGINT or SIGTERM). A
+    KeyboardInterrupt, so that code which does not know it treats it as Ctrl-C."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+class StopRequest:
+    """SIGINT (Ctrl-C) or SIGTERM while the batches run (a context manager, main thread only).
+
+    The first signal asks the stream to stop at the next batch boundary (``check`` raises
+    StreamStopped there), so every engine's graph and result hold exactly the batches it completed
+    and the check can cover that prefix; a second one raises KeyboardInterrupt at once, inside the
+    call it lands in (that engine's graph and result then hold part of a batch: it is not
+    checked). ``at_once``: the first signal raises KeyboardInterrupt (the check after an interrupt,
+    which a further signal cuts short). A signal that was ignored when it was entered (a command
+    started under nohup) stays ignored. Outside the main thread it installs nothing."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, at_once: bool = False):
+        self.at_once = at_once
+        self.signal: str | None = None  # the first signal's name, once one came
+        self._previous: dict = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+        return False
+
+    def _handle(self, signum, frame):
+        first = self.signal is None
+        self.signal = self.signal or signal.Signals(signum).name
+        if not first or self.at_once:
+            raise KeyboardInterrupt
+        try:
+            print(f"{PROG}: {self.signal}: stopping after the batch in progress, then writing what was measured "
+                  "(again to stop at once)", file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    def check(self) -> None:
+        """Raise StreamStopped when a signal asked the stream to stop (called between batches)."""
+        if self.signal is not None:
+            raise StreamStopped(self.signal)
+
+
+@contextlib.contextmanager
+def signals_ignored():
+    """SIGINT and SIGTERM ignored inside the block (main thread only): the partial record's few
+    writes finish rather than leave the files half written (engines.interrupt.ignored, SIGTERM
+    too)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in StopRequest.SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@dataclass
+class Sofar:
+    """What the stream has measured so far, kept as it is measured so that an interrupt loses none
+    of it: per engine its timed_update tuples in batch order (``timed``), its opened ``(graph,
+    result)``, when it started (``started``; the interleaved order's own seconds in ``seconds``) and
+    why its clock has no readings; the finished EngineRuns (``runs``); ``inside``: the engine whose
+    update() call is running (an interrupt there leaves that engine's graph and result with part of
+    a batch applied); ``stop``: the signals' StopRequest (none installed: never stops)."""
+
+    stop: StopRequest = field(default_factory=StopRequest)
+    timed: dict = field(default_factory=dict)
+    opened: dict = field(default_factory=dict)
+    started: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)
+    clock_problem: dict = field(default_factory=dict)
+    runs: dict = field(default_factory=dict)
+    inside: str | None = None
+
+
+def partial_runs(sofar: Sofar, engines, planned: int) -> tuple[dict, dict, dict]:
+    """After an interrupt: ``(runs, completed, halfway)``: an EngineRun per engine of ``engines``
+    (its completed batches; its final tree where its graph and result hold exactly those, else
+    None), the batches each completed of the ``planned`` ones (0 for an engine never started), and
+    ``{engine: index}`` for the engine whose call the interrupt cut inside batch ``index``."""
+    runs, completed, halfway = {}, {}, {}
+    now = time.perf_counter()
+    for engine in engines:
+        if engine in sofar.runs:
+            run = sofar.runs[engine]
+            runs[engine], completed[engine] = run, len(run.times_ms)
+            continue
+        timed = list(sofar.timed.get(engine, []))
+        completed[engine] = len(timed)
+        if sofar.inside == engine:
+            halfway[engine] = len(timed)
+        tree = None
+        if engine in sofar.opened and engine not in halfway and timed:
+            tree = final_tree(sofar.opened[engine][1])
+        seconds = sofar.seconds[engine] if engine in sofar.seconds else (
+            now - sofar.started[engine] if engine in sofar.started else 0.0)
+        runs[engine] = EngineRun.of_engine(engine, timed, tree, seconds, sofar.clock_problem.get(engine))
+    return runs, completed, halfway
+
+
+def check_prefix(runs: dict, completed: dict, halfway: dict, data: StreamInput, stream, objective: int) -> dict:
+    """The check of an interrupted stream: each engine's tree after the batches it completed
+    against the host reference's after exactly as many (the host run's own where it stopped there
+    with whole batches, else the host reference replayed off the clock on that prefix of the same
+    stream). An engine without a completed batch, or cut inside a batch, is not checked and the
+    record says why."""
+    not_checked, prefix = {}, {}
+    for engine, run in runs.items():
+        if engine in halfway:
+            not_checked[engine] = (f"interrupted inside its batch {halfway[engine]:,}: its graph and result hold "
+                                   "part of that batch")
+        elif run.tree is None:
+            not_checked[engine] = "no batch completed"
+        else:
+            prefix[engine] = completed[engine]
+    trees = {}
+    if "host" in prefix:
+        trees[prefix["host"]] = runs["host"].tree
+    replayed = sorted(set(prefix.values()) - set(trees))
+    if replayed:
+        trees.update(replay_reference(data, objective, stream, replayed))
+    differences = {}
+    for engine, k in prefix.items():
+        diff = tree_difference(runs[engine].tree, trees[k])
+        if diff:
+            differences[engine] = diff
+    return {"reference": "host", "done": True, "equal": (not differences) if prefix else None,
+            "differences": differences, "prefix": prefix, "not_checked": not_checked,
+            "replayed": replayed}
+
+
+def replay_reference(data: StreamInput, objective: int, stream, prefixes) -> dict:
+    """``{k: tree}``: the host reference's (distances, parents) after the first k batches of
+    ``stream``, for each k of ``prefixes``, in one pass off the clock (a fresh graph and result,
+    as open_engine opens the host reference)."""
+    from engines import Graph, sssp
+
+    graph = Graph.from_csr(data.row_ptr, data.col_ind, data.weights)
+    distances, parents = data.tree
+    result = HOST_REFERENCE.from_arrays(graph, data.source, distances, parents, canonicalize=False,
+                                        objective=objective)
+    wanted, trees = set(prefixes), {}
+    for i, item in enumerate(stream[:max(wanted)]):
+        sssp.update(graph, item.batch, result)
+        if i + 1 in wanted:
+            trees[i + 1] = final_tree(result)
+    return trees
+
+
+def check_not_done(why: str) -> dict:
+    """The check of an interrupted stream that a further interrupt cut short: none."""
+    return {"reference": "host", "done": False, "equal": None, "differences": {}, "prefix": {},
+            "not_checked": {}, "why": why}
+
+
+def interruption_record(signal_name: str | None, at: str, planned: int, completed: dict, halfway: dict) -> dict:
+    """What the record says of an interrupt: which signal (None: a KeyboardInterrupt raised inside
+    a call), in which stage, the batches planned and completed per engine."""
+    return {"signal": signal_name or "SIGINT", "at": at, "planned_batches": planned, "completed": dict(completed),
+            "cut_inside_batch": dict(halfway),
+            "note": "partial record: the stream was interrupted before every engine had applied every planned batch"
+                    if any(k < planned for k in completed.values()) else
+                    "interrupted: every engine applied every planned batch, but the run did not end normally"}
+
+
+# -- host memory for the drawn stream ------------------------------------------------------------
+#: Bytes of one drawn change (one arc of a batch) beyond the batch's fixed cost: its source and
+#: target as int64 (engines.Batch keeps int64 arrays), and for the half that are insertions K
+#: int64 weights (4 K bytes a change on average).
+BYTES_PER_CHANGE_IDS = 16
+BYTES_PER_CHANGE_WEIGHT = 4
+#: The fixed cost of one drawn batch: five ndarray headers (112 bytes each), the Batch and its
+#: StreamBatch with their attribute tables (about 400): rounded up.
+BYTES_PER_BATCH = 1024
+#: What each engine keeps per batch: timed_update's tuple (the time, the work tuple of four counts,
+#: the collections' tuple, the clock and off-CPU readings: about 450 bytes of objects) and the
+#: EngineRun's five per-batch lists: rounded up.
+BYTES_PER_ENGINE_BATCH = 512
+
+
+def stream_bytes(batches: int, batch_size: int, num_weights: int, engines: int) -> int:
+    """The host memory the drawn stream and its per-batch measurements hold (the estimate above)."""
+    per_batch = (BYTES_PER_BATCH + batch_size * (BYTES_PER_CHANGE_IDS + BYTES_PER_CHANGE_WEIGHT * num_weights)
+                 + BYTES_PER_ENGINE_BATCH * engines)
+    return int(batches) * per_batch
+
+
+def check_stream_memory(batches: int, batch_size: int, num_weights: int, engines: int,
+                        available: int | None = None) -> None:
+    """UsageError (exit 2) naming the limit when the stream's drawn change lists (every batch is drawn
+    before the first is timed) and their measurements would not fit in the host memory available
+    (bench.host_memory.available_bytes: psutil, the cgroup's limit, ``ulimit -v``)."""
+    if available is None:
+        from bench.host_memory import available_bytes
+
+        available = available_bytes()
+    needed = stream_bytes(batches, batch_size, num_weights, engines)
+    if needed <= available:
+        return
+    per_batch = stream_bytes(1, batch_size, num_weights, engines)
+    most = available // per_batch
+    raise UsageError(f"--batches {batches:,}: the stream's drawn change lists and their measurements need about "
+                     f"{needed / 1e9:,.1f} GB of host memory ({per_batch:,} bytes a batch of {batch_size} changes "
+                     f"with {engines} engine{'s' if engines != 1 else ''}), but {available / 1e9:,.1f} GB is "
+                     f"available: at most {most:,} batches fit")
+
+
 # -- records -------------------------------------------------------------------------------------
 def commit_of_checkout(out_dir=None) -> dict:
     """The checkout's commit and whether its code differs from it, as every record of the project
@@ -633,16 +905,19 @@ def _fmt(value, digits=3) -> str:
 
 def markdown(record: dict) -> str:
     g, s, check = record["graph"], record["stream"], record["check"]
-    lines = [f"# Streaming benchmark: {g['name']}", "",
-             f"{s['batches']:,} consecutive batches of {s['batch_size']} arcs ({s['batch_size'] // 4} undirected "
-             f"deletions and {s['batch_size'] // 4} undirected insertions, both arcs each), seed {s['seed']}, "
+    partial = record.get("interrupted")  # None for a run that ended normally (and records from before)
+    lines = [f"# Streaming benchmark: {g['name']}" + (" (INTERRUPTED: partial record)" if partial else ""), ""]
+    lines += interrupted_lines(record)
+    lines += [("Planned: " if partial else "") + f"{s['batches']:,} consecutive batches of {s['batch_size']} arcs "
+             f"({s['batch_size'] // 4} undirected deletions and {s['batch_size'] // 4} undirected insertions, "
+             f"both arcs each), seed {s['seed']}, "
              f"on {g['vertices']:,} vertices and {g['arcs']:,} arcs; the whole update() call per batch, first "
              f"{s['warmup']} batches left out.", "",
              "| engine | batches timed | median ms | p99 ms | mean ms | max ms | equal to " + check["reference"] + " |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for engine, run in record["engines"].items():
         t = run["summary"]
-        equal = "reference" if engine == check["reference"] else (
+        equal = _equal_cell(engine, check) if partial else "reference" if engine == check["reference"] else (
             "NO" if engine in check["differences"] else "yes")
         lines.append(f"| {engine} | {t['count']:,} | {_fmt(t['median_ms'])} | {_fmt(t['p99_ms'])} | "
                      f"{_fmt(t['mean_ms'])} | {_fmt(t['max_ms'])} | {equal} |")
@@ -660,6 +935,43 @@ def markdown(record: dict) -> str:
               f"{record['machine'].get('cpu_model') or record['machine']['processor']}"
               + _probe_text(record["machine"].get("host_probe"))]
     return "\n".join(lines) + "\n"
+
+
+def interrupted_lines(record: dict) -> list[str]:
+    """The lines that say a record is an interrupted run's (none for a complete one): the signal,
+    the batches each engine completed of those planned and what the check covered."""
+    partial = record.get("interrupted")
+    if not partial:
+        return []
+    check = record["check"]
+    done = ", ".join(f"{engine} {k:,}" for engine, k in partial["completed"].items())
+    cut = "".join(f"; {engine} was cut inside batch {i:,} (not counted)" for engine, i in
+                  partial.get("cut_inside_batch", {}).items())
+    if not check.get("done", True):
+        checked = f"The check against the {check['reference']} reference was NOT done: {check.get('why', '')}."
+    elif check.get("prefix"):
+        checked = (f"The check against the {check['reference']} reference covers exactly the completed batches: "
+                   + ", ".join(f"{engine} after {k:,}" for engine, k in check["prefix"].items())
+                   + (f" (the reference replayed off the clock to {', '.join(f'{k:,}' for k in check['replayed'])})"
+                      if check.get("replayed") else "")
+                   + ("" if check["equal"] else ": DIFFERENCES") + ".")
+    else:
+        checked = f"No engine completed a batch it could be checked on against the {check['reference']} reference."
+    not_checked = "".join(f" {engine}: not checked ({why})." for engine, why in check.get("not_checked", {}).items())
+    return [f"**Interrupted ({partial['signal']}, {partial['at']}): a partial record.** Batches completed of "
+            f"{partial['planned_batches']:,} planned: {done}{cut}. {checked}{not_checked}", ""]
+
+
+def _equal_cell(engine: str, check: dict) -> str:
+    """The 'equal to the reference' cell of an interrupted run's engine."""
+    if not check.get("done", True):
+        return "not checked"
+    if engine in check.get("not_checked", {}):
+        return "not checked"
+    k = check["prefix"].get(engine)
+    if engine == check["reference"]:
+        return f"reference (after {k:,})"
+    return f"{'NO' if engine in check['differences'] else 'yes'} (after {k:,})"
 
 
 def _design_text(design) -> str:
@@ -776,22 +1088,34 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
     from bench import options
 
     options.check_cache_dir(cache_dir)
+    from bench.weights import NUM_OBJECTIVES
+
+    check_stream_memory(batches, batch_size, NUM_OBJECTIVES, len(engines))  # before the graph is read
     data = load_input(graph=graph, spec=spec, objective=objective, data_dir=data_dir, cache_dir=cache_dir,
                       progress=progress)
+    if data.weights.shape[1] != NUM_OBJECTIVES:
+        check_stream_memory(batches, batch_size, data.weights.shape[1], len(engines))
     stream = stream_batches(data.num_vertices, data.arc_sources(), data.col_ind, data.weights.shape[1],
                             count=batches, size=batch_size, seed=seed)
     from protocol.environment import host_probe
 
     probe = host_probe()  # the host's speed before the timed batches, not after them
-    if interleave:
-        runs = run_interleaved(engines, data, stream, objective, progress)
-    else:
-        runs = {engine: run_engine(engine, data, stream, objective, progress) for engine in engines}
+    sofar = Sofar(stop=StopRequest())
+    record_args = dict(batches=batches, batch_size=batch_size, warmup=warmup, seed=seed, objective=objective,
+                       command=command, with_cuda=any(e in CUDA_ENGINES for e in engines), interleave=interleave,
+                       probe=probe, out_dir=out_dir)
+    try:
+        with sofar.stop:
+            if interleave:
+                runs = run_interleaved(engines, data, stream, objective, progress, sofar=sofar)
+            else:
+                runs = {engine: run_engine(engine, data, stream, objective, progress, sofar=sofar)
+                        for engine in engines}
+            sofar.stop.check()  # a signal after the last batch: the run still ends as interrupted
+    except KeyboardInterrupt as exc:
+        return finish_interrupted(exc, sofar, engines, data, stream, record_args, out_dir)
     check = check_results(runs)
-    record = build_record(data, stream, runs, check, batches=batches, batch_size=batch_size, warmup=warmup,
-                          seed=seed, objective=objective, command=command,
-                          with_cuda=any(e in CUDA_ENGINES for e in engines), interleave=interleave,
-                          probe=probe, out_dir=out_dir)
+    record = build_record(data, stream, runs, check, **record_args)
     print(markdown(record))
     if out_dir is not None:
         write_outputs(out_dir, record, per_batch_arrays(runs))
@@ -802,6 +1126,48 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
                   file=sys.stderr)
         return int(ExitCode.CORRECTNESS)
     return int(ExitCode.OK)
+
+
+def finish_interrupted(exc: KeyboardInterrupt, sofar: Sofar, engines, data: StreamInput, stream, record_args: dict,
+                       out_dir) -> int:
+    """After Ctrl-C or SIGTERM in the timed batches: the record of the batches each engine completed,
+    marked partial ("interrupted"), checked against the host reference on exactly that prefix (a
+    further signal cuts the check short: the record then says it was not done), printed and written
+    (the writes themselves shielded from signals). The status: 130, or 1 when the check found an
+    engine differing from the reference (a wrong answer outranks the interruption)."""
+    signal_name = exc.signal_name if isinstance(exc, StreamStopped) else sofar.stop.signal
+    planned = record_args["batches"]
+    runs, completed, halfway = partial_runs(sofar, engines, planned)
+    at = ("during the timed batches" if halfway or any(k < planned for k in completed.values())
+          else "after the timed batches")
+    try:
+        with StopRequest(at_once=True):
+            check = check_prefix(runs, completed, halfway, data, stream, record_args["objective"])
+    except KeyboardInterrupt:
+        check = check_not_done("interrupted again before the check against the host reference was done")
+    with signals_ignored():
+        record = build_record(data, stream, runs, check, **record_args)
+        mark_partial(record, interruption_record(signal_name, at, planned, completed, halfway))
+        print(markdown(record))
+        if out_dir is not None:
+            write_outputs(out_dir, record, per_batch_arrays(runs))
+        done = ", ".join(f"{engine} {k:,}" for engine, k in completed.items())
+        where = f"; partial record written to {out_dir}" if out_dir is not None else ""
+        print(f"{PROG}: interrupted ({record['interrupted']['signal']}): batches completed of {planned:,}: "
+              f"{done}{where}", file=sys.stderr, flush=True)
+        for engine, diff in check["differences"].items():
+            print(f"{PROG}: MISMATCH: {engine} differs from {check['reference']} after "
+                  f"{check['prefix'][engine]:,} batches: {diff}", file=sys.stderr)
+    return int(ExitCode.CORRECTNESS if check["differences"] else ExitCode.INTERRUPTED)
+
+
+def mark_partial(record: dict, interrupted: dict) -> None:
+    """Mark ``record`` as an interrupted run's: "partial" and "interrupted" at its top, and per engine
+    the batches it completed of those planned (what the readers of an engine's entry print)."""
+    record["partial"] = True
+    record["interrupted"] = interrupted
+    for engine, run in record["engines"].items():
+        run["partial"] = {"completed": interrupted["completed"][engine], "planned": interrupted["planned_batches"]}
 
 
 def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size, warmup, seed, objective,
@@ -825,7 +1191,11 @@ def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size,
         # "order" only here: a sequential record stays what it was before --interleave existed
         record["stream"]["order"] = "interleaved"
         record["stream"]["order_design"] = design_record(list(runs))  # runs: in the interleaved engines' order
-        record["paired"] = paired_ratios({e: r.times_ms for e, r in runs.items()}, warmup)
+        # an interrupted interleaved stream: the batches every engine completed (the same for all but
+        # the engines that came before the cut in its batch's order)
+        common = min(len(r.times_ms) for r in runs.values())
+        record["paired"] = paired_ratios({e: r.times_ms[:common] for e, r in runs.items()}, warmup) \
+            if common > warmup else {}
     return record
 
 

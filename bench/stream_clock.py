@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.stream_tail import cell, median_of
+from bench.stream_tail import cell, engine_label, median_of
 
 #: Why the host reference has no clock readings (its calls run no GPU).
 NO_GPU = "no GPU: the host reference"
@@ -122,7 +122,7 @@ def markdown_lines(engines: dict) -> list[str]:
     """The report's lines: per engine with readings, the clock's range and its correlation with the
     batch time, then the stream in consecutive parts; engines without a clock record (records from
     before it, the host reference) are left out."""
-    rows = [(engine, run["clock"]) for engine, run in engines.items()
+    rows = [(engine_label(engine, run), run["clock"]) for engine, run in engines.items()
             if run.get("clock") and run["clock"]["readings"]]
     if not rows:
         return []

@@ -137,10 +137,20 @@ def cell(value, digits=0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
+def engine_label(engine: str, run: dict) -> str:
+    """An engine's name in the stream reports' tables: with "(partial: k of N batches)" where its
+    entry comes from an interrupted stream (bench/stream.py marks it), so that no table of a partial
+    record reads as a whole stream's."""
+    partial = run.get("partial")
+    if not partial:
+        return engine
+    return f"{engine} (partial: {partial['completed']:,} of {partial['planned']:,} batches)"
+
+
 def markdown_lines(engines: dict) -> list[str]:
     """The report's table: per engine, its tail against all its timed batches (engines without a
     tail record, from before it existed, are left out; no lines when none has one)."""
-    rows = [(engine, run["tail"]) for engine, run in engines.items() if run.get("tail")]
+    rows = [(engine_label(engine, run), run["tail"]) for engine, run in engines.items() if run.get("tail")]
     if not rows:
         return []
     # the clock's column only where some engine read one (records from before it, the host alone)
@@ -169,5 +179,5 @@ def markdown_lines(engines: dict) -> list[str]:
     return lines
 
 
-__all__ = ["FULL_GENERATION", "GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "cell", "markdown_lines", "median_of",
-           "off_cpu_ms", "tail_anatomy", "work_of"]
+__all__ = ["FULL_GENERATION", "GcWatch", "TAIL_PERCENTILE", "WORK_FIELDS", "cell", "engine_label", "markdown_lines",
+           "median_of", "off_cpu_ms", "tail_anatomy", "work_of"]

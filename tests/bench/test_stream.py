@@ -182,8 +182,8 @@ def test_a_result_that_differs_from_the_host_reference_is_exit_1(monkeypatch, ed
     monkeypatch.setattr(stream, "fused_problem", lambda: None)
     real_run_engine = stream.run_engine
 
-    def spoiled(engine, data, batches, objective, progress):
-        run = real_run_engine("host", data, batches, objective, progress)
+    def spoiled(engine, data, batches, objective, progress, **kwargs):
+        run = real_run_engine("host", data, batches, objective, progress, **kwargs)
         if engine == "fused":
             run.tree[1][7] = (run.tree[1][7] + 1) % SMALL_N
         return run
@@ -590,3 +590,255 @@ def test_the_records_commit_is_the_projects_git_state_without_the_streams_folder
     assert stream.commit_of_checkout(tmp_path / "out") == {"commit": "abc", "dirty": False}
     assert stream.commit_of_checkout() == {"commit": "abc", "dirty": False}
     assert asked == [(tmp_path / "out",), ()]
+
+
+# -- an interrupted stream -----------------------------------------------------------------------
+def _run_interrupted(edge_file, tmp_path, *extra):
+    """_run_file, an interrupt that escapes the command failing the test (not stopping pytest)."""
+    try:
+        return _run_file(edge_file, tmp_path, *extra)
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped stream.main")
+
+
+@pytest.fixture
+def unhandled_signals():
+    """SIGINT and SIGTERM fail the test unless the stream takes them over (without it, a stream
+    that does not handle them would stop pytest, or kill it on SIGTERM)."""
+    import signal
+
+    def unhandled(signum, frame):
+        raise AssertionError(f"the stream did not take {signal.Signals(signum).name}")
+
+    previous = {signum: signal.signal(signum, unhandled) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def _interrupt_after(monkeypatch, calls, how):
+    """Wrap stream.timed_update: after ``calls`` calls, ``how`` (a signal sent to this process
+    after the call returned: the stream stops at the next batch boundary), or ``"inside"`` (the
+    next call raises KeyboardInterrupt instead of applying its batch: a second Ctrl-C landing
+    inside update())."""
+    import signal
+
+    real = stream.timed_update
+    count = [0]
+
+    def timed_update(*args, **kwargs):
+        if how == "inside" and count[0] == calls:
+            raise KeyboardInterrupt
+        out = real(*args, **kwargs)
+        count[0] += 1
+        if how != "inside" and count[0] == calls:
+            signal.raise_signal(how)
+        return out
+
+    monkeypatch.setattr(stream, "timed_update", timed_update)
+    return count
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_mid_stream_writes_a_partial_record_of_the_completed_batches(unhandled_signals, no_cuda, monkeypatch,
+                                                                             edge_file, tmp_path, capsys, signame):
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    _interrupt_after(monkeypatch, 12, getattr(signal, signame))
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 130
+    assert {s: signal.getsignal(s) for s in before} == before  # the handlers are given back
+    err = capsys.readouterr().err
+    assert f"interrupted ({signame}): batches completed of 30: host 12; partial record written to {out}" in err
+    record = json.loads((out / "stream.json").read_text())
+    assert record["partial"] is True
+    interrupted = record["interrupted"]
+    assert interrupted["signal"] == signame and interrupted["at"] == "during the timed batches"
+    assert interrupted["planned_batches"] == 30 and interrupted["completed"] == {"host": 12}
+    assert interrupted["cut_inside_batch"] == {} and interrupted["note"].startswith("partial record")
+    host = record["engines"]["host"]
+    assert host["partial"] == {"completed": 12, "planned": 30}
+    assert host["summary"]["count"] == 7  # 12 batches less the 5 of the warm-up
+    assert len(np.load(out / stream.TIMES_NAME)["host"]) == 12
+    # the check covers exactly the 12 batches: the host run is the reference after them
+    check = record["check"]
+    assert check["done"] is True and check["prefix"] == {"host": 12} and check["equal"] is True
+    assert check["replayed"] == [] and check["not_checked"] == {}
+    table = (out / "stream.md").read_text()
+    assert table.startswith("# Streaming benchmark: small (INTERRUPTED: partial record)")
+    assert f"**Interrupted ({signame}, during the timed batches): a partial record.** Batches completed of 30 " \
+           "planned: host 12." in table
+    assert "covers exactly the completed batches: host after 12" in table
+    assert "| host | 7 |" in table and "reference (after 12)" in table
+    assert "Planned: 30 consecutive batches" in table
+
+
+def test_the_partial_check_replays_the_host_reference_on_each_engines_prefix(unhandled_signals, two_hosts, monkeypatch,
+                                                                            edge_file, tmp_path, capsys):
+    """Sequential engines stopped in the second one's batch 12: the first completed all 30 and is
+    checked after 30, the second after 12, each against the host reference replayed to that batch;
+    a tree spoiled after 12 batches is caught (exit 1: a wrong answer outranks the interruption)."""
+    import signal
+
+    _interrupt_after(monkeypatch, 30 + 12, signal.SIGINT)
+    code, out = _run_interrupted(edge_file, tmp_path, "--engines", "first", "second")
+    assert code == 130
+    record = json.loads((out / "stream.json").read_text())
+    assert record["interrupted"]["completed"] == {"first": 30, "second": 12}
+    check = record["check"]
+    assert check["reference"] == "host" and check["prefix"] == {"first": 30, "second": 12}
+    assert check["replayed"] == [12, 30] and check["equal"] is True
+
+    real_final_tree = stream.final_tree
+    spoiled = []
+
+    def final_tree(result):
+        distances, parents = real_final_tree(result)
+        spoiled.append(True)
+        if len(spoiled) == 2:  # the second engine's tree after its 12 batches
+            parents = parents.copy()
+            parents[7] = (parents[7] + 1) % SMALL_N
+        return distances, parents
+
+    monkeypatch.setattr(stream, "final_tree", final_tree)
+    _interrupt_after(monkeypatch, 30 + 12, signal.SIGINT)
+    code, out = _run_interrupted(edge_file, tmp_path, "--engines", "first", "second")
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "MISMATCH: second differs from host after 12 batches: parents differ at 1 vertices" in err
+    record = json.loads((out / "stream.json").read_text())
+    assert list(record["check"]["differences"]) == ["second"] and record["check"]["equal"] is False
+    assert "| second | 7 | " in (out / "stream.md").read_text() and "NO (after 12)" in (out / "stream.md").read_text()
+
+
+def test_an_interrupt_inside_an_update_keeps_the_completed_batches_and_checks_no_half_applied_engine(
+        two_hosts, monkeypatch, edge_file, tmp_path, capsys):
+    _interrupt_after(monkeypatch, 30 + 12, "inside")  # the second engine's 13th call raises
+    code, out = _run_interrupted(edge_file, tmp_path, "--engines", "first", "second")
+    assert code == 130
+    record = json.loads((out / "stream.json").read_text())
+    interrupted = record["interrupted"]
+    assert interrupted["completed"] == {"first": 30, "second": 12}
+    assert interrupted["cut_inside_batch"] == {"second": 12} and interrupted["signal"] == "SIGINT"
+    assert record["engines"]["second"]["summary"]["count"] == 7
+    assert record["engines"]["first"]["partial"] == {"completed": 30, "planned": 30}
+    check = record["check"]
+    assert check["prefix"] == {"first": 30} and check["equal"] is True
+    assert check["not_checked"] == {"second": "interrupted inside its batch 12: its graph and result hold part of "
+                                              "that batch"}
+    times = np.load(out / stream.TIMES_NAME)
+    assert len(times["first"]) == 30 and len(times["second"]) == 12
+    table = (out / "stream.md").read_text()
+    assert "second was cut inside batch 12 (not counted)" in table and "| second | 7 |" in table
+    assert "not checked" in table
+
+
+def test_an_engine_not_started_is_recorded_with_no_batch(unhandled_signals, two_hosts, monkeypatch,
+        edge_file, tmp_path):
+    import signal
+
+    _interrupt_after(monkeypatch, 30, signal.SIGINT)  # after the first engine's last batch
+    code, out = _run_interrupted(edge_file, tmp_path, "--engines", "first", "second")
+    assert code == 130
+    record = json.loads((out / "stream.json").read_text())
+    assert record["interrupted"]["completed"] == {"first": 30, "second": 0}
+    assert record["engines"]["second"]["summary"]["count"] == 0
+    assert record["check"]["not_checked"] == {"second": "no batch completed"}
+    assert record["check"]["prefix"] == {"first": 30}
+
+
+def test_an_interrupted_interleaved_stream_pairs_the_batches_both_completed(unhandled_signals, two_hosts, monkeypatch,
+        edge_file, tmp_path):
+    import signal
+
+    _interrupt_after(monkeypatch, 2 * 12 + 1, signal.SIGINT)  # inside batch 12: it is finished, then stop
+    code, out = _run_interrupted(edge_file, tmp_path, "--engines", "first", "second", "--interleave")
+    assert code == 130
+    record = json.loads((out / "stream.json").read_text())
+    assert record["interrupted"]["completed"] == {"first": 13, "second": 13}
+    assert record["check"]["prefix"] == {"first": 13, "second": 13} and record["check"]["replayed"] == [13]
+    assert record["paired"]["second/first"]["pairs"] == 8
+
+
+def test_an_interrupt_during_the_check_says_it_was_not_done(unhandled_signals, no_cuda, monkeypatch,
+        edge_file, tmp_path):
+    import signal
+
+    _interrupt_after(monkeypatch, 12, signal.SIGINT)
+
+    def check_prefix(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stream, "check_prefix", check_prefix)
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 130
+    record = json.loads((out / "stream.json").read_text())
+    assert record["check"]["done"] is False and record["check"]["equal"] is None
+    assert record["interrupted"]["completed"] == {"host": 12}
+    table = (out / "stream.md").read_text()
+    assert "The check against the host reference was NOT done" in table and "| host | 7 |" in table
+    assert "not checked" in table
+
+
+def test_a_signal_after_the_last_batch_still_ends_as_interrupted(unhandled_signals, no_cuda, monkeypatch,
+        edge_file, tmp_path):
+    import signal
+
+    _interrupt_after(monkeypatch, 30, signal.SIGTERM)
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 130
+    record = json.loads((out / "stream.json").read_text())
+    assert record["interrupted"]["completed"] == {"host": 30}
+    assert record["interrupted"]["at"] == "after the timed batches"
+    assert record["interrupted"]["note"].startswith("interrupted: every engine applied every planned batch")
+    assert record["check"]["prefix"] == {"host": 30}
+
+
+def test_a_complete_record_is_not_marked_partial(no_cuda, edge_file, tmp_path):
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 0
+    record = json.loads((out / "stream.json").read_text())
+    assert "partial" not in record and "interrupted" not in record
+    assert "partial" not in record["engines"]["host"]
+    assert "INTERRUPTED" not in (out / "stream.md").read_text()
+
+
+def test_the_markdown_of_a_partial_record_says_it_is_partial(unhandled_signals, no_cuda, monkeypatch,
+        edge_file, tmp_path):
+    """The record's reader (stream.markdown, the table of stream.md) on a partial record read back
+    from its file: its title, the batches completed of those planned, what the check covered, and
+    each engine's rows in the tail's table."""
+    import signal
+
+    _interrupt_after(monkeypatch, 20, signal.SIGINT)
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 130
+    record = json.loads((out / "stream.json").read_text())
+    text = stream.markdown(record)
+    assert text == (out / "stream.md").read_text()
+    assert text.startswith("# Streaming benchmark: small (INTERRUPTED: partial record)\n")
+    assert "a partial record.** Batches completed of 30 planned: host 20." in text
+    assert "| host (partial: 20 of 30 batches), all | 15 |" in text
+
+
+# -- the stream's host memory --------------------------------------------------------------------
+def test_a_huge_batch_count_is_refused_before_anything_is_drawn(no_cuda, monkeypatch, capsys):
+    monkeypatch.setattr(stream, "load_input", lambda **kwargs: pytest.fail("the graph was loaded"))
+    assert stream.main(["--graph", "uspowergrid", "--batches", str(10 ** 12), "--engines", "host",
+                        "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("stream.py: --batches 1,000,000,000,000: ")
+    assert "GB of host memory" in err and "batches fit" in err
+
+
+def test_the_memory_limit_is_the_estimate_against_what_is_available():
+    per_batch = stream.stream_bytes(1, 100, 3, 2)
+    # int64 source and target per change, 3 int64 weights on the half that are insertions, a
+    # batch's fixed cost and each engine's per-batch measurements
+    assert per_batch == 1024 + 100 * (16 + 4 * 3) + 2 * 512
+    assert stream.stream_bytes(1000, 100, 3, 2) == 1000 * per_batch
+    stream.check_stream_memory(1000, 100, 3, 2, available=1000 * per_batch)
+    with pytest.raises(stream.UsageError, match=r"--batches 1,000: .* but 0\.0 GB is available: at most 999 "
+                                                r"batches fit"):
+        stream.check_stream_memory(1000, 100, 3, 2, available=1000 * per_batch - 1)

@@ -128,6 +128,14 @@ def test_the_report_shows_engines_with_readings_only():
     assert stream_clock.markdown_lines({"host": {"clock": None}, "old": {}}) == []
 
 
+def test_the_report_of_a_partial_engine_says_it_is_partial():
+    clocked = stream_clock.clock_record([2.0, 1.0], [1400, 1980], warmup=0)
+    text = "\n".join(stream_clock.markdown_lines({"fused": {"clock": clocked,
+                                                             "partial": {"completed": 2, "planned": 500}}}))
+    assert "| fused (partial: 2 of 500 batches) | 2 | 1,400 |" in text
+    assert "| fused (partial: 2 of 500 batches) | 2.000 / 1,400 | 1.000 / 1,980 |" in text
+
+
 def test_the_clock_is_read_after_the_timed_call(monkeypatch):
     """timed_update reads the clock once, after the second timer reading: the call's time holds
     none of it. The thread's CPU time is read just outside the wall timer, and the call's off-CPU
@@ -232,7 +240,7 @@ def test_the_engines_seconds_leave_out_opening_and_closing_the_clock(monkeypatch
 
     monkeypatch.setattr(stream, "open_clock", lambda engines: Clock())
     monkeypatch.setattr(stream, "open_engine", lambda engine, data, objective: (None, None))
-    monkeypatch.setattr(stream, "timed_stream", lambda graph, result, batches, bar, watch, clock: [])
+    monkeypatch.setattr(stream, "timed_stream", lambda graph, result, batches, bar, watch, clock, **kw: [])
     monkeypatch.setattr(stream, "final_tree", lambda result: None)
     run = stream.run_engine("host", None, [], 0, progress=False)
     # ticks: 0 open, 1 start, 2 end, 3 close

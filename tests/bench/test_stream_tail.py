@@ -150,6 +150,17 @@ def test_the_report_lines_name_each_engine_with_a_tail():
     assert stream_tail.markdown_lines({"old": {"summary": {}}}) == []
 
 
+def test_the_report_lines_of_a_partial_engine_say_it_is_partial():
+    anatomy = stream_tail.tail_anatomy([1.0] * 9 + [5.0], [_work(3, 8)] * 10, [(0, 0, 0.0)] * 10, warmup=0)
+    text = "\n".join(stream_tail.markdown_lines({
+        "fused": {"tail": anatomy, "partial": {"completed": 10, "planned": 10_000}},
+        "host": {"tail": anatomy}}))
+    assert "| fused (partial: 10 of 10,000 batches), p99 tail | 1 | 5.000 |" in text
+    assert "| fused (partial: 10 of 10,000 batches), all | 10 |" in text
+    assert "| host, all | 10 |" in text  # an entry without the mark reads as before
+    assert stream_tail.engine_label("host", {}) == "host"
+
+
 def test_the_host_stream_records_its_tail(no_cuda, edge_file, tmp_path):  # noqa: F811
     code, out = _run_file(edge_file, tmp_path)
     assert code == 0
