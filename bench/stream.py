@@ -731,11 +731,12 @@ class Sofar:
     inside: str | None = None
 
 
-def partial_runs(sofar: Sofar, engines, planned: int) -> tuple[dict, dict, dict]:
+def partial_runs(sofar: Sofar, engines, planned: int, with_trees: bool = True) -> tuple[dict, dict, dict]:
     """After an interrupt: ``(runs, completed, halfway)``: an EngineRun per engine of ``engines``
     (its completed batches; its final tree where its graph and result hold exactly those, else
     None), the batches each completed of the ``planned`` ones (0 for an engine never started), and
-    ``{engine: index}`` for the engine whose call the interrupt cut inside batch ``index``."""
+    ``{engine: index}`` for the engine whose call the interrupt cut inside batch ``index``.
+    ``with_trees`` False: no tree read of an unfinished engine (a further interrupt cut the reads)."""
     runs, completed, halfway = {}, {}, {}
     now = time.perf_counter()
     for engine in engines:
@@ -748,7 +749,7 @@ def partial_runs(sofar: Sofar, engines, planned: int) -> tuple[dict, dict, dict]
         if sofar.inside == engine:
             halfway[engine] = len(timed)
         tree = None
-        if engine in sofar.opened and engine not in halfway and timed:
+        if with_trees and engine in sofar.opened and engine not in halfway and timed:
             tree = final_tree(sofar.opened[engine][1])
         seconds = sofar.seconds[engine] if engine in sofar.seconds else (
             now - sofar.started[engine] if engine in sofar.started else 0.0)
@@ -776,6 +777,8 @@ def check_prefix(runs: dict, completed: dict, halfway: dict, data: StreamInput, 
         trees[prefix["host"]] = runs["host"].tree
     replayed = sorted(set(prefix.values()) - set(trees))
     if replayed:
+        print(f"{PROG}: checking the completed batches against the host reference, replayed off the clock on "
+              f"{replayed[-1]:,} batches (interrupt again to skip the check)", file=sys.stderr, flush=True)
         trees.update(replay_reference(data, objective, stream, replayed))
     differences = {}
     for engine, k in prefix.items():
@@ -1137,14 +1140,15 @@ def finish_interrupted(exc: KeyboardInterrupt, sofar: Sofar, engines, data: Stre
     engine differing from the reference (a wrong answer outranks the interruption)."""
     signal_name = exc.signal_name if isinstance(exc, StreamStopped) else sofar.stop.signal
     planned = record_args["batches"]
-    runs, completed, halfway = partial_runs(sofar, engines, planned)
-    at = ("during the timed batches" if halfway or any(k < planned for k in completed.values())
-          else "after the timed batches")
     try:
-        with StopRequest(at_once=True):
+        with StopRequest(at_once=True):  # a further signal: the record without the check
+            runs, completed, halfway = partial_runs(sofar, engines, planned)
             check = check_prefix(runs, completed, halfway, data, stream, record_args["objective"])
     except KeyboardInterrupt:
+        runs, completed, halfway = partial_runs(sofar, engines, planned, with_trees=False)
         check = check_not_done("interrupted again before the check against the host reference was done")
+    at = ("during the timed batches" if halfway or any(k < planned for k in completed.values())
+          else "after the timed batches")
     with signals_ignored():
         record = build_record(data, stream, runs, check, **record_args)
         mark_partial(record, interruption_record(signal_name, at, planned, completed, halfway))

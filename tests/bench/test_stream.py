@@ -689,6 +689,7 @@ def test_the_partial_check_replays_the_host_reference_on_each_engines_prefix(unh
     check = record["check"]
     assert check["reference"] == "host" and check["prefix"] == {"first": 30, "second": 12}
     assert check["replayed"] == [12, 30] and check["equal"] is True
+    assert "replayed off the clock on 30 batches (interrupt again to skip the check)" in capsys.readouterr().err
 
     real_final_tree = stream.final_tree
     spoiled = []
@@ -779,6 +780,23 @@ def test_an_interrupt_during_the_check_says_it_was_not_done(unhandled_signals, n
     table = (out / "stream.md").read_text()
     assert "The check against the host reference was NOT done" in table and "| host | 7 |" in table
     assert "not checked" in table
+
+
+def test_an_interrupt_while_the_trees_are_read_still_writes_the_record(unhandled_signals, no_cuda, monkeypatch,
+                                                                        edge_file, tmp_path):
+    import signal
+
+    _interrupt_after(monkeypatch, 12, signal.SIGINT)
+
+    def final_tree(result):  # read only after the interrupt: a further Ctrl-C lands in the read
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stream, "final_tree", final_tree)
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 130
+    record = json.loads((out / "stream.json").read_text())
+    assert record["interrupted"]["completed"] == {"host": 12} and record["check"]["done"] is False
+    assert len(np.load(out / stream.TIMES_NAME)["host"]) == 12
 
 
 def test_a_signal_after_the_last_batch_still_ends_as_interrupted(unhandled_signals, no_cuda, monkeypatch,
