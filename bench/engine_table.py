@@ -562,6 +562,8 @@ def _main(argv) -> int:
         raise UsageError(f"--objective must be in [0, {NUM_WEIGHTS})")
     if args.warmup < 0:
         raise UsageError("--warmup must be at least 0")
+    if args.host_max_vertices < 0:  # acted as 0 (no host column) without a word
+        raise UsageError("--host-max-vertices must be at least 0 (0: no host column)")
     check_gate_names(args.graphs)  # names the table cannot measure: refused before any GPU time
     # a misspelt batch measured nothing on its gate, silently (--batches alone: every batch)
     check_batch_names(args.batches or None)

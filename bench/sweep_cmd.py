@@ -200,6 +200,12 @@ def run_sweep(args) -> int:
 
     out = args.out or str(REPO_ROOT / "results" / "sweep")
     if getattr(args, "report_only", False):
+        # --report-only renders the recorded sweep and measures nothing: what a measuring option
+        # asks (replace it, continue it) would be silently ignored
+        asked = [flag for flag, on in (("--force", args.force), ("--resume", args.resume)) if on]
+        if asked:
+            raise UsageError(f"--report-only renders the sweep in --out and measures nothing: drop "
+                             f"{' and '.join(asked)}")
         from .sweep_report import render_sweep
 
         report = render_sweep(out)
@@ -217,6 +223,9 @@ def run_sweep(args) -> int:
 
         gates = [] if spec is not None else list(GATE_NAMES)
     check_gate_names(gates)
+    if args.host_reference_cap < 0:
+        raise UsageError(f"--host-reference-cap {args.host_reference_cap}: expected a vertex count >= 0 "
+                         "(0: never the host reference)")
     if args.resume and args.force:
         raise UsageError("--resume continues the sweep in --out, --force replaces it: pass one of them")
     device = _check_cuda(engines)  # exit 3 before any record is written

@@ -111,6 +111,8 @@ def test_command_line_refusals(capsys):
                        (["--host-repeats", "-1"], "--host-repeats must be at least 0"),
                        (["--objective", "9"], "--objective must be in [0, "),
                        (["--warmup", "-1"], "--warmup must be at least 0"),
+                       # acted as 0 (no host column) without a word
+                       (["--host-max-vertices", "-5"], "--host-max-vertices must be at least 0"),
                        # refused before any GPU time: a misspelt batch measured nothing on its gate
                        (["--batches", "safe50"], "--batches: no batch named safe50 (every graph has safe50k, "),
                        (["--graphs", "roadnet-pa"], "unknown gate name(s): roadnet-pa (known: ")):

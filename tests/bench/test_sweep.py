@@ -265,6 +265,28 @@ def test_report_only_on_an_out_that_is_a_file_names_it_not_a_damaged_record(tmp_
     assert out.read_text() == "x"
 
 
+@pytest.mark.parametrize("extra, named", [(["--force"], "drop --force"), (["--resume"], "drop --resume"),
+                                          (["--force", "--resume"], "drop --force and --resume")])
+def test_report_only_with_a_measuring_option_is_refused_and_changes_nothing(tmp_path, capsys, extra, named):
+    """--report-only --force rendered the old sweep and ignored --force without a word."""
+    store = sweep.SweepStore(tmp_path / "out")
+    store.write_sweep(_whole_sweep_record())
+    before = store.sweep_path.read_bytes()
+    assert sweep_cmd.cli(["--report-only", *extra, "--out", str(store.root), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--report-only renders the sweep in --out and measures nothing" in err and named in err
+    assert store.sweep_path.read_bytes() == before
+    assert sorted(p.name for p in store.root.iterdir()) == ["sweep.json"]
+
+
+def test_a_negative_host_reference_cap_is_refused_before_anything_is_written(tmp_path, capsys):
+    graph = _tiny_graph_file(tmp_path, n=120, m=300)
+    out = tmp_path / "out"
+    assert sweep_cmd.cli(_argv(graph, out, tmp_path / "cache", "--host-reference-cap", "-1")) == 2
+    assert "--host-reference-cap -1: expected a vertex count >= 0" in capsys.readouterr().err
+    assert not out.exists()
+
+
 # -- end to end on a tiny graph (host engine) -----------------------------------------------------
 def _tiny_graph_file(folder, n=300, m=900, seed=1):
     return connected_edge_list(folder, "tiny.edges", n, m, seed)
