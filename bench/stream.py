@@ -87,6 +87,7 @@ interrupt.guard(__name__, "stream.py")
 import numpy as np  # noqa: E402
 
 from protocol.errors import EnvironmentProblem, UsageError, run_command  # noqa: E402
+from protocol.config import check_seed  # noqa: E402
 from engines.config import EngineConfig  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
 from bench.stream_tail import GcWatch, off_cpu_ms, tail_anatomy, work_of  # noqa: E402
@@ -1035,8 +1036,7 @@ def check_sizes(batches: int, batch_size: int, warmup: int, seed: int = DEFAULT_
                          "a quarter inserts pairs, both arcs each)")
     if not 0 <= warmup < batches:
         raise UsageError(f"--warmup {warmup}: between 0 and --batches - 1 ({batches - 1}), so some batches are timed")
-    if seed < 0:  # NumPy's generators take no negative seed: refused before the graph is read
-        raise UsageError(f"--seed {seed}: expected an integer >= 0")
+    check_seed(seed)  # before the graph is read
 
 
 def check_graph(graph, spec) -> None:

@@ -15,6 +15,14 @@ from dataclasses import asdict, dataclass, field
 from .errors import UsageError
 from .sides import Side
 
+
+def check_seed(seed: int) -> None:
+    """The one rule for every command's ``--seed``: NumPy's generators take no negative seed, so
+    it is refused before anything is read or measured (not as SeedSequence's traceback later)."""
+    if seed < 0:
+        raise UsageError(f"--seed {seed}: expected an integer >= 0")
+
+
 #: What ``--adaptive`` judges (docs/protocol.md §3): ``process``, each worker process's own pairs
 #: (the behaviour before issue 32, the default); ``cell``, the cell's hierarchical interval over its
 #: processes and pairs, adding worker processes until it is narrow enough (protocol/adaptive.py).
@@ -176,9 +184,7 @@ class CampaignConfig:
         if self.discard_after_clock_change < 0:
             raise UsageError(f"--discard-after-clock-change {self.discard_after_clock_change}: expected a number "
                              "of rounds >= 0")
-        if self.seed < 0:
-            # NumPy's generators take no negative seed: refused here, not after the rounds are measured
-            raise UsageError(f"--seed {self.seed}: expected an integer >= 0")
+        check_seed(self.seed)  # here, not after the rounds are measured
         from .stats import MIN_RESAMPLES  # the statistics own the bound (imported late: SciPy)
 
         if self.bootstrap_resamples < MIN_RESAMPLES:
