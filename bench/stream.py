@@ -66,7 +66,6 @@ memory included); 3 a CUDA engine asked for where none can run; 130 interrupted 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import platform
 import shlex
@@ -697,22 +696,6 @@ class StopRequest:
             raise StreamStopped(self.signal)
 
 
-@contextlib.contextmanager
-def signals_ignored():
-    """SIGINT and SIGTERM ignored inside the block (main thread only): the partial record's few
-    writes finish rather than leave the files half written (engines.interrupt.ignored, SIGTERM
-    too)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in StopRequest.SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 @dataclass
 class Sofar:
     """What the stream has measured so far, kept as it is measured so that an interrupt loses none
@@ -1149,7 +1132,7 @@ def finish_interrupted(exc: KeyboardInterrupt, sofar: Sofar, engines, data: Stre
         check = check_not_done("interrupted again before the check against the host reference was done")
     at = ("during the timed batches" if halfway or any(k < planned for k in completed.values())
           else "after the timed batches")
-    with signals_ignored():
+    with interrupt.ignored(*StopRequest.SIGNALS):  # the partial record's few writes finish
         record = build_record(data, stream, runs, check, **record_args)
         mark_partial(record, interruption_record(signal_name, at, planned, completed, halfway))
         print(markdown(record))

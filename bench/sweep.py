@@ -219,9 +219,10 @@ def sweep_input(prepared, sizes, localities, *, cache_dir=None):
     # cache (whose facts file sorts its keys): a resumed sweep plans and records its cells in the
     # order of its first session (the runner compares the inputs by name, whatever the order)
     order = [batch_name(locality, size) for locality in localities for size in kept]
+    rank = {name: i for i, name in enumerate(order)}
     batches = {name: BatchInput(name, Batch(b.insert_src, b.insert_dst, b.insert_weights, b.delete_src,
                                             b.delete_dst), dict(b.facts), b.facts["digest"])
-               for name, b in sorted(drawn.items(), key=lambda item: order.index(item[0]))}
+               for name, b in sorted(drawn.items(), key=lambda item: rank[item[0]])}
     gi = GraphInput(prepared.name, prepared.origin, graph, prepared.source, prepared.facts, prepared.trees,
                     batches)
     return gi, dropped

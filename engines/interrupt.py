@@ -57,18 +57,20 @@ def run(main) -> None:
 
 
 @contextlib.contextmanager
-def ignored():
-    """Ctrl-C ignored inside the block: a command saving what it measured after a first Ctrl-C
-    (a few writes) finishes the save rather than leave its files half written. Only the main
-    thread may change a signal's handler; elsewhere the block runs unguarded."""
+def ignored(*signums: int):
+    """Ctrl-C (or each of ``signums``, e.g. SIGINT and SIGTERM) ignored inside the block: a command
+    saving what it measured after a first Ctrl-C (a few writes) finishes the save rather than leave
+    its files half written. Only the main thread may change a signal's handler; elsewhere the block
+    runs unguarded."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in signums or (signal.SIGINT,)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _exit_now(signum, frame):

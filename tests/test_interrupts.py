@@ -111,3 +111,17 @@ def test_ctrl_c_is_ignored_inside_ignored_and_restored_after(python_sigint):
     with pytest.raises(KeyboardInterrupt):  # and after the block Ctrl-C interrupts again
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(1)
+
+
+def test_ignored_takes_the_signals_it_shields_and_restores_each(python_sigint):
+    """bench/stream.py shields its partial record's writes from SIGINT and SIGTERM alike."""
+    from engines import interrupt
+
+    term_before = signal.getsignal(signal.SIGTERM)
+    with interrupt.ignored(signal.SIGINT, signal.SIGTERM):
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGTERM)  # would end the process under the default action
+        time.sleep(0.01)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) == term_before
