@@ -55,12 +55,25 @@ a batch), each engine's entry its "partial" counts, and a title and table that s
 covers exactly the completed prefix: each engine's tree after its completed batches against the
 host reference's after as many (replayed off the clock where the host run did not stop there); an
 engine cut inside a batch is not checked, and a further signal during the check leaves it "not
-done", as the record says. A ``--batches`` whose drawn stream (every batch is drawn before the
+done", as the record says. Interrupted before any batch was timed: while the graph is read or the
+stream drawn, it stops at once and writes no record (nothing was measured; one line says so, and
+names an earlier run's stream.json left in --out); within the warm-up batches, the partial record
+counts 0 batches timed and its stage, table and last line say that no batch was timed.
+
+An error mid-stream (an engine's update() raising: a CUDA failure, out of memory, a check of its
+result; or an engine failing to open its graph) keeps what was measured too: the same partial
+record, marked "failed" instead of "interrupted" (the engine, the batch it was applying, the
+exception's type and message), the failing engine not checked (its graph may hold part of its
+batch), a check that fails in turn recorded as not done. It replaces any earlier record in --out,
+so none there claims a stream that did not complete. The command then ends with one line naming
+the error, or, for a bug (engines.errors.InternalError, or an error the engines do not raise on
+purpose), with its traceback. A ``--batches`` whose drawn stream (every batch is drawn before the
 first is timed) would not fit in the host memory available is refused before the graph is read.
 
 Exit codes (engines/exitcodes.py): 0 every result equal to the reference; 1 a result differs (an
-interrupted run's check included); 2 bad arguments or input (a --batches too large for the host
-memory included); 3 a CUDA engine asked for where none can run; 130 interrupted (SIGINT or SIGTERM).
+interrupted run's check included) or an engine failed mid-stream (ExitCode.FAILURE, as engines.cli
+ends on an engine's error); 2 bad arguments or input (a --batches too large for the host memory
+included); 3 a CUDA engine asked for where none can run; 130 interrupted (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations
@@ -85,7 +98,7 @@ interrupt.guard(__name__, "stream.py")
 
 import numpy as np  # noqa: E402
 
-from protocol.errors import EnvironmentProblem, UsageError, run_command  # noqa: E402
+from protocol.errors import EnvironmentProblem, ProtocolError, UsageError, run_command  # noqa: E402
 from protocol.config import check_seed  # noqa: E402
 from engines.config import EngineConfig  # noqa: E402
 from protocol.exitcodes import ExitCode  # noqa: E402
@@ -741,7 +754,8 @@ def partial_runs(sofar: Sofar, engines, planned: int, with_trees: bool = True) -
     return runs, completed, halfway
 
 
-def check_prefix(runs: dict, completed: dict, halfway: dict, data: StreamInput, stream, objective: int) -> dict:
+def check_prefix(runs: dict, completed: dict, halfway: dict, data: StreamInput, stream, objective: int,
+                 cut_how: str = "interrupted") -> dict:
     """The check of an interrupted stream: each engine's tree after the batches it completed
     against the host reference's after exactly as many (the host run's own where it stopped there
     with whole batches, else the host reference replayed off the clock on that prefix of the same
@@ -750,7 +764,10 @@ def check_prefix(runs: dict, completed: dict, halfway: dict, data: StreamInput, 
     not_checked, prefix = {}, {}
     for engine, run in runs.items():
         if engine in halfway:
-            not_checked[engine] = (f"interrupted inside its batch {halfway[engine]:,}: its graph and result hold "
+            # an interrupt lands inside the call (the graph holds part of the batch); an error may
+            # have been raised before anything was applied, or after
+            holds = "hold" if cut_how == "interrupted" else "may hold"
+            not_checked[engine] = (f"{cut_how} inside its batch {halfway[engine]:,}: its graph and result {holds} "
                                    "part of that batch")
         elif run.tree is None:
             not_checked[engine] = "no batch completed"
@@ -892,8 +909,10 @@ def _fmt(value, digits=3) -> str:
 
 def markdown(record: dict) -> str:
     g, s, check = record["graph"], record["stream"], record["check"]
-    partial = record.get("interrupted")  # None for a run that ended normally (and records from before)
-    lines = [f"# Streaming benchmark: {g['name']}" + (" (INTERRUPTED: partial record)" if partial else ""), ""]
+    # None for a run that ended normally (and records from before)
+    partial = record.get("interrupted") or record.get("failed")
+    stopped = " (INTERRUPTED: partial record)" if record.get("interrupted") else " (FAILED: partial record)"
+    lines = [f"# Streaming benchmark: {g['name']}" + (stopped if partial else ""), ""]
     lines += interrupted_lines(record)
     lines += [("Planned: " if partial else "") + f"{s['batches']:,} consecutive batches of {s['batch_size']} arcs "
              f"({s['batch_size'] // 4} undirected deletions and {s['batch_size'] // 4} undirected insertions, "
@@ -925,9 +944,10 @@ def markdown(record: dict) -> str:
 
 
 def interrupted_lines(record: dict) -> list[str]:
-    """The lines that say a record is an interrupted run's (none for a complete one): the signal,
-    the batches each engine completed of those planned and what the check covered."""
-    partial = record.get("interrupted")
+    """The lines that say a record is an interrupted or failed run's (none for a complete one): the
+    signal or the error, the batches each engine completed of those planned (that none was timed,
+    where so) and what the check covered."""
+    partial = record.get("interrupted") or record.get("failed")
     if not partial:
         return []
     check = record["check"]
@@ -945,8 +965,13 @@ def interrupted_lines(record: dict) -> list[str]:
     else:
         checked = f"No engine completed a batch it could be checked on against the {check['reference']} reference."
     not_checked = "".join(f" {engine}: not checked ({why})." for engine, why in check.get("not_checked", {}).items())
-    return [f"**Interrupted ({partial['signal']}, {partial['at']}): a partial record.** Batches completed of "
-            f"{partial['planned_batches']:,} planned: {done}{cut}. {checked}{not_checked}", ""]
+    warmup = record["stream"]["warmup"]
+    untimed = (f" No batch was timed: every engine stopped within the first {warmup:,} (warm-up) batches."
+               if nothing_timed(partial["completed"], warmup) else "")
+    what = (f"Interrupted ({partial['signal']}, {partial['at']})" if record.get("interrupted")
+            else "Failed ({} {}: {})".format(*failure_parts(partial)))
+    return [f"**{what}: a partial record.** Batches completed of "
+            f"{partial['planned_batches']:,} planned: {done}{cut}.{untimed} {checked}{not_checked}", ""]
 
 
 def _equal_cell(engine: str, check: dict) -> str:
@@ -1062,6 +1087,23 @@ def prepare_out(out) -> Path | None:
     return None if out is None else writable_folder(out, f"--out {Path(out)}")
 
 
+def prepare_stream(*, graph, spec, objective, data_dir, cache_dir, progress, batches, batch_size, seed,
+                   engines) -> tuple:
+    """``(data, stream, probe)``: the graph read (prepared and cached), the whole stream drawn on it
+    and the host's speed probed, all before the first batch is timed (the probe before, not after
+    the timed batches)."""
+    from bench.weights import NUM_OBJECTIVES
+    from protocol.environment import host_probe
+
+    data = load_input(graph=graph, spec=spec, objective=objective, data_dir=data_dir, cache_dir=cache_dir,
+                      progress=progress)
+    if data.weights.shape[1] != NUM_OBJECTIVES:
+        check_stream_memory(batches, batch_size, data.weights.shape[1], len(engines))
+    stream = stream_batches(data.num_vertices, data.arc_sources(), data.col_ind, data.weights.shape[1],
+                            count=batches, size=batch_size, seed=seed)
+    return data, stream, host_probe()
+
+
 def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BATCH_SIZE, engines=None,
         warmup=DEFAULT_WARMUP, seed=DEFAULT_SEED, objective=0, out=None, data_dir=None, cache_dir=None,
         progress=True, command=None, interleave=False) -> int:
@@ -1077,15 +1119,15 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
     from bench.weights import NUM_OBJECTIVES
 
     check_stream_memory(batches, batch_size, NUM_OBJECTIVES, len(engines))  # before the graph is read
-    data = load_input(graph=graph, spec=spec, objective=objective, data_dir=data_dir, cache_dir=cache_dir,
-                      progress=progress)
-    if data.weights.shape[1] != NUM_OBJECTIVES:
-        check_stream_memory(batches, batch_size, data.weights.shape[1], len(engines))
-    stream = stream_batches(data.num_vertices, data.arc_sources(), data.col_ind, data.weights.shape[1],
-                            count=batches, size=batch_size, seed=seed)
-    from protocol.environment import host_probe
-
-    probe = host_probe()  # the host's speed before the timed batches, not after them
+    # nothing is measured before the batches, so a signal here stops at once (SIGTERM included,
+    # which would otherwise end the process without a word)
+    try:
+        with StopRequest(at_once=True) as setup:
+            data, stream, probe = prepare_stream(graph=graph, spec=spec, objective=objective, data_dir=data_dir,
+                                                 cache_dir=cache_dir, progress=progress, batches=batches,
+                                                 batch_size=batch_size, seed=seed, engines=engines)
+    except KeyboardInterrupt:
+        return finish_before_batches(setup.signal, out_dir)
     sofar = Sofar(stop=StopRequest())
     record_args = dict(batches=batches, batch_size=batch_size, warmup=warmup, seed=seed, objective=objective,
                        command=command, with_cuda=any(e in CUDA_ENGINES for e in engines), interleave=interleave,
@@ -1100,6 +1142,8 @@ def run(*, graph=None, spec=None, batches=DEFAULT_BATCHES, batch_size=DEFAULT_BA
             sofar.stop.check()  # a signal after the last batch: the run still ends as interrupted
     except KeyboardInterrupt as exc:
         return finish_interrupted(exc, sofar, engines, data, stream, record_args, out_dir)
+    except Exception as exc:  # an engine's error (or a bug) mid-stream: keep what was measured first
+        return finish_failed(exc, sofar, engines, data, stream, record_args, out_dir)
     check = check_results(runs)
     record = build_record(data, stream, runs, check, **record_args)
     print(markdown(record))
@@ -1122,39 +1166,175 @@ def finish_interrupted(exc: KeyboardInterrupt, sofar: Sofar, engines, data: Stre
     (the writes themselves shielded from signals). The status: 130, or 1 when the check found an
     engine differing from the reference (a wrong answer outranks the interruption)."""
     signal_name = exc.signal_name if isinstance(exc, StreamStopped) else sofar.stop.signal
-    planned = record_args["batches"]
-    try:
-        with StopRequest(at_once=True):  # a further signal: the record without the check
-            runs, completed, halfway = partial_runs(sofar, engines, planned)
-            check = check_prefix(runs, completed, halfway, data, stream, record_args["objective"])
-    except KeyboardInterrupt:
-        runs, completed, halfway = partial_runs(sofar, engines, planned, with_trees=False)
-        check = check_not_done("interrupted again before the check against the host reference was done")
-    at = ("during the timed batches" if halfway or any(k < planned for k in completed.values())
-          else "after the timed batches")
+    planned, warmup = record_args["batches"], record_args["warmup"]
+    runs, completed, halfway, check = checked_prefix(sofar, engines, data, stream, record_args["objective"])
+    if nothing_timed(completed, warmup):
+        at = "before any batch was timed"
+    elif halfway or any(k < planned for k in completed.values()):
+        at = "during the timed batches"
+    else:
+        at = "after the timed batches"
     with interrupt.ignored(*StopRequest.SIGNALS):  # the partial record's few writes finish
-        record = build_record(data, stream, runs, check, **record_args)
-        mark_partial(record, interruption_record(signal_name, at, planned, completed, halfway))
-        print(markdown(record))
-        if out_dir is not None:
-            write_outputs(out_dir, record, per_batch_arrays(runs))
-        done = ", ".join(f"{engine} {k:,}" for engine, k in completed.items())
-        where = f"; partial record written to {out_dir}" if out_dir is not None else ""
-        print(f"{PROG}: interrupted ({record['interrupted']['signal']}): batches completed of {planned:,}: "
-              f"{done}{where}", file=sys.stderr, flush=True)
-        for engine, diff in check["differences"].items():
-            print(f"{PROG}: MISMATCH: {engine} differs from {check['reference']} after "
-                  f"{check['prefix'][engine]:,} batches: {diff}", file=sys.stderr)
+        record = write_partial(data, stream, runs, check, record_args, out_dir, "interrupted",
+                               interruption_record(signal_name, at, planned, completed, halfway))
+        print(f"{PROG}: interrupted ({record['interrupted']['signal']}): {progress_words(record, out_dir)}",
+              file=sys.stderr, flush=True)
+        print_mismatches(check)
     return int(ExitCode.CORRECTNESS if check["differences"] else ExitCode.INTERRUPTED)
 
 
-def mark_partial(record: dict, interrupted: dict) -> None:
-    """Mark ``record`` as an interrupted run's: "partial" and "interrupted" at its top, and per engine
-    the batches it completed of those planned (what the readers of an engine's entry print)."""
+def checked_prefix(sofar: Sofar, engines, data: StreamInput, stream, objective: int,
+                   cut_how: str = "interrupted") -> tuple[dict, dict, dict, dict]:
+    """``(runs, completed, halfway, check)`` of a stream that stopped early: partial_runs and
+    check_prefix, a further signal cutting the check short (the record then says it was not done)."""
+    planned = len(stream)
+    try:
+        with StopRequest(at_once=True):  # a further signal: the record without the check
+            runs, completed, halfway = partial_runs(sofar, engines, planned)
+            check = check_prefix(runs, completed, halfway, data, stream, objective, cut_how=cut_how)
+    except KeyboardInterrupt:
+        runs, completed, halfway = partial_runs(sofar, engines, planned, with_trees=False)
+        check = check_not_done("interrupted again before the check against the host reference was done")
+    return runs, completed, halfway, check
+
+
+def write_partial(data: StreamInput, stream, runs: dict, check: dict, record_args: dict, out_dir, key: str,
+                  stop: dict) -> dict:
+    """The partial record (``key``: "interrupted" or "failed", ``stop`` what it says), printed and,
+    with ``out_dir``, written in place of any earlier record there; the record."""
+    record = build_record(data, stream, runs, check, **record_args)
+    mark_partial(record, key, stop)
+    print(markdown(record))
+    if out_dir is not None:
+        write_outputs(out_dir, record, per_batch_arrays(runs))
+    return record
+
+
+def nothing_timed(completed: dict, warmup: int) -> bool:
+    """Whether no engine got past the warm-up: every summary of the record then counts 0 batches."""
+    return all(k <= warmup for k in completed.values())
+
+
+def progress_words(record: dict, out_dir) -> str:
+    """How far a stream that stopped early got, for its last line on stderr: the batches each engine
+    completed, that none was timed where so, and where the partial record went."""
+    stop = record.get("interrupted") or record["failed"]
+    done = ", ".join(f"{engine} {k:,}" for engine, k in stop["completed"].items())
+    words = f"batches completed of {stop['planned_batches']:,}: {done}"
+    warmup = record["stream"]["warmup"]
+    if nothing_timed(stop["completed"], warmup):
+        words += f"; no batch was timed (the first {warmup:,} are warm-up, left out of the statistics)"
+    return words + (f"; partial record written to {out_dir}" if out_dir is not None else "")
+
+
+def print_mismatches(check: dict) -> None:
+    for engine, diff in check["differences"].items():
+        print(f"{PROG}: MISMATCH: {engine} differs from {check['reference']} after "
+              f"{check['prefix'][engine]:,} batches: {diff}", file=sys.stderr)
+
+
+def finish_before_batches(signal_name: str | None, out_dir) -> int:
+    """After Ctrl-C or SIGTERM while the graph was read or the stream drawn: nothing was measured,
+    so no record is written (nor one left by an earlier run into ``out_dir`` replaced); one line
+    says so. Status 130."""
+    left = ""
+    if out_dir is not None and (out_dir / "stream.json").exists():
+        left = f" ({out_dir / 'stream.json'} is an earlier run's, left as it was)"
+    print(f"{PROG}: interrupted ({signal_name or 'SIGINT'}) before the first batch: no batch was measured; "
+          f"no record written{left}", file=sys.stderr, flush=True)
+    return int(ExitCode.INTERRUPTED)
+
+
+def mark_partial(record: dict, key: str, stop: dict) -> None:
+    """Mark ``record`` as a stream that stopped early: "partial" and ``stop`` under ``key``
+    ("interrupted" or "failed") at its top, and per engine the batches it completed of those planned
+    (what the readers of an engine's entry print)."""
     record["partial"] = True
-    record["interrupted"] = interrupted
+    record[key] = stop
     for engine, run in record["engines"].items():
-        run["partial"] = {"completed": interrupted["completed"][engine], "planned": interrupted["planned_batches"]}
+        run["partial"] = {"completed": stop["completed"][engine], "planned": stop["planned_batches"]}
+
+
+# -- a stream that failed ------------------------------------------------------------------------
+def failure_site(sofar: Sofar) -> tuple[str | None, int | None, str]:
+    """Where the stream failed: ``(engine, batch index, during)``: inside an engine's update() call
+    (the batch it was applying), while an engine opened its graph and result (no batch), else
+    elsewhere (reading a final tree, the stream's own code: engine and batch unknown)."""
+    if sofar.inside is not None:
+        return sofar.inside, len(sofar.timed.get(sofar.inside, [])), "its update() call"
+    opening = [engine for engine in sofar.started if engine not in sofar.opened]
+    if opening:
+        return opening[-1], None, "opening its graph and result"
+    return None, None, "outside the update() calls"
+
+
+def is_engine_failure(exc: Exception) -> bool:
+    """An error the engines report on purpose (engines.errors: a CUDA failure, out of memory, a
+    check of the result after a batch) or the host out of memory: the user's to read in one line.
+    Anything else, an InternalError included, is a bug whose traceback is wanted."""
+    from engines.errors import Error, InternalError
+
+    return isinstance(exc, MemoryError) or (isinstance(exc, Error) and not isinstance(exc, InternalError))
+
+
+def finish_failed(exc: Exception, sofar: Sofar, engines, data: StreamInput, stream, record_args: dict,
+                  out_dir) -> int:
+    """After an error in the timed batches: the record of the batches each engine completed, marked
+    partial ("failed": the engine, batch, exception type and message), checked as an interrupted
+    stream's is (the failing engine, cut inside its batch, not checked; a check that fails in turn,
+    as after a CUDA error it may, is recorded as not done), printed and written. An engine's error
+    (is_engine_failure) or a ProtocolError then ends the command with one line; a bug with its
+    traceback. The status: ExitCode.FAILURE (1; the ProtocolError's own)."""
+    engine, batch, during = failure_site(sofar)
+    planned = record_args["batches"]
+    try:
+        runs, completed, halfway, check = checked_prefix(sofar, engines, data, stream, record_args["objective"],
+                                                         cut_how="failed")
+    except Exception as again:  # noqa: BLE001 - the measured batches are worth a record without the check
+        runs, completed, halfway = partial_runs(sofar, engines, planned, with_trees=False)
+        check = check_not_done("the check against the host reference failed after the stream's failure "
+                               f"({type(again).__name__}: {again})")
+    with interrupt.ignored(*StopRequest.SIGNALS):  # the partial record's few writes finish
+        record = write_partial(data, stream, runs, check, record_args, out_dir, "failed",
+                               failure_record(exc, engine, batch, during, planned, completed, halfway))
+        print(f"{PROG}: {failure_words(record['failed'])}: {progress_words(record, out_dir)}",
+              file=sys.stderr, flush=True)
+        print_mismatches(check)
+    if isinstance(exc, ProtocolError):
+        return int(exc.exit_code)
+    if not is_engine_failure(exc):
+        from engines.errors import print_internal_error
+
+        print_internal_error(f"{PROG}: ", exc, then=". The batches measured before it are in the partial "
+                             "record" + (f" in {out_dir}" if out_dir is not None else " printed above"))
+    return int(ExitCode.FAILURE)
+
+
+def failure_record(exc: Exception, engine: str | None, batch: int | None, during: str, planned: int,
+                   completed: dict, halfway: dict) -> dict:
+    """What the record says of a failure: the engine, the batch it was applying (None outside a
+    batch), what it was doing, the exception's type and message, the batches planned and completed
+    per engine."""
+    return {"engine": engine, "batch": batch, "during": during,
+            "error": {"type": type(exc).__name__, "message": str(exc)},
+            "at": "during the timed batches", "planned_batches": planned, "completed": dict(completed),
+            "cut_inside_batch": dict(halfway),
+            "note": "partial record: the stream failed before every engine had applied every planned batch"}
+
+
+def failure_parts(failed: dict) -> tuple[str, str, str]:
+    """A failure record's ``(who, where, error)`` in words: ("host", "in batch 12",
+    "OutOfMemoryError: ..."), ("second", "while opening its graph and result", ...)."""
+    who = failed["engine"] or "the stream"
+    where = f"in batch {failed['batch']:,}" if failed["batch"] is not None else (
+        "while " + failed["during"] if failed["engine"] else failed["during"])
+    return who, where, f"{failed['error']['type']}: {failed['error']['message']}"
+
+
+def failure_words(failed: dict) -> str:
+    """The failure in one clause: "host failed in batch 12 (OutOfMemoryError: ...)"."""
+    who, where, error = failure_parts(failed)
+    return f"{who} failed {where} ({error})"
 
 
 def build_record(data: StreamInput, stream, runs, check, *, batches, batch_size, warmup, seed, objective,

@@ -840,6 +840,195 @@ def test_the_markdown_of_a_partial_record_says_it_is_partial(unhandled_signals, 
     assert "| host (partial: 20 of 30 batches), all | 15 |" in text
 
 
+def test_an_interrupt_in_the_warmup_says_no_batch_was_timed(unhandled_signals, no_cuda, monkeypatch, edge_file,
+                                                            tmp_path, capsys):
+    """Stopped after 3 of the 5 warm-up batches: the record is partial with 0 batches timed, and the
+    message, the record's stage and its table say that no batch was timed."""
+    import signal
+
+    _interrupt_after(monkeypatch, 3, signal.SIGINT)
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 130
+    err = capsys.readouterr().err
+    assert ("interrupted (SIGINT): batches completed of 30: host 3; no batch was timed (the first 5 are "
+            "warm-up, left out of the statistics)") in err
+    record = json.loads((out / "stream.json").read_text())
+    assert record["partial"] is True and record["interrupted"]["completed"] == {"host": 3}
+    assert record["interrupted"]["at"] == "before any batch was timed"
+    assert record["engines"]["host"]["summary"]["count"] == 0
+    table = (out / "stream.md").read_text()
+    assert "**Interrupted (SIGINT, before any batch was timed): a partial record.**" in table
+    assert "No batch was timed: every engine stopped within the first 5 (warm-up) batches." in table
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_before_the_batches_writes_no_record_and_says_so(unhandled_signals, no_cuda, monkeypatch,
+                                                                      edge_file, tmp_path, capsys, signame):
+    """A signal while the stream is drawn (before any batch ran): exit 130, one clear line, no record
+    (there is no measurement to keep); the signal handlers are given back."""
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def stream_batches(*args, **kwargs):
+        signal.raise_signal(getattr(signal, signame))
+        pytest.fail("the signal did not stop the setup at once")
+
+    monkeypatch.setattr(stream, "stream_batches", stream_batches)
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 130
+    assert {s: signal.getsignal(s) for s in before} == before
+    err = capsys.readouterr().err
+    assert f"stream.py: interrupted ({signame}) before the first batch: no batch was measured; no record " \
+           "written" in err
+    assert "Traceback" not in err
+    assert not (out / "stream.json").exists() and not (out / "stream.md").exists()
+
+
+def test_an_interrupt_before_the_batches_names_an_earlier_record_it_left(unhandled_signals, no_cuda, monkeypatch,
+                                                                         edge_file, tmp_path, capsys):
+    import signal
+
+    code, out = _run_file(edge_file, tmp_path)
+    assert code == 0
+    earlier = (out / "stream.json").read_text()
+    monkeypatch.setattr(stream, "stream_batches", lambda *args, **kwargs: signal.raise_signal(signal.SIGINT))
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 130
+    assert (out / "stream.json").read_text() == earlier
+    assert f"no record written ({out / 'stream.json'} is an earlier run's, left as it was)" in capsys.readouterr().err
+
+
+# -- a failure mid-stream ------------------------------------------------------------------------
+def _fail_on_call(monkeypatch, call: int, error: Exception):
+    """The real sssp.update (the host engine), except that its call number ``call`` (0-based,
+    every engine's calls counted in turn) raises ``error`` instead of applying its batch."""
+    from engines import sssp
+
+    real = sssp.update
+    count = [0]
+
+    def update(*args, **kwargs):
+        count[0] += 1
+        if count[0] - 1 == call:
+            raise error
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sssp, "update", update)
+
+
+OOM = "device allocation failed: out of memory allocating 4,096 bytes"
+
+
+def test_an_engine_failing_mid_stream_writes_a_partial_record_and_no_traceback(no_cuda, monkeypatch, edge_file,
+                                                                             tmp_path, capsys):
+    """The host engine raises OutOfMemoryError in batch 12 of 30, into a folder that holds an earlier
+    complete record: that record is replaced by the partial one (never a record that claims the
+    stream completed), the error is named (engine, batch, type, message), exit 1 without a traceback."""
+    from engines.errors import OutOfMemoryError
+
+    code, out = _run_file(edge_file, tmp_path)
+    assert code == 0 and "partial" not in json.loads((out / "stream.json").read_text())
+    capsys.readouterr()
+    _fail_on_call(monkeypatch, 12, OutOfMemoryError(OOM))
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert (f"stream.py: host failed in batch 12 (OutOfMemoryError: {OOM}): batches completed of 30: host 12; "
+            f"partial record written to {out}") in err
+    record = json.loads((out / "stream.json").read_text())
+    assert record["partial"] is True and "interrupted" not in record
+    failed = record["failed"]
+    assert failed["engine"] == "host" and failed["batch"] == 12 and failed["during"] == "its update() call"
+    assert failed["error"] == {"type": "OutOfMemoryError", "message": OOM}
+    assert failed["planned_batches"] == 30 and failed["completed"] == {"host": 12}
+    assert failed["cut_inside_batch"] == {"host": 12} and failed["note"].startswith("partial record")
+    host = record["engines"]["host"]
+    assert host["partial"] == {"completed": 12, "planned": 30} and host["summary"]["count"] == 7
+    assert len(np.load(out / stream.TIMES_NAME)["host"]) == 12
+    check = record["check"]
+    assert check["prefix"] == {} and check["equal"] is None
+    assert check["not_checked"] == {"host": "failed inside its batch 12: its graph and result may hold part of "
+                                            "that batch"}
+    table = (out / "stream.md").read_text()
+    assert table.startswith("# Streaming benchmark: small (FAILED: partial record)")
+    assert (f"**Failed (host in batch 12: OutOfMemoryError: {OOM}): a partial record.** Batches completed of 30 "
+            "planned: host 12; host was cut inside batch 12 (not counted).") in table
+    assert "| host | 7 |" in table and "| host (partial: 12 of 30 batches), all | 7 |" in table
+
+
+def test_a_failure_in_the_second_engine_keeps_and_checks_the_first(two_hosts, monkeypatch, edge_file, tmp_path,
+                                                                    capsys):
+    from engines.errors import CudaError
+
+    _fail_on_call(monkeypatch, 30 + 12, CudaError("CUDA failure: an illegal memory access was encountered"))
+    code, out = _run_interrupted(edge_file, tmp_path, "--engines", "first", "second")
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "second failed in batch 12 (CudaError: CUDA failure: an illegal memory access" in err
+    assert "batches completed of 30: first 30, second 12" in err and "Traceback" not in err
+    record = json.loads((out / "stream.json").read_text())
+    assert record["failed"]["completed"] == {"first": 30, "second": 12}
+    check = record["check"]
+    assert check["prefix"] == {"first": 30} and check["equal"] is True and check["replayed"] == [30]
+    assert list(check["not_checked"]) == ["second"]
+    assert record["engines"]["first"]["summary"]["count"] == 25
+
+
+def test_a_failure_while_opening_an_engine_names_it(two_hosts, monkeypatch, edge_file, tmp_path, capsys):
+    real_open = stream.open_engine
+
+    def open_engine(engine, data, objective):
+        if engine == "second":
+            raise MemoryError("no room for the graph")
+        return real_open(engine, data, objective)
+
+    monkeypatch.setattr(stream, "open_engine", open_engine)
+    code, out = _run_interrupted(edge_file, tmp_path, "--engines", "first", "second")
+    assert code == 1
+    assert "second failed while opening its graph and result (MemoryError: no room for the graph)" in \
+        capsys.readouterr().err
+    failed = json.loads((out / "stream.json").read_text())["failed"]
+    assert failed["engine"] == "second" and failed["batch"] is None
+    assert failed["during"] == "opening its graph and result" and failed["completed"] == {"first": 30, "second": 0}
+
+
+def test_a_bug_mid_stream_keeps_the_partial_record_and_shows_its_traceback(no_cuda, monkeypatch, edge_file,
+                                                                          tmp_path, capsys):
+    """A programming error (here a TypeError out of update()) is a bug: the partial record is still
+    written, then the traceback and one line saying it is one (engines.errors.print_internal_error)."""
+    _fail_on_call(monkeypatch, 12, TypeError("unsupported operand"))
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "TypeError: unsupported operand" in err
+    assert "stream.py: internal error (a bug in ssspab" in err and f"partial record written to {out}" in err
+    record = json.loads((out / "stream.json").read_text())
+    assert record["partial"] is True and record["failed"]["error"]["type"] == "TypeError"
+
+
+def test_a_check_that_fails_after_a_failure_is_recorded_as_not_done(no_cuda, monkeypatch, edge_file, tmp_path,
+                                                                   capsys):
+    """After a CUDA error the device may refuse every later call: a check that raises is 'not done'
+    in the record, which is still written."""
+    from engines.errors import CudaError
+
+    _fail_on_call(monkeypatch, 12, CudaError("CUDA failure: unspecified launch failure"))
+
+    def check_prefix(*args, **kwargs):
+        raise CudaError("CUDA failure: unspecified launch failure")
+
+    monkeypatch.setattr(stream, "check_prefix", check_prefix)
+    code, out = _run_interrupted(edge_file, tmp_path)
+    assert code == 1
+    record = json.loads((out / "stream.json").read_text())
+    assert record["check"]["done"] is False
+    assert record["check"]["why"] == "the check against the host reference failed after the stream's failure " \
+                                     "(CudaError: CUDA failure: unspecified launch failure)"
+    assert "The check against the host reference was NOT done" in (out / "stream.md").read_text()
+
+
 # -- the stream's host memory --------------------------------------------------------------------
 def test_a_huge_batch_count_is_refused_before_anything_is_drawn(no_cuda, monkeypatch, capsys):
     monkeypatch.setattr(stream, "load_input", lambda **kwargs: pytest.fail("the graph was loaded"))
