@@ -17,6 +17,7 @@ import argparse
 import shlex
 import sys
 
+from protocol.config import SETUP_TIMEOUT_S, SILENCE_MULTIPLE, WORKER_TIMEOUT_S
 from protocol.errors import EnvironmentProblem, UsageError
 
 from . import graph_file, options
@@ -108,6 +109,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--processes", type=int, default=3, metavar="P", action=_GivenValue,
                    help="worker processes per cell, each a fresh process measuring ceil(rounds / P) pairs; the "
                         "interval resamples processes, then pairs (default 3; 1: measure in this process)")
+    r.add_argument("--worker-timeout", type=float, default=WORKER_TIMEOUT_S, metavar="SECONDS",
+                   help="a worker process silent this long inside a cell (or "
+                        f"{SILENCE_MULTIPLE:g} times its longest silence so far, if longer) is taken as hung: killed, its cell worker_failed as for a crash, its "
+                        f"finished rounds kept (default {WORKER_TIMEOUT_S:g}; loading a graph gets at least "
+                        f"{SETUP_TIMEOUT_S:g})")
     r.add_argument("--adaptive", action=_GivenConst,
                    help="after --rounds, continue until the 95%% interval of the ratio is within --precision")
     r.add_argument("--no-adaptive", dest="adaptive", action=_GivenConst, const=False,
@@ -320,6 +326,7 @@ def build_config(args, spec=None):
         l2_flush=args.l2_flush,
         discard_after_clock_change=args.discard_after_clock_change,
         protocol=getattr(args, "protocol", "standard"),
+        worker_timeout=getattr(args, "worker_timeout", WORKER_TIMEOUT_S),
     )
 
 

@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 
 from engines.errors import os_error_text, print_internal_error
 
-from .config import CampaignConfig
+from .config import WORKER_TIMEOUT_S, CampaignConfig
 from .errors import EnvironmentProblem, ProtocolError, UsageError
 from .exitcodes import ExitCode
 from .sides import DEFAULT_SIDES  # the two sides when none are named (re-exported)
@@ -55,7 +55,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
                     plant_delay: str | None = None, alloc_order: str = "fixed",
                     l2_flush: bool = False, discard_after_clock_change: int = 0,
                     control_scope: str = "first", planted_check: float | None = None,
-                    protocol: str = "standard") -> CampaignConfig:
+                    protocol: str = "standard", worker_timeout: float = WORKER_TIMEOUT_S) -> CampaignConfig:
     """The campaign's parameters with ``perf_ab.py engines``' defaults and checks (UsageError).
 
     ``sides``: ``"A,B"`` as ``--sides`` spells it, or two ``protocol.sides.Side``; ``graphs``: the
@@ -103,6 +103,7 @@ def campaign_config(*, sides=DEFAULT_SIDES, graphs=None, graph_file=None, batche
         l2_flush=l2_flush,
         discard_after_clock_change=discard_after_clock_change,
         protocol=protocol,
+        worker_timeout=worker_timeout,
     )
 
 

@@ -58,13 +58,23 @@ PROTOCOLS = {
 #: recorded in a campaign.json its own readers then call damaged, or met as a TypeError mid-check.
 INTEGER_FIELDS = ("rounds", "warmup", "verify_rounds", "processes", "max_rounds", "max_processes", "min_processes",
                   "max_rejects", "seed", "bootstrap_resamples", "discard_after_clock_change")
-NUMBER_FIELDS = ("precision", "min_clock_fraction", "max_foreign_cpu", "planted_check")
+NUMBER_FIELDS = ("precision", "min_clock_fraction", "max_foreign_cpu", "planted_check", "worker_timeout")
 
 
 def _option(name: str) -> str:
     """How the command line spells a parameter (``bootstrap_resamples`` has no option: its name)."""
     return name if name == "bootstrap_resamples" else "--" + name.replace("_", "-")
 
+
+#: The default least time (seconds) a worker process may stay silent inside a unit (``--worker-timeout``).
+WORKER_TIMEOUT_S = 300.0
+#: The least time a worker may take to start (a new interpreter, its imports) and load a graph
+#: before it is taken as hung (protocol/workers.py): a large graph is read from the cache and made
+#: device-resident; a larger ``--worker-timeout`` raises it too.
+SETUP_TIMEOUT_S = 600.0
+#: While a unit runs, a worker may stay silent this many times the longest silence seen so far in
+#: its pass (``--worker-timeout`` the floor): a slow round is slow every time, a hang is not.
+SILENCE_MULTIPLE = 10.0
 
 #: Parameters recorded only when they differ from this value (the behaviour before them).
 OFF_BY_DEFAULT = {"alloc_order": "fixed", "l2_flush": False, "discard_after_clock_change": 0,
@@ -153,6 +163,11 @@ class CampaignConfig:
     #: the --protocol preset the command line named (PROTOCOLS); the other fields hold the values it
     #: resolved to. Recorded only when not standard, and --resume requires it unchanged
     protocol: str = "standard"
+    #: the least time (seconds) a worker process may stay silent while measuring a unit before it
+    #: is taken as hung, killed and its unit recorded as crashed (protocol/workers.py: the deadline
+    #: grows with the longest silence seen). Not a protocol parameter: not recorded, and --resume
+    #: may change it
+    worker_timeout: float = WORKER_TIMEOUT_S
 
     def __post_init__(self):
         self._check_types()
@@ -184,6 +199,8 @@ class CampaignConfig:
         if self.discard_after_clock_change < 0:
             raise UsageError(f"--discard-after-clock-change {self.discard_after_clock_change}: expected a number "
                              "of rounds >= 0")
+        if not 0 < self.worker_timeout < math.inf:
+            raise UsageError(f"--worker-timeout {self.worker_timeout:g}: expected a number of seconds > 0")
         check_seed(self.seed)  # here, not after the rounds are measured
         from .stats import MIN_RESAMPLES  # the statistics own the bound (imported late: SciPy)
 
@@ -291,6 +308,7 @@ class CampaignConfig:
         p = asdict(self)
         p["sides"] = {"A": self.sides[0].label, "B": self.sides[1].label}
         p.pop("allow_dirty")
+        p.pop("worker_timeout")  # how long to wait for a hung worker measures nothing
         if p["graph_file"] is None:  # campaigns of gates alone record no such field
             p.pop("graph_file")
         if p["planted_delay"] is None:  # nor do campaigns without a planted delay
@@ -309,4 +327,4 @@ class CampaignConfig:
         return p
 
 
-__all__ = ["INTEGER_FIELDS", "NUMBER_FIELDS", "ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig"]
+__all__ = ["WORKER_TIMEOUT_S", "SETUP_TIMEOUT_S", "SILENCE_MULTIPLE", "INTEGER_FIELDS", "NUMBER_FIELDS", "ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig"]

@@ -22,6 +22,14 @@ A worker process that dies (a signal, ``os._exit``, a device fault) or raises lo
 unfinished round: every finished round was written by the campaign process. The unit it was
 running is recorded as ``crashed`` and the pass goes on in a fresh process (loading the graph
 again); ``--resume`` re-runs only the crashed unit (:mod:`protocol.runner`).
+
+A worker process that stays alive but goes silent (a kernel that never returns, a deadlock) would
+hold the campaign forever, so every wait for a worker's next message has a deadline: while it
+starts and loads a graph, the longer of ``SETUP_TIMEOUT_S`` and the campaign's ``worker_timeout``;
+while it measures a unit, the longer of ``worker_timeout`` and ``SILENCE_MULTIPLE`` times the
+longest silence the pass has seen in its units so far (a round, a guard: what the unit really
+takes on this machine). A worker past its deadline is killed and its unit recorded as ``crashed``,
+like a worker that died: its finished rounds were already written.
 """
 
 from __future__ import annotations
@@ -30,10 +38,12 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Callable
 
+from .config import SETUP_TIMEOUT_S, SILENCE_MULTIPLE
 from .exitcodes import ExitCode
 from .measurer import Measurer
 from .units import LocalRounds, Unit
@@ -73,6 +83,11 @@ class WorkerSetup:
 
 class WorkerCrash(Exception):
     """The worker process died or raised; the message says how."""
+
+
+class WorkerHung(WorkerCrash):
+    """The worker process stayed alive but sent nothing before its deadline; it has been killed.
+    A crash to the runner: the unit is ``crashed`` and its finished rounds are kept."""
 
 
 # -- the worker process ---------------------------------------------------------------------------
@@ -191,6 +206,10 @@ def _serve(handlers: UnitHandlers, name: str, args: tuple):
     raise ValueError(f"unknown worker request {name!r}")
 
 
+#: what ``_receive`` returns for a worker that sent nothing before its deadline
+_SILENT = object()
+
+
 def _exit_text(code: int | None) -> str:
     if code is None:
         return "stopped answering"
@@ -215,6 +234,9 @@ class WorkerPass:
         self._source: InputSource | None = None
         self._graph_open = False
         self.started = 0  # processes started in this pass
+        # the longest wait for a worker's message inside a unit so far (seconds): what the
+        # deadline of the next waits grows with
+        self.longest_silence_s = 0.0
 
     def open_graph(self, source: InputSource) -> None:
         """The graph of the next units (loaded by the worker before its next unit)."""
@@ -228,10 +250,18 @@ class WorkerPass:
         if self._proc is None:
             self._start()
         if not self._graph_open:
-            self._command(("graph", self._source), None)
+            self._command(("graph", self._source), None, doing=f"loading graph {self._source.name}")
             self._graph_open = True
         rows = [dict(r) for r in handlers.rounds.rows]
-        return self._command(("unit", (unit, rows)), handlers)
+        return self._command(("unit", (unit, rows)), handlers,
+                             doing=f"measuring cell {unit.key} (worker {unit.process})")
+
+    def _deadline_s(self, in_unit: bool) -> float:
+        """How long the next wait for a worker's message may last (see the module's docstring)."""
+        floor = self.setup.config.worker_timeout
+        if not in_unit:
+            return max(SETUP_TIMEOUT_S, floor)
+        return max(floor, SILENCE_MULTIPLE * self.longest_silence_s)
 
     def _start(self) -> None:
         parent, child = self._context.Pipe(duplex=True)
@@ -243,13 +273,21 @@ class WorkerPass:
         self._graph_open = False
         self.started += 1
 
-    def _command(self, message, handlers: UnitHandlers | None):
+    def _command(self, message, handlers: UnitHandlers | None, *, doing: str):
         try:
             self._conn.send(message)
         except (BrokenPipeError, ConnectionError, EOFError):
             self._crashed(None)
+        in_unit = handlers is not None
         while True:
-            received = self._receive()
+            deadline_s = self._deadline_s(in_unit)
+            started = time.monotonic()
+            received = self._receive(deadline_s)
+            waited_s = time.monotonic() - started
+            if received is _SILENT:
+                self._hung(doing, waited_s, deadline_s)
+            if in_unit:
+                self.longest_silence_s = max(self.longest_silence_s, waited_s)
             if received is None:
                 self._crashed(None)
             kind = received[0]
@@ -264,10 +302,15 @@ class WorkerPass:
             except (BrokenPipeError, ConnectionError, EOFError):
                 self._crashed(None)
 
-    def _receive(self):
-        """The worker's next message, or None when it has ended (what it sent first is read)."""
+    def _receive(self, deadline_s: float):
+        """The worker's next message, None when it has ended (what it sent first is read), or
+        ``_SILENT`` when it sent nothing for ``deadline_s`` seconds."""
+        give_up = time.monotonic() + deadline_s
         while True:
-            ready = multiprocessing.connection.wait([self._conn, self._proc.sentinel])
+            left = give_up - time.monotonic()
+            ready = multiprocessing.connection.wait([self._conn, self._proc.sentinel], timeout=max(left, 0.0))
+            if not ready and left <= 0:
+                return _SILENT
             if self._conn in ready or self._conn.poll():
                 try:
                     return self._conn.recv()
@@ -281,6 +324,12 @@ class WorkerPass:
         # a dying process may still be on its way out: wait a moment for its real exit status
         self._drop(grace_s=5.0)
         raise WorkerCrash(f"the worker process {how or _exit_text(proc.exitcode)}")
+
+    def _hung(self, doing: str, waited_s: float, deadline_s: float):
+        pid = self._proc.pid
+        self._drop(grace_s=0)  # alive but silent: nothing to wait for
+        raise WorkerHung(f"the worker process (pid {pid}) sent nothing for {waited_s:.1f} s while {doing} "
+                         f"(its deadline: {deadline_s:.1f} s; --worker-timeout sets the least) and was killed")
 
     def _drop(self, *, grace_s: float) -> None:
         proc, conn = self._proc, self._conn
@@ -312,5 +361,5 @@ class WorkerPass:
         self._drop(grace_s=0)
 
 
-__all__ = ["InputSource", "WorkerSetup", "WorkerPass", "WorkerCrash", "UnitHandlers", "worker_main",
-           "STOP_TIMEOUT_S"]
+__all__ = ["InputSource", "WorkerSetup", "WorkerPass", "WorkerCrash", "WorkerHung", "UnitHandlers", "worker_main",
+           "STOP_TIMEOUT_S", "SETUP_TIMEOUT_S", "SILENCE_MULTIPLE"]

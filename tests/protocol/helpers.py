@@ -174,3 +174,28 @@ class KillingSide(Side):
             Path(self.marker).write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
         return super().update(graph, batch, result, probe)
+
+
+class SleepingSide(Side):
+    """A host side whose process goes silent at its ``at_call``-th update in a process, once per
+    campaign: it sleeps ``seconds`` (far past the test's worker deadline) as a hung kernel would,
+    alive but answering nothing. ``marker`` records the sleeper's PID, so later worker processes
+    and a resumed campaign run undisturbed. Picklable, so that it travels to a spawned worker."""
+
+    def __init__(self, label, marker, at_call, seconds):
+        super().__init__(label, "host")
+        object.__setattr__(self, "marker", str(marker))
+        object.__setattr__(self, "at_call", at_call)
+        object.__setattr__(self, "seconds", seconds)
+        object.__setattr__(self, "calls", [0])
+
+    def update(self, graph, batch, result, probe):
+        import os
+        import time
+        from pathlib import Path
+
+        self.calls[0] += 1
+        if self.calls[0] == self.at_call and not Path(self.marker).exists():
+            Path(self.marker).write_text(str(os.getpid()))
+            time.sleep(self.seconds)
+        return super().update(graph, batch, result, probe)

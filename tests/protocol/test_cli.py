@@ -39,7 +39,8 @@ def test_lock_without_a_gpu_side_exit_3(tmp_path, capsys):
      (["--sides", "host,host", "--rounds", "3"], "at least 5"),
      (["--sides", "host,host", "--graphs", "atlantis"], "unknown gate name"),
      (["--sides", "host,host", "--lock-clocks", "fast"], "--lock-clocks"),
-     (["--sides", "host,host", "--objectives", "x"], "--objectives")],
+     (["--sides", "host,host", "--objectives", "x"], "--objectives"),
+     (["--sides", "host,host", "--worker-timeout", "0"], "--worker-timeout 0: expected a number of seconds > 0")],
 )
 def test_usage_errors_exit_2(argv, message, tmp_path, capsys):
     assert engines(*argv, "--out", str(tmp_path)) == 2

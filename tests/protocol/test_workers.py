@@ -26,7 +26,7 @@ from protocol.sides import Side
 from protocol.stats import hierarchical_ratio
 from protocol.units import cell_state
 
-from .helpers import KillingSide, VirtualClock, VirtualSide, host_config, small_graph_input
+from .helpers import KillingSide, SleepingSide, VirtualClock, VirtualSide, host_config, small_graph_input
 
 HOST = Side("host", "host")
 
@@ -132,6 +132,38 @@ def test_a_killed_worker_loses_nothing_else_and_resume_reruns_only_it(toy, tmp_p
 
 
 @pytest.mark.slow
+def test_a_silent_worker_is_killed_at_its_deadline_and_reported_as_crashed(toy, tmp_path):
+    import os
+
+    marker = tmp_path / "slept"
+    # the same call as the killed worker's above (B's first timed round of worker 0's second cell),
+    # but the process stays alive and silent, far past the tiny deadline
+    config = worker_config(processes=2, worker_timeout=1.0,
+                           sides=(HOST, SleepingSide("host", marker, at_call=10, seconds=3600)))
+    code, store = run(config, [toy], tmp_path / "out")
+    assert code == ExitCode.ENVIRONMENT  # it returned, as for a crashed worker
+    pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):  # the silent worker was killed (and reaped)
+        os.kill(pid, 0)
+    campaign = store.read_campaign()
+    hung = campaign["cells"]["toy/mixed/1"]
+    assert hung["status"] == "worker_failed" and "--resume" in hung["detail"]
+    assert hung["workers"]["0"]["status"] == "crashed" and hung["workers"]["1"]["status"] == "done"
+    detail = hung["workers"]["0"]["detail"]
+    assert f"(pid {pid}) sent nothing for " in detail and "while measuring cell toy/mixed/1 (worker 0)" in detail
+    assert "and was killed" in detail and "its 0 accepted pairs are kept" in detail
+    assert campaign["cells"]["toy/mixed/0"]["status"] == "done"
+    rows = store.read_rounds()
+    hung_unit = (rows["cell"] == "toy/mixed/1") & (rows["process"] == 0)
+    # what the silent worker recorded before it went silent is kept: its warm-up, A's round of the pair
+    assert rows[hung_unit]["warmup"].sum() == 4 and (~rows[hung_unit]["warmup"]).sum() == 1
+    for key, process in (("toy/mixed/0", 0), ("toy/mixed/0", 1), ("toy/mixed/1", 1)):
+        unit = timed(rows[(rows["cell"] == key) & (rows["process"] == process)])
+        assert unit["accepted"].sum() == 6, (key, process)
+    assert "crashed worker process" in render_report(store).read_text()
+
+
+@pytest.mark.slow
 def test_the_command_runs_three_workers_by_default_reading_the_cache(tmp_path, capsys):
     rng = np.random.default_rng(5)
     edges = rng.integers(1, 201, size=(600, 2))
@@ -213,6 +245,27 @@ def test_rounds_split_over_the_workers_and_their_limits():
     with pytest.raises(UsageError, match="at least 1 worker"):
         host_config(processes=0)
     assert host_config(processes=3).parameters()["processes"] == 3
+
+
+def test_a_worker_deadline_grows_with_the_longest_silence_and_has_a_floor():
+    from protocol.workers import SETUP_TIMEOUT_S, SILENCE_MULTIPLE, WorkerPass, WorkerSetup
+
+    worker = WorkerPass(WorkerSetup(config=worker_config(worker_timeout=20.0), campaign_id="x", session=0,
+                                    process=0))
+    assert worker._deadline_s(in_unit=False) == SETUP_TIMEOUT_S  # starting and loading a graph
+    assert worker._deadline_s(in_unit=True) == 20.0  # nothing seen yet: the floor
+    worker.longest_silence_s = 5.0
+    assert worker._deadline_s(in_unit=True) == SILENCE_MULTIPLE * 5.0
+    patient = WorkerPass(WorkerSetup(config=worker_config(worker_timeout=2 * SETUP_TIMEOUT_S), campaign_id="x",
+                                     session=0, process=0))
+    assert patient._deadline_s(in_unit=False) == 2 * SETUP_TIMEOUT_S  # the option raises the setup's too
+
+
+def test_the_worker_timeout_is_checked_and_not_a_recorded_parameter():
+    assert "worker_timeout" not in worker_config(worker_timeout=5.0).parameters()
+    for bad in (0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(UsageError, match="--worker-timeout"):
+            worker_config(worker_timeout=bad)
 
 
 def test_cell_state_from_its_units():
