@@ -976,6 +976,23 @@ def test_a_failure_in_the_second_engine_keeps_and_checks_the_first(two_hosts, mo
     assert record["engines"]["first"]["summary"]["count"] == 25
 
 
+def test_a_failure_in_an_interleaved_stream_pairs_the_batches_both_completed(two_hosts, monkeypatch, edge_file,
+                                                                           tmp_path, capsys):
+    """Batch 12's second call fails: the engine that came first in that batch's order completed 13
+    batches and is checked after them; the failing one keeps its 12 and is not checked."""
+    from engines.errors import CudaError
+
+    _fail_on_call(monkeypatch, 2 * 12 + 1, CudaError("CUDA failure: unspecified launch failure"))
+    code, out = _run_interrupted(edge_file, tmp_path, "--engines", "first", "second", "--interleave")
+    assert code == 1 and "Traceback" not in capsys.readouterr().err
+    record = json.loads((out / "stream.json").read_text())
+    failed = record["failed"]
+    ahead = next(e for e in ("first", "second") if e != failed["engine"])
+    assert failed["batch"] == 12 and failed["completed"] == {ahead: 13, failed["engine"]: 12}
+    assert record["check"]["prefix"] == {ahead: 13} and record["check"]["replayed"] == [13]
+    assert list(record["paired"]) == ["second/first"] and record["paired"]["second/first"]["pairs"] == 7
+
+
 def test_a_failure_while_opening_an_engine_names_it(two_hosts, monkeypatch, edge_file, tmp_path, capsys):
     real_open = stream.open_engine
 
