@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 
+from protocol.config import check_objectives_fit  # the protocol owns the range check (its runner's too)
 from protocol.sides import DEFAULT_SIDES  # the protocol owns the default pair
 
 from .gates import ALL_GATES, DATA_DIR_VARIABLE, GATE_NAMES
@@ -40,7 +41,8 @@ def parse_objectives(values) -> list[int] | None:
     """``--objectives`` (space- or comma-separated) as objective numbers; None stays None. The one
     check of their form for every command: a word that is no integer, or a negative one, is a
     UsageError naming it (Python's own 'invalid literal for int()' was shown). Whether a number is
-    below the graph's weight count is the command's to check: only it knows the graph."""
+    below the graph's weight count is the command's to check with ``check_objectives_fit`` (from
+    protocol.config, the runner's check too): only it knows the graph."""
     from protocol.errors import UsageError
 
     names = split_names(values)
@@ -58,19 +60,6 @@ def parse_objectives(values) -> list[int] | None:
             raise UsageError(f"--objectives: objective {k} is negative (objectives are numbered from 0)")
         objectives.append(k)
     return objectives
-
-
-def check_objectives_fit(objectives, count: int, holder: str) -> None:
-    """``--objectives`` against the ``count`` weight columns that ``holder`` has (an objective is a
-    column's number, from 0): a UsageError naming the first one beyond them. The one wording of
-    this refusal for perf_ab engines and sweep, whether the count is known before any record (the
-    gates, drawn weights) or only once the graph is read (a file's own weights)."""
-    from protocol.errors import UsageError
-
-    for k in objectives:
-        if not 0 <= k < count:
-            raise UsageError(f"--objectives: objective {k} is outside [0, {count}): {holder} has {count} weight "
-                             "column(s), numbered from 0")
 
 
 class _SplitNames(argparse.Action):

@@ -23,6 +23,18 @@ def check_seed(seed: int) -> None:
         raise UsageError(f"--seed {seed}: expected an integer >= 0")
 
 
+def check_objectives_fit(objectives, count: int, holder: str) -> None:
+    """``--objectives`` against the ``count`` weight columns that ``holder`` has (an objective is a
+    column's number, from 0): a UsageError naming the first one beyond them. The one wording of
+    this refusal: the runner's plan of each graph, and perf_ab engines and sweep (bench/options.py),
+    whether the count is known before any record (the gates, drawn weights) or only once the graph
+    is read (a file's own weights)."""
+    for k in objectives:
+        if not 0 <= k < count:
+            raise UsageError(f"--objectives: objective {k} is outside [0, {count}): {holder} has {count} weight "
+                             "column(s), numbered from 0")
+
+
 #: What ``--adaptive`` judges (docs/protocol.md §3): ``process``, each worker process's own pairs
 #: (the behaviour before issue 32, the default); ``cell``, the cell's hierarchical interval over its
 #: processes and pairs, adding worker processes until it is narrow enough (protocol/adaptive.py).
@@ -327,4 +339,5 @@ class CampaignConfig:
         return p
 
 
-__all__ = ["WORKER_TIMEOUT_S", "SETUP_TIMEOUT_S", "SILENCE_MULTIPLE", "INTEGER_FIELDS", "NUMBER_FIELDS", "ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig"]
+__all__ = ["WORKER_TIMEOUT_S", "SETUP_TIMEOUT_S", "SILENCE_MULTIPLE", "INTEGER_FIELDS", "NUMBER_FIELDS", "ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig",
+           "check_seed", "check_objectives_fit"]

@@ -31,7 +31,7 @@ from .schema import SCHEMA_VERSION, TOOL_NAME, UPDATE_REGION
 from .adaptive import STATES, Judgement, judge_config
 from .analysis import build_summary, primary_interval
 from .cell import CellRun, CheckFailure, RegionProbe, utc_now
-from .config import BatchInput, CampaignConfig, GraphInput
+from .config import BatchInput, CampaignConfig, GraphInput, check_objectives_fit
 from .environment import REPO_ROOT, git_state, host_info, tool_version
 from .errors import UsageError
 from .exitcodes import ExitCode, campaign_exit_code
@@ -293,9 +293,7 @@ class CampaignRunner:
         objectives = self.config.objectives
         if objectives is None:
             objectives = list(range(gi.graph.num_weights))
-        for k in objectives:
-            if not 0 <= k < gi.graph.num_weights:
-                raise UsageError(f"objective {k} outside [0, {gi.graph.num_weights}) for {gi.name}")
+        check_objectives_fit(objectives, gi.graph.num_weights, gi.name)
         cells = []
         if self.config.control and (first or self.config.control_scope == "every-gate"):
             # the A/A control first (docs/protocol.md §7): side A against itself on the first graph's

@@ -142,7 +142,8 @@ def test_a_negative_objective_is_named_by_the_one_parser():
 
 def test_an_objective_beyond_the_weight_columns_is_named_with_what_has_them():
     """engines (for the gates and for a file's own weights) and sweep (before sweep.json and per
-    graph) each wrote this refusal out; options.check_objectives_fit is its one owner."""
+    graph) each wrote this refusal out, and so did the runner; protocol.config.check_objectives_fit
+    is its one owner (options.check_objectives_fit is the same function)."""
     from protocol.errors import UsageError
 
     options.check_objectives_fit([0, 2], 3, "every graph")

@@ -330,8 +330,17 @@ def test_the_tree_check_leaves_out_the_records_being_written(toy, tmp_path, monk
 def test_unknown_batch_or_objective_is_usage_error(toy, tmp_path):
     with pytest.raises(UsageError, match="no batch 'nope'"):
         run(host_config(batches=["nope"]), [toy], tmp_path)
-    with pytest.raises(UsageError, match="objective 3"):
+    # the one wording of this refusal (protocol.config.check_objectives_fit), as the commands give it
+    with pytest.raises(UsageError, match=r"^--objectives: objective 3 is outside \[0, 3\): toy has 3 weight "
+                                         r"column\(s\), numbered from 0$"):
         run(host_config(objectives=[3]), [toy], tmp_path / "k")
+
+
+def test_the_objective_range_has_one_owner_for_the_runner_and_the_commands():
+    from bench import options
+    from protocol import config
+
+    assert options.check_objectives_fit is config.check_objectives_fit
 
 
 def test_an_unknown_batch_or_objective_writes_nothing_so_the_corrected_campaign_runs(toy, tmp_path):
