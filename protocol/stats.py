@@ -10,7 +10,7 @@ carries the between-process spread a single process cannot see (docs/protocol.md
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import scipy.stats
@@ -78,6 +78,8 @@ class PairedRatio:
     resamples: int
     seed: int
     processes: int = 1  # worker processes the pairs came from (1: the plain paired bootstrap)
+    #: pairs left out because both sides timed 0 ms (:func:`timed_pairs`): their ratio is 0 / 0
+    timeless_pairs: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -91,14 +93,35 @@ class PairedRatio:
         return (self.hi - self.lo) / 2.0 / self.median if self.median > 0 else math.inf
 
 
-def paired_ratio(a, b, *, resamples: int = MIN_RESAMPLES, seed: int = 0) -> PairedRatio:
-    """Median of the per-pair ratios b[i]/a[i] with a seeded 95 % percentile bootstrap interval."""
+def timed_pairs(a, b, *others):
+    """The pairs whose ratio b[i]/a[i] says something, and how many were left out: a pair whose
+    sides both timed 0 ms (below the clock's resolution) has the ratio 0 / 0, a NaN that NumPy's
+    median spreads to the whole cell, which the verdict then read as "not measured" without a
+    word. Such a pair says only that both sides were too quick to time, so it is left out of the
+    ratio and counted (``PairedRatio.timeless_pairs``, named by :func:`verdict` when no pair is
+    left). ``others``: arrays aligned with the pairs (process labels), filtered alike."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"paired samples differ in length: {a.size} and {b.size}")
+    keep = ~((a == 0) & (b == 0))
+    left_out = int(a.size - np.count_nonzero(keep))
+    if not left_out:
+        return (a, b, *others, 0)
+    return (a[keep], b[keep], *(np.asarray(o)[keep] for o in others), left_out)
+
+
+def paired_ratio(a, b, *, resamples: int = MIN_RESAMPLES, seed: int = 0) -> PairedRatio:
+    """Median of the per-pair ratios b[i]/a[i] with a seeded 95 % percentile bootstrap interval
+    (pairs timed 0 ms on both sides left out and counted: :func:`timed_pairs`)."""
+    a, b, timeless = timed_pairs(a, b)
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
+    ratio = _paired_ratio(a, b, resamples=resamples, seed=seed)
+    return replace(ratio, timeless_pairs=timeless) if timeless else ratio
+
+
+def _paired_ratio(a: np.ndarray, b: np.ndarray, *, resamples: int, seed: int) -> PairedRatio:
     if a.size == 0:
         return PairedRatio(math.nan, math.nan, math.nan, 0, resamples, seed)
     ratios = b / a
@@ -140,10 +163,12 @@ def hierarchical_ratio(a, b, processes, *, resamples: int = MIN_RESAMPLES, seed:
     labels = np.asarray(processes)
     if a.shape != b.shape or labels.shape != a.shape:
         raise ValueError(f"paired samples differ in length: {a.size}, {b.size} and {labels.size} process labels")
+    a, b, labels, timeless = timed_pairs(a, b, labels)
     _, codes = np.unique(labels, return_inverse=True)
     count = int(codes.max()) + 1 if codes.size else 0
     if count <= 1:
-        return paired_ratio(a, b, resamples=resamples, seed=seed)
+        ratio = paired_ratio(a, b, resamples=resamples, seed=seed)
+        return replace(ratio, timeless_pairs=timeless) if timeless else ratio
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
     ratios = b / a
@@ -151,7 +176,7 @@ def hierarchical_ratio(a, b, processes, *, resamples: int = MIN_RESAMPLES, seed:
     medians = hierarchical_medians(groups, resamples=resamples, rng=np.random.default_rng(seed))
     lo, hi = percentile_interval(medians)
     return PairedRatio(float(np.median(ratios)), float(lo), float(hi), int(a.size), resamples, seed,
-                       processes=count)
+                       processes=count, timeless_pairs=timeless)
 
 
 def percentile_interval(values) -> tuple[float, float]:
@@ -233,7 +258,7 @@ def process_spread(a, b, processes) -> ProcessSpread:
     process of pair i, in order of first appearance)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    labels = np.asarray(processes)
+    a, b, labels, _ = timed_pairs(a, b, np.asarray(processes))
     if a.size == 0:
         return ProcessSpread(0, [], [], math.nan, None)
     ratios = b / a
@@ -260,6 +285,9 @@ def _rng_argument(seed: int) -> dict:
 
 def verdict(ratio: PairedRatio) -> str:
     """``B slower by x % [lo, hi]``, ``B faster by x % [lo, hi]`` or ``no difference detected``."""
+    if ratio.pairs == 0 and ratio.timeless_pairs:
+        return (f"not measured: all {ratio.timeless_pairs} pairs timed 0 ms on both sides "
+                "(below the clock's resolution)")
     if ratio.pairs == 0 or any(map(math.isnan, (ratio.median, ratio.lo, ratio.hi))):
         return "not measured"  # a NaN bound says nothing: never read as a difference
     if ratio.contains_one:

@@ -300,3 +300,22 @@ def test_percentile_interval_takes_an_infinity_next_to_it_as_the_bound():
     assert S.percentile_interval([math.inf] * 20) == (math.inf, math.inf)
     lo, hi = S.percentile_interval([1.0] * 19 + [math.nan])  # a NaN stays NaN: "not measured"
     assert math.isnan(lo) and math.isnan(hi)
+
+
+@pytest.mark.parametrize("processes", [[0] * 6, [0, 1, 0, 1, 0, 1]])
+def test_a_pair_timed_0_ms_on_both_sides_leaves_the_ratio_to_the_others(processes):
+    # its ratio 0 / 0 was a NaN that the median spread to the whole cell
+    a = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    b = [0.0, 1.1, 1.1, 1.2, 1.1, 1.1]
+    r = S.hierarchical_ratio(a, b, processes, seed=0)
+    rest = S.hierarchical_ratio(a[1:], b[1:], processes[1:], seed=0)
+    assert r.timeless_pairs == 1 and r.pairs == 5
+    assert (r.median, r.lo, r.hi, r.processes) == (rest.median, rest.lo, rest.hi, rest.processes)
+    spread = S.process_spread(a, b, processes)
+    assert spread.pairs == S.process_spread(a[1:], b[1:], processes[1:]).pairs
+
+
+def test_pairs_all_timed_0_ms_on_both_sides_are_named_by_the_verdict():
+    r = S.hierarchical_ratio([0.0, 0.0], [0.0, 0.0], [0, 1], seed=0)
+    assert r.pairs == 0 and r.timeless_pairs == 2
+    assert S.verdict(r) == "not measured: all 2 pairs timed 0 ms on both sides (below the clock's resolution)"

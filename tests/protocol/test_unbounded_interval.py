@@ -76,3 +76,46 @@ def test_the_ratio_plot_draws_an_unbounded_interval(tmp_path):
                          {"cell": "g/b/1", "ratio": 1.0, "ratio_lo": None, "ratio_hi": None,
                           "syncs": {"host_syncs_B": 1}}]}
     assert ratio_against_syncs(summary, tmp_path / "ratio.png").is_file()
+
+
+# -- a pair timed 0 ms on both sides: its ratio is 0 / 0 ----------------------------------------
+def _zero_both_sides(recorded, out, pairs: int | None):
+    """The campaign with both sides' engine time at 0 ms in ``pairs`` of its accepted pairs (None:
+    all of them)."""
+    shutil.copytree(recorded, out)
+    (out / "summary.json").unlink()
+    [path] = (out / "rounds").glob("*.parquet")
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    timed = sorted({r["pair_index"] for r in rows if r["accepted"] and not r["warmup"]})
+    chosen = set(timed if pairs is None else timed[:pairs])
+    for row in rows:
+        if row["accepted"] and not row["warmup"] and row["pair_index"] in chosen:
+            row["engine_host_ms"] = 0.0
+    pq.write_table(table.from_pylist(rows, schema=table.schema), path)
+    return out, len(chosen), len(timed)
+
+
+def test_a_pair_timed_0_ms_on_both_sides_is_left_out_of_the_ratio_and_counted(recorded, tmp_path, capsys):
+    # before: its ratio 0 / 0 was a NaN that the median spread to the whole cell, "not measured"
+    out, zeroed, pairs = _zero_both_sides(recorded, tmp_path / "records", 1)
+    assert perf_ab.main(["report", "--out", str(out), "--write"]) == 0
+    capsys.readouterr()
+    [cell] = json.loads((out / "summary.json").read_text())["cells"]
+    paired = cell["regions"][cell["primary_region"]]["paired"]
+    assert paired["timeless_pairs"] == zeroed == 1 and paired["pairs"] == pairs - 1
+    assert cell["ratio"] is not None and cell["ratio_lo"] is not None and cell["ratio_hi"] is not None
+    assert not cell["verdict"].startswith("not measured")
+
+
+def test_a_cell_of_pairs_all_timed_0_ms_says_why_it_is_not_measured(recorded, tmp_path, capsys):
+    out, zeroed, pairs = _zero_both_sides(recorded, tmp_path / "records", None)
+    assert zeroed == pairs
+    assert perf_ab.main(["report", "--out", str(out), "--write"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    [cell] = json.loads((out / "summary.json").read_text())["cells"]
+    assert cell["verdict"] == (f"not measured: all {pairs} pairs timed 0 ms on both sides "
+                               "(below the clock's resolution)")
+    assert cell["ratio"] is None
+    assert "timed 0 ms on both sides" in (out / "M7.md").read_text()
