@@ -111,11 +111,11 @@ def test_the_far_queue_rides_in_bit_31_above_every_field(expansion, hops, degree
     assert 0 <= argument < 2 ** 32
 
 
-@pytest.mark.parametrize("block_append, text, on", [(True, None, False), (True, "1", True), (False, "1", False),
-                                                    (True, "off", False), (False, None, False)])
+@pytest.mark.parametrize("block_append, text, on", [(True, None, True), (True, "1", True), (False, "1", False),
+                                                    (True, "off", False), (True, "0", False), (False, None, False)])
 def test_the_far_queue_needs_the_block_appends(monkeypatch, block_append, text, on):
-    """ENGINES_FAR_APPEND (appends.far_queue): off unless set, and never without the block appends;
-    a bad value names the switch."""
+    """ENGINES_FAR_APPEND (appends.far_queue): on unless turned off, and never without the block
+    appends; a bad value names the switch."""
     set_switch(monkeypatch, appends.FAR_ENV, text)
     assert appends.far_queue(block_append) is on
     monkeypatch.setenv(appends.FAR_ENV, "sometimes")

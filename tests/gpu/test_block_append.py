@@ -28,6 +28,13 @@ pytestmark = S.GPU
 SOLO = ("0", "1024")  # ENGINES_FUSED_SOLO: off, and the lists of small updates in one block
 
 
+@pytest.fixture(autouse=True)
+def without_far_queue(monkeypatch):
+    """The block appends with the far pile's entries appended lane by lane (ENGINES_FAR_APPEND=0):
+    the far queue is on by default and test_far_append.py runs these cases with it."""
+    monkeypatch.setenv(appends.FAR_ENV, "0")
+
+
 @pytest.mark.parametrize("solo", SOLO)
 @pytest.mark.parametrize("shard", S.golden_shards())
 def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
