@@ -13,7 +13,7 @@ Inputs, by path:
   ``objective``.
 - ``--batch``: a MOSP folder (``insert.txt``: ``u v w1..wK``; ``delete.txt``: ``u v``; a missing file
   means no changes of that kind) or an ``.npz`` with ``insert_src``, ``insert_dst``,
-  ``insert_weights``, ``delete_src``, ``delete_dst`` (missing keys: none).
+  ``insert_weights``, ``delete_src``, ``delete_dst`` (missing keys: none; any other key is refused).
 - the input tree: from the state ``.npz``, or ``--distances``/``--parents`` (MOSP distance and tree
   files, one value a line), else ``compute()`` on the graph before the batch. It is imported with
   ``Result.from_arrays`` (validated and canonicalized unless ``--no-validate``/``--keep-parents``).
@@ -150,6 +150,10 @@ def read_batch(path: Path, num_weights: int) -> Batch:
     known = {"insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst"}
     if not known & set(data):
         raise errors.FileFormatError(f"{path}: no batch arrays ({', '.join(sorted(known))})")
+    unknown = sorted(set(data) - known)
+    if unknown:  # a misspelt key (delete_source) would drop its changes without a word
+        raise errors.FileFormatError(f"{path}: unknown array(s) {', '.join(unknown)}; a batch .npz holds "
+                                     f"{', '.join(sorted(known))}")
     get = {k: _int_array(data, k, path) if k in data else np.zeros(0, np.int64) for k in known}
     weights = get["insert_weights"]
     if "insert_weights" not in data:

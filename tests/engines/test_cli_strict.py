@@ -40,3 +40,20 @@ def test_a_symbolic_link_loop_as_the_graph_is_named_as_one(tmp_path):
     os.symlink(loop.name, loop)
     with pytest.raises(FileFormatError, match="loop.npz: a symbolic link loop"):
         cli.read_graph(loop)
+
+
+def test_an_npz_batch_with_an_unknown_key_is_refused_naming_it(tmp_path, capsys):
+    # misspelt keys (delete_source, delete_target) dropped the file's deletions without a word: the
+    # update ran on a batch of insertions only and exited 0
+    graph, batch = _random_case(7, K=2)
+    gdir, _ = _write_mosp(tmp_path, graph, batch)
+    npz = tmp_path / "batch.npz"
+    np.savez(npz, insert_src=batch["insert_src"], insert_dst=batch["insert_dst"],
+             insert_weights=batch["insert_weights"], delete_source=batch["delete_src"],
+             delete_target=batch["delete_dst"])
+    out = tmp_path / "o"
+    code, _, err = _run(capsys, "update", "--graph", gdir, "--batch", npz, "--source", 0, "--out", out)
+    assert code == 2
+    assert (f"{npz}: unknown array(s) delete_source, delete_target; a batch .npz holds delete_dst, delete_src, insert_dst, "
+            "insert_src, insert_weights") in err
+    assert not out.exists()
