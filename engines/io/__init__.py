@@ -11,7 +11,8 @@
 Every reader returns a :class:`ParsedGraph` in CSR order; malformed input raises
 ``engines.errors.FileFormatError`` naming the file and, where it can, the line; so does a file
 that cannot be read (a bad or truncated gzip stream). Vertex ids must fit 32 bits in every
-format; nothing is wrapped.
+format; nothing is wrapped. A UTF-8 byte order mark at the start of a text file is skipped, and a
+lone CR ends a line in every format but Matrix Market (which names such line ends).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from .snap import read_snap
 # read them as n = 0 and as wrapped ids). 3: every numeric field is parsed exactly (version 2 read
 # "1e3" as 1 in integer Matrix Market files and "a 2 3 12c34" as weight 12 in DIMACS files).
 # 4: pattern Matrix Market entries are exact too (version 3 read "2 3.7" and "2 3 4" as 2 -> 3).
-READER_VERSION = 4
+# 5: a lone CR ends a comment row too (version 4 let "# note\r1 7.\r" hide the inexact "7.").
+READER_VERSION = 5
 
 # format name -> reader; every reader takes the path first.
 FORMATS = {

@@ -124,11 +124,31 @@ def open_binary(path: Path):
     return open(path, "rb")
 
 
+# A UTF-8 byte order mark, as editors on Windows write at the start of a text file. pandas skips
+# it, so every reader and scan skips it too (one rule for every text format): it is no field.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def skip_bom(handle) -> int:
+    """Move a binary stream at its start past a UTF-8 byte order mark; the bytes skipped."""
+    start = handle.peek(len(UTF8_BOM)) if hasattr(handle, "peek") else None
+    if start is None:  # a stream that cannot peek: read, and go back where there is no mark
+        start = handle.read(len(UTF8_BOM))
+        if start == UTF8_BOM:
+            return len(UTF8_BOM)
+        handle.seek(0)
+        return 0
+    if start[:len(UTF8_BOM)] == UTF8_BOM:
+        handle.read(len(UTF8_BOM))
+        return len(UTF8_BOM)
+    return 0
+
+
 def open_text(path: Path):
-    """Open a possibly gzip-compressed text file for line iteration."""
+    """Open a possibly gzip-compressed text file for line iteration (a byte order mark skipped)."""
     if str(path).endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, "r", encoding="utf-8", errors="replace")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
+    return open(path, "r", encoding="utf-8-sig", errors="replace")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -149,6 +169,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
 # and pandas' int64 columns take "1e3" and "7." (parsed as floats, then cast): neither is allowed.
 INTEGER = rb"[+-]?[0-9]+"
 REAL = rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))"
+COMMENT_TAIL = rb"[^\r\n]*"  # the rest of a comment row: up to its line end, a lone CR too
 _INTEGER_TEXT = re.compile(INTEGER.decode())
 _REAL_TEXT = re.compile(REAL.decode())
 _SCAN_CHUNK = 1 << 24  # bytes read at a time by first_bad_line
@@ -181,8 +202,11 @@ def _is_int(token: str) -> bool:
 
 
 def _bad_line_pattern(body: bytes) -> re.Pattern:
-    # A line that is neither blank nor ``body`` (surrounding blanks and a CR allowed).
-    return re.compile(rb"^(?![ \t]*(?:" + body + rb")?[ \t]*\r?$).*$", re.M)
+    # A line (up to LF) that is not rows separated by lone CRs, each blank or ``body`` with
+    # surrounding blanks, then an optional CR: pandas and Python read a lone CR as a line end
+    # too, so "1 2\r# note\r3 4" is three rows. (A comment tail in ``body`` stops at a CR.)
+    row = rb"[ \t]*(?:" + body + rb")?[ \t]*"
+    return re.compile(rb"^(?!" + row + rb"(?:\r" + row + rb")*\r?$).*$", re.M)
 
 
 def first_bad_line(handle, body: bytes, *, first_line: int = 1,
@@ -226,6 +250,7 @@ def first_inexact_line(path: Path, body: bytes, *, skip_lines: int = 0,
     ``skip_lines`` lines; a read failure is a FileFormatError naming the file."""
     try:
         with open_binary(path) as handle:
+            skip_bom(handle)
             _skip_lines(handle, skip_lines)
             return first_bad_line(handle, body, first_line=skip_lines + 1, suspicious=suspicious)
     except READ_ERRORS as exc:
@@ -237,7 +262,7 @@ def integer_row(comment: str | None) -> bytes:
     row = rb"(?:" + INTEGER + rb"(?:[ \t]+" + INTEGER + rb")*)?"
     if comment is None:
         return row
-    return row + rb"[ \t]*(?:" + re.escape(comment.encode()) + rb".*)?"
+    return row + rb"[ \t]*(?:" + re.escape(comment.encode()) + COMMENT_TAIL + rb")?"
 
 
 def read_int_table(

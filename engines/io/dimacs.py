@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..arguments import VERTEX_MAX, WEIGHT_MAX
 from ..errors import FileFormatError
-from ._text import (INTEGER, READ_ERRORS, first_inexact_line, format_error, is_integer_text, iter_lines,
+from ._text import (COMMENT_TAIL, INTEGER, READ_ERRORS, first_inexact_line, format_error, is_integer_text, iter_lines,
                     out_of_memory, quiet_parse, require_regular_file)
 from .parsed import ParsedGraph, canonical_edges
 
@@ -43,7 +43,8 @@ def _problem_line(path: Path, number: int, line: str, tokens: list[str]) -> tupl
 
 # A line of the arc section: an arc, or a comment. A comment is a whole line whose first field
 # starts with "c"; a "c" anywhere else (``a 2 3 12c34``) is part of a field, never a comment.
-_ARC_SECTION_LINE = rb"a[ \t]+" + INTEGER + rb"[ \t]+" + INTEGER + rb"[ \t]+" + INTEGER + rb"|c.*"  # (c: see _is_comment)
+_ARC_SECTION_LINE = (rb"a[ \t]+" + INTEGER + rb"[ \t]+" + INTEGER + rb"[ \t]+" + INTEGER
+                     + rb"|c" + COMMENT_TAIL)  # (c: see _is_comment)
 
 
 def _is_comment(line: str) -> bool:

@@ -35,7 +35,7 @@ import numpy as np
 from ..arguments import VERTEX_MAX, article
 from ..errors import FileFormatError
 from ._text import (INTEGER, READ_ERRORS, REAL, first_bad_line, format_error, is_integer_text, is_real_text,
-                    out_of_memory, read_failure, require_regular_file)
+                    out_of_memory, read_failure, require_regular_file, skip_bom)
 from .parsed import ParsedGraph, canonical_edges
 
 try:  # the fast reader is an optional dependency ("io" extra)
@@ -62,6 +62,7 @@ class Header:
     cols: int
     entries: int
     size_line: int  # 1-based line number of the size line
+    text_start: int  # where the banner starts: after a byte order mark, if any (the parsers start there)
     # A value field's size line states more entries than the file holds at 6 bytes each: raised
     # after the entries are checked, since entries without their values explain it better.
     room_problem: FileFormatError | None = None
@@ -122,6 +123,7 @@ def _readline(path: Path, handle, number: int) -> bytes:
 def _read_header(path: Path, stream: _Stream) -> Header:
     """Banner, comments and size line, checked; leaves the stream after the size line."""
     handle = stream.handle
+    text_start = skip_bom(handle)
     raw = _readline(path, handle, 1)
     first = raw.decode("ascii", errors="replace").strip()
     tokens = first.lower().split()
@@ -143,7 +145,7 @@ def _read_header(path: Path, stream: _Stream) -> Header:
         raise format_error(path, 1, f"unknown field {field!r}")
     if symmetry not in ("general", "symmetric", "skew-symmetric", "hermitian"):
         raise format_error(path, 1, f"unknown symmetry {symmetry!r}")
-    number, consumed = 1, len(raw)
+    number, consumed = 1, text_start + len(raw)
     while True:
         number += 1
         raw = _readline(path, handle, number)
@@ -175,8 +177,8 @@ def _read_header(path: Path, stream: _Stream) -> Header:
                                              f"room for at most {most:,}; it is truncated or its size line is wrong")
         if field == "pattern" or entries * _MIN_ENTRY_BYTES["pattern"] > room + 1:
             raise problem
-        return Header(field, symmetry, rows, cols, entries, number, problem)
-    return Header(field, symmetry, rows, cols, entries, number)
+        return Header(field, symmetry, rows, cols, entries, number, text_start, problem)
+    return Header(field, symmetry, rows, cols, entries, number, text_start)
 
 
 # The fields of one entry after ROW COLUMN, per field; fast_matrix_market reads a number by its
@@ -299,7 +301,7 @@ def _read_coo(path: Path):
         open_end = _check_entries(path, stream.handle, header)
         if header.room_problem is not None:
             raise header.room_problem
-        stream.handle.seek(0)
+        stream.handle.seek(header.text_start)
         # the whole text in memory only for such a rare file: the line end the reader needs
         source = io.BytesIO(stream.handle.read() + b"\n") if open_end else stream.handle
         result, failure = (_fmm_read if _fmm is not None else _scipy_read)(source)
