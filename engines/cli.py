@@ -10,7 +10,7 @@ Inputs, by path:
 - ``--graph``: a MOSP folder (``graphCsrRowPtr.txt``, ``graphCsrColInd.txt``, ``graphCsrValues.txt``)
   or a project state file ``.npz`` with ``row_ptr``, ``col_ind``, ``weights`` (``(m, K)``, ``(m,)`` or
   objective-major ``(K*m,)``) and optionally the tree: ``distances``, ``parents``, ``source``,
-  ``objective``.
+  ``objective`` (and the ``statistics`` an output wrote; any other key is refused).
 - ``--batch``: a MOSP folder (``insert.txt``: ``u v w1..wK``; ``delete.txt``: ``u v``; a missing file
   means no changes of that kind) or an ``.npz`` with ``insert_src``, ``insert_dst``,
   ``insert_weights``, ``delete_src``, ``delete_dst`` (missing keys: none; any other key is refused).
@@ -89,6 +89,19 @@ def _require(data: dict, keys, path: Path) -> None:
         raise errors.FileFormatError(f"{path}: missing array(s) {', '.join(missing)}")
 
 
+#: The arrays of a state .npz: what write_output writes (the statistics are never read back).
+STATE_KEYS = ("row_ptr", "col_ind", "weights", "distances", "parents", "source", "objective", "statistics")
+
+
+def _refuse_unknown_keys(data: dict, known, what: str, path: Path) -> None:
+    """An .npz key the reader does not know is refused: a misspelt one (delete_source, objectiv)
+    would leave its array unread without a word, and the run go on without its changes or setting."""
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise errors.FileFormatError(f"{path}: unknown array(s) {', '.join(unknown)}; {what} .npz holds "
+                                     f"{', '.join(sorted(known))}")
+
+
 def _int_array(data: dict, key: str, path: Path) -> np.ndarray:
     arr = np.asarray(data[key])
     if arr.size and not integer_dtype(arr.dtype):  # not timedelta64, which NumPy files as an integer
@@ -128,6 +141,7 @@ def read_graph(path: Path) -> GraphInput:
         return GraphInput(Graph.from_csr(row_ptr, col_ind, weights))
     data = _load_npz(path, f"a MOSP folder ({mosp.ROW_PTR_FILE}, {mosp.COL_IND_FILE}, {mosp.VALUES_FILE})")
     _require(data, ("row_ptr", "col_ind", "weights"), path)
+    _refuse_unknown_keys(data, STATE_KEYS, "a state", path)
     col_ind = _int_array(data, "col_ind", path)
     weights = per_edge_weights(_int_array(data, "weights", path), col_ind.size, path)
     graph = Graph.from_csr(_int_array(data, "row_ptr", path), col_ind, weights)
@@ -150,10 +164,7 @@ def read_batch(path: Path, num_weights: int) -> Batch:
     known = {"insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst"}
     if not known & set(data):
         raise errors.FileFormatError(f"{path}: no batch arrays ({', '.join(sorted(known))})")
-    unknown = sorted(set(data) - known)
-    if unknown:  # a misspelt key (delete_source) would drop its changes without a word
-        raise errors.FileFormatError(f"{path}: unknown array(s) {', '.join(unknown)}; a batch .npz holds "
-                                     f"{', '.join(sorted(known))}")
+    _refuse_unknown_keys(data, known, "a batch", path)
     get = {k: _int_array(data, k, path) if k in data else np.zeros(0, np.int64) for k in known}
     weights = get["insert_weights"]
     if "insert_weights" not in data:

@@ -57,3 +57,17 @@ def test_an_npz_batch_with_an_unknown_key_is_refused_naming_it(tmp_path, capsys)
     assert (f"{npz}: unknown array(s) delete_source, delete_target; a batch .npz holds delete_dst, delete_src, insert_dst, "
             "insert_src, insert_weights") in err
     assert not out.exists()
+
+
+def test_a_state_npz_with_an_unknown_key_is_refused_naming_it(tmp_path, capsys):
+    # a misspelt "objective" left the state's objective 1 unread: the update ran objective 0, exit 0
+    graph, batch = _random_case(8, K=2)
+    _, bdir = _write_mosp(tmp_path, graph, batch)
+    state = tmp_path / "state.npz"
+    np.savez(state, row_ptr=graph.row_ptr, col_ind=graph.col_ind, weights=graph.weights, source=0, objectiv=1)
+    out = tmp_path / "o"
+    code, _, err = _run(capsys, "update", "--graph", state, "--batch", bdir, "--out", out)
+    assert code == 2
+    assert (f"{state}: unknown array(s) objectiv; a state .npz holds col_ind, distances, objective, parents, "
+            "row_ptr, source, statistics, weights") in err
+    assert not out.exists()
