@@ -158,6 +158,8 @@ class Result:
         The A/B runner restores a pre-batch state this way; on CUDA it is a device-to-device copy.
         """
         self._live()
+        if not isinstance(other, Result):
+            raise InvalidArgumentError(f"copy_from needs an engines.sssp.Result, got {type(other).__name__}")
         other._live()
         if other._graph is not self._graph or other._source != self._source or other._backend != self._backend:
             raise InvalidArgumentError("copy_from needs a result of the same graph, source and backend")

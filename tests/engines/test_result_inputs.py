@@ -32,3 +32,13 @@ def test_clone_refuses_what_is_not_a_backend(backend):
     with pytest.raises(InvalidArgumentError, match="^backend must be one of host, cuda, auto, got "):
         r.clone(backend=backend)  # a false value was taken as None (the same backend)
     assert r.clone().backend == "host"
+
+
+@pytest.mark.parametrize("other", [None, "result", (np.zeros(4), np.zeros(4))], ids=["None", "text", "arrays"])
+def test_copy_from_refuses_what_is_not_a_result_and_keeps_the_arrays(other):
+    # raised AttributeError ('str' object has no attribute '_live'): a Python error for a mistake
+    r = tree()
+    before = [a.tobytes() for a in r.to_numpy()]
+    with pytest.raises(InvalidArgumentError, match=r"copy_from needs an engines.sssp.Result, got "):
+        r.copy_from(other)
+    assert [a.tobytes() for a in r.to_numpy()] == before and not r.poisoned
