@@ -81,6 +81,9 @@ class EngineConfig:
     def parse(cls, text: str) -> EngineConfig:
         """``"cuda:operators-host+group"`` -> EngineConfig; EngineConfigError when it does not parse.
         Case-insensitive; the deprecated dash form (``cuda-fused``) is accepted for one release."""
+        if text is not None and not isinstance(text, str):  # .strip() raised a bare AttributeError
+            raise EngineConfigError(f"unknown engine configuration {text!r}: not text; expected one of "
+                                    f"{', '.join(SPELLINGS)}")
         spelled = (text or "").strip().lower()
         head, plus, suffix = spelled.partition("+")
         # DEPRECATED (issue 30, accepted for one release): the dash form of the golden replay and

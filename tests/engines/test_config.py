@@ -53,6 +53,13 @@ def test_bad_spellings(text):
         EngineConfig.parse(text)
 
 
+@pytest.mark.parametrize("value", [3, b"host", ["host"]], ids=["int", "bytes", "list"])
+def test_a_spelling_that_is_not_text_is_refused(value):
+    # raised AttributeError ('int' object has no attribute 'strip') or a bytes TypeError
+    with pytest.raises(EngineConfigError, match=r"unknown engine configuration .*: not text"):
+        EngineConfig.parse(value)
+
+
 def test_invalid_fields_raise():
     with pytest.raises(EngineConfigError):
         EngineConfig("host", "fused")
