@@ -82,6 +82,8 @@ def flag(value, name: str) -> bool:
 def shown(value) -> str:
     """An array element as the user wrote it: integers exactly, other floats as Python prints them."""
     value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, np.floating):  # a long double's item() is still one, with NumPy's repr
+        value = float(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return str(int(value))
     return repr(value)

@@ -61,6 +61,16 @@ def test_float_weights_are_range_checked_exactly(dtype):
     assert engines.Graph.from_edges([0], [1], top).weights.tolist() == [2**31 - 128]
 
 
+@pytest.mark.parametrize("value, expected", [
+    (2.0**31, "weights[0] = 2147483648 is outside the weight range"),
+    (2.5, "weights[0] = 2.5 is not an integer"),
+], ids=["too large", "fraction"])
+def test_long_double_weights_are_shown_as_written(value, expected):
+    # shown() printed NumPy's repr, np.longdouble('2147483648.0'): item() keeps a long double
+    with pytest.raises(InvalidArgumentError, match="^" + re.escape(expected)):
+        engines.Graph.from_edges([0], [1], np.array([value], dtype=np.longdouble))
+
+
 def test_float16_values_are_checked_without_warnings():
     small = np.array([3], dtype=np.float16)
     with warnings.catch_warnings():
