@@ -1,9 +1,9 @@
 """Parsed-graph cache: ``.npz`` files keyed by the source file's SHA-256 and the reader version.
 
 The cache folder is ``$SSSPAB_CACHE_DIR`` or ``<repo>/.cache`` (git-ignored). A changed file
-(new digest) or a changed reader (new version) never reads a stale entry; a damaged entry is
-rebuilt. Writes go through a temporary file and an atomic rename, so an interrupted run leaves
-no half-written entry behind.
+(new digest) or a changed reader (new version) never reads a stale entry; a damaged entry (one
+that does not load, or whose arrays are no consistent graph) is rebuilt. Writes go through a
+temporary file and an atomic rename, so an interrupted run leaves no half-written entry behind.
 """
 
 from __future__ import annotations
@@ -93,7 +93,24 @@ def graph_to_arrays(graph: ParsedGraph) -> dict[str, np.ndarray]:
     return arrays
 
 
-def graph_from_arrays(arrays: dict[str, np.ndarray]) -> ParsedGraph:
+def _is_graph(arrays: dict[str, np.ndarray]) -> bool:
+    """The arrays make the graph a reader returns: an integer vertex count, int32 ids of equal
+    length inside it, weights (if any) one row an edge. A cache entry that loads but is no such
+    graph (tampered with, or written by other code under the same name) is damaged."""
+    n, src, dst, weights = (arrays.get(k) for k in ("num_vertices", "src", "dst", "weights"))
+    if n is None or src is None or dst is None or n.shape != () or n.dtype.kind not in "iu":
+        return False
+    if src.dtype != np.int32 or dst.dtype != np.int32 or src.ndim != 1 or src.shape != dst.shape:
+        return False
+    if weights is not None and (weights.ndim not in (1, 2) or weights.shape[0] != src.size):
+        return False
+    return src.size == 0 or (min(src.min(), dst.min()) >= 0 and max(src.max(), dst.max()) < int(n))
+
+
+def graph_from_arrays(arrays: dict[str, np.ndarray]) -> ParsedGraph | None:
+    """The graph of a cache entry's arrays, or None when they are no consistent graph."""
+    if not _is_graph(arrays):
+        return None
     return ParsedGraph(int(arrays["num_vertices"]), arrays["src"], arrays["dst"], arrays.get("weights"))
 
 
@@ -114,11 +131,9 @@ def cached_parse(
     tag = options_tag(options)
     entry = default_cache_dir(cache_dir) / "parsed" / f"{reader_name}-v{reader_version}-{sha256}{tag}.npz"
     arrays = load_arrays(entry)
-    if arrays is not None:
-        try:
-            return graph_from_arrays(arrays), sha256
-        except KeyError:
-            pass
+    cached = None if arrays is None else graph_from_arrays(arrays)
+    if cached is not None:
+        return cached, sha256
     graph = reader(path, **(options or {}))
     save_arrays(entry, **graph_to_arrays(graph))
     return graph, sha256

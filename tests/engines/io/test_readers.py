@@ -214,6 +214,32 @@ def test_cache_reuses_and_keys_by_content(tmp_path):
     assert pairs(g4) == pairs(g3)
 
 
+
+INCONSISTENT_ENTRIES = {
+    "src and dst of different lengths": {"src": np.array([0, 1, 2], np.int32), "dst": np.array([1], np.int32)},
+    "ids beyond the vertex count": {"num_vertices": np.int64(2), "dst": np.array([1, 0, 0, 5], np.int32)},
+    "a vertex count that is no number": {"num_vertices": np.array([3, 4])},
+    "ids that are not int32": {"src": np.array([0.5, 1, 1, 2])},
+    "weights of another length": {"weights": np.array([1.0])},
+}
+
+
+@pytest.mark.parametrize("damage", sorted(INCONSISTENT_ENTRIES))
+def test_a_cache_entry_that_is_no_consistent_graph_is_rebuilt(tmp_path, damage):
+    # a readable .npz whose arrays do not make the graph (tampered with, or written by other
+    # code under the same name) was returned as it was: a wrong graph, or a TypeError
+    path = write(tmp_path / "a.mtx", MTX_SYM)
+    cache = tmp_path / "cache"
+    good, _ = read_graph_cached(path, cache_dir=cache)
+    entry = next((cache / "parsed").iterdir())
+    arrays = {"num_vertices": np.int64(good.num_vertices), "src": good.src, "dst": good.dst,
+              "weights": good.weights, **INCONSISTENT_ENTRIES[damage]}
+    with open(entry, "wb") as handle:
+        np.savez(handle, **arrays)
+    again, _ = read_graph_cached(path, cache_dir=cache)
+    assert again.num_vertices == good.num_vertices and pairs(again) == pairs(good)
+    np.testing.assert_array_equal(again.weights, good.weights)
+
 def test_scipy_fallback_reader(tmp_path, monkeypatch):
     from engines.io import matrix_market
 
