@@ -202,10 +202,13 @@ def _resolve(args, found: GraphInput) -> tuple[int, int]:
     if not 0 <= objective < k:
         raise errors.InvalidArgumentError(f"{given} {objective} is out of range [0, {k}): the graph has "
                                           f"{k} weight column{'s' if k != 1 else ''}")
-    if found.source is not None and args.source is not None and found.source != args.source \
-            and found.distances is not None and not (args.distances or args.parents):
-        raise errors.InvalidArgumentError(
-            f"--source {args.source} differs from the source {found.source} of the tree stored in {args.graph}")
+    stored_tree = found.distances is not None and not (args.distances or args.parents)
+    for name, given, stored in (("source", args.source, found.source), ("objective", args.objective, found.objective)):
+        # the stored tree is imported as the tree of the given source and objective: another one's
+        # tree would be updated and written as theirs (an objective's distances under another's name)
+        if stored_tree and given is not None and stored is not None and given != stored:
+            raise errors.InvalidArgumentError(
+                f"--{name} {given} differs from the {name} {stored} of the tree stored in {args.graph}")
     return int(source), int(objective)
 
 

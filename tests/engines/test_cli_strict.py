@@ -71,3 +71,21 @@ def test_a_state_npz_with_an_unknown_key_is_refused_naming_it(tmp_path, capsys):
     assert (f"{state}: unknown array(s) objectiv; a state .npz holds col_ind, distances, objective, parents, "
             "row_ptr, source, statistics, weights") in err
     assert not out.exists()
+
+
+def test_another_objective_than_the_stored_trees_is_refused(tmp_path, capsys):
+    # the tree stored for objective 0 was imported as objective 1's and updated: its distances were
+    # written as objective 1's (the same mistake with --source was already refused)
+    graph, batch = _random_case(9, K=2)
+    _, bdir = _write_mosp(tmp_path, graph, batch)
+    np.savez(tmp_path / "g.npz", row_ptr=graph.row_ptr, col_ind=graph.col_ind, weights=graph.weights)
+    state = tmp_path / "s0.npz"
+    code, _, err = _run(capsys, "compute", "--graph", tmp_path / "g.npz", "--source", 0, "--out", state)
+    assert code == 0, err
+    out = tmp_path / "s1.npz"
+    code, _, err = _run(capsys, "update", "--graph", state, "--batch", bdir, "--objective", 1, "--out", out)
+    assert code == 2
+    assert f"--objective 1 differs from the objective 0 of the tree stored in {state}" in err
+    assert not out.exists()
+    code, _, err = _run(capsys, "update", "--graph", state, "--batch", bdir, "--objective", 0, "--out", out)
+    assert code == 0, err  # the stored one, named again
