@@ -277,6 +277,18 @@ def _scipy_read(handle):
     return ((matrix.data, (matrix.row, matrix.col)), matrix.shape), None
 
 
+_OUT_OF_BOUNDS = {"Row index out of bounds": "row", "Column index out of bounds": "column"}
+
+
+def _in_words(problem: str, header: Header) -> str:
+    """The fast reader's words for a bad entry, with the range an index out of bounds must be in."""
+    name = _OUT_OF_BOUNDS.get(problem.strip().rstrip("."))
+    if name is None:
+        return problem
+    return (f"the {name} index is outside [1, {header.rows}] (the size line states a "
+            f"{header.rows} x {header.cols} matrix)")
+
+
 def _translate(path: Path, header: Header, failure: BaseException) -> BaseException:
     """The error to raise for a failure of the fast reader or SciPy's ("Line N: ..." -> line N)."""
     if isinstance(failure, MemoryError):
@@ -289,7 +301,7 @@ def _translate(path: Path, header: Header, failure: BaseException) -> BaseExcept
         message = str(failure)
         match = _FMM_LINE.match(message)
         if match:
-            return format_error(path, int(match.group(1)), match.group(2))
+            return format_error(path, int(match.group(1)), _in_words(match.group(2), header))
         return format_error(path, None, message)
     return failure  # KeyboardInterrupt, SystemExit, or a bug: passed on as it is
 

@@ -88,3 +88,14 @@ def test_a_last_line_ending_in_blanks_without_a_line_end_is_read(tmp_path):
     assert len(read) == len(paths)
     for path, n, src, dst, weights in read:
         assert (n, src, dst, weights) == (3, [0, 1], [1, 2], FIELDS[paths[path]][2]), path
+
+
+@pytest.mark.parametrize("entry, name", [("4 1", "row"), ("1 0", "column"), ("-1 2", "row")])
+def test_an_index_outside_the_matrix_names_the_allowed_range(tmp_path, entry, name):
+    # the fast reader says only "Row index out of bounds": the size line's order is the range
+    path = tmp_path / "g.mtx"
+    path.write_text(f"%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n{entry}\n")
+    with pytest.raises(FileFormatError) as info:
+        read_graph(path)
+    assert (f"{path}, line 4: the {name} index is outside [1, 3] (the size line states a 3 x 3 matrix)"
+            in str(info.value))
