@@ -45,8 +45,10 @@ def beyond_int64(arr: np.ndarray) -> int | None:
 
 
 def as_array(values, name: str, what: str) -> np.ndarray:
-    """``np.asarray``, with a message naming the argument for a ragged (inhomogeneous) input or
-    for Python integers beyond int64."""
+    """``np.asarray``, with a message naming the argument for a ragged (inhomogeneous) input, a
+    masked entry or Python integers beyond int64."""
+    if isinstance(values, np.ma.MaskedArray):
+        _refuse_masked(values, name)
     try:
         arr = np.asarray(values)
     except (ValueError, TypeError):
@@ -55,6 +57,15 @@ def as_array(values, name: str, what: str) -> np.ndarray:
     if arr.dtype == object:
         _refuse_huge_integers(arr, name)
     return arr
+
+
+def _refuse_masked(values: np.ma.MaskedArray, name: str) -> None:
+    """``np.asarray`` drops a mask and keeps the values under it, which would be read as if the
+    caller had given them: a masked entry is named instead."""
+    masked = np.ma.getmaskarray(values)
+    if masked.any():
+        where = ", ".join(str(int(i)) for i in np.argwhere(masked)[0])
+        raise InvalidArgumentError(f"{name}[{where}] is masked; give every value (np.ma.filled, compressed)")
 
 
 def _refuse_huge_integers(arr: np.ndarray, name: str) -> None:

@@ -104,3 +104,21 @@ def test_object_arrays_of_other_things_keep_their_message():
         engines.Batch([0, None], [1, 1], [1, 1])
     with pytest.raises(InvalidArgumentError, match="^insert_src must hold integers, got dtype object$"):
         engines.Batch(np.array([0, 1], dtype=object), [1, 1], [1, 1])
+
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda m: engines.Batch(m, [1, 2], [1, 1]), "insert_src[1]"),
+    (lambda m: engines.Batch([0, 1], [1, 2], m + 1), "insert_weights[1]"),
+    (lambda m: engines.Graph.from_edges(m, [1, 2], [1, 1]), "src[1]"),
+    (lambda m: sssp.Result.from_arrays(engines.Graph.from_edges([0], [1], [1]), 0, m, [-1, 0]), "distances[1]"),
+], ids=["batch id", "batch weight", "edge id", "imported distance"])
+def test_masked_entries_are_refused_not_read(call, expected):
+    """np.asarray drops a mask: the values under it (here 7) were used as if the caller had given them."""
+    masked = np.ma.array([0, 7], mask=[False, True])
+    with pytest.raises(InvalidArgumentError, match="^" + re.escape(expected) + " is masked"):
+        call(masked)
+
+
+def test_a_masked_array_without_masked_entries_is_read():
+    plain = np.ma.array([0, 1], mask=[False, False])
+    assert engines.Batch(plain, [1, 2], [1, 1]).insert_src.tolist() == [0, 1]
