@@ -197,7 +197,8 @@ def _resolve(args, found: GraphInput) -> tuple[int, int]:
     n, k = found.graph.num_vertices, found.graph.num_weights
     given = "--source" if args.source is not None else f"the source stored in {args.graph}"
     if not 0 <= source < n:
-        raise errors.InvalidArgumentError(f"{given} {source} is not a vertex of the graph (n = {n}, ids 0 .. {n - 1})")
+        which = f" (n = {n}, ids 0 .. {n - 1})" if n else ": it has none (n = 0)"
+        raise errors.InvalidArgumentError(f"{given} {source} is not a vertex of the graph{which}")
     given = "--objective" if args.objective is not None else f"the objective stored in {args.graph}"
     if not 0 <= objective < k:
         raise errors.InvalidArgumentError(f"{given} {objective} is out of range [0, {k}): the graph has "

@@ -89,3 +89,12 @@ def test_another_objective_than_the_stored_trees_is_refused(tmp_path, capsys):
     assert not out.exists()
     code, _, err = _run(capsys, "update", "--graph", state, "--batch", bdir, "--objective", 0, "--out", out)
     assert code == 0, err  # the stored one, named again
+
+
+def test_a_source_in_a_graph_without_vertices_is_said_so(tmp_path, capsys):
+    # the message gave the id range as "ids 0 .. -1"
+    graph = tmp_path / "empty.npz"
+    np.savez(graph, row_ptr=[0], col_ind=np.zeros(0, np.int64), weights=np.zeros((0, 1), np.int64))
+    code, _, err = _run(capsys, "compute", "--graph", graph, "--source", 0, "--out", tmp_path / "o")
+    assert code == 2
+    assert "--source 0 is not a vertex of the graph: it has none (n = 0)" in err and ".. -1" not in err
