@@ -263,11 +263,12 @@ def update(graph, batch, *results, probe=None):
     for item in pending:
         try:
             stats.append(_run_update(graph, item, commit, probe))
-        except Exception as exc:
-            item.result._poisoned = True
-            item.result._tree_known = False
-            item.result._version = graph.version
-            item.result._state = graph.state_id
+        except BaseException as exc:
+            _poison(item.result, graph)
+            if not isinstance(exc, Exception):
+                # Ctrl-C or an exit stops the update here: this result's arrays may be half
+                # written, the results after it were not run (stale at the old version)
+                raise
             stats.append(None)
             if first_error is None:
                 first_error = _wrap_device_errors(exc)
@@ -276,6 +277,15 @@ def update(graph, batch, *results, probe=None):
     if first_error is not None:
         raise first_error
     return stats[0] if len(stats) == 1 else tuple(stats)
+
+
+def _poison(result: Result, graph: Graph) -> None:
+    """A result whose run failed after the commit (algorithm.md §8.3): unusable from now on,
+    at the graph's new state."""
+    result._poisoned = True
+    result._tree_known = False
+    result._version = graph.version
+    result._state = graph.state_id
 
 
 def _run_update(graph: Graph, item: _Pending, commit, probe) -> Stats:
