@@ -1,6 +1,6 @@
 """Whatever a caller passes as one of a Batch's arrays, update() either refuses it with an engines
 error, leaving the graph and the result byte-identical, or updates the result to compute()'s
-distances on the new graph (algorithm.md §3.3 step 1, §8.2): never another exception, a warning,
+distances on the new graph (docs/algorithm.md §3.3 step 1, algorithm.md §8.2): never another exception, a warning,
 a partial commit or a wrong tree."""
 
 from __future__ import annotations
