@@ -8,6 +8,8 @@ repr (``np.int64(1)``) or its exceptions (a ragged list is an ``InvalidArgumentE
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .errors import InvalidArgumentError
@@ -81,6 +83,22 @@ def _refuse_huge_integers(arr: np.ndarray, name: str) -> None:
             raise InvalidArgumentError(f"{name}[{where}] = {value} is outside the int64 range")
 
 
+def vertex_id(value, name: str, n: int) -> int:
+    """A vertex id argument (``source``) as an int in [0, n): a Python or NumPy integer or a 0-D
+    integer array, never a bool, a float or text (refused as not an integer, not as no vertex)."""
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        vertex = operator.index(value)
+    except TypeError:
+        plain = value.item() if isinstance(value, np.generic) else value
+        raise InvalidArgumentError(
+            f"{name} must be an integer vertex id, got {plain!r} ({type(value).__name__})") from None
+    if not 0 <= vertex < n:
+        raise InvalidArgumentError(f"{name} {vertex} is not a vertex of the graph (n = {n})")
+    return vertex
+
+
 def flag(value, name: str) -> bool:
     """A yes/no keyword (``symmetrize=``, ``canonicalize=``): a bool or a NumPy bool only. Truth
     testing would take ``"no"`` or ``"False"`` as yes, and an array as NumPy's ambiguous-truth
@@ -149,4 +167,4 @@ def weight_matrix(values, name: str, rows: int, rows_text: str, shape_text: str 
 
 
 __all__ = ["VERTEX_MAX", "WEIGHT_MAX", "article", "as_array", "beyond_int64", "flag", "integer_dtype", "ragged_description", "shown",
-           "weight_matrix"]
+           "vertex_id", "weight_matrix"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import vertex_id
 from ..errors import (CudaError, Error, InternalError, InvalidArgumentError, NotSupportedError,
                       OutOfMemoryError, StaleResultError)
 from ..graph import Graph
@@ -90,9 +91,7 @@ def compute(graph, source, *, backend: str = "host", options: Options | None = N
     opts = resolve_options(options, overrides, graph.num_weights)
     backend = resolve_backend(backend)
     n = graph.num_vertices
-    if isinstance(source, bool) or not isinstance(source, (int, np.integer)) or not 0 <= int(source) < n:
-        raise InvalidArgumentError(f"source {source!r} is not a vertex of the graph (n = {n})")
-    source = int(source)
+    source = vertex_id(source, "source", n)
     k = opts.objective
     max_w = max(1, graph.max_weight(k))
     check_size(max_w, n)

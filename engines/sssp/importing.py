@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arguments import as_array, beyond_int64, flag, integer_dtype
+from ..arguments import as_array, beyond_int64, flag, integer_dtype, vertex_id
 from ..errors import InvalidArgumentError
 from .backends import is_device_array, move_arrays, resolve_backend, resolve_device
 from .packing import INF_HALF, INFINITE_DISTANCE, check_size, path_bound
@@ -107,9 +107,7 @@ def import_tree(cls, graph, source, distances, parents, *, canonicalize, validat
     validate = None if validate is None else flag(validate, "validate")
     opts = resolve_options(options, overrides, graph.num_weights)
     n = graph.num_vertices
-    if isinstance(source, bool) or not isinstance(source, (int, np.integer)) or not 0 <= int(source) < n:
-        raise InvalidArgumentError(f"source {source!r} is not a vertex of the graph (n = {n})")
-    source = int(source)
+    source = vertex_id(source, "source", n)
     on_device = is_device_array(distances)
     d = _host_int_array(distances, "distances")
     p = _host_int_array(parents, "parents")

@@ -122,3 +122,29 @@ def test_masked_entries_are_refused_not_read(call, expected):
 def test_a_masked_array_without_masked_entries_is_read():
     plain = np.ma.array([0, 1], mask=[False, False])
     assert engines.Batch(plain, [1, 2], [1, 1]).insert_src.tolist() == [0, 1]
+
+
+def _source_message(call) -> str:
+    with pytest.raises(InvalidArgumentError) as info:
+        call()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda g, s: sssp.compute(g, s),
+    lambda g, s: sssp.Result.from_arrays(g, s, [0, 1, 2], [-1, 0, 1], validate=False),
+], ids=["compute", "from_arrays"])
+def test_a_source_is_one_check_with_plain_messages(make):
+    """compute() and Result.from_arrays wrote the check twice: a float or text was called "not a
+    vertex of the graph", a NumPy value was shown in NumPy's repr, a 0-D integer array refused."""
+    g = engines.Graph.from_edges([0, 1], [1, 2], [1, 1])
+    assert make(g, np.array(1)).source == 1  # a 0-D integer array is an integer
+    assert make(g, np.int16(0)).source == 0
+    assert _source_message(lambda: make(g, 3)) == "source 3 is not a vertex of the graph (n = 3)"
+    assert _source_message(lambda: make(g, np.uint64(2**64 - 1))) == (
+        "source 18446744073709551615 is not a vertex of the graph (n = 3)")
+    assert _source_message(lambda: make(g, 1.0)) == "source must be an integer vertex id, got 1.0 (float)"
+    assert _source_message(lambda: make(g, np.float32(1))) == "source must be an integer vertex id, got 1.0 (float32)"
+    assert _source_message(lambda: make(g, True)) == "source must be an integer vertex id, got True (bool)"
+    assert _source_message(lambda: make(g, "0")) == "source must be an integer vertex id, got '0' (str)"
+    assert _source_message(lambda: make(g, [0])) == "source must be an integer vertex id, got [0] (list)"
