@@ -128,6 +128,9 @@ def _read_header(path: Path, stream: _Stream) -> Header:
     first = raw.decode("ascii", errors="replace").strip()
     tokens = first.lower().split()
     if len(tokens) != 5 or tokens[0] != "%%matrixmarket" or tokens[1] != "matrix":
+        if not raw:  # nothing after the byte order mark, if any
+            raise format_error(path, None, "the file is empty (a Matrix Market file starts with its "
+                                           "'%%MatrixMarket matrix ...' banner line)")
         if "\r" in first:  # one "line" holding several: the file's lines end in CR alone
             raise format_error(path, 1, "the lines end in a carriage return alone (classic Mac OS line "
                                         "ends), which Matrix Market readers do not take: convert them "

@@ -137,11 +137,18 @@ def test_broken_suitesparse_tarball(tmp_path):
     ("empty.txt", "no edges"),
     ("comments.txt", "no edges"),
     ("empty.gr", "no problem line"),
-    ("empty.mtx", "not a Matrix Market header"),
+    ("empty.mtx", "the file is empty"),
 ])
 def test_empty_files(tmp_path, name, fragment):
     path = write(tmp_path / name, "# only a comment\n" if name.startswith("comments") else "")
     assert fragment in error_of(path)
+
+
+def test_a_blank_first_line_of_a_matrix_market_file_is_no_header_not_an_empty_file(tmp_path):
+    # only a file with nothing at all is empty; a blank line before the rest is a missing banner
+    path = write(tmp_path / "blank.mtx", "\n%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 3\n")
+    message = error_of(path)
+    assert "not a Matrix Market header" in message and "empty" not in message
 
 
 def test_empty_edge_list_with_a_stated_vertex_count_is_a_graph(tmp_path):
