@@ -59,5 +59,18 @@ def read_edge_list(
     largest = int(max(src.max(), dst.max())) if src.size else -1
     n = largest + 1 if num_vertices is None else num_vertices
     if n <= largest:
-        raise format_error(path, None, f"vertex id {largest + base} exceeds the stated {n} vertices")
+        raise locate_bad_line(path, min_columns=2, max_columns=64, comment=comment,
+                              line_check=_beyond(n, base),
+                              fallback=f"vertex id {largest + base} exceeds the stated {n} vertices")
     return canonical_edges(src, dst, n, symmetrize=symmetrize)
+
+
+def _beyond(num_vertices: int, base: int):
+    """A line check naming the first id past a stated vertex count (the error path's scan finds
+    its line)."""
+    def check(tokens: list[str]) -> str | None:
+        for t in tokens[:2]:
+            if int(t) - base >= num_vertices:
+                return f"vertex id {int(t)} exceeds the stated {num_vertices} vertices"
+        return None
+    return check

@@ -412,3 +412,15 @@ def test_the_readers_take_the_vertex_and_weight_limits_from_engines_arguments():
     sources = {p.name: p.read_text() for p in (REPO / "engines" / "io").glob("*.py")}
     for name, text in sources.items():
         assert "iinfo(np.int32)" not in text and "VERTEX_LIMIT" not in text and "WEIGHT_LIMIT" not in text, name
+
+
+def test_an_id_past_a_stated_vertex_count_names_its_line(tmp_path):
+    # the message named the id and the count but not where the id is
+    path = write(tmp_path / "e.edges", "# three vertices\n1 2\n2 3\n\n3 7\n1 3\n")
+    with pytest.raises(FileFormatError) as info:
+        read_edge_list(path, num_vertices=3)
+    message = str(info.value)
+    assert "line 5" in message and "vertex id 7 exceeds the stated 3 vertices" in message
+    zero_based = write(tmp_path / "z.edges", "0 1\n1 3\n")
+    with pytest.raises(FileFormatError, match="line 2: vertex id 3 exceeds the stated 3 vertices"):
+        read_edge_list(zero_based, one_based=False, num_vertices=3)
