@@ -951,7 +951,7 @@ def interrupted_lines(record: dict) -> list[str]:
     if not partial:
         return []
     check = record["check"]
-    done = ", ".join(f"{engine} {k:,}" for engine, k in partial["completed"].items())
+    done = completed_words(partial)
     cut = "".join(f"; {engine} was cut inside batch {i:,} (not counted)" for engine, i in
                   partial.get("cut_inside_batch", {}).items())
     if not check.get("done", True):
@@ -1210,6 +1210,12 @@ def write_partial(data: StreamInput, stream, runs: dict, check: dict, record_arg
     return record
 
 
+def completed_words(stop: dict) -> str:
+    """The batches each engine completed, as an interrupted or failed record's ``stop`` lists them:
+    "fused 12, host 11"."""
+    return ", ".join(f"{engine} {k:,}" for engine, k in stop["completed"].items())
+
+
 def nothing_timed(completed: dict, warmup: int) -> bool:
     """Whether no engine got past the warm-up: every summary of the record then counts 0 batches."""
     return all(k <= warmup for k in completed.values())
@@ -1219,8 +1225,7 @@ def progress_words(record: dict, out_dir) -> str:
     """How far a stream that stopped early got, for its last line on stderr: the batches each engine
     completed, that none was timed where so, and where the partial record went."""
     stop = record.get("interrupted") or record["failed"]
-    done = ", ".join(f"{engine} {k:,}" for engine, k in stop["completed"].items())
-    words = f"batches completed of {stop['planned_batches']:,}: {done}"
+    words = f"batches completed of {stop['planned_batches']:,}: {completed_words(stop)}"
     warmup = record["stream"]["warmup"]
     if nothing_timed(stop["completed"], warmup):
         words += f"; no batch was timed (the first {warmup:,} are warm-up, left out of the statistics)"

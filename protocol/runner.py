@@ -274,8 +274,10 @@ class CampaignRunner:
                 break
         else:
             self.campaign["inputs"].append(entry)
-        self._write_opened()
-        self.store.write_campaign(self.campaign)
+        if self._written:
+            self.store.write_campaign(self.campaign)
+        else:
+            self._write_opened()  # the first write (once: it wrote the campaign twice)
 
     def _set_cell(self, key: str, **values) -> None:
         self.campaign["cells"].setdefault(key, {}).update(values)

@@ -117,8 +117,7 @@ def paired_ratio(a, b, *, resamples: int = MIN_RESAMPLES, seed: int = 0) -> Pair
     a, b, timeless = timed_pairs(a, b)
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
-    ratio = _paired_ratio(a, b, resamples=resamples, seed=seed)
-    return replace(ratio, timeless_pairs=timeless) if timeless else ratio
+    return replace(_paired_ratio(a, b, resamples=resamples, seed=seed), timeless_pairs=timeless)
 
 
 def _paired_ratio(a: np.ndarray, b: np.ndarray, *, resamples: int, seed: int) -> PairedRatio:
@@ -163,14 +162,13 @@ def hierarchical_ratio(a, b, processes, *, resamples: int = MIN_RESAMPLES, seed:
     labels = np.asarray(processes)
     if a.shape != b.shape or labels.shape != a.shape:
         raise ValueError(f"paired samples differ in length: {a.size}, {b.size} and {labels.size} process labels")
+    if resamples < MIN_RESAMPLES:
+        raise ValueError(f"at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
     a, b, labels, timeless = timed_pairs(a, b, labels)
     _, codes = np.unique(labels, return_inverse=True)
     count = int(codes.max()) + 1 if codes.size else 0
-    if count <= 1:
-        ratio = paired_ratio(a, b, resamples=resamples, seed=seed)
-        return replace(ratio, timeless_pairs=timeless) if timeless else ratio
-    if resamples < MIN_RESAMPLES:
-        raise ValueError(f"at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
+    if count <= 1:  # the plain paired bootstrap, on the pairs already filtered
+        return replace(_paired_ratio(a, b, resamples=resamples, seed=seed), timeless_pairs=timeless)
     ratios = b / a
     groups = [ratios[codes == g] for g in range(count)]
     medians = hierarchical_medians(groups, resamples=resamples, rng=np.random.default_rng(seed))

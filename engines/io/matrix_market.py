@@ -288,7 +288,8 @@ def _in_words(problem: str, header: Header) -> str:
     name = _OUT_OF_BOUNDS.get(problem.strip().rstrip("."))
     if name is None:
         return problem
-    return (f"the {name} index is outside [1, {header.rows}] (the size line states a "
+    bound = header.rows if name == "row" else header.cols
+    return (f"the {name} index is outside [1, {bound}] (the size line states a "
             f"{header.rows} x {header.cols} matrix)")
 
 
