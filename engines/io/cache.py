@@ -11,12 +11,14 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from ..errors import os_error_text
 from .parsed import ParsedGraph
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +127,8 @@ def cached_parse(
     options: dict | None = None,
 ) -> tuple[ParsedGraph, str]:
     """Parse ``path`` with ``reader(path, **options)`` unless a cache entry for (its SHA-256,
-    reader, version, options) exists. Returns the graph and the file's SHA-256."""
+    reader, version, options) exists. Returns the graph and the file's SHA-256. An entry that
+    cannot be written (read-only folder, full disk) is a warning: the graph was read fine."""
     path = Path(path)
     sha256 = sha256 or file_sha256(path)
     tag = options_tag(options)
@@ -135,5 +138,10 @@ def cached_parse(
     if cached is not None:
         return cached, sha256
     graph = reader(path, **(options or {}))
-    save_arrays(entry, **graph_to_arrays(graph))
+    try:
+        save_arrays(entry, **graph_to_arrays(graph))
+    except OSError as exc:
+        # stacklevel 3: the caller of read_graph_cached, the only caller of this function
+        warnings.warn(f"cannot write the parsed-graph cache entry {entry} ({os_error_text(exc)}); "
+                      f"{path} was read without caching", stacklevel=3)
     return graph, sha256
