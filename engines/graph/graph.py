@@ -39,6 +39,8 @@ from ..errors import InvalidArgumentError, NotSupportedError, OutOfMemoryError
 # the most edges int32 CSR offsets hold (an offset limit; the vertex limit is arguments.VERTEX_MAX)
 OFFSET32_MAX = (1 << 31) - 1
 _state_ids = itertools.count(1)
+# one per Graph object (a copy gets its own): a snapshot restores only onto the graph it was taken of
+_graph_ids = itertools.count(1)
 
 
 class InEdges(NamedTuple):
@@ -68,6 +70,7 @@ class GraphSnapshot:
     host_in: tuple | None  # (in_ptr, in_src, in_weights (K, m))
     device: int | None
     device_buffers: object | None
+    graph_id: int  # the Graph object it was taken of (Graph._graph_id)
     # device copies made when a host snapshot is restored on a device-resident graph: the first
     # restore uploads, later ones swap pointers (keyed by device id)
     uploaded: dict = field(default_factory=dict, repr=False)
@@ -223,6 +226,7 @@ class Graph:
                  offset_dtype=None, _version: int = 0):
         # Internal constructor: arguments already validated by from_csr / from_edges.
         self._forced_offset = None if offset_dtype is None else _offset_dtype_argument(offset_dtype)
+        self._graph_id = next(_graph_ids)
         self._version = _version
         self._device = None  # engines.graph.device_graph.DeviceGraph when device-resident
         self._pending = None  # the last device commit whose counters are not read yet
@@ -606,14 +610,16 @@ class Graph:
             with runtime.cupy_module().cuda.Device(device):
                 buffers = self._device.snapshot(runtime.stream(device))
         return GraphSnapshot(self._version, self._state_id, self._n, self._m, self._k, self._scalars,
-                             self._out, self._in, self.device, buffers)
+                             self._out, self._in, self.device, buffers, self._graph_id)
 
     def restore(self, snapshot: GraphSnapshot) -> None:
         """Return to a snapshot's state, version and state id (device: no copy at all)."""
         if not isinstance(snapshot, GraphSnapshot):
             raise InvalidArgumentError(f"expected a GraphSnapshot, got {type(snapshot).__name__}")
-        if snapshot.num_weights != self._k:
-            raise InvalidArgumentError("this snapshot belongs to a graph with another number of weight columns")
+        # by object, not by content: another graph's arrays would silently replace this one's
+        if snapshot.graph_id != self._graph_id:
+            raise InvalidArgumentError("this snapshot belongs to another graph (or a copy of this one); "
+                                       "a graph restores only snapshots taken of itself")
         if snapshot.state_id == self._state_id:
             return
         if self._pending is not None:
@@ -660,6 +666,7 @@ class Graph:
         self._settle()
         g = Graph.__new__(Graph)
         g._forced_offset = self._forced_offset
+        g._graph_id = next(_graph_ids)
         g._version = self._version
         g._k = self._k
         g._device = None

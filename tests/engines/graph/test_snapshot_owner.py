@@ -1,0 +1,58 @@
+"""``Graph.restore`` takes only snapshots of the same graph object: a snapshot of another graph
+(even one with the same number of weight columns, or a copy) is refused and changes nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engines
+from engines.errors import InvalidArgumentError
+
+
+def _state(g):
+    return (g.version, g.state_id, g.num_vertices, g.row_ptr.copy(), g.col_ind.copy(), g.weights.copy())
+
+
+def _assert_state(g, state):
+    version, state_id, n, row_ptr, col_ind, weights = state
+    assert (g.version, g.state_id, g.num_vertices) == (version, state_id, n)
+    np.testing.assert_array_equal(g.row_ptr, row_ptr)
+    np.testing.assert_array_equal(g.col_ind, col_ind)
+    np.testing.assert_array_equal(g.weights, weights)
+
+
+def test_a_snapshot_of_another_graph_is_refused_and_changes_nothing():
+    g = engines.Graph.from_edges([0, 1], [1, 2], [[4, 1], [5, 2]])
+    other = engines.Graph.from_edges([0, 0, 1, 3], [1, 2, 2, 0], [[1, 1], [2, 2], [3, 3], [4, 4]])
+    foreign = other.snapshot()
+    g.apply(engines.Batch([2], [0], [[1, 1]], [], []))
+    before = _state(g)
+    with pytest.raises(InvalidArgumentError, match="belongs to another graph"):
+        g.restore(foreign)
+    _assert_state(g, before)
+
+
+def test_a_snapshot_of_the_original_is_refused_by_a_copy():
+    g = engines.Graph.from_edges([0, 1], [1, 2], [4, 5])
+    snap = g.snapshot()
+    clone = g.copy()
+    clone.apply(engines.Batch([2], [0], [1], [], []))
+    before = _state(clone)
+    with pytest.raises(InvalidArgumentError, match="belongs to another graph"):
+        clone.restore(snap)
+    _assert_state(clone, before)
+    with pytest.raises(InvalidArgumentError, match="belongs to another graph"):
+        g.restore(clone.snapshot())  # nor the other way, even at an equal state
+
+
+def test_a_snapshot_of_the_same_graph_still_restores_after_updates():
+    g = engines.Graph.from_edges([0, 1], [1, 2], [4, 5])
+    snap = g.snapshot()
+    before = _state(g)
+    g.apply(engines.Batch([2], [0], [1], [], []))
+    g.apply(engines.Batch([], [], None, [0], [1]))
+    g.restore(snap)
+    _assert_state(g, before)
+    g.restore(snap)  # again, at the snapshot's own state
+    _assert_state(g, before)
