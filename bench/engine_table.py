@@ -532,7 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the CUDA engines' push expansion (Options.push_expansion; default: "
                              f"the library's, {DEFAULT_PUSH_EXPANSION})")
     parser.add_argument("--repeats", type=int, default=11)
-    parser.add_argument("--warmup", type=int, default=2)
+    options.add_warmup_option(parser, default=2, runs="updates per engine and batch")
     parser.add_argument("--host-repeats", type=int, default=1,
                         help="timed host-reference updates per batch (0: no host column)")
     parser.add_argument("--host-max-vertices", type=int, default=3_000_000)
@@ -560,8 +560,6 @@ def _main(argv) -> int:
         raise UsageError("nothing to measure: name --graphs or give --random-graph")
     if not 0 <= args.objective < NUM_WEIGHTS:
         raise UsageError(f"--objective must be in [0, {NUM_WEIGHTS})")
-    if args.warmup < 0:
-        raise UsageError("--warmup must be at least 0")
     if args.host_max_vertices < 0:  # acted as 0 (no host column) without a word
         raise UsageError("--host-max-vertices must be at least 0 (0: no host column)")
     check_gate_names(args.graphs)  # names the table cannot measure: refused before any GPU time

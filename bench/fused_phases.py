@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="instead of --batch, the first batch of bench/stream.py's stream of B changes "
                          "(a multiple of 4) on the gate")
     ap.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="launches summarized (default %(default)s)")
-    ap.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="launches first, not summarized")
+    options.add_warmup_option(ap, default=DEFAULT_WARMUP, runs="launches")
     ap.add_argument("--compute", action="store_true", help="also split compute() from scratch")
     ap.add_argument("--objective", type=int, default=0)
     ap.add_argument("--push-expansion", default=None, choices=PUSH_EXPANSIONS,
@@ -301,8 +301,8 @@ def main(argv=None) -> int:
 
 def _main(argv) -> int:
     args = build_parser().parse_args(argv)
-    if args.repeats < 1 or args.warmup < 0:
-        raise UsageError("--repeats must be at least 1 and --warmup at least 0")
+    if args.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
     if args.batch_size is not None and (args.random_graph or args.batch or args.batch_size < 4 or args.batch_size % 4):
         raise UsageError("--batch-size takes a gate (--graph) without --batch, and a positive multiple of 4")
     if args.graph is not None:

@@ -12,7 +12,9 @@ help text, its default and how its value is read are the same everywhere:
 - ``--no-progress``: no progress display on stderr;
 - ``--sides``: the two sides of an A/B campaign;
 - ``--out``: the campaign's records folder (:func:`add_campaign_out_option`), or a table command's
-  output folder (:func:`add_table_out_option`).
+  output folder (:func:`add_table_out_option`);
+- ``--warmup``: the untimed runs first of engine_table.py, fused_phases.py and update_anatomy.py,
+  a count from 0 (:func:`add_warmup_option`; each command keeps its own default).
 
 An option of the same name that means something else keeps its own declaration in its command
 (``phase_breakdown.py --table-file``, ``python -m conformance generate --out``, the engines' CLI).
@@ -132,6 +134,24 @@ def add_sides_option(parser) -> None:
 def add_campaign_out_option(parser) -> None:
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="the campaign's records and report folder (default results/)")
+
+
+def non_negative_count(text: str) -> int:
+    """argparse's type of a count that may be 0 (``--warmup``): a negative or malformed one is the
+    same usage error in every command (each checked it apart, in three wordings)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, at least 0")
+    return value
+
+
+def add_warmup_option(parser, *, default: int, runs: str) -> None:
+    """``--warmup N``: ``runs`` (what the command repeats) first, not measured."""
+    parser.add_argument("--warmup", type=non_negative_count, default=default, metavar="N",
+                        help=f"{runs} first, not measured (default %(default)s)")
 
 
 def add_table_out_option(parser, files: str) -> None:

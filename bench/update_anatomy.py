@@ -260,8 +260,6 @@ def check_arguments(args) -> None:
         if args.graph is not None:
             check_gate_names([args.graph])
         st.check_sizes(args.batches, args.batch_size, 0)  # the stream's own rules for --batches, --batch-size
-        if args.warmup < 0:
-            raise UsageError(f"--warmup {args.warmup}: at least 0")
         if args.profile_top < 1:
             raise UsageError(f"--profile-top {args.profile_top}: at least 1")
         problem = args.profile_out and output_problem(args.profile_out, folder=False)
@@ -280,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--engine", default="fused", choices=("fused", "operators"))
     ap.add_argument("--batches", type=int, default=300)
     ap.add_argument("--batch-size", type=int, default=100)
-    ap.add_argument("--warmup", type=int, default=20)
+    options.add_warmup_option(ap, default=20, runs="batches")
     options.add_input_options(ap)
     ap.add_argument("--profile-top", type=int, default=35)
     ap.add_argument("--profile-out", default=None, metavar="FILE",

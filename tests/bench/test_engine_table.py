@@ -110,7 +110,6 @@ def test_command_line_refusals(capsys):
     for argv, line in ((["--repeats", "5"], "--repeats must be at least 11"),
                        (["--host-repeats", "-1"], "--host-repeats must be at least 0"),
                        (["--objective", "9"], "--objective must be in [0, "),
-                       (["--warmup", "-1"], "--warmup must be at least 0"),
                        # acted as 0 (no host column) without a word
                        (["--host-max-vertices", "-5"], "--host-max-vertices must be at least 0"),
                        # refused before any GPU time: a misspelt batch measured nothing on its gate
