@@ -50,3 +50,27 @@ def test_the_batched_expansion_refuses_it(monkeypatch, engine):
     monkeypatch.setenv(jumps.JUMP_ENV, "1")
     with pytest.raises(errors.InvalidArgumentError, match=jumps.JUMP_ENV):
         engine.run_defines(_plan("batched"))
+
+
+@pytest.mark.parametrize("engine", [fused, operators])
+def test_the_default_by_batch_size(monkeypatch, engine):
+    """Unset, the switch follows jumps.DEFAULT_ON for updates of at least MIN_BATCH_CHANGES
+    changes only: never for smaller ones, compute() (0 changes) or "batched"; an explicit value
+    wins."""
+    for name in (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV, jumps.JUMP_ENV):
+        monkeypatch.delenv(name, raising=False)
+    big, small = jumps.MIN_BATCH_CHANGES, jumps.MIN_BATCH_CHANGES - 1
+
+    def hops(changes, expansion="group"):
+        return bool(set(JUMP) & set(engine.run_defines(_plan(expansion, changes))))
+
+    monkeypatch.setattr(jumps, "DEFAULT_ON", False)
+    assert not hops(big) and not hops(small)
+    monkeypatch.setattr(jumps, "DEFAULT_ON", True)
+    assert hops(big) and hops(10 ** 6)
+    assert not hops(small) and not hops(0)
+    assert not hops(big, "batched")  # the default never turns a run into the refusal
+    monkeypatch.setenv(jumps.JUMP_ENV, "0")
+    assert not hops(big)
+    monkeypatch.setenv(jumps.JUMP_ENV, "1")
+    assert hops(small)

@@ -66,14 +66,15 @@ def _choice_key(plan, engine: str) -> tuple:
     defaults for this run (hops and degree, read where they are defined, so a changed default
     changes the key) and the raw values of the switches."""
     return (engine, plan.push_expansion, appends.by_default(plan.batch_changes, engine),
-            chains.default_hops(engine), chains.DEFAULT_DEGREE) + tuple(switches.raw(name) for name in SWITCHES)
+            jumps.by_default(plan.batch_changes), chains.default_hops(engine), chains.DEFAULT_DEGREE) + tuple(switches.raw(name) for name in SWITCHES)
 
 
 def run_choice(plan, engine: str) -> RunChoice:
     """The RunChoice both engines share for a run of ``plan`` on ``engine`` ("fused" or
     "operators"; no solo edges: the fused engine adds its own variants):
-    ENGINES_WIDE_PASSES, ENGINES_BLOCK_APPEND (unset: by the plan's batch size and the engine) and
-    ENGINES_PUSH_CHAIN(_DEGREE) (unset: by the engine) read once, so the module a run loads and the
+    ENGINES_WIDE_PASSES, ENGINES_BLOCK_APPEND (unset: by the plan's batch size and the engine),
+    ENGINES_PUSH_CHAIN(_DEGREE) (unset: by the engine) and ENGINES_MULTI_HOP_JUMP (unset: by the
+    plan's batch size) read once, so the module a run loads and the
     limits its push argument carries agree."""
     def make() -> RunChoice:
         block_append = appends.block_append(plan, engine)
