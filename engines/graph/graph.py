@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import growth
 from .host_apply import HostCsr, Spares, WeightScalars, apply_host, canonical_in_csr, scalars_of
 from ..arguments import VERTEX_MAX, article, as_array, flag, integer_dtype, weight_matrix
 from ..batch import ApplyDelta, ApplySummary, Batch, BatchEvents, batch_events
@@ -500,8 +501,29 @@ class Graph:
         stale. On a device-resident graph this waits for the device (to return the counters);
         ``update()`` commits without waiting.
         """
-        commit = self.commit(self.events_for(batch))
+        events = self.events_for(batch)
+        self.check_growth(events, 0, "the graph is as it was")
+        commit = self.commit(events)
         return commit.summary(), commit.delta()
+
+    def growth_bytes_per_vertex(self, events: BatchEvents) -> int:
+        """Host bytes per vertex that a commit of ``events`` allocates at the new vertex count:
+        the out- and in-CSR offsets (``apply_host``'s two ``new_ptr`` of n + 1 entries, int32 when
+        every offset fits m plus the insertions, else int64: 8 or 16 bytes). A device-resident
+        graph's offsets grow in device buffers (CuPy raises its own out-of-memory error): 0."""
+        if self._device is not None:
+            return 0
+        return 2 * _offset_dtype_for(self._m + int(events.num_insertions), self._forced_offset).itemsize
+
+    def check_growth(self, events: BatchEvents, extra_per_vertex: int = 0,
+                     unchanged: str = "the graph is as it was") -> None:
+        """Before a commit that grows the graph (``events.n_after > events.n_old``): refuse with
+        ``OutOfMemoryError`` when the new-size host arrays (this graph's offsets and
+        ``extra_per_vertex`` more bytes per vertex: the caller's, e.g. update()'s results) need more
+        memory than the machine has available (engines.graph.growth). No cost without growth."""
+        if events.n_after > events.n_old:
+            growth.check_host_growth(events.n_old, events.n_after,
+                                     self.growth_bytes_per_vertex(events) + int(extra_per_vertex), unchanged)
 
     def events_for(self, batch: Batch) -> BatchEvents:
         """The validated event list of ``batch`` for the current state (nothing changes)."""

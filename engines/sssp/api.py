@@ -213,6 +213,29 @@ def _update_plan(source: int, k: int, n_after: int, max_weight: int, delta: int,
     return _plans.get((source, k, n_after, max_weight, delta, push_expansion, batch_changes), make)
 
 
+#: The host engine's vertex-sized workspace during one update, in bytes per vertex: the packed word
+#: array (uint64, host_region.pack_start / host_steps), one int64 work array (the invalidation's
+#: queue, the schedule's scratch, the candidates) and about two bytes of bool / int8 masks. The
+#: results run one after another, so it counts once.
+_HOST_ENGINE_BYTES_PER_VERTEX = 8 + 8 + 2
+
+
+def _growth_bytes_per_vertex(pending) -> int:
+    """Host bytes per vertex that update() allocates at the grown vertex count besides the graph's
+    offsets (Graph.growth_bytes_per_vertex): each host result's distances and parents
+    (backends.grow_arrays: new arrays of n entries in their own dtypes, int64 and int32: 12 bytes),
+    and the host engine's workspace once when some result runs on it. CUDA results grow on the
+    device (CuPy raises its own out-of-memory error)."""
+    total = 0
+    for item in pending:
+        d, p = item.result._d, item.result._p
+        if isinstance(d, np.ndarray):
+            total += d.dtype.itemsize + p.dtype.itemsize
+    if any(item.engine == "host" for item in pending):
+        total += _HOST_ENGINE_BYTES_PER_VERTEX
+    return total
+
+
 def update(graph, batch, *results, probe=None):
     """Apply ``batch`` to ``graph`` once and update every result on the new graph
     (algorithm.md §8.2-§8.5).
@@ -231,6 +254,9 @@ def update(graph, batch, *results, probe=None):
         pending.append(_Pending(r, opts, _select_engine(r.backend, opts, r.device)))
     events = graph.events_for(batch)
     n_after = events.n_after
+    if n_after > events.n_old:  # growth only: a steady-state update never asks for the memory
+        graph.check_growth(events, _growth_bytes_per_vertex(pending),
+                           "the graph and every result are as they were")
     n_old, m_old = graph.num_vertices, graph.num_edges
     for item in pending:
         k = item.opts.objective
