@@ -105,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "--control every-gate --planted-check 1")
     r = parser.add_argument_group("rounds")
     r.add_argument("--rounds", type=int, default=21, help="accepted rounds per side and cell (min 5; default 21)")
-    r.add_argument("--warmup", type=int, default=2, help="untimed warm-up rounds per side (min 2; default 2)")
+    options.add_warmup_option(r, default=2, minimum=2, runs="warm-up rounds per side")
     r.add_argument("--processes", type=int, default=3, metavar="P", action=_GivenValue,
                    help="worker processes per cell, each a fresh process measuring ceil(rounds / P) pairs; the "
                         "interval resamples processes, then pairs (default 3; 1: measure in this process)")

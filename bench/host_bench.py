@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batches", nargs="+", default=list(DEFAULT_BATCHES))
     parser.add_argument("--objective", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=1)
+    options.add_warmup_option(parser, default=1, runs="calls per measurement")
     options.add_input_options(parser)
     options.add_table_out_option(parser, "host_bench.json and host_bench.md")
     options.add_no_progress_option(parser)
@@ -204,8 +204,8 @@ def _main(argv) -> int:
     from protocol.errors import UsageError
 
     args = build_parser().parse_args(argv)
-    if args.repeats < 1 or args.warmup < 0:
-        raise UsageError("--repeats must be >= 1 and --warmup >= 0")
+    if args.repeats < 1:
+        raise UsageError("--repeats must be >= 1")
     if args.out:
         from protocol.records import writable_folder
 

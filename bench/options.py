@@ -13,8 +13,10 @@ help text, its default and how its value is read are the same everywhere:
 - ``--sides``: the two sides of an A/B campaign;
 - ``--out``: the campaign's records folder (:func:`add_campaign_out_option`), or a table command's
   output folder (:func:`add_table_out_option`);
-- ``--warmup``: the untimed runs first of engine_table.py, fused_phases.py and update_anatomy.py,
-  a count from 0 (:func:`add_warmup_option`; each command keeps its own default).
+- ``--warmup``: the untimed runs first of engine_table.py, fused_phases.py, update_anatomy.py,
+  host_bench.py, stream.py and ``perf_ab.py engines`` / ``sweep``, a whole count from each command's
+  least (0, or 2 warm-up rounds per side for a campaign; :func:`add_warmup_option`; each command
+  keeps its own default).
 
 An option of the same name that means something else keeps its own declaration in its command
 (``phase_breakdown.py --table-file``, ``python -m conformance generate --out``, the engines' CLI).
@@ -136,22 +138,41 @@ def add_campaign_out_option(parser) -> None:
                         help="the campaign's records and report folder (default results/)")
 
 
-def non_negative_count(text: str) -> int:
-    """argparse's type of a count that may be 0 (``--warmup``): a negative or malformed one is the
-    same usage error in every command (each checked it apart, in three wordings)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, at least 0")
-    return value
+#: count_at_least's functions by their minimum (one per minimum: a parser's type is recognisable)
+_COUNT_TYPES: dict = {}
 
 
-def add_warmup_option(parser, *, default: int, runs: str) -> None:
-    """``--warmup N``: ``runs`` (what the command repeats) first, not measured."""
-    parser.add_argument("--warmup", type=non_negative_count, default=default, metavar="N",
-                        help=f"{runs} first, not measured (default %(default)s)")
+def count_at_least(minimum: int):
+    """argparse's type of a whole count from ``minimum`` (``--warmup``): a smaller or malformed one
+    is the same usage error in every command (``'-1': expected a whole number, at least 0``). The
+    same ``minimum`` gives the same function (:data:`non_negative_count` for 0)."""
+    if minimum not in _COUNT_TYPES:
+        def count(text: str) -> int:
+            try:
+                value = int(text)
+            except ValueError:
+                value = None
+            if value is None or value < minimum:
+                raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, at least {minimum}")
+            return value
+
+        count.__name__ = count.__qualname__ = "non_negative_count" if minimum == 0 else f"count_at_least_{minimum}"
+        count.minimum = minimum
+        _COUNT_TYPES[minimum] = count
+    return _COUNT_TYPES[minimum]
+
+
+#: a count that may be 0 (each command had checked its --warmup apart, in its own wording)
+non_negative_count = count_at_least(0)
+
+
+def add_warmup_option(parser, *, default: int, runs: str, minimum: int = 0) -> None:
+    """``--warmup N``: ``runs`` (what the command repeats) first, not measured; at least ``minimum``
+    (said in the help when above 0), checked while the arguments are read (exit 2, before any
+    input or GPU is touched)."""
+    least = f"at least {minimum}; " if minimum else ""
+    parser.add_argument("--warmup", type=count_at_least(minimum), default=default, metavar="N",
+                        help=f"{runs} first, not measured ({least}default %(default)s)")
 
 
 def add_table_out_option(parser, files: str) -> None:

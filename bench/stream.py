@@ -1405,8 +1405,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"arcs per batch, a multiple of 4 (default {DEFAULT_BATCH_SIZE})")
     parser.add_argument("--engines", nargs="+", default=None, metavar="ENGINE",
                         help=f"of {' '.join(ENGINES)} (default: all three; the host reference alone without CUDA)")
-    parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, metavar="W",
-                        help=f"first batches applied but not counted (default {DEFAULT_WARMUP})")
+    options.add_warmup_option(parser, default=DEFAULT_WARMUP, runs="batches applied")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the stream's seed (default {DEFAULT_SEED})")
     parser.add_argument("--objective", type=int, default=0, help="the weight column measured (default 0)")
     parser.add_argument("--interleave", action="store_true",
