@@ -28,6 +28,7 @@ import pstats
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -199,16 +200,18 @@ def captured_chain_costs(kernel, out, replays: int = 500) -> None:
                   f"{us / nodes:5.2f} µs per node")
 
 
-def launch_ab(args, batches, fresh) -> int:
+def launch_ab(batches, fresh, *, warmup: int, ab_env: AbEnv | None = None) -> int:
     """Both launches of ``Options.update_launch``, each on its own copy of the graph, timed batch
-    by batch in alternating order (the same machine conditions for both); the trees must agree."""
+    by batch in alternating order (the same machine conditions for both); the trees must agree.
+    With ``ab_env`` (``--ab-env``, as :func:`parse_ab_env` read it), one launch and the two values
+    of its variable instead. The first ``warmup`` batches are not timed."""
     from engines import sssp
 
     import os
 
-    if args.ab_env:  # one launch ("graph"), two values of the variable
-        name, (a, b) = parse_ab_env(args.ab_env)
-        setting = {a: (name, a), b: (name, b)}
+    if ab_env is not None:  # one launch ("graph"), two values of the variable
+        a, b = ab_env.a, ab_env.b
+        setting = {a: (ab_env.name, a), b: (ab_env.name, b)}
         sides = {a: fresh("graph"), b: fresh("graph")}
     else:
         a, b = "python", "graph"
@@ -222,7 +225,7 @@ def launch_ab(args, batches, fresh) -> int:
             graph, result = sides[side]
             start = time.perf_counter()
             sssp.update(graph, batch, result)
-            if i >= args.warmup:
+            if i >= warmup:
                 times[side].append((time.perf_counter() - start) * 1e3)
     trees = {side: [x.tobytes() for x in result.to_numpy()] for side, (_, result) in sides.items()}
     for side, values in times.items():
@@ -232,20 +235,28 @@ def launch_ab(args, batches, fresh) -> int:
     return ExitCode.OK if trees[a] == trees[b] else ExitCode.CORRECTNESS
 
 
-def parse_ab_env(text: str) -> tuple[str, tuple[str, str]]:
-    """``--ab-env NAME=A,B`` -> (NAME, (A, B)): two distinct values of one variable."""
+class AbEnv(NamedTuple):
+    """``--ab-env NAME=A,B`` as read: the variable, its two values (sides A and B, in that order)
+    and the text as given (``str()`` gives it back, as a command line or a record names it)."""
+
+    name: str
+    a: str
+    b: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_ab_env(text: str) -> AbEnv:
+    """argparse's type of ``--ab-env NAME=A,B``: two distinct values of one variable, read once
+    here (launch_ab takes the result); a malformed text is a usage error naming the option."""
     name, _, values = text.partition("=")
     parts = values.split(",")
     if not name or len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
         raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=A,B with two different values "
                                          "(e.g. ENGINES_FUSED_GRID=work,device)")
-    return name, (parts[0], parts[1])
-
-
-def ab_env_text(text: str) -> str:
-    """argparse's type of ``--ab-env``: the text, once :func:`parse_ab_env` reads it."""
-    parse_ab_env(text)
-    return text
+    return AbEnv(name, parts[0], parts[1], text)
 
 
 def check_arguments(args) -> None:
@@ -286,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--only-plain", action="store_true")
     ap.add_argument("--ab", action="store_true",
                     help="the two update launches interleaved batch by batch (each on its own graph)")
-    ap.add_argument("--ab-env", default=None, metavar="NAME=A,B", type=ab_env_text,
+    ap.add_argument("--ab-env", default=None, metavar="NAME=A,B", type=parse_ab_env,
                     help="instead of the launches, A/B two values of an environment variable the engines read "
                          "at each update (e.g. ENGINES_FUSED_GRID=work,device), interleaved the same way")
     # the library's default (Options.update_launch), so that --ab-env A/Bs measure what users run
@@ -355,8 +366,8 @@ def _main(argv) -> int:
 
     device = runtime.current_device()
     s = runtime.stream(device)
-    if args.ab or args.ab_env:
-        return launch_ab(args, batches, fresh)
+    if args.ab or args.ab_env is not None:
+        return launch_ab(batches, fresh, warmup=args.warmup, ab_env=args.ab_env)
     print(f"# {name}: n={n} m={col_ind.size} engine={args.engine} batch={args.batch_size} "
           f"launch={args.update_launch} device={cupy.cuda.runtime.getDeviceProperties(device)['name'].decode()}")
 

@@ -69,7 +69,7 @@ def test_the_switches_step_ab_tests_every_engine_switch():
         ab, *base = rest.split("@")
         argv = shlex.split(argv_text.replace('"$e"', engine).replace('"$g"', graph).replace('"$ab"', ab))
         args = update_anatomy.build_parser().parse_args(argv)
-        assert (args.engine, args.graph, args.batch_size, args.batches, args.ab_env) == (
+        assert (args.engine, args.graph, args.batch_size, args.batches, args.ab_env.text) == (
             engine, graph, 100, 1000, ab)
         name, values = ab.split("=")
         assert values.split(",")[0] in ("0", "off")  # each against off

@@ -53,11 +53,53 @@ def test_malformed_values_are_argparse_errors(no_gpu, argv, words, capsys):
 
 
 def test_ab_env_is_read_into_a_name_and_two_values():
-    assert update_anatomy.parse_ab_env("ENGINES_FUSED_GRID=work,device") == ("ENGINES_FUSED_GRID", ("work", "device"))
+    ab = update_anatomy.parse_ab_env("ENGINES_FUSED_GRID=work,device")
+    assert (ab.name, ab.a, ab.b) == ("ENGINES_FUSED_GRID", "work", "device")
     args = update_anatomy.build_parser().parse_args(["--graph", "uspowergrid", "--ab-env", "X=0,1"])
-    assert args.ab_env == "X=0,1"  # the text, as gpu_session.sh's test reads it
+    # parsed once, while the arguments are read: the parsed arguments hold the structured value,
+    # with the text as given (gpu_session.sh's test reads it)
+    assert args.ab_env == update_anatomy.AbEnv("X", "0", "1", "X=0,1")
+    assert args.ab_env.text == str(args.ab_env) == "X=0,1"
+    assert update_anatomy.build_parser().parse_args(["--graph", "uspowergrid"]).ab_env is None
     args = update_anatomy.build_parser().parse_args(["--random-graph", "4039,176000"])
     assert args.random_graph == (4039, 176000)
+
+
+def test_launch_ab_takes_the_parsed_value_and_reads_no_text_again(monkeypatch, capsys):
+    """--ab-env was parsed by argparse's type and again in launch_ab, from the text; now launch_ab
+    takes the parsed value: each side sets its value of the variable before its update, in the
+    alternating order, and the first --warmup batches are not timed."""
+    import os
+
+    import numpy as np
+
+    from engines import sssp
+
+    monkeypatch.setattr(update_anatomy, "parse_ab_env", lambda text: pytest.fail("--ab-env parsed again"))
+    monkeypatch.setenv("SSSPAB_TEST_SWITCH", "unset")
+    seen = []
+
+    class Result:
+        def to_numpy(self):
+            return np.zeros(3), np.zeros(3, dtype=np.int64)
+
+    def update(graph, batch, result):
+        seen.append((batch, os.environ["SSSPAB_TEST_SWITCH"], graph))
+
+    monkeypatch.setattr(sssp, "update", update)
+    made = []
+
+    def fresh(launch=None):
+        made.append(launch)
+        return f"graph{len(made)}", Result()
+
+    ab = update_anatomy.AbEnv("SSSPAB_TEST_SWITCH", "0", "1", "SSSPAB_TEST_SWITCH=0,1")
+    assert update_anatomy.launch_ab(["b0", "b1", "b2"], fresh, warmup=1, ab_env=ab) == 0
+    assert made == ["graph", "graph"]  # one launch, a graph per value
+    assert seen == [("b0", "0", "graph1"), ("b0", "1", "graph2"), ("b1", "1", "graph2"), ("b1", "0", "graph1"),
+                    ("b2", "0", "graph1"), ("b2", "1", "graph2")]
+    out = capsys.readouterr().out
+    assert "1 / 0 per batch: median" in out and "trees equal: True" in out
 
 
 @pytest.mark.parametrize("argv", [["--graph", "uspowergrid"], ["--micro"]])
