@@ -254,9 +254,6 @@ def update(graph, batch, *results, probe=None):
         pending.append(_Pending(r, opts, _select_engine(r.backend, opts, r.device)))
     events = graph.events_for(batch)
     n_after = events.n_after
-    if n_after > events.n_old:  # growth only: a steady-state update never asks for the memory
-        graph.check_growth(events, _growth_bytes_per_vertex(pending),
-                           "the graph and every result are as they were")
     n_old, m_old = graph.num_vertices, graph.num_edges
     for item in pending:
         k = item.opts.objective
@@ -264,6 +261,11 @@ def update(graph, batch, *results, probe=None):
         item.delta = item.opts.delta or default_delta(n_old, m_old, graph.weight_sum(k))
         item.plan = _update_plan(item.result.source, k, n_after, item.max_weight, item.delta,
                                  item.opts.push_expansion, int(events.size))
+    # after the plans: an input the spec refuses (a bound that does not fit) is named as such first;
+    # growth only: a steady-state update never asks for the memory
+    if n_after > events.n_old:
+        graph.check_growth(events, _growth_bytes_per_vertex(pending),
+                           "the graph and every result are as they were")
     device = _cuda_device(pending)
     if device is not None:
         try:
