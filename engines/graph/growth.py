@@ -1,5 +1,5 @@
-"""The host-memory check before a batch grows the graph (algorithm.md §3.3 step 2, §8: a failed
-host allocation is ``OutOfMemoryError`` and changes nothing).
+"""The host-memory check before a batch grows the graph (algorithm.md §3.3 step 2; algorithm.md §8:
+a failed host allocation is ``OutOfMemoryError`` and changes nothing).
 
 An insertion at a vertex id near 2^31 - 1 grows the graph to about 2^31 vertices, and the host
 arrays of the new size (both CSRs' offsets, every host result's distances and parents, the host

@@ -1,5 +1,6 @@
 """A batch that would grow the graph beyond the host memory available is refused before anything
-changes (engines/graph/growth.py; algorithm.md §3.3 step 2 and the OutOfMemoryError row of §8):
+changes (engines/graph/growth.py; algorithm.md §3.3 step 2, the OutOfMemoryError row of
+algorithm.md §8):
 an insertion at an id near 2^31 - 1 used to allocate tens of GB, which with overcommit ended in the
 kernel's OOM killer instead of an error."""
 
