@@ -25,6 +25,7 @@ def _plan(expansion="group", changes=100):
 def test_the_run_loads_the_jump_module_only_with_the_switch(monkeypatch, engine, changes):
     for name in (passes.WIDE_ENV, appends.APPEND_ENV, chains.CHAIN_ENV, jumps.JUMP_ENV):
         monkeypatch.delenv(name, raising=False)  # the other variants at their defaults
+    monkeypatch.setattr(jumps, "DEFAULT_ON", False)  # the large batches' default: its own test
     plain = runtime.variant_defines(engine.run_defines(_plan(changes=changes)))
     assert not set(JUMP) & set(plain)
     monkeypatch.setenv(jumps.JUMP_ENV, "1")

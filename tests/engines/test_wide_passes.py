@@ -34,11 +34,11 @@ PLAIN_PUSH_VARIANTS = {
                                       (" OFF ", False), ("1", True), ("on", True), ("On", True)])
 def test_the_switch(monkeypatch, variant, text, on):
     """Unset or empty is the variant's default (on None here: off for a small update, and the
-    appends on for a large one) with the plain push, off with "batched" whatever the default."""
+    appends and the multi-hop jumps on for a large one) with the plain push, off with "batched" whatever the default."""
     module, read, env, _ = PLAIN_PUSH_VARIANTS[variant]
     set_switch(monkeypatch, env, text)
     large = 10 ** 6  # changes: past appends.MIN_BATCH_CHANGES
-    for changes, default in ((0, False), (100, False), (large, variant == "appends")):
+    for changes, default in ((0, False), (100, False), (large, variant in ("appends", "jumps"))):
         plan = SimpleNamespace(push_expansion="group", batch_changes=changes)
         assert read(plan) is (default if on is None else on), changes
         assert read(SimpleNamespace(push_expansion="vertex", batch_changes=changes)) is read(plan)

@@ -135,13 +135,16 @@ VARIANTS = tuple(runtime.variant_defines(variant + captured)
                            for solo in ((), _SOLO_DEFINES))))))
                  for captured in ((), _CAPTURED_DEFINES))
 #: The phase clock's modules that make cuda-check compiles (no spills, as every module): the
-#: default variants of an update (captured, with and without the block appends) and of compute(),
+#: default variants of an update (captured, with and without the block appends, and with both the
+#: appends and multi-hop jumping: a large update's default) and of compute(),
 #: each with the solo push (the default) and without it (ENGINES_FUSED_SOLO=0, which stamps every
 #: push iteration at its own barrier for bench/fused_phases.py). Other combinations compile
 #: on demand under NVRTC like any variant.
 INSTRUMENT_VARIANTS = tuple(runtime.variant_defines(PHASE_CLOCK_DEFINES + extra + solo)
                             for extra in ((), _CAPTURED_DEFINES,
-                                          _CAPTURED_DEFINES + appends.module_defines(True, "group"))
+                                          _CAPTURED_DEFINES + appends.module_defines(True, "group"),
+                                          _CAPTURED_DEFINES + appends.module_defines(True, "group")
+                                          + jumps.module_defines(True, "group"))
                             for solo in ((), _SOLO_DEFINES))
 #: What make cuda-check compiles from fused.cu (compile_check.variants_of): every variant, the
 #: instruments' too.

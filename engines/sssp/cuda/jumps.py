@@ -15,10 +15,18 @@ algorithm.md §5.5, are fewer.
 Off by default: its GPU tests pass, and 1,000 interleaved 100-change updates measured it within 2 %
 of the default kernels (bench/update_anatomy.py --ab-env ENGINES_MULTI_HOP_JUMP=0,1, H100 at
 9514757: per-batch ratio 1.002 fused and 0.995 operators on luxembourg_osm, 0.984 fused on
-roadNet-PA), where the rounds are a small share of the update; on roadNet-PA safe50k (50,000
-changes) its jump rounds took 86 -> 70 us (H200). The default for large updates (``by_default``:
-``DEFAULT_ON`` from ``MIN_BATCH_CHANGES`` changes) waits for the whole launch's A/B on a GPU.
-``ENGINES_MULTI_HOP_JUMP=1`` (or ``on``) selects it for every run of either engine; ``0`` or
+roadNet-PA), where the rounds are a small share of the update. On by default for updates of at
+least ``MIN_BATCH_CHANGES`` changes (``by_default``), where the rounds cross the whole tree:
+roadNet-PA safe50k's 10 jump rounds become 5 and its fused launch 869.5 / 868.5 -> 849.3 / 851.4 us
+(-2.2 %; jump rounds 97.3 / 94.7 -> 77.1 / 77.8 us; H100 at 24967cd, ``ENGINES_MULTI_HOP_JUMP=0/1
+bench/fused_phases.py --graph roadNet-PA --batch safe50k --repeats 15`` alternated twice; 86 -> 70
+us of jump rounds on the H200 earlier). Verified there with the switch on: tests/gpu/
+test_multi_hop_jump.py and test_far_append.py (the block appends and the far queue with it) 61
+passed; with this default (H100, 1d80fc0 plus the flip): test_pull_offers, test_fused_solo,
+test_programmatic, test_poll_record, test_operators_read_ahead, test_fused_capture and
+test_conformance 340 passed; test_block_append, test_far_append, test_fused, test_snapshot_owner
+and test_operators 178 passed; test_syncs 17 passed; test_multi_hop_jump, test_mapped_records and
+test_host_path 68 passed, 5 skipped. ``ENGINES_MULTI_HOP_JUMP=1`` (or ``on``) selects it for every run of either engine; ``0`` or
 ``off`` keeps the default kernels, which compile from the same tokens as before the variant. Like the other plain-push
 variants it combines with the plain push module only (a run with the "batched" expansion that asks
 for it is an error naming the switch), which spares make cuda-check the batched modules' copies.
@@ -37,7 +45,7 @@ _VARIANT = push.PlainPushVariant(JUMP_ENV, DEFINES)
 #: Unset, whether an update of at least ``MIN_BATCH_CHANGES`` changes loads the multi-hop module
 #: (where its push expansion combines with it). compute() never jumps, so it keeps the plain module
 #: whatever this says.
-DEFAULT_ON = False
+DEFAULT_ON = True
 #: The smallest update (in changes) the default applies to: the block appends' (appends.py), the
 #: large batches whose jump rounds cross the whole tree (roadNet-PA safe50k: 10 rounds).
 MIN_BATCH_CHANGES = 20_000
