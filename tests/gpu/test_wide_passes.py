@@ -50,13 +50,14 @@ def _wide_modules_loaded() -> set[str]:
     return modules_loaded("SSSP_WIDE_PASSES")
 
 
-def replay_golden_with(monkeypatch, env: str, define: str, shard: str, solo: str,
+def replay_golden_with(monkeypatch, env: str, define: str | None, shard: str, solo: str,
                        value: str = "1") -> None:
     """Every golden case of ``shard`` replayed as the golden replay does (conformance.replay:
     update() from the stored input tree, then compute(); distances, parents, invalidated, affected,
     the apply summary and the synchronizations) on every plain-push configuration with the switch
     ``env`` set to ``value`` (its module has ``define``) and the solo push at ``solo``. Shared by
-    the plain-push variants' tests (here, test_block_append.py, test_push_chain.py)."""
+    the plain-push variants' tests (here, test_block_append.py, test_push_chain.py); ``define``
+    None for a switch that selects no module (a kernel argument's bit: test_push_precheck.py)."""
     from conformance.replay import Config, replay
 
     monkeypatch.setenv(env, value)
@@ -72,7 +73,8 @@ def replay_golden_with(monkeypatch, env: str, define: str, shard: str, solo: str
     failures = [f"{o.config} {o.case}: {'; '.join(o.mismatches[:3])}"
                 for o in replay(corpus, cases, configs) if o.mismatches]
     assert not failures, f"{len(failures)} runs differ:\n" + "\n".join(failures[:20])
-    assert ("operators" if solo == "0" else "fused") in modules_loaded(define)
+    if define is not None:
+        assert ("operators" if solo == "0" else "fused") in modules_loaded(define)
 
 
 @pytest.mark.parametrize("solo", SOLO)
@@ -81,7 +83,7 @@ def test_golden_corpus_gives_the_stored_bytes(monkeypatch, shard, solo):
     replay_golden_with(monkeypatch, passes.WIDE_ENV, "SSSP_WIDE_PASSES", shard, solo)
 
 
-def chains_with(monkeypatch, env: str, define: str, shape: str, words: str, solo: str, seed: int,
+def chains_with(monkeypatch, env: str, define: str | None, shape: str, words: str, solo: str, seed: int,
                 value: str = "1") -> None:
     """compute() of ``shape`` (packed or distance-only words) with delta 1 and 10^6 against the
     canonical tree, then a chain of updates against the host's bytes, on every plain-push
@@ -109,8 +111,9 @@ def chains_with(monkeypatch, env: str, define: str, shape: str, words: str, solo
         batch = H.make_batch(H.random_batch(rng, kind, H.ref_of(graph), parents, 0, "mid"))
         stats = S.update_all(graph, batch, results)
         S.assert_conformant(results, stats, update=True, what=f"{shape} step {step} {kind} {env}")
-    loaded = modules_loaded(define)
-    assert "operators" in loaded and (not S.fused_available() or "fused" in loaded)
+    if define is not None:
+        loaded = modules_loaded(define)
+        assert "operators" in loaded and (not S.fused_available() or "fused" in loaded)
 
 
 @pytest.mark.parametrize("solo", SOLO)

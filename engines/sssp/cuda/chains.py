@@ -153,13 +153,19 @@ def module_defines(hops: int, expansion: str, block_append: bool) -> tuple[str, 
 #: The push argument's bit for the far pile's block queue (kernels.cuh SSSP_FAR_QUEUE_BIT,
 #: appends.far_queue).
 FAR_QUEUE_BIT = 1 << 31
+#: The push argument's bit that drops the racy pre-check (kernels.cuh SSSP_NO_PRECHECK_BIT,
+#: push.PRECHECK_ENV).
+NO_PRECHECK_BIT = 1 << 30
 
 
-def push_argument(expansion: str, hops: int, max_degree: int, far_queue: bool = False) -> int:
+def push_argument(expansion: str, hops: int, max_degree: int, far_queue: bool = False,
+                  precheck: bool = True) -> int:
     """The kernels' push argument (``push_shift``): the expansion's group-shift cap, with
-    ``hops`` > 0 the chain's limits above it (kernels.cuh take_chain_limits), and FAR_QUEUE_BIT
-    when the far pile's entries go through the block queue (appends.far_queue)."""
-    shift = push.max_shift(expansion) | (FAR_QUEUE_BIT if far_queue else 0)
+    ``hops`` > 0 the chain's limits above it (kernels.cuh take_chain_limits), FAR_QUEUE_BIT
+    when the far pile's entries go through the block queue (appends.far_queue) and NO_PRECHECK_BIT
+    when the pushes drop the racy pre-check (push.precheck)."""
+    shift = (push.max_shift(expansion) | (FAR_QUEUE_BIT if far_queue else 0)
+             | (0 if precheck else NO_PRECHECK_BIT))
     hops, max_degree = int(hops), int(max_degree)
     if hops == 0:
         return shift
@@ -184,6 +190,6 @@ combines = _VARIANT.combines
 with_chains = _VARIANT.with_variant
 
 
-__all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFAULT_HOPS", "DEFINES", "DEGREE_ENV", "FAR_QUEUE_BIT", "FIELD_BITS",
+__all__ = ["CHAIN_ENV", "DEFAULT_DEGREE", "DEFAULT_HOPS", "DEFINES", "DEGREE_ENV", "FAR_QUEUE_BIT", "FIELD_BITS", "NO_PRECHECK_BIT",
            "MAX_DEGREE", "MAX_HOPS", "OPERATORS_DEFAULT_HOPS", "chain_degree", "chain_hops", "combines",
            "default_hops", "module_defines", "push_argument", "run_limits", "with_chains"]

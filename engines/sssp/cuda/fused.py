@@ -329,9 +329,10 @@ def _grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offs
     return blocks
 
 
-def _scalars(plan, vertex_dtype, chain_limits: tuple[int, int], far_queue: bool = False):
+def _scalars(plan, vertex_dtype, chain_limits: tuple[int, int], far_queue: bool = False,
+             precheck: bool = True):
     """The kernels' scalar arguments; the push argument carries the chains' ``(hops, max_degree)``
-    when hops > 0 and the far queue's bit (chains.push_argument)."""
+    when hops > 0, the far queue's bit and the pre-check's (chains.push_argument)."""
     vt = np.dtype(vertex_dtype).type
     packing = plan.packing
     return (
@@ -341,7 +342,7 @@ def _scalars(plan, vertex_dtype, chain_limits: tuple[int, int], far_queue: bool 
         np.uint64(packing.no_parent),
         np.uint64(packing.bound),
         np.uint64(plan.device_delta),
-        np.uint32(chains.push_argument(plan.push_expansion, *chain_limits, far_queue)),
+        np.uint32(chains.push_argument(plan.push_expansion, *chain_limits, far_queue, precheck)),
         vt,
     )
 
@@ -355,7 +356,7 @@ def _run_setup(plan, device: int, vertex_dtype, update: bool, choice: variants.R
         choice = run_choice(plan, update)
     return (runtime.stream(device), choice.solo_edges, load_module(device, choice.defines),
             workspace.get(device, vertex_dtype), runtime.SyncCounter(),
-            _scalars(plan, vertex_dtype, choice.chain_limits, choice.far_queue))
+            _scalars(plan, vertex_dtype, choice.chain_limits, choice.far_queue, choice.precheck))
 
 
 def _kernel(module, name: str, graph, plan, vertex_dtype, edges: int):

@@ -132,6 +132,11 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // push iteration go through a block queue of their own too (push_list; appends.py FAR_ENV);
 // ignored elsewhere (variants.run_choice sets it only for a fused run with the block appends).
 #define SSSP_FAR_QUEUE_BIT 0x80000000u
+// Bit 30 of the push argument: a grid push iteration relaxes without the racy pre-check of the
+// neighbour's word (push_list's `filter`; push.py PRECHECK_ENV=0, issue 34: on a sparse graph's
+// long lists the load lengthens each edge's dependent chain by an L2 round trip and rarely saves
+// an atomic). Both engines, every module: the host sets it only when the switch is off.
+#define SSSP_NO_PRECHECK_BIT 0x40000000u
 // Edges of a followed vertex a lane relaxes per step (follow_chain): their loads issued together,
 // then their atomics. Four made ptxas spill the solo and captured fused modules (make cuda-check).
 #define SSSP_CHAIN_EDGE_BATCH 2
@@ -1203,7 +1208,8 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
     // a caller without the queue (FarQueue false: ops_push, whose 32 registers the queue's code
     // made ptxas spill) never gets the bit (variants.run_choice; operators.py's push_argument)
     const bool far_queued = FarQueue && (max_shift & SSSP_FAR_QUEUE_BIT) != 0u;
-    max_shift &= ~SSSP_FAR_QUEUE_BIT;
+    const bool precheck = (max_shift & SSSP_NO_PRECHECK_BIT) == 0u;
+    max_shift &= ~(SSSP_FAR_QUEUE_BIT | SSSP_NO_PRECHECK_BIT);
 #if SSSP_PUSH_CHAIN
     ChainLimits chain = take_chain_limits(max_shift);
     V chain_start = V(-1);  // the first vertex this lane lowers below the threshold, if any
@@ -1226,9 +1232,10 @@ __device__ __forceinline__ void push_list(const GridStride& g, V count, const V*
     // there the filter's load only lengthens each edge's dependent chain (neighbour, word,
     // atomic) by one L2 round trip. Dropping it changes no write: an offer it would have
     // filtered is not below the word, so its atomicMin leaves the word as it is and lists nothing.
-    const bool filter = shift < SSSP_PUSH_GROUP_SHIFT && g.stride > SSSP_BLOCK;
+    const bool filter = precheck && shift < SSSP_PUSH_GROUP_SHIFT && g.stride > SSSP_BLOCK;
 #else
-    const bool filter = shift < SSSP_PUSH_GROUP_SHIFT;
+    // Dropping it (SSSP_NO_PRECHECK_BIT) changes no write either, for the same reason.
+    const bool filter = precheck && shift < SSSP_PUSH_GROUP_SHIFT;
 #endif
 #if SSSP_BLOCK_APPEND
     // Every thread of the block passes here and through flush_queue below (push_list is called

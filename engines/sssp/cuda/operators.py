@@ -302,7 +302,8 @@ class _Run:
         # the widest group's shift (the host loop sizes its push launch with it) and the push
         # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
-        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chain_limits))
+        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chain_limits,
+                                                            precheck=choice.precheck))
         # an update's invalidation, heads and loop start in the captured prologue; the device
         # loop's wait for its read-ahead replay at the end
         self.captured_start = choice.captured_start

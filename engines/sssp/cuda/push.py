@@ -40,6 +40,25 @@ assert set(_DEFINES) == set(PUSH_EXPANSIONS)
 VARIANTS = tuple(sorted(set(_DEFINES.values())))
 
 
+#: The switch of the racy pre-check (issue 34): before its atomic minimum, a grid push loads the
+#: neighbour's word and skips an offer that is not below it (kernels.cuh push_list's ``filter``:
+#: fewer atomics where words contend, one more L2 round trip in each edge's dependent chain).
+#: ``ENGINES_PUSH_PRECHECK=0`` (or ``off``) drops it from every push of either engine, update() and
+#: compute() alike (the push argument's NO_PRECHECK_BIT, chains.push_argument); unset, ``1`` or
+#: ``on`` keeps it, the behaviour before the switch. No write changes either way: a filtered offer
+#: is not below the word, so its atomicMin would leave the word and list nothing. Not yet measured
+#: on a GPU: an A/B on a sparse graph's long lists (roadNet-PA safe50k) and a dense one decides.
+PRECHECK_ENV = "ENGINES_PUSH_PRECHECK"
+
+
+def precheck() -> bool:
+    """``ENGINES_PUSH_PRECHECK``: whether the runs' pushes keep the racy pre-check (on unless 0 /
+    off); a bad value is an error naming it."""
+    from . import switches
+
+    return switches.flag(PRECHECK_ENV, default=True)
+
+
 def max_shift(expansion: str) -> int:
     """The cap of ``group_shift`` under ``expansion`` (the kernels' ``push_shift`` argument)."""
     try:
@@ -173,4 +192,4 @@ def push_profile(result) -> PushProfile:
 
 __all__ = ["EDGE_BATCH", "MAX_GROUP_SHIFT", "NEAR_LOG_CAPACITY", "PlainPushVariant", "PushProfile",
            "group_shift",
-           "launch_threads", "max_shift", "module_defines", "VARIANTS", "profile_from_log", "push_profile"]
+           "launch_threads", "max_shift", "precheck", "PRECHECK_ENV", "module_defines", "VARIANTS", "profile_from_log", "push_profile"]

@@ -37,6 +37,7 @@ class RunChoice:
     poll_record: bool = False
     offers_percent: int = 0
     far_queue: bool = False
+    precheck: bool = True
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,
@@ -53,7 +54,7 @@ def defines(expansion: str, wide: bool = False, block_append: bool = False,
 
 #: The switches a shared RunChoice reads (their raw values key ``_choices``).
 SWITCHES = (passes.WIDE_ENV, appends.APPEND_ENV, appends.FAR_ENV, chains.CHAIN_ENV, chains.DEGREE_ENV,
-            jumps.JUMP_ENV)
+            jumps.JUMP_ENV, push.PRECHECK_ENV)
 #: Choices already made, by everything they depend on (``_choice_key``): a stream of updates asks
 #: the same question each time, and working it out again (a dozen calls through the switch
 #: parsers) cost about 30 µs of an update's host time on a slow CPU (cProfile of 600 luxembourg_osm
@@ -83,7 +84,8 @@ def run_choice(plan, engine: str) -> RunChoice:
                                  jumps.multi_hop(plan)), limits,
                          # read (and checked) for both engines; the fused engine's push only has
                          # the far queue (kernels.cuh push_list's FarQueue)
-                         far_queue=appends.far_queue(block_append) and engine == "fused")
+                         far_queue=appends.far_queue(block_append) and engine == "fused",
+                         precheck=push.precheck())
 
     return _choices.get(_choice_key(plan, engine), make)
 
