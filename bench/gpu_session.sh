@@ -3,7 +3,7 @@
 # the A/B campaign, each under its own time cap inside one overall budget, logs under $OUT.
 # Usage (on the GPU machine, from the repository root):
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
-# steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches stream whole (default:
+# steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches phases stream whole (default:
 #   tests compare table campaign). tests: `make precompile`'s module build (66 modules, a process per
 #   core), then pytest -m gpu under TESTS_CAP seconds (default 480: the 845 GPU tests took about
 #   320 s on the H200 before 77efd46's session added about 70).
@@ -34,6 +34,14 @@
 #   sweep     `make sweep` into results/sweep, resuming it (issue 33: several calls of under 10
 #             minutes finish it), SWEEP_GRAPHS as the Makefile's
 #   campaign  perf_ab.py engines on CAMPAIGN_GRAPHS, resuming results/ (--allow-dirty)
+#   phases    switches of the fused launch A/B'd by their phases: bench/fused_phases.py (the phase
+#             clock; the launch and each phase's µs) with each value in turn, PHASES_ROUNDS times
+#             alternated (default 3), into $OUT/phases_<graph>_<batch>_<name>_<value>_<round>.log,
+#             the launch line of each printed: PHASES, entries GRAPH/BATCH:NAME=A,B (BATCH a gate's
+#             batch, or random for --random-graph 4039,176000's 1 % batch); default the push's racy
+#             pre-check (ENGINES_PUSH_PRECHECK=1,0, issue 34) on roadNet-PA safe50k and local10k and
+#             on the dense random graph, where its atomics contend; PHASES_ARGS adds options (e.g.
+#             --compute splits compute() too)
 #   stream    issue 27's streaming record into results/stream, replacing it: bench/stream.py on
 #             luxembourg_osm, 10,000 batches of 100 changes, fused, operators and host one after
 #             another (the issue's command); STREAM_ARGS adds options (e.g. --interleave, into
@@ -206,6 +214,20 @@ for s in $STEPS; do
         base=; [ "$rest" = "$ab" ] || base=${rest#*@}; base=${base//@/ }
         step "switch_${g}_${e}_${name}" "${SWITCH_CAP:-90}" env $base python3 bench/update_anatomy.py --engine "$e" \
           --graph "$g" --batch-size 100 --batches "${SWITCH_BATCHES:-1000}" --ab-env "$ab"
+      done ;;
+    phases)
+      for ph in ${PHASES:-roadNet-PA/safe50k:ENGINES_PUSH_PRECHECK=1,0 roadNet-PA/local10k:ENGINES_PUSH_PRECHECK=1,0 \
+                 random/random:ENGINES_PUSH_PRECHECK=1,0}; do
+        where=${ph%%:*}; ab=${ph#*:}; name=${ab%%=*}; values=${ab#*=}
+        g=${where%%/*}; b=${where#*/}
+        if [ "$g" = random ]; then input="--random-graph 4039,176000"; else input="--graph $g --batch $b"; fi
+        for r in $(seq 1 "${PHASES_ROUNDS:-3}"); do
+          for v in ${values//,/ }; do
+            step "phases_${g}_${b}_${name}_${v}_$r" "${PHASES_CAP:-60}" env "$name=$v" python3 bench/fused_phases.py \
+              $input --repeats "${PHASES_REPEATS:-15}" ${PHASES_ARGS:-}
+            grep -h "launch (first stamp" "$OUT/phases_${g}_${b}_${name}_${v}_$r.log" | sed "s/^/  $name=$v round $r: /" | tee -a "$LOG"
+          done
+        done
       done ;;
     asv) step asv 240 bash -c 'python3 -m asv machine --yes --machine h200 >/dev/null && \
            SSSPAB_ASV_SCALE=${SSSPAB_ASV_SCALE:-small} ASV_PYTHONPATH=$PWD python3 -m asv run \
