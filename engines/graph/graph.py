@@ -40,8 +40,16 @@ from ..errors import InvalidArgumentError, NotSupportedError, OutOfMemoryError
 # the most edges int32 CSR offsets hold (an offset limit; the vertex limit is arguments.VERTEX_MAX)
 OFFSET32_MAX = (1 << 31) - 1
 _state_ids = itertools.count(1)
-# one per Graph object (a copy gets its own): a snapshot restores only onto the graph it was taken of
-_graph_ids = itertools.count(1)
+
+
+class _Owner:
+    """A Graph object's identity for its snapshots (Graph.restore): one per Graph object. An
+    object rather than a counter's value, so that copy.deepcopy and pickle, which duplicate the
+    graph's attributes, give the duplicate a new one (a counter's value travelled with them, and
+    the duplicate took the original's snapshots; in another process it could also equal a graph's
+    there), while a graph and its snapshot copied or pickled together keep theirs paired."""
+
+    __slots__ = ()
 
 
 class InEdges(NamedTuple):
@@ -71,7 +79,7 @@ class GraphSnapshot:
     host_in: tuple | None  # (in_ptr, in_src, in_weights (K, m))
     device: int | None
     device_buffers: object | None
-    graph_id: int  # the Graph object it was taken of (Graph._graph_id)
+    owner: object  # the Graph object it was taken of (its Graph._owner)
     # device copies made when a host snapshot is restored on a device-resident graph: the first
     # restore uploads, later ones swap pointers (keyed by device id)
     uploaded: dict = field(default_factory=dict, repr=False)
@@ -227,7 +235,7 @@ class Graph:
                  offset_dtype=None, _version: int = 0):
         # Internal constructor: arguments already validated by from_csr / from_edges.
         self._forced_offset = None if offset_dtype is None else _offset_dtype_argument(offset_dtype)
-        self._graph_id = next(_graph_ids)
+        self._owner = _Owner()
         self._version = _version
         self._device = None  # engines.graph.device_graph.DeviceGraph when device-resident
         self._pending = None  # the last device commit whose counters are not read yet
@@ -632,14 +640,14 @@ class Graph:
             with runtime.cupy_module().cuda.Device(device):
                 buffers = self._device.snapshot(runtime.stream(device))
         return GraphSnapshot(self._version, self._state_id, self._n, self._m, self._k, self._scalars,
-                             self._out, self._in, self.device, buffers, self._graph_id)
+                             self._out, self._in, self.device, buffers, self._owner)
 
     def restore(self, snapshot: GraphSnapshot) -> None:
         """Return to a snapshot's state, version and state id (device: no copy at all)."""
         if not isinstance(snapshot, GraphSnapshot):
             raise InvalidArgumentError(f"expected a GraphSnapshot, got {type(snapshot).__name__}")
         # by object, not by content: another graph's arrays would silently replace this one's
-        if snapshot.graph_id != self._graph_id:
+        if snapshot.owner is not self._owner:
             raise InvalidArgumentError("this snapshot belongs to another graph (or a copy of this one); "
                                        "a graph restores only snapshots taken of itself")
         if snapshot.state_id == self._state_id:
@@ -688,7 +696,7 @@ class Graph:
         self._settle()
         g = Graph.__new__(Graph)
         g._forced_offset = self._forced_offset
-        g._graph_id = next(_graph_ids)
+        g._owner = _Owner()
         g._version = self._version
         g._k = self._k
         g._device = None

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -56,3 +59,33 @@ def test_a_snapshot_of_the_same_graph_still_restores_after_updates():
     _assert_state(g, before)
     g.restore(snap)  # again, at the snapshot's own state
     _assert_state(g, before)
+
+
+@pytest.mark.parametrize("duplicate", [lambda g: pickle.loads(pickle.dumps(g)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_a_pickled_or_deep_copied_graph_refuses_the_originals_snapshots(duplicate):
+    # a duplicate by copy.deepcopy or pickle is another graph, as Graph.copy() is: before, it kept
+    # the original's id and took its snapshots (and the original took the duplicate's)
+    g = engines.Graph.from_edges([0, 1], [1, 2], [4, 5])
+    snap = g.snapshot()
+    twin = duplicate(g)
+    twin.apply(engines.Batch([2], [0], [1], [], []))
+    before = _state(twin)
+    with pytest.raises(InvalidArgumentError, match="belongs to another graph"):
+        twin.restore(snap)
+    _assert_state(twin, before)
+    with pytest.raises(InvalidArgumentError, match="belongs to another graph"):
+        g.restore(twin.snapshot())
+
+
+@pytest.mark.parametrize("duplicate", [lambda x: pickle.loads(pickle.dumps(x)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_a_graph_duplicated_with_its_snapshot_still_restores_it(duplicate):
+    g = engines.Graph.from_edges([0, 1], [1, 2], [4, 5])
+    snap = g.snapshot()
+    g.apply(engines.Batch([2], [0], [1], [], []))
+    twin, twin_snap = duplicate((g, snap))
+    twin.restore(twin_snap)
+    assert (twin.num_edges, twin.version) == (2, 0)
+    with pytest.raises(InvalidArgumentError, match="belongs to another graph"):
+        g.restore(twin_snap)
