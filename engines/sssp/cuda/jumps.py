@@ -12,8 +12,8 @@ loads. The flagged set, the parent-cycle test of the last round and so the resul
 default module's (kernels.cuh pointer_jump_round says why); the rounds, a statistic free by
 algorithm.md §5.5, are fewer.
 
-Off by default: its GPU tests pass, and 1,000 interleaved 100-change updates measured it within 2 %
-of the default kernels (bench/update_anatomy.py --ab-env ENGINES_MULTI_HOP_JUMP=0,1, H100 at
+Off by default for smaller updates: its GPU tests pass, and 1,000 interleaved 100-change updates
+measured it within 2 % of the default kernels (bench/update_anatomy.py --ab-env ENGINES_MULTI_HOP_JUMP=0,1, H100 at
 9514757: per-batch ratio 1.002 fused and 0.995 operators on luxembourg_osm, 0.984 fused on
 roadNet-PA), where the rounds are a small share of the update. On by default for updates of at
 least ``MIN_BATCH_CHANGES`` changes (``by_default``), where the rounds cross the whole tree:
