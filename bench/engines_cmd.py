@@ -17,7 +17,7 @@ import argparse
 import shlex
 import sys
 
-from protocol.config import SETUP_TIMEOUT_S, SILENCE_MULTIPLE, WORKER_TIMEOUT_S
+from protocol.config import MIN_WARMUP, SETUP_TIMEOUT_S, SILENCE_MULTIPLE, WORKER_TIMEOUT_S
 from protocol.errors import EnvironmentProblem, UsageError
 
 from . import graph_file, options
@@ -105,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "--control every-gate --planted-check 1")
     r = parser.add_argument_group("rounds")
     r.add_argument("--rounds", type=int, default=21, help="accepted rounds per side and cell (min 5; default 21)")
-    options.add_warmup_option(r, default=2, minimum=2, runs="warm-up rounds per side")
+    options.add_warmup_option(r, default=2, minimum=MIN_WARMUP, runs="warm-up rounds per side")
     r.add_argument("--processes", type=int, default=3, metavar="P", action=_GivenValue,
                    help="worker processes per cell, each a fresh process measuring ceil(rounds / P) pairs; the "
                         "interval resamples processes, then pairs (default 3; 1: measure in this process)")

@@ -13,6 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from protocol.config import MIN_WARMUP
 from protocol.errors import EnvironmentProblem, ProtocolError, UsageError
 from protocol.exitcodes import ExitCode
 
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--objectives", nargs="+", default=None, metavar="K", help="objectives (default 0)")
     r = parser.add_argument_group("rounds")
     r.add_argument("--rounds", type=int, default=21, help="accepted rounds per side and cell (min 5; default 21)")
-    options.add_warmup_option(r, default=2, minimum=2, runs="warm-up rounds per side")
+    options.add_warmup_option(r, default=2, minimum=MIN_WARMUP, runs="warm-up rounds per side")
     r.add_argument("--processes", type=int, default=3, metavar="P",
                    help="worker processes per cell (default 3; 1: measure in this process)")
     r.add_argument("--adaptive", action="store_true",

@@ -54,6 +54,10 @@ CONTROL_SCOPES = ("first", "every-gate")
 #: Worker processes a cell needs, by default, before the cell's adaptive stop may judge it precise:
 #: the interval of two processes is narrow whenever the two happen to agree.
 MIN_JUDGED_PROCESSES = 3
+#: The fewest untimed warm-up rounds per side a campaign takes (``--warmup``): CampaignConfig checks
+#: it for library callers, and ``perf_ab.py engines`` / ``sweep`` refuse less while their
+#: arguments are read (bench/options.add_warmup_option).
+MIN_WARMUP = 2
 #: The named presets of ``perf_ab.py engines --protocol`` (docs/protocol.md §2.5): the parameters
 #: each one sets, by CampaignConfig field (which is also the option's argparse dest), wherever the
 #: command line does not give that option itself. ``standard`` sets nothing (every option keeps its
@@ -187,8 +191,8 @@ class CampaignConfig:
             raise UsageError(f"--protocol {self.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
         if self.rounds < 5:
             raise UsageError(f"--rounds {self.rounds}: at least 5 accepted rounds per side")
-        if self.warmup < 2:
-            raise UsageError(f"--warmup {self.warmup}: at least 2 warm-up rounds per side")
+        if self.warmup < MIN_WARMUP:
+            raise UsageError(f"--warmup {self.warmup}: at least {MIN_WARMUP} warm-up rounds per side")
         if self.verify_rounds < 1:
             raise UsageError(f"--verify-rounds {self.verify_rounds}: at least 1 verification round per side")
         if self.processes < 1:
@@ -339,5 +343,5 @@ class CampaignConfig:
         return p
 
 
-__all__ = ["WORKER_TIMEOUT_S", "SETUP_TIMEOUT_S", "SILENCE_MULTIPLE", "INTEGER_FIELDS", "NUMBER_FIELDS", "ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig",
+__all__ = ["WORKER_TIMEOUT_S", "SETUP_TIMEOUT_S", "SILENCE_MULTIPLE", "INTEGER_FIELDS", "NUMBER_FIELDS", "ADAPTIVE_SCOPES", "ALLOC_ORDERS", "CONTROL_SCOPES", "MIN_JUDGED_PROCESSES", "MIN_WARMUP", "OFF_BY_DEFAULT", "PROTOCOLS", "BatchInput", "GraphInput", "CampaignConfig",
            "check_seed", "check_objectives_fit"]

@@ -130,3 +130,15 @@ def test_one_declaration_everywhere(command):
     action = module.build_parser()._option_string_actions["--warmup"]
     assert action.type is options.count_at_least(least)
     assert (f"at least {least}; " in action.help) == (least > 0)
+
+
+@pytest.mark.parametrize("command", ["engines", "sweep"])
+def test_the_campaigns_least_has_one_owner(command):
+    """The campaigns' least (2 warm-up rounds per side) was written three times: in CampaignConfig's
+    check and in both commands' declarations; now protocol.config.MIN_WARMUP, which all three read."""
+    from protocol.config import MIN_WARMUP
+
+    module, _, _, least, _ = MORE[command]
+    assert least == MIN_WARMUP
+    action = module.build_parser()._option_string_actions["--warmup"]
+    assert action.type is options.count_at_least(MIN_WARMUP)
