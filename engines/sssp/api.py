@@ -261,12 +261,13 @@ def update(graph, batch, *results, probe=None):
         item.delta = item.opts.delta or default_delta(n_old, m_old, graph.weight_sum(k))
         item.plan = _update_plan(item.result.source, k, n_after, item.max_weight, item.delta,
                                  item.opts.push_expansion, int(events.size))
-    # after the plans: an input the spec refuses (a bound that does not fit) is named as such first;
-    # growth only: a steady-state update never asks for the memory
+    device = _cuda_device(pending)
+    # after the plans and the device check: an input the spec refuses (a bound that does not fit,
+    # results on two devices) is named as such first; growth only: a steady-state update never
+    # asks for the memory
     if n_after > events.n_old:
         graph.check_growth(events, _growth_bytes_per_vertex(pending),
                            "the graph and every result are as they were")
-    device = _cuda_device(pending)
     if device is not None:
         try:
             graph.to_device(device)  # the graph of a CUDA result lives on its device (algorithm.md §3.6)
