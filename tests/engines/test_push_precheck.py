@@ -81,3 +81,14 @@ def test_the_kernels_take_the_bit_off_before_the_fields_and_gate_the_filter():
     assert clear < body.index("push_group_shift(")
     filters = re.findall(r"const bool filter = (.*);", body[:body.index("#if SSSP_BLOCK_APPEND")])
     assert len(filters) == 2 and all(f.startswith("precheck && ") for f in filters)
+
+
+@pytest.mark.parametrize("precheck", ["1", "0"])
+def test_the_operators_kernels_get_it_in_their_push_argument(monkeypatch, precheck):
+    """operators.push_argument (what each operators run hands its kernels) from the run choice:
+    the bit exactly when the switch is off, never the far queue's."""
+    monkeypatch.setenv(push.PRECHECK_ENV, precheck)
+    plan = SimpleNamespace(push_expansion="group", batch_changes=10 ** 6)
+    argument = int(operators.push_argument(plan, operators.run_choice(plan)))
+    assert bool(argument & chains.NO_PRECHECK_BIT) is (precheck == "0")
+    assert not argument & chains.FAR_QUEUE_BIT

@@ -168,6 +168,13 @@ def run_defines(plan, update: bool = True) -> tuple[str, ...]:
     return run_choice(plan, update).defines
 
 
+def push_argument(plan, choice: variants.RunChoice) -> np.uint32:
+    """The push argument this engine's kernels take for a run of ``plan`` under ``choice``: the
+    expansion's group-shift cap, the chains' limits and the pre-check's bit (chains.push_argument);
+    never the far queue's (ops_push has none)."""
+    return np.uint32(chains.push_argument(plan.push_expansion, *choice.chain_limits, precheck=choice.precheck))
+
+
 def run_choice(plan, update: bool = True) -> variants.RunChoice:
     """The ``variants.RunChoice`` of a run of ``plan`` (the switches read now, once): prepare()
     takes it and hands it to the run. ``update`` decides only the captured start (an update's;
@@ -302,8 +309,7 @@ class _Run:
         # the widest group's shift (the host loop sizes its push launch with it) and the push
         # argument the kernels take, which also carries the chains' limits (chains.py)
         self.push_shift = np.uint32(push.max_shift(plan.push_expansion))
-        self.push_argument = np.uint32(chains.push_argument(plan.push_expansion, *chain_limits,
-                                                            precheck=choice.precheck))
+        self.push_argument = push_argument(plan, choice)
         # an update's invalidation, heads and loop start in the captured prologue; the device
         # loop's wait for its read-ahead replay at the end
         self.captured_start = choice.captured_start
@@ -757,4 +763,4 @@ def compute(graph, plan: Plan, device: int, loop: str, choice: variants.RunChoic
 
 
 __all__ = ["ENGINE", "KERNELS", "LOOP_MODES", "SOURCE_FILE", "VARIANTS", "compute", "load_module",
-           "run_choice", "run_defines", "update"]
+           "push_argument", "run_choice", "run_defines", "update"]
