@@ -218,15 +218,25 @@ def launch_ab(batches, fresh, *, warmup: int, ab_env: AbEnv | None = None) -> in
         setting = {}
         sides = {launch: fresh(launch) for launch in (a, b)}
     times = {side: [] for side in sides}
-    for i, batch in enumerate(batches):
-        for side in ((a, b) if i % 2 == 0 else (b, a)):
-            if side in setting:
-                os.environ[setting[side][0]] = setting[side][1]
-            graph, result = sides[side]
-            start = time.perf_counter()
-            sssp.update(graph, batch, result)
-            if i >= warmup:
-                times[side].append((time.perf_counter() - start) * 1e3)
+    # the variable as it was before the A/B, put back after it (what runs next in this process,
+    # e.g. a caller's own measurement, must not inherit side B's value)
+    before = os.environ.get(ab_env.name) if ab_env is not None else None
+    try:
+        for i, batch in enumerate(batches):
+            for side in ((a, b) if i % 2 == 0 else (b, a)):
+                if side in setting:
+                    os.environ[setting[side][0]] = setting[side][1]
+                graph, result = sides[side]
+                start = time.perf_counter()
+                sssp.update(graph, batch, result)
+                if i >= warmup:
+                    times[side].append((time.perf_counter() - start) * 1e3)
+    finally:
+        if ab_env is not None:
+            if before is None:
+                os.environ.pop(ab_env.name, None)
+            else:
+                os.environ[ab_env.name] = before
     trees = {side: [x.tobytes() for x in result.to_numpy()] for side, (_, result) in sides.items()}
     for side, values in times.items():
         print(f"{side:6s} whole update: median {np.median(values):.3f} ms  p99 {np.percentile(values, 99):.3f}")

@@ -100,6 +100,31 @@ def test_launch_ab_takes_the_parsed_value_and_reads_no_text_again(monkeypatch, c
                     ("b2", "0", "graph1"), ("b2", "1", "graph2")]
     out = capsys.readouterr().out
     assert "1 / 0 per batch: median" in out and "trees equal: True" in out
+    assert os.environ["SSSPAB_TEST_SWITCH"] == "unset"  # put back as it was before the A/B
+
+
+def test_launch_ab_puts_an_unset_variable_back_even_when_an_update_fails(monkeypatch):
+    import os
+
+    import numpy as np
+
+    from engines import sssp
+
+    monkeypatch.delenv("SSSPAB_TEST_SWITCH", raising=False)
+
+    class Result:
+        def to_numpy(self):
+            return np.zeros(3), np.zeros(3, dtype=np.int64)
+
+    def update(graph, batch, result):
+        if batch == "b1":
+            raise RuntimeError("an update failed")
+
+    monkeypatch.setattr(sssp, "update", update)
+    ab = update_anatomy.AbEnv("SSSPAB_TEST_SWITCH", "0", "1", "SSSPAB_TEST_SWITCH=0,1")
+    with pytest.raises(RuntimeError, match="an update failed"):
+        update_anatomy.launch_ab(["b0", "b1"], lambda launch=None: ("g", Result()), warmup=0, ab_env=ab)
+    assert "SSSPAB_TEST_SWITCH" not in os.environ
 
 
 @pytest.mark.parametrize("argv", [["--graph", "uspowergrid"], ["--micro"]])
