@@ -528,10 +528,10 @@ class Graph:
         """Before a commit that grows the graph (``events.n_after > events.n_old``): refuse with
         ``OutOfMemoryError`` when the new-size host arrays (this graph's offsets and
         ``extra_per_vertex`` more bytes per vertex: the caller's, e.g. update()'s results) need more
-        memory than the machine has available (engines.graph.growth). No cost without growth."""
-        if events.n_after > events.n_old:
-            growth.check_host_growth(events.n_old, events.n_after,
-                                     self.growth_bytes_per_vertex(events) + int(extra_per_vertex), unchanged)
+        memory than the machine has available (engines.graph.growth, which owns the rule that
+        only growth is checked)."""
+        growth.check_host_growth(events.n_old, events.n_after,
+                                 self.growth_bytes_per_vertex(events) + int(extra_per_vertex), unchanged)
 
     def events_for(self, batch: Batch) -> BatchEvents:
         """The validated event list of ``batch`` for the current state (nothing changes)."""

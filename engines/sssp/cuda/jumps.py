@@ -34,7 +34,7 @@ for it is an error naming the switch), which spares make cuda-check the batched 
 
 from __future__ import annotations
 
-from . import push
+from . import appends, push
 
 #: The switch: ENGINES_MULTI_HOP_JUMP=1 runs both engines' multi-hop pointer jumping.
 JUMP_ENV = "ENGINES_MULTI_HOP_JUMP"
@@ -46,9 +46,9 @@ _VARIANT = push.PlainPushVariant(JUMP_ENV, DEFINES)
 #: (where its push expansion combines with it). compute() never jumps, so it keeps the plain module
 #: whatever this says.
 DEFAULT_ON = True
-#: The smallest update (in changes) the default applies to: the block appends' (appends.py), the
-#: large batches whose jump rounds cross the whole tree (roadNet-PA safe50k: 10 rounds).
-MIN_BATCH_CHANGES = 20_000
+#: The smallest update (in changes) the default applies to: the block appends' (one threshold for
+#: the large batches, whose jump rounds cross the whole tree: roadNet-PA safe50k's 10 rounds).
+MIN_BATCH_CHANGES = appends.MIN_BATCH_CHANGES
 
 
 def by_default(batch_changes: int) -> bool:
