@@ -1,5 +1,5 @@
 """The racy pre-check's switch without a GPU (kernels.cuh push_list's ``filter``, issue 34;
-``ENGINES_PUSH_PRECHECK``): its reading (on unless 0 / off, a bad value named), the bit it puts in
+``ENGINES_PUSH_PRECHECK``): its reading (off unless 1 / on, a bad value named), the bit it puts in
 the push argument both engines' kernels take (above every other field, taken off by push_list
 before the fields are read) and the run choice that carries it. The GPU side (the host's bytes
 with the pre-check off) is tests/gpu/test_push_precheck.py."""
@@ -20,7 +20,7 @@ from tests.switch_env import set_switch
 KERNELS = Path(push.__file__).with_name("kernels.cuh")
 
 
-@pytest.mark.parametrize("text, on", [(None, True), ("", True), ("1", True), ("on", True), ("0", False),
+@pytest.mark.parametrize("text, on", [(None, False), ("", False), ("1", True), ("on", True), ("0", False),
                                       ("off", False), (" OFF ", False)])
 def test_the_switch(monkeypatch, text, on):
     set_switch(monkeypatch, push.PRECHECK_ENV, text)
@@ -39,9 +39,9 @@ def test_a_bad_value_is_refused_by_the_run_choice(monkeypatch, engine):
 def test_the_run_choice_carries_it(monkeypatch, engine, update):
     """Both engines, update() and compute() alike; the module variant does not change."""
     plan = SimpleNamespace(push_expansion="group", batch_changes=0)
-    monkeypatch.delenv(push.PRECHECK_ENV, raising=False)
+    monkeypatch.setenv(push.PRECHECK_ENV, "1")
     kept = engine.run_choice(plan, update)
-    monkeypatch.setenv(push.PRECHECK_ENV, "0")
+    monkeypatch.delenv(push.PRECHECK_ENV, raising=False)
     dropped = engine.run_choice(plan, update)
     assert kept.precheck is True and dropped.precheck is False
     assert dropped.defines == kept.defines

@@ -133,9 +133,9 @@ static_assert(sizeof(i64) == 8 && sizeof(u64) == 8, "64-bit aliases");
 // ignored elsewhere (variants.run_choice sets it only for a fused run with the block appends).
 #define SSSP_FAR_QUEUE_BIT 0x80000000u
 // Bit 30 of the push argument: a grid push iteration relaxes without the racy pre-check of the
-// neighbour's word (push_list's `filter`; push.py PRECHECK_ENV=0, issue 34: on a sparse graph's
+// neighbour's word (push_list's `filter`; push.py PRECHECK_ENV, issue 34: on a sparse graph's
 // long lists the load lengthens each edge's dependent chain by an L2 round trip and rarely saves
-// an atomic). Both engines, every module: the host sets it only when the switch is off.
+// an atomic). Both engines, every module: the host sets it unless ENGINES_PUSH_PRECHECK=1.
 #define SSSP_NO_PRECHECK_BIT 0x40000000u
 // Edges of a followed vertex a lane relaxes per step (follow_chain): their loads issued together,
 // then their atomics. Four made ptxas spill the solo and captured fused modules (make cuda-check).

@@ -40,23 +40,26 @@ assert set(_DEFINES) == set(PUSH_EXPANSIONS)
 VARIANTS = tuple(sorted(set(_DEFINES.values())))
 
 
-#: The switch of the racy pre-check (issue 34): before its atomic minimum, a grid push loads the
-#: neighbour's word and skips an offer that is not below it (kernels.cuh push_list's ``filter``:
+#: The switch of the racy pre-check (issue 34): before its atomic minimum, a grid push may load the
+#: neighbour's word and skip an offer that is not below it (kernels.cuh push_list's ``filter``:
 #: fewer atomics where words contend, one more L2 round trip in each edge's dependent chain).
-#: ``ENGINES_PUSH_PRECHECK=0`` (or ``off``) drops it from every push of either engine, update() and
-#: compute() alike (the push argument's NO_PRECHECK_BIT, chains.push_argument); unset, ``1`` or
-#: ``on`` keeps it, the behaviour before the switch. No write changes either way: a filtered offer
-#: is not below the word, so its atomicMin would leave the word and list nothing. Not yet measured
-#: on a GPU: an A/B on a sparse graph's long lists (roadNet-PA safe50k) and a dense one decides.
+#: Dropped by default, both engines, update() and compute() alike (the push argument's
+#: NO_PRECHECK_BIT, chains.push_argument): the A/B below never found it ahead.
+#: ``ENGINES_PUSH_PRECHECK=1`` (or ``on``) puts it back; unset, empty, ``0`` or ``off`` drops it.
+#: No write changes either way: a filtered offer is not below the word, so its atomicMin would
+#: leave the word and list nothing. Measured (H100 80GB HBM3, ``bench/gpu_session.sh phases``:
+#: ``bench/fused_phases.py`` with 1 and 0 alternated three times): roadNet-PA safe50k's fused
+#: launch 849 -> 810 us (-4.6 %), roadNet-PA local10k 896 -> 888 us (-0.8 %), the 4,039-vertex
+#: random graph's 1 % batch (43 arcs a vertex, contended words) 49.7 us on both sides.
 PRECHECK_ENV = "ENGINES_PUSH_PRECHECK"
 
 
 def precheck() -> bool:
-    """``ENGINES_PUSH_PRECHECK``: whether the runs' pushes keep the racy pre-check (on unless 0 /
-    off); a bad value is an error naming it."""
+    """``ENGINES_PUSH_PRECHECK``: whether the runs' pushes keep the racy pre-check (only when 1 /
+    on); a bad value is an error naming it."""
     from . import switches
 
-    return switches.flag(PRECHECK_ENV, default=True)
+    return switches.flag(PRECHECK_ENV, default=False)
 
 
 def max_shift(expansion: str) -> int:
