@@ -10,8 +10,15 @@ with make bench or bench/engine_table.py): they say which phases hold the time, 
 launches a phase costs. Only the one update between cudaProfilerStart and Stop is profiled (a
 warm-up update runs first, outside it); ``--launch-count`` caps the launches profiled.
 
+``--part apply`` profiles the batch's device apply instead (issue 27: on roadNet-PA safe50k
+half of what a whole update costs beyond its engine): one commit of the batch
+(``Graph.commit``, algorithm.md §3.3), its kernels and the library's sort and scan, launched as
+``--apply-launch`` says (``graph``: the captured commit that update() replays by default, whose
+kernels ncu profiles node by node; ``python``: each launch sized to the batch).
+
     python bench/phase_breakdown.py --graph roadNet-PA --batch safe50k
     python bench/phase_breakdown.py --graph road_usa --batch local10k --launch-count 600
+    python bench/phase_breakdown.py --graph roadNet-PA --batch safe50k --part apply
 """
 
 from __future__ import annotations
@@ -34,14 +41,19 @@ from engines import interrupt  # noqa: E402  (standard library only: before the 
 interrupt.guard(__name__, "phase_breakdown.py")
 
 from engines.exitcodes import ExitCode  # noqa: E402  (standard library only)
+from engines.sssp.options import UPDATE_LAUNCHES, Options  # noqa: E402  (NumPy only)
 from engines.sssp.plan import PUSH_EXPANSIONS  # noqa: E402  (NumPy and the packing rule only)
 
 METRIC = "gpu__time_duration.sum"
 CHILD_ENV = "SSSPAB_PHASE_BREAKDOWN_CHILD"
 
 
+#: What a run profiles: the operators engine's phases of one update, or the batch's device apply.
+PARTS = ("engine", "apply")
+
+
 def run_update(args) -> None:
-    """The profiled process: a warm-up update, then one update inside the profiler range."""
+    """The profiled process: a warm-up update (or commit), then one inside the profiler range."""
     import cupy
 
     from bench.prepare import prepare_gate
@@ -53,6 +65,9 @@ def run_update(args) -> None:
     d0, p0 = gate.trees[args.objective]
     graph.to_device()
     snapshot = graph.snapshot()
+    if args.part == "apply":
+        run_apply(graph, snapshot, batch, args.apply_launch)
+        return
     expansion = {} if args.push_expansion is None else {"push_expansion": args.push_expansion}
     for profiled in (False, True):
         graph.restore(snapshot)
@@ -68,6 +83,27 @@ def run_update(args) -> None:
             cupy.cuda.profiler.stop()
     print(f"update: iterations {stats.iterations}, epochs {stats.epochs}, pushes {stats.pushes}, "
           f"invalidated {stats.invalidated}, host syncs {stats.host_syncs}", file=sys.stderr)
+
+
+def run_apply(graph, snapshot, batch, launch: str) -> None:
+    """``--part apply``: the batch committed twice from the same state, the second inside the
+    profiler range (the first compiles, reserves and, for ``graph``, captures); each waits for its
+    record, so the range holds the commit's work alone."""
+    import cupy
+
+    for profiled in (False, True):
+        graph.restore(snapshot)
+        events = graph.events_for(batch)
+        graph.reserve_commit(events)
+        cupy.cuda.Device().synchronize()
+        if profiled:
+            cupy.cuda.profiler.start()
+        summary = graph.commit(events, launch=launch).summary()
+        cupy.cuda.Device().synchronize()
+        if profiled:
+            cupy.cuda.profiler.stop()
+    print(f"apply ({launch}): {int(events.size)} events, inserted {summary.inserted_edges}, "
+          f"updated {summary.updated_edges}, deleted {summary.deleted_edges}", file=sys.stderr)
 
 
 def summarize(text: str) -> list[tuple[str, int, float]]:
@@ -107,6 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--launch-count", type=int, default=0, help="profile at most this many launches")
     parser.add_argument("--push-expansion", choices=PUSH_EXPANSIONS, default=None,
                         help="the push expansion (Options.push_expansion; default: the library's)")
+    parser.add_argument("--part", choices=PARTS, default="engine",
+                        help="what to profile: the operators engine's phases of one update (default) "
+                             "or the batch's device apply")
+    parser.add_argument("--apply-launch", choices=UPDATE_LAUNCHES, default=Options.update_launch,
+                        help="with --part apply: how the commit is launched (Options.update_launch; "
+                             "default: update()'s)")
     options.add_input_options(parser)
     parser.add_argument("--table-file", "--out", dest="out", default=None, metavar="FILE",
                         help="also write the table to this file (--out: its former name)")
@@ -133,8 +175,9 @@ def _main(argv) -> int:
     if ncu is None:
         print("phase_breakdown.py needs Nsight Compute (ncu) on PATH", file=sys.stderr)
         return ExitCode.ENVIRONMENT
-    command = [ncu, "--profile-from-start", "off", "--metrics", METRIC, "--csv",
-               "--kernel-name", "regex:ops_"]
+    command = [ncu, "--profile-from-start", "off", "--metrics", METRIC, "--csv"]
+    if args.part == "engine":  # the apply's kernels and the library's are not the engine's
+        command += ["--kernel-name", "regex:ops_"]
     if args.launch_count > 0:
         command += ["--launch-count", str(args.launch_count)]
     command += [sys.executable, str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])]
@@ -149,7 +192,9 @@ def _main(argv) -> int:
     except ValueError as exc:
         print(f"phase_breakdown.py: {exc}\n{done.stdout[-2000:]}", file=sys.stderr)
         return ExitCode.FAILURE
-    text = f"{args.graph} {args.batch} objective {args.objective}, operators host loop:\n\n" + table(rows)
+    what = ("operators host loop" if args.part == "engine" else
+            f"device apply (launch {args.apply_launch})")
+    text = f"{args.graph} {args.batch} objective {args.objective}, {what}:\n\n" + table(rows)
     print(text)
     if args.out:
         from protocol.records import write_or_say

@@ -73,3 +73,37 @@ def test_a_table_file_that_cannot_be_written_is_refused_before_profiling(monkeyp
     assert pb.main(["--graph", "g", "--batch", "b", "--table-file", str(path)]) == ExitCode.USAGE
     assert capsys.readouterr().err == (f"phase_breakdown.py: --table-file {path}: cannot write there "
                                        f"({tmp_path / 'file'} is not a folder)\n")
+
+
+# -- what is profiled ----------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, kernel_filter, header", [
+    ([], True, "g b objective 0, operators host loop:"),
+    (["--part", "apply"], False, "g b objective 0, device apply (launch graph):"),
+    (["--part", "apply", "--apply-launch", "python"], False, "g b objective 0, device apply (launch python):"),
+])
+def test_the_part_sets_the_kernel_filter_and_the_header(monkeypatch, capsys, argv, kernel_filter, header):
+    """The engine's phases are the ops_ kernels alone; the apply's are its own kernels and the
+    library's sort and scan, so its profile takes every kernel of the range (the child's profiled
+    range holds the commit only). The child gets the same arguments."""
+    monkeypatch.delenv(pb.CHILD_ENV, raising=False)
+    monkeypatch.setattr(pb.shutil, "which", lambda name: "/opt/nsight/ncu")
+    seen = []
+
+    def run(command, **kwargs):
+        seen.append((command, kwargs["env"][pb.CHILD_ENV]))
+        return pb.subprocess.CompletedProcess(command, 0, stdout=CSV, stderr="")
+
+    monkeypatch.setattr(pb.subprocess, "run", run)
+    assert pb.main(["--graph", "g", "--batch", "b", *argv]) == 0
+    (command, child), = seen
+    assert ("--kernel-name" in command) is kernel_filter and ("regex:ops_" in command) is kernel_filter
+    assert command[-len(argv) - 4:] == ["--graph", "g", "--batch", "b", *argv] and child == "1"
+    assert capsys.readouterr().out.startswith(header + "\n\n| kernel |")
+
+
+def test_a_bad_part_or_launch_is_a_usage_error(capsys):
+    for argv in (["--part", "push"], ["--part", "apply", "--apply-launch", "cuda"]):
+        with pytest.raises(SystemExit) as stop:
+            pb.build_parser().parse_args(["--graph", "g", "--batch", "b", *argv])
+        assert stop.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
