@@ -6,7 +6,8 @@
 // in-range deletions in batch order, then the I insertions in batch order. The host sorts nothing:
 // the events are grouped by row on the device (a 64-bit key (row << 32 | event) sorted by
 // key_sort.cu's one-block sort, or by CuPy's where a commit does not fit it),
-// and one warp per touched row walks that row's events in event order, which is the literal rule
+// and one group of lanes (a warp, or part of one: Group) per touched row walks that row's events
+// in event order, which is the literal rule
 // of algorithm.md §3.3: a deletion removes the first alive copy of its pair, an insertion upserts
 // the first alive copy or the pair's entry appended earlier in this batch, or appends. Untouched
 // rows move by their row's shift in one coalesced pass; touched rows are rebuilt by their warp
@@ -72,12 +73,6 @@ __device__ __forceinline__ i32 event_row(i64 key) {
 }
 __device__ __forceinline__ i32 event_index(i64 key) { return static_cast<i32>(key & 0xffffffffll); }
 
-__device__ __forceinline__ unsigned lanes_below() {
-    unsigned mask;
-    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));
-    return mask;
-}
-
 // One side of the graph as the editor sees it: rows, per-entry keys and row ids, K weight
 // columns `stride` entries apart.
 template <typename O>
@@ -100,47 +95,83 @@ __device__ __forceinline__ void old_range(const O* ptr, i32 n_old, i32 r, i64& l
     }
 }
 
+// The lanes that work on one row in apply_decide and apply_rebuild: 2^shift consecutive lanes of
+// one warp (shift 5: the whole warp). Narrow groups keep more rows in flight where rows are short
+// (a road graph's few entries left 29 of a warp's 32 lanes idle while the warp waited on each of
+// its loads in turn); the host picks the width from the mean degree (device_apply.py
+// group_shift). Groups never straddle a warp, so each syncs and votes over its own lanes alone.
+struct Group {
+    int lane;       // this thread's lane within the group
+    int width;      // lanes in the group
+    int base;       // the group's first lane within the warp
+    unsigned mask;  // the group's lanes within the warp
+};
+
+__device__ __forceinline__ Group make_group(i32 shift) {
+    Group g;
+    g.width = 1 << shift;
+    const int warp_lane = lane_id();
+    g.lane = warp_lane & (g.width - 1);
+    g.base = warp_lane - g.lane;
+    g.mask = g.width == 32 ? SSSP_FULL_MASK : ((1u << g.width) - 1u) << g.base;
+    return g;
+}
+
+// The group's votes as bits 0 .. width - 1 (bit i: the group's lane i).
+__device__ __forceinline__ unsigned group_ballot(const Group& g, bool pred) {
+    return (__ballot_sync(g.mask, pred) & g.mask) >> g.base;
+}
+
 // The first entry o in [lo, hi) with key[o] == x and (if `alive_only`) mark[o] != -1, found by
-// the whole warp 32 entries at a time; -1 if none. Every lane returns the same value.
-__device__ __forceinline__ i64 warp_find(const i32* __restrict__ key, const i32* mark, i64 lo, i64 hi,
-                                         i32 x, bool alive_only) {
-    const int lane = lane_id();
-    for (i64 base = lo; base < hi; base += 32) {
-        const i64 o = base + lane;
+// the whole group `width` entries at a time; -1 if none. Every lane of the group returns the same
+// value.
+__device__ __forceinline__ i64 group_find(const Group& g, const i32* __restrict__ key, const i32* mark, i64 lo,
+                                          i64 hi, i32 x, bool alive_only) {
+    for (i64 base = lo; base < hi; base += g.width) {
+        const i64 o = base + g.lane;
         bool hit = false;
         if (o < hi && key[o] == x) hit = !alive_only || mark[o] != -1;
-        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, hit);
+        const unsigned ballot = group_ballot(g, hit);
         if (ballot) return base + (__ffs(ballot) - 1);
     }
     return -1;
 }
 
 // The first staged append of this row with key x, among `count` entries from `first`; -1 if none.
-__device__ __forceinline__ i64 warp_find_staged(const i32* stage_key, i64 first, i64 count, i32 x) {
-    const int lane = lane_id();
-    for (i64 base = 0; base < count; base += 32) {
-        const i64 s = base + lane;
+__device__ __forceinline__ i64 group_find_staged(const Group& g, const i32* stage_key, i64 first, i64 count,
+                                                 i32 x) {
+    for (i64 base = 0; base < count; base += g.width) {
+        const i64 s = base + g.lane;
         const bool hit = s < count && stage_key[first + s] == x;
-        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, hit);
+        const unsigned ballot = group_ballot(g, hit);
         if (ballot) return first + base + (__ffs(ballot) - 1);
     }
     return -1;
 }
 
 // The end of the segment of sorted events that starts at `p` (all events of one row).
-__device__ __forceinline__ i64 segment_end(const i64* __restrict__ sorted, i64 p, i64 count, i32 row) {
-    const int lane = lane_id();
-    for (i64 base = p + 1; base < count; base += 32) {
-        const i64 q = base + lane;
+__device__ __forceinline__ i64 segment_end(const Group& g, const i64* __restrict__ sorted, i64 p, i64 count,
+                                           i32 row) {
+    for (i64 base = p + 1; base < count; base += g.width) {
+        const i64 q = base + g.lane;
         const bool other = q >= count || event_row(sorted[q]) != row;
-        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, other);
+        const unsigned ballot = group_ballot(g, other);
         if (ballot) return base + (__ffs(ballot) - 1);
     }
     return count;
 }
 
-__device__ __forceinline__ i64 warp_sum(i64 value) {
-    for (int off = 16; off > 0; off >>= 1) value += __shfl_down_sync(SSSP_FULL_MASK, value, off);
+// The group's sum and maximum, valid in its lane 0.
+__device__ __forceinline__ i64 group_sum(const Group& g, i64 value) {
+    for (int off = g.width >> 1; off > 0; off >>= 1) value += __shfl_down_sync(g.mask, value, off, g.width);
+    return value;
+}
+
+__device__ __forceinline__ i64 group_max(const Group& g, i64 value) {
+    for (int off = g.width >> 1; off > 0; off >>= 1) {
+        const i64 other = __shfl_down_sync(g.mask, value, off, g.width);
+        value = other > value ? other : value;
+    }
     return value;
 }
 
@@ -178,8 +209,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Decide (algorithm.md §3.3 steps 4-5): one warp per sorted position; the warp of a row's first
-// event walks all events of the row in event order. Marks removed old entries (-1) and upserted
+// Decide (algorithm.md §3.3 steps 4-5): one group of lanes per sorted position; the group of a
+// row's first event walks all events of the row in event order. Marks removed old entries (-1) and upserted
 // ones (insertion index + 1, the last insertion wins), stages the row's appends at the row's own
 // sorted positions, and records the row's length change. On the out side (`stats` != 0) it also
 // counts the summary, the weight-sum change, whether an old maximum may be gone, the largest
@@ -196,14 +227,15 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                  const O* __restrict__ ptr, const i32* __restrict__ key, const i32* __restrict__ weight,
                  i64 stride, i32* mark, i32* __restrict__ row_flag, i64* __restrict__ row_delta,
                  i32* stage_key, i32* stage_ins, i32 stats, i64* __restrict__ record,
-                 unsigned char* __restrict__ increased, i32 shared_cols) {
+                 unsigned char* __restrict__ increased, i32 shared_cols, i32 group_shift) {
     using namespace apply;
     extern __shared__ i64 block_record[];  // REC_FIXED slots, then 5 groups of K (as the record)
     const i64 count = sizes[SZ_COUNT];
     const i32 num_deletions = static_cast<i32>(sizes[SZ_DELETIONS]);
     const i32 n_old = static_cast<i32>(sizes[SZ_N_OLD]);
-    const int lane = lane_id();
-    const i64 warps = (static_cast<i64>(gridDim.x) * blockDim.x) / 32;
+    const Group grp = make_group(group_shift);
+    const int lane = grp.lane;
+    const i64 groups = (static_cast<i64>(gridDim.x) * blockDim.x) >> group_shift;
     const int block_slots = shared_cols ? REC_FIXED + 5 * K : REC_FIXED;
     if (stats) {  // uniform: every thread of the block reaches both barriers
         for (int t = threadIdx.x; t < block_slots; t += blockDim.x) block_record[t] = 0;
@@ -211,17 +243,18 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
     }
     i64* const fixed = block_record;                               // REC_DELETED .. REC_UPDATED
     i64* const cols = shared_cols ? block_record : record;         // rec_sum(K, k) and the rest
-    for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; p < count; p += warps) {
+    for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) >> group_shift; p < count;
+         p += groups) {
         const i32 row = event_row(sorted[p]);
         if (p > 0 && event_row(sorted[p - 1]) == row) continue;  // not the row's first event
-        const i64 end = segment_end(sorted, p, count, row);
+        const i64 end = segment_end(grp, sorted, p, count, row);
         i64 lo, hi;
         old_range(ptr, n_old, row, lo, hi);
         i64 hits = 0, missing = 0, appends = 0, updated = 0;
         for (i64 q = p; q < end; ++q) {
             const i32 j = event_index(sorted[q]);
             const i32 x = ev_key[j];
-            const i64 o = warp_find(key, mark, lo, hi, x, true);
+            const i64 o = group_find(grp, key, mark, lo, hi, x, true);
             if (j < num_deletions) {
                 if (o >= 0) {
                     if (lane == 0) mark[o] = -1;
@@ -233,7 +266,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                 if (lane == 0) mark[o] = j - num_deletions + 1;
                 ++updated;
             } else {
-                const i64 s = warp_find_staged(stage_key, p, appends, x);
+                const i64 s = group_find_staged(grp, stage_key, p, appends, x);
                 if (s >= 0) {
                     if (lane == 0) stage_ins[s] = j - num_deletions;
                     ++updated;
@@ -245,7 +278,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                     ++appends;
                 }
             }
-            __syncwarp();  // the marks and stages of this event are seen by the next one
+            __syncwarp(grp.mask);  // the marks and stages of this event are seen by the next one
         }
         if (lane == 0) {
             row_flag[row] = 1;
@@ -266,19 +299,19 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
             if (j < num_deletions) continue;
             const i32 x = ev_key[j];
             const i32 i = j - num_deletions;
-            const i64 first = warp_find(key, mark, lo, hi, x, false);
+            const i64 first = group_find(grp, key, mark, lo, hi, x, false);
             if (first < 0) {  // the pair is new in this row: never increased
-                for (i32 k = lane; k < K; k += 32) increased[static_cast<i64>(i) * K + k] = 0;
+                for (i32 k = lane; k < K; k += grp.width) increased[static_cast<i64>(i) * K + k] = 0;
                 continue;
             }
-            const i64 alive = warp_find(key, mark, lo, hi, x, true);
+            const i64 alive = group_find(grp, key, mark, lo, hi, x, true);
             i64 final_ins;
             if (alive >= 0) {
                 final_ins = mark[alive] - 1;
             } else {
-                final_ins = stage_ins[warp_find_staged(stage_key, p, appends, x)];
+                final_ins = stage_ins[group_find_staged(grp, stage_key, p, appends, x)];
             }
-            for (i32 k = lane; k < K; k += 32) {
+            for (i32 k = lane; k < K; k += grp.width) {
                 const bool up = ins_w[final_ins * K + k] > weight[k * stride + first];
                 increased[static_cast<i64>(i) * K + k] = up ? 1 : 0;
                 if (up) atomicAdd(reinterpret_cast<u64*>(cols + rec_increased(K, k)), 1ull);
@@ -289,7 +322,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
             const i64 old_max = record[rec_old_max(K, k)];
             i64 change = 0, written = 0;
             bool lost = false;
-            for (i64 o = lo + lane; o < hi; o += 32) {
+            for (i64 o = lo + lane; o < hi; o += grp.width) {
                 const i32 m = mark[o];
                 if (m == 0) continue;
                 const i64 before = weight[k * stride + o];
@@ -303,14 +336,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                     written = after > written ? after : written;
                 }
             }
-            for (i64 s = lane; s < appends; s += 32) {
+            for (i64 s = lane; s < appends; s += grp.width) {
                 const i64 after = ins_w[static_cast<i64>(stage_ins[p + s]) * K + k];
                 change += after;
                 written = after > written ? after : written;
             }
-            change = warp_sum(change);
-            written = warp_max(written);
-            const bool any_lost = __any_sync(SSSP_FULL_MASK, lost);
+            change = group_sum(grp, change);
+            written = group_max(grp, written);
+            const bool any_lost = group_ballot(grp, lost) != 0u;
             if (lane == 0) {
                 if (change != 0) atomicAdd(reinterpret_cast<u64*>(cols + rec_sum(K, k)), static_cast<u64>(change));
                 if (any_lost) cols[rec_lost_max(K, k)] = 1;
@@ -451,7 +484,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Touched rows: the warp of the row's first event writes the survivors in order (upserted weights
+// Touched rows: the group of the row's first event writes the survivors in order (upserted weights
 // from their insertion) and then the staged appends; it clears the marks, row_flag and row_delta
 // it consumed.
 template <typename V, typename O>
@@ -462,13 +495,16 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                   const O* __restrict__ new_ptr, i32* __restrict__ new_key, i32* __restrict__ new_row_of,
                   i32* __restrict__ new_weight, i64 new_stride, i32* __restrict__ row_flag,
                   i64* __restrict__ row_delta, const i32* __restrict__ stage_key,
-                  const i32* __restrict__ stage_ins) {
+                  const i32* __restrict__ stage_ins, i32 group_shift) {
     using namespace apply;
     const i64 count = sizes[SZ_COUNT];
     const i32 n_old = static_cast<i32>(sizes[SZ_N_OLD]);
-    const int lane = lane_id();
-    const i64 warps = (static_cast<i64>(gridDim.x) * blockDim.x) / 32;
-    for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; p < count; p += warps) {
+    const Group grp = make_group(group_shift);
+    const int lane = grp.lane;
+    const unsigned below = (1u << lane) - 1u;  // the group's lanes before this one
+    const i64 groups = (static_cast<i64>(gridDim.x) * blockDim.x) >> group_shift;
+    for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) >> group_shift; p < count;
+         p += groups) {
         const i32 row = event_row(sorted[p]);
         if (p > 0 && event_row(sorted[p - 1]) == row) continue;
         i64 lo, hi;
@@ -476,13 +512,13 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
         const i64 base = static_cast<i64>(new_ptr[row]);
         const i64 length = static_cast<i64>(new_ptr[row + 1]) - base;
         i64 written = 0;
-        for (i64 chunk = lo; chunk < hi; chunk += 32) {
+        for (i64 chunk = lo; chunk < hi; chunk += grp.width) {
             const i64 o = chunk + lane;
             const i32 m = o < hi ? mark[o] : -1;
             const bool alive = m != -1;
-            const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, alive);
+            const unsigned ballot = group_ballot(grp, alive);
             if (alive) {
-                const i64 to = base + written + __popc(ballot & lanes_below());
+                const i64 to = base + written + __popc(ballot & below);
                 new_key[to] = key[o];
                 new_row_of[to] = row;
                 for (i32 k = 0; k < K; ++k) {
@@ -493,7 +529,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
             if (o < hi && m != 0) mark[o] = 0;
             written += __popc(ballot);
         }
-        for (i64 s = lane; s < length - written; s += 32) {
+        for (i64 s = lane; s < length - written; s += grp.width) {
             const i64 to = base + written + s;
             new_key[to] = stage_key[p + s];
             new_row_of[to] = row;

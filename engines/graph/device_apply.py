@@ -102,7 +102,6 @@ COL_SUM, COL_LOST, COL_WRITTEN, COL_RESCAN, COL_INCREASED, COL_OLD_MAX = range(6
 #: The sizes block (int64, device_apply.cu SizeSlot).
 SIZE_COUNT, SIZE_DELETIONS, SIZE_INSERTIONS, SIZE_N_OLD, SIZE_N_AFTER, SIZE_M_OLD = range(6)
 SIZE_SLOTS = 6
-WARP = 32
 
 
 def min_events() -> int:
@@ -117,6 +116,57 @@ def touched_scan_limit() -> int:
     if not switches.given(TOUCHED_SCAN_ENV):
         return TOUCHED_SCAN_MAX
     return switches.count(TOUCHED_SCAN_ENV, "an event count", maximum=MAX_MIN_EVENTS)
+
+
+#: The lanes that walk one touched row in apply_decide and apply_rebuild (device_apply.cu Group):
+#: ``ENGINES_APPLY_GROUP=warp`` (unset: the whole warp, the rule before), ``degree`` (the smallest
+#: power of two of at least twice the graph's mean degree, from GROUP_MIN to 32: short rows keep
+#: more rows in flight per warp) or a width of GROUP_WIDTHS. Read at every commit (its width is
+#: part of a captured commit's plan). Not yet measured on a GPU: the default stays the warp until
+#: an A/B (ncu: on roadNet-PA safe50k, 48,227 events, H100, the two kernels took 108.5 and 103.6 us
+#: of the commit's 544 us of kernels with whole warps) and the GPU tests decide.
+GROUP_ENV = "ENGINES_APPLY_GROUP"
+GROUP_WIDTHS = (1, 2, 4, 8, 16, 32)
+GROUP_MIN = 4
+_GROUP_RULES = ("warp", "degree")
+#: Parsed values of the switch by its raw text (a stream of commits reads it each time).
+_group_values: dict[str, int | str] = {}
+
+
+def group_rule() -> int | str:
+    """``ENGINES_APPLY_GROUP`` parsed: "warp", "degree" or a width; a bad value is an error naming
+    it and what it accepts."""
+    text = switches.raw(GROUP_ENV)
+    value = _group_values.get(text)
+    if value is None:
+        given = text.strip().lower() or "warp"
+        if given in _GROUP_RULES:
+            value = given
+        elif given.isdigit() and int(given) in GROUP_WIDTHS:
+            value = int(given)
+        else:
+            from ..errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"{GROUP_ENV}={text!r}: expected warp, degree or a width of "
+                f"{', '.join(map(str, GROUP_WIDTHS))} lanes")
+        _group_values[text] = value
+    return value
+
+
+def group_shift(num_vertices: int, num_edges: int) -> int:
+    """log2 of the lanes per touched row (``GROUP_ENV``) for a graph of ``num_vertices`` and
+    ``num_edges`` arcs before the commit."""
+    rule = group_rule()
+    if rule == "warp":
+        return 5
+    if rule == "degree":
+        wanted = 2 * -(-int(num_edges) // max(int(num_vertices), 1))  # twice the mean, rounded up
+        width = GROUP_MIN
+        while width < wanted and width < 32:
+            width *= 2
+        return width.bit_length() - 1
+    return int(rule).bit_length() - 1
 
 
 def record_length(num_weights: int) -> int:
@@ -611,7 +661,8 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     i32, i64 = np.int32, np.int64
     sizes, record = scratch.sizes, scratch.record
     ev_src, ev_dst, ins_w = scratch.ev_src, scratch.ev_dst, scratch.ev_weights
-    warp_blocks = blocks(count * WARP, device)  # one warp per sorted event
+    shift = group_shift(cur.num_vertices, cur.num_edges)
+    row_blocks = blocks(count << shift, device)  # one group of 2^shift lanes per sorted event
     # apply_decide's per-block counters: the fixed record slots, plus the per-column groups when
     # they fit the shared memory every CUDA device offers a block (48 KiB)
     shared_cols = 8 * (REC_FIXED + 5 * k) <= 48 * 1024
@@ -633,10 +684,10 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
                                                   scratch if scratch.in_side is None else scratch.in_side)):
         old_w, new_w = cur.weight[side], target.weight[side]
         chain = by_side[side] = [
-            ("kernel", fn["apply_decide"], warp_blocks, (
+            ("kernel", fn["apply_decide"], row_blocks, (
                 sizes, sorted_keys, ev_key, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
                 sc.mark, sc.row_flag, sc.row_delta, sc.stage_key, sc.stage_ins,
-                i32(stats), record, scratch.increased, i32(shared_cols)), decide_shared),
+                i32(stats), record, scratch.increased, i32(shared_cols), i32(shift)), decide_shared),
         ]
         if touched:
             chain += [
@@ -654,10 +705,10 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
             ("kernel", fn["apply_move"], blocks(m_old, device), (
                 sizes, i32(k), cur.ptr[side], target.ptr[side], sc.row_flag, cur.key[side], cur.row_of[side],
                 old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0),
-            ("kernel", fn["apply_rebuild"], warp_blocks, (
+            ("kernel", fn["apply_rebuild"], row_blocks, (
                 sizes, sorted_keys, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
                 sc.mark, target.ptr[side], target.key[side], target.row_of[side], new_w, i64(target.m_cap),
-                sc.row_flag, sc.row_delta, sc.stage_key, sc.stage_ins), 0),
+                sc.row_flag, sc.row_delta, sc.stage_key, sc.stage_ins, i32(shift)), 0),
         ]
     # the maxima rescan reads the out side alone: in parallel it follows the out side's chain
     rescan = ("kernel", fn["apply_rescan_max"], blocks(m_new, device), (
@@ -718,8 +769,10 @@ def _plan_key(cur, target, n_after: int, scratch) -> tuple:
     """What a captured commit depends on, cheaply: the two buffer sets and the scratch layout
     (their serials stand for every address a launch fixes), the arena CuPy's temporaries come
     from, and the row count (the scan's length and a grid). Everything else in the plan is a
-    function of these (the capacities and K belong to the sets and the layout)."""
-    return (cur.serial, target.serial, scratch.layout, scratch.arena.serial, int(n_after))
+    function of these (the capacities and K belong to the sets and the layout), but for the lanes
+    per touched row (``group_shift``), a kernel argument."""
+    return (cur.serial, target.serial, scratch.layout, scratch.arena.serial, int(n_after),
+            group_shift(cur.num_vertices, cur.num_edges))
 
 
 def _replay(dgraph, scratch, cur, target, n_after: int, stream) -> None:
@@ -777,6 +830,7 @@ def reserve(dgraph, events, stream) -> None:
         key_sort.load_module(dgraph.device)
 
 
-__all__ = ["ApplyScratch", "DeviceChangeLists", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit",
-           "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "commit", "load_module", "min_events", "reserve", "record_length",
+__all__ = ["ApplyScratch", "DeviceChangeLists", "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS",
+           "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "commit",
+           "group_rule", "group_shift", "load_module", "min_events", "reserve", "record_length",
            "touched_scan_limit"]

@@ -120,9 +120,11 @@ class _Module:
         return {name: name for name in device_apply.KERNELS}
 
 
-def _planned(monkeypatch, parallel: bool, touched: bool):
+def _planned(monkeypatch, parallel: bool, touched: bool, blocks=lambda items, device: 7, num_edges: int = 20):
+    """A plan of a commit of 8 events on a graph of 10 vertices and ``num_edges`` arcs (``blocks``:
+    runtime.operators_blocks)."""
     monkeypatch.setattr(device_apply, "load_module", lambda device: _Module())
-    monkeypatch.setattr(device_apply.runtime, "operators_blocks", lambda items, device: 7)
+    monkeypatch.setattr(device_apply.runtime, "operators_blocks", blocks)
     scratch = _reserving(monkeypatch)
     monkeypatch.setenv(apply_sides.PARALLEL_SIDES_ENV, "1" if parallel else "0")
     monkeypatch.setenv(device_apply.TOUCHED_SCAN_ENV, "off" if not touched else "1000000")
@@ -134,7 +136,8 @@ def _planned(monkeypatch, parallel: bool, touched: bool):
         def side():
             return {name: np.zeros(4) for name in ("out", "in")}
         return SimpleNamespace(ptr=side(), key=side(), weight=side(), row_of=side(), m_cap=20, serial=1,
-                               num_weights=2, offset_dtype=np.dtype(np.int32))
+                               num_weights=2, offset_dtype=np.dtype(np.int32), num_vertices=10,
+                               num_edges=num_edges)
 
     graph = SimpleNamespace(device=0)
     return scratch, device_apply._plan(graph, scratch, buffers(), buffers(), 10)
