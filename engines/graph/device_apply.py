@@ -119,12 +119,16 @@ def touched_scan_limit() -> int:
 
 
 #: The lanes that walk one touched row in apply_decide and apply_rebuild (device_apply.cu Group):
-#: ``ENGINES_APPLY_GROUP=warp`` (unset: the whole warp, the rule before), ``degree`` (the smallest
-#: power of two of at least twice the graph's mean degree, from GROUP_MIN to 32: short rows keep
-#: more rows in flight per warp) or a width of GROUP_WIDTHS. Read at every commit (its width is
-#: part of a captured commit's plan). Not yet measured on a GPU: the default stays the warp until
-#: an A/B (ncu: on roadNet-PA safe50k, 48,227 events, H100, the two kernels took 108.5 and 103.6 us
-#: of the commit's 544 us of kernels with whole warps) and the GPU tests decide.
+#: ``ENGINES_APPLY_GROUP=degree`` (unset: the smallest power of two of at least the graph's mean
+#: degree, rounded up, from GROUP_MIN to 32 lanes: short rows keep several rows in flight per
+#: warp), ``warp`` (the whole warp, the rule before) or a width of GROUP_WIDTHS. Read at every
+#: commit (the width is part of a captured commit's plan). Measured on an H100 80GB HBM3 (ncu,
+#: bench/phase_breakdown.py --graph roadNet-PA --batch safe50k --part apply, 48,227 events): the
+#: two kernels 131.9 + 104.9 us of the commit's 571.7 us with whole warps, 38.1 + 68.1 of 439.6
+#: with 4 lanes, 49.2 + 69.6 of 451.0 with 8; the whole update() (bench/update_anatomy.py
+#: --ab-env ENGINES_APPLY_GROUP=warp,degree, interleaved, the rule then giving 8 lanes) median
+#: 1.521 -> 1.431 ms per 50,000-change batch (0.942x), the 4,039-vertex graph's 1,760-change
+#: batches 1.001x and luxembourg_osm's 100-change batches 1.002x (the dense graph keeps the warp).
 GROUP_ENV = "ENGINES_APPLY_GROUP"
 GROUP_WIDTHS = (1, 2, 4, 8, 16, 32)
 GROUP_MIN = 4
@@ -134,12 +138,12 @@ _group_values: dict[str, int | str] = {}
 
 
 def group_rule() -> int | str:
-    """``ENGINES_APPLY_GROUP`` parsed: "warp", "degree" or a width; a bad value is an error naming
-    it and what it accepts."""
+    """``ENGINES_APPLY_GROUP`` parsed: "degree" (unset), "warp" or a width; a bad value is an error
+    naming it and what it accepts."""
     text = switches.raw(GROUP_ENV)
     value = _group_values.get(text)
     if value is None:
-        given = text.strip().lower() or "warp"
+        given = text.strip().lower() or "degree"
         if given in _GROUP_RULES:
             value = given
         elif given.isdigit() and int(given) in GROUP_WIDTHS:
@@ -161,7 +165,7 @@ def group_shift(num_vertices: int, num_edges: int) -> int:
     if rule == "warp":
         return 5
     if rule == "degree":
-        wanted = 2 * -(-int(num_edges) // max(int(num_vertices), 1))  # twice the mean, rounded up
+        wanted = -(-int(num_edges) // max(int(num_vertices), 1))  # the mean, rounded up
         width = GROUP_MIN
         while width < wanted and width < 32:
             width *= 2

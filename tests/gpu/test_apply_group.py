@@ -5,7 +5,8 @@ instead of the whole warp, several rows per warp.
 The graph a commit leaves must be the host twin's byte for byte whatever the width: the
 device-graph tests (random chains, the golden corpus, the real graphs, update() chains through
 both CUDA engines) run again with one lane per row (every vote, sum and compaction over a group of
-one), four lanes and the degree rule, under both launches of the apply; then what only the width
+one), four lanes and the degree rule (the default: the rest of the GPU suite runs under it too),
+under both launches of the apply; then what only the width
 has: rows much longer than the group, touched by many events each (deletions of parallel copies,
 upserts, appends and duplicates in one batch). Every plan is recorded: each test also checks that
 the width it sets reached both kernels (and that every capture worked).
@@ -48,14 +49,22 @@ def _functions(name: str):
 @pytest.fixture(autouse=True, params=[("1", 0), ("4", 2), ("degree", None)],
                 ids=["one lane", "four lanes", "degree"])
 def group_width(request, monkeypatch):
-    """Every commit of this module's tests walks its rows with the parameter's width (both
-    launches of the apply, in a second parameter); afterwards, some plan must have passed it to
-    both row kernels (the degree rule: some width of at least GROUP_MIN lanes), and every capture
-    must have worked."""
+    """Every commit of this module's tests walks its rows with the parameter's width."""
     value, shift = request.param
     monkeypatch.setenv(device_apply.GROUP_ENV, value)
+    return value, shift
+
+
+@pytest.fixture(autouse=True, params=["python", "graph"])
+def launch(request, monkeypatch, group_width):
+    """Both launches of the apply; afterwards (a test that ran), some plan must have passed the
+    width to both row kernels of both sides (the degree rule: some width of at least GROUP_MIN
+    lanes), and every capture must have worked."""
+    A.skip_python_launch(request, request.param)
     _shifts.clear()
-    yield value, shift
+    with S.recording_plans(monkeypatch, request.param, lambda steps: _shifts.append(_row_kernel_shifts(steps))):
+        yield request.param
+    _, shift = group_width
     assert _shifts, "no plan was made"
     for shifts in _shifts:
         assert len(shifts) == 4, shifts  # two sides, two row kernels each
@@ -63,13 +72,6 @@ def group_width(request, monkeypatch):
             assert set(shifts) == {shift}
         else:
             assert len(set(shifts)) == 1 and device_apply.GROUP_MIN.bit_length() - 1 <= shifts[0] <= 5
-
-
-@pytest.fixture(autouse=True, params=["python", "graph"])
-def launch(request, monkeypatch, group_width):
-    A.skip_python_launch(request, request.param)
-    with S.recording_plans(monkeypatch, request.param, lambda steps: _shifts.append(_row_kernel_shifts(steps))):
-        yield request.param
 
 
 def test_long_rows_touched_by_many_events_give_the_host_bytes(group_width, launch):

@@ -1,5 +1,5 @@
 """The device apply's lanes per touched row (``ENGINES_APPLY_GROUP``, device_apply.cu ``Group``)
-without a GPU: the switch's reading (the warp unless set; a bad value named, never a traceback),
+without a GPU: the switch's reading (the degree rule unless set; a bad value named, never a traceback),
 the degree rule's widths, and the plan: both row kernels of both sides take the same shift as
 their last argument, their grids are sized for a group per event, and a captured commit's plan
 key changes with the width. The bytes each width writes are checked on the GPU
@@ -17,7 +17,7 @@ from tests.switch_env import set_switch
 from .test_apply_sides import _planned
 
 
-@pytest.mark.parametrize("text, rule", [(None, "warp"), ("", "warp"), (" Warp ", "warp"), ("degree", "degree"),
+@pytest.mark.parametrize("text, rule", [(None, "degree"), ("", "degree"), (" Warp ", "warp"), ("degree", "degree"),
                                         ("1", 1), ("4", 4), ("32", 32)])
 def test_the_switch(monkeypatch, text, rule):
     set_switch(monkeypatch, device_apply.GROUP_ENV, text)
@@ -32,13 +32,15 @@ def test_a_bad_value_is_named(monkeypatch, text):
 
 
 @pytest.mark.parametrize("n, m, width", [
-    (1_090_920, 3_083_796, 8),    # roadNet-PA: 2.8 arcs a vertex, rounded up to 3, twice: 6 -> 8
-    (114_599, 239_332, 8),        # luxembourg_osm: 2.1 -> 3 -> 6 -> 8
-    (1000, 1000, 4),              # one arc a vertex: 2 -> the smallest group
-    (4039, 176_000, 32),          # the dense random graph: 44 -> 88 -> the whole warp
-    (100, 1500, 32),              # 15 -> 30 -> 32
-    (100, 1400, 32),              # 14 -> 28 -> 32
-    (100, 700, 16),               # 7 -> 14 -> 16
+    (1_090_920, 3_083_796, 4),    # roadNet-PA: 2.8 arcs a vertex, rounded up to 3 -> 4
+    (114_599, 239_332, 4),        # luxembourg_osm: 2.1 -> 3 -> 4
+    (1000, 1000, 4),              # one arc a vertex: the smallest group
+    (4039, 176_000, 32),          # the dense random graph: 44 -> the whole warp
+    (100, 1500, 16),              # 15 -> 16
+    (100, 1600, 16),              # 16 exactly
+    (100, 1700, 32),              # 17 -> 32
+    (100, 700, 8),                # 7 -> 8
+    (100, 500, 8),                # 5 -> 8
     (0, 0, 4), (5, 0, 4),         # no rows, no arcs: the smallest
 ])
 def test_the_degree_rule(monkeypatch, n, m, width):
@@ -46,7 +48,7 @@ def test_the_degree_rule(monkeypatch, n, m, width):
     assert device_apply.group_shift(n, m) == width.bit_length() - 1
 
 
-@pytest.mark.parametrize("text, shift", [(None, 5), ("warp", 5), ("1", 0), ("8", 3), ("degree", 2)])
+@pytest.mark.parametrize("text, shift", [(None, 2), ("warp", 5), ("1", 0), ("8", 3), ("degree", 2)])
 @pytest.mark.parametrize("parallel", [False, True])
 def test_both_row_kernels_of_both_sides_take_the_shift(monkeypatch, text, shift, parallel):
     """10 vertices, 20 arcs (degree: 2 -> 4 lanes), a captured plan (sized for the reserved event
