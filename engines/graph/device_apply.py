@@ -126,9 +126,10 @@ def touched_scan_limit() -> int:
 #: bench/phase_breakdown.py --graph roadNet-PA --batch safe50k --part apply, 48,227 events): the
 #: two kernels 131.9 + 104.9 us of the commit's 571.7 us with whole warps, 38.1 + 68.1 of 439.6
 #: with 4 lanes, 49.2 + 69.6 of 451.0 with 8; the whole update() (bench/update_anatomy.py
-#: --ab-env ENGINES_APPLY_GROUP=warp,degree, interleaved, the rule then giving 8 lanes) median
-#: 1.521 -> 1.431 ms per 50,000-change batch (0.942x), the 4,039-vertex graph's 1,760-change
-#: batches 1.001x and luxembourg_osm's 100-change batches 1.002x (the dense graph keeps the warp).
+#: --graph roadNet-PA --batch-size 50000 --ab-env ENGINES_APPLY_GROUP=warp,degree, interleaved)
+#: median 1.341 -> 1.266 ms a batch (0.937x; 0.942x when the rule gave 8 lanes), the 4,039-vertex
+#: graph's 1,760-change batches 1.001x and luxembourg_osm's 100-change batches 1.002x (8 lanes
+#: then; the dense graph keeps the warp).
 GROUP_ENV = "ENGINES_APPLY_GROUP"
 GROUP_WIDTHS = (1, 2, 4, 8, 16, 32)
 GROUP_MIN = 4
