@@ -464,6 +464,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 
 // ---------------------------------------------------------------------------------------------
 // Untouched rows: every entry moves by its row's shift (one coalesced pass over the old entries).
+// Four entries a thread with their dependent loads issued together measured no better (ncu, H100,
+// roadNet-PA safe50k: 82.7 -> 87.8 us a side; whole update() 1.009x per 50,000-change batch,
+// bench/update_anatomy.py --ab-env, c9c2608, reverted), so each thread moves one entry at a time.
 // Each entry's chain is dependent (its row, then the row's flag and offsets, then the copy); with
 // `items` == SSSP_MOVE_ITEMS a thread runs that many entries' chains side by side (their loads
 // issued together, each step of the j-th chains coalesced across the warp), else one at a time.
