@@ -467,45 +467,15 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // Four entries a thread with their dependent loads issued together measured no better (ncu, H100,
 // roadNet-PA safe50k: 82.7 -> 87.8 us a side; whole update() 1.009x per 50,000-change batch,
 // bench/update_anatomy.py --ab-env, c9c2608, reverted), so each thread moves one entry at a time.
-// Each entry's chain is dependent (its row, then the row's flag and offsets, then the copy); with
-// `items` == SSSP_MOVE_ITEMS a thread runs that many entries' chains side by side (their loads
-// issued together, each step of the j-th chains coalesced across the warp), else one at a time.
-#define SSSP_MOVE_ITEMS 4
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     apply_move(const i64* __restrict__ sizes, i32 K, const O* __restrict__ old_ptr, const O* __restrict__ new_ptr,
                const i32* __restrict__ row_flag, const i32* __restrict__ key,
                const i32* __restrict__ row_of, const i32* __restrict__ weight, i64 stride,
                i32* __restrict__ new_key, i32* __restrict__ new_row_of, i32* __restrict__ new_weight,
-               i64 new_stride, i32 items) {
+               i64 new_stride) {
     const i64 m_old = sizes[apply::SZ_M_OLD];
     const GridStride g;
-    if (items == SSSP_MOVE_ITEMS) {  // uniform: a kernel argument
-        for (i64 first = g.first; first < m_old; first += g.stride * SSSP_MOVE_ITEMS) {
-            i32 r[SSSP_MOVE_ITEMS];
-            i64 to[SSSP_MOVE_ITEMS];
-#pragma unroll
-            for (int j = 0; j < SSSP_MOVE_ITEMS; ++j) {
-                const i64 e = first + j * g.stride;
-                r[j] = e < m_old ? row_of[e] : -1;
-            }
-#pragma unroll
-            for (int j = 0; j < SSSP_MOVE_ITEMS; ++j) {
-                const i64 e = first + j * g.stride;
-                to[j] = (r[j] < 0 || row_flag[r[j]]) ? -1
-                        : e + (static_cast<i64>(new_ptr[r[j]]) - static_cast<i64>(old_ptr[r[j]]));
-            }
-#pragma unroll
-            for (int j = 0; j < SSSP_MOVE_ITEMS; ++j) {
-                if (to[j] < 0) continue;
-                const i64 e = first + j * g.stride;
-                new_key[to[j]] = key[e];
-                new_row_of[to[j]] = r[j];
-                for (i32 k = 0; k < K; ++k) new_weight[k * new_stride + to[j]] = weight[k * stride + e];
-            }
-        }
-        return;
-    }
     for (i64 e = g.first; e < m_old; e += g.stride) {
         const i32 r = row_of[e];
         if (row_flag[r]) continue;

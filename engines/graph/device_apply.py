@@ -174,21 +174,6 @@ def group_shift(num_vertices: int, num_edges: int) -> int:
     return int(rule).bit_length() - 1
 
 
-#: The entries each thread of apply_move runs side by side (device_apply.cu SSSP_MOVE_ITEMS):
-#: ``ENGINES_APPLY_MOVE_ITEMS=4`` issues four entries' dependent loads together, ``1`` (unset: the
-#: rule before) one entry at a time. The move is the commit's largest kernel on a large graph (ncu,
-#: H100, roadNet-PA safe50k: 2 x 71.5 us, about 1.7 TB/s over 3.08 M entries of 40 bytes moved a
-#: side); not yet measured with four, so the default stays one. Read at every commit (a kernel
-#: argument, part of a captured commit's plan).
-MOVE_ITEMS_ENV = "ENGINES_APPLY_MOVE_ITEMS"
-MOVE_ITEMS = ("1", "4")
-
-
-def move_items() -> int:
-    """``ENGINES_APPLY_MOVE_ITEMS``: 1 (unset) or 4; a bad value is an error naming it."""
-    return int(switches.choice(MOVE_ITEMS_ENV, MOVE_ITEMS, "1"))
-
-
 def record_length(num_weights: int) -> int:
     return REC_FIXED + 6 * int(num_weights)
 
@@ -682,7 +667,6 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     sizes, record = scratch.sizes, scratch.record
     ev_src, ev_dst, ins_w = scratch.ev_src, scratch.ev_dst, scratch.ev_weights
     shift = group_shift(cur.num_vertices, cur.num_edges)
-    items = move_items()
     row_blocks = blocks(count << shift, device)  # one group of 2^shift lanes per sorted event
     # apply_decide's per-block counters: the fixed record slots, plus the per-column groups when
     # they fit the shared memory every CUDA device offers a block (48 KiB)
@@ -723,10 +707,9 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
                     sizes, cur.ptr[side], sc.cum, target.ptr[side], i32(stats), record), 0),
             ]
         chain += [
-            ("kernel", fn["apply_move"], blocks(-(-m_old // items), device), (
+            ("kernel", fn["apply_move"], blocks(m_old, device), (
                 sizes, i32(k), cur.ptr[side], target.ptr[side], sc.row_flag, cur.key[side], cur.row_of[side],
-                old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap),
-                i32(items)), 0),
+                old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0),
             ("kernel", fn["apply_rebuild"], row_blocks, (
                 sizes, sorted_keys, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
                 sc.mark, target.ptr[side], target.key[side], target.row_of[side], new_w, i64(target.m_cap),
@@ -792,10 +775,9 @@ def _plan_key(cur, target, n_after: int, scratch) -> tuple:
     (their serials stand for every address a launch fixes), the arena CuPy's temporaries come
     from, and the row count (the scan's length and a grid). Everything else in the plan is a
     function of these (the capacities and K belong to the sets and the layout), but for the lanes
-    per touched row (``group_shift``) and the move's entries per thread (``move_items``), kernel
-    arguments."""
+    per touched row (``group_shift``), a kernel argument."""
     return (cur.serial, target.serial, scratch.layout, scratch.arena.serial, int(n_after),
-            group_shift(cur.num_vertices, cur.num_edges), move_items())
+            group_shift(cur.num_vertices, cur.num_edges))
 
 
 def _replay(dgraph, scratch, cur, target, n_after: int, stream) -> None:
@@ -854,6 +836,6 @@ def reserve(dgraph, events, stream) -> None:
 
 
 __all__ = ["ApplyScratch", "DeviceChangeLists", "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS",
-           "MIN_EVENTS", "MIN_EVENTS_ENV", "MOVE_ITEMS", "MOVE_ITEMS_ENV", "PendingCommit", "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "commit",
-           "group_rule", "group_shift", "load_module", "min_events", "move_items", "reserve", "record_length",
+           "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "commit",
+           "group_rule", "group_shift", "load_module", "min_events", "reserve", "record_length",
            "touched_scan_limit"]
