@@ -3,6 +3,8 @@ ncu."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bench import phase_breakdown as pb
@@ -82,9 +84,10 @@ def test_a_table_file_that_cannot_be_written_is_refused_before_profiling(monkeyp
     (["--part", "apply", "--apply-launch", "python"], False, "g b objective 0, device apply (launch python):"),
 ])
 def test_the_part_sets_the_kernel_filter_and_the_header(monkeypatch, capsys, argv, kernel_filter, header):
-    """The engine's phases are the ops_ kernels alone; the apply's are its own kernels and the
-    library's sort and scan, so its profile takes every kernel of the range (the child's profiled
-    range holds the commit only). The child gets the same arguments."""
+    """The engine's phases are the ops_ kernels and the change lists' staging (apply_changes, not
+    the commit's apply_ kernels); the apply's are its own kernels and the library's sort and scan,
+    so its profile takes every kernel of the range (the child's profiled range holds the commit
+    only). The child gets the same arguments."""
     monkeypatch.delenv(pb.CHILD_ENV, raising=False)
     monkeypatch.setattr(pb.shutil, "which", lambda name: "/opt/nsight/ncu")
     seen = []
@@ -96,7 +99,10 @@ def test_the_part_sets_the_kernel_filter_and_the_header(monkeypatch, capsys, arg
     monkeypatch.setattr(pb.subprocess, "run", run)
     assert pb.main(["--graph", "g", "--batch", "b", *argv]) == 0
     (command, child), = seen
-    assert ("--kernel-name" in command) is kernel_filter and ("regex:ops_" in command) is kernel_filter
+    assert ("--kernel-name" in command) is kernel_filter and (pb.ENGINE_KERNELS in command) is kernel_filter
+    assert re.fullmatch(pb.ENGINE_KERNELS[len("regex:"):] + ".*", "ops_push")
+    assert re.fullmatch(pb.ENGINE_KERNELS[len("regex:"):] + ".*", "apply_changes")
+    assert not re.match(pb.ENGINE_KERNELS[len("regex:"):], "apply_move")
     assert command[-len(argv) - 4:] == ["--graph", "g", "--batch", "b", *argv] and child == "1"
     assert capsys.readouterr().out.startswith(header + "\n\n| kernel |")
 
