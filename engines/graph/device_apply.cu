@@ -636,6 +636,69 @@ __device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_inserti
 }
 }  // namespace apply
 
+// The same change lists over a grid of such blocks (ENGINES_CHANGES_GRID; issue 34: on roadNet-PA
+// safe50k the one block copies 23k deletions and 25k heads and compacts 25k insertions inside the
+// engine's region, which ran about 62 us past the fused kernel's own stamps there). One pass: the
+// deletions and the heads are copied over the whole grid; each block takes a contiguous chunk of the
+// insertions, in which each thread counts a contiguous run, a block-wide exclusive scan gives
+// every run its first output slot, and each thread writes its run in order (a chunked loop with
+// barriers per 1024 insertions cost 64 us for a 25k-insertion batch on an H200). A block after the
+// first counts the increased insertions before its chunk itself (each thread a strided share of
+// them, loads independent): no block waits for another, at the price of reading those flags once
+// per later block. With one block that count is skipped and the pass is write_changes's. Until the
+// GPU tests and an A/B decide, the switch is off and the engines launch write_changes's kernels.
+namespace apply {
+template <typename V>
+__device__ __forceinline__ void write_changes_grid(i32 num_deletions, i32 num_insertions,
+                                                   const i32* __restrict__ ev_src, const i32* __restrict__ ev_dst,
+                                                   const unsigned char* __restrict__ increased, i32 K, i32 k,
+                                                   V* __restrict__ changed_from, V* __restrict__ changed_to,
+                                                   V* __restrict__ heads, V* __restrict__ changed_count) {
+    __shared__ i32 warp_sums[32];  // block_exclusive_scan's scratch (up to 1024 threads)
+    const int tid = threadIdx.x;
+    const i32 threads = static_cast<i32>(blockDim.x);
+    const i32 blocks = static_cast<i32>(gridDim.x);
+    const i32 block = static_cast<i32>(blockIdx.x);
+    const i64 grid_first = static_cast<i64>(block) * threads + tid;
+    const i64 grid_stride = static_cast<i64>(blocks) * threads;
+    for (i64 j = grid_first; j < num_deletions; j += grid_stride) {
+        changed_from[j] = static_cast<V>(ev_src[j]);
+        changed_to[j] = static_cast<V>(ev_dst[j]);
+    }
+    for (i64 i = grid_first; i < num_insertions; i += grid_stride) {
+        heads[i] = static_cast<V>(ev_dst[num_deletions + i]);
+    }
+    // this block's chunk of the insertions, [lo, hi)
+    const i32 chunk = (num_insertions + blocks - 1) / blocks;
+    const i32 lo = static_cast<i32>(min(static_cast<i64>(block) * chunk, static_cast<i64>(num_insertions)));
+    const i32 hi = lo + chunk < num_insertions ? lo + chunk : num_insertions;
+    i32 earlier = 0;  // the increased insertions before the chunk (uniform: block > 0 for every thread)
+    if (block > 0) {
+        i32 seen = 0;
+#pragma unroll 8
+        for (i32 i = tid; i < lo; i += threads) seen += increased[static_cast<i64>(i) * K + k] != 0 ? 1 : 0;
+        block_exclusive_scan(seen, warp_sums, earlier);
+        __syncthreads();  // warp_sums is read by every thread above and written again below
+    }
+    const i32 per = (hi - lo + threads - 1) / threads;
+    const i32 first = lo + tid * per < hi ? lo + tid * per : hi;
+    const i32 last = first + per < hi ? first + per : hi;
+    i32 mine = 0;
+    for (i32 i = first; i < last; ++i) mine += increased[static_cast<i64>(i) * K + k] != 0 ? 1 : 0;
+    i32 total;  // the increased insertions of the chunk
+    const i32 before = block_exclusive_scan(mine, warp_sums, total);
+    i32 at = num_deletions + earlier + before;
+    for (i32 i = first; i < last; ++i) {
+        if (increased[static_cast<i64>(i) * K + k] != 0) {
+            changed_from[at] = static_cast<V>(ev_src[num_deletions + i]);
+            changed_to[at] = static_cast<V>(ev_dst[num_deletions + i]);
+            ++at;
+        }
+    }
+    if (block == blocks - 1 && tid == threads - 1) *changed_count = static_cast<V>(num_deletions + earlier + total);
+}
+}  // namespace apply
+
 template <typename V, typename O>
 __global__ void __launch_bounds__(1024)
     apply_changes(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
@@ -659,4 +722,26 @@ __global__ void __launch_bounds__(1024)
     apply::write_changes<V>(static_cast<i32>(sizes[apply::SZ_DELETIONS]),
                             static_cast<i32>(sizes[apply::SZ_INSERTIONS]), ev_src, ev_dst, increased, K, k,
                             changed_from, changed_to, heads, changed_count);
+}
+
+// The two kernels over a grid (write_changes_grid; ENGINES_CHANGES_GRID).
+template <typename V, typename O>
+__global__ void __launch_bounds__(1024)
+    apply_changes_grid(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
+                       const i32* __restrict__ ev_dst, const unsigned char* __restrict__ increased, i32 K,
+                       i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to, V* __restrict__ heads,
+                       V* __restrict__ changed_count) {
+    apply::write_changes_grid<V>(num_deletions, num_insertions, ev_src, ev_dst, increased, K, k, changed_from,
+                                 changed_to, heads, changed_count);
+}
+
+template <typename V, typename O>
+__global__ void __launch_bounds__(1024)
+    apply_changes_grid_sized(const i64* __restrict__ sizes, const i32* __restrict__ ev_src,
+                             const i32* __restrict__ ev_dst, const unsigned char* __restrict__ increased, i32 K,
+                             i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to,
+                             V* __restrict__ heads, V* __restrict__ changed_count) {
+    apply::write_changes_grid<V>(static_cast<i32>(sizes[apply::SZ_DELETIONS]),
+                                 static_cast<i32>(sizes[apply::SZ_INSERTIONS]), ev_src, ev_dst, increased, K, k,
+                                 changed_from, changed_to, heads, changed_count);
 }

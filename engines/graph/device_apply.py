@@ -42,7 +42,7 @@ ENGINE = "apply"
 SOURCE = str(Path(__file__).resolve().with_name("device_apply.cu"))
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_touched_scan", "apply_row_ptr_touched",
            "apply_move", "apply_rebuild", "apply_rescan_max", "apply_changes", "apply_changes_sized",
-           "apply_record_out")
+           "apply_changes_grid", "apply_changes_grid_sized", "apply_record_out")
 #: How a commit's kernels are launched (module docstring; ``Options.update_launch``).
 LAUNCHES = ("python", "graph")
 #: The launch of a commit that names none (``Graph.apply``; ``update()`` passes the results'
@@ -172,6 +172,43 @@ def group_shift(num_vertices: int, num_edges: int) -> int:
             width *= 2
         return width.bit_length() - 1
     return int(rule).bit_length() - 1
+
+
+#: The change lists' staging over a grid (device_apply.cu write_changes_grid):
+#: ``ENGINES_CHANGES_GRID=1`` launches one block of 1024 threads per CHANGES_PER_BLOCK events (the
+#: reserved capacity's for a captured run, the batch's otherwise), at most one per multiprocessor;
+#: unset or ``0``: the one block of apply_changes(_sized), the rule before. The staging runs inside
+#: the engine's region (both engines): on roadNet-PA safe50k (48,227 events) the fused engine's
+#: region was 0.872 ms against its kernel's 810 us between the first and last stamps (H100,
+#: bench/engine_table.py and bench/fused_phases.py at da3d1a1). Not yet run on a GPU: its GPU tests
+#: (tests/gpu/test_changes_grid.py) and an A/B decide the default.
+CHANGES_GRID_ENV = "ENGINES_CHANGES_GRID"
+CHANGES_PER_BLOCK = 4096
+CHANGES_THREADS = 1024
+
+
+def changes_grid() -> bool:
+    """``ENGINES_CHANGES_GRID``: whether the change lists are staged over a grid (off unless 1 /
+    on); a bad value is an error naming it."""
+    return switches.flag(CHANGES_GRID_ENV, default=False)
+
+
+def changes_blocks(events: int, device: int) -> int:
+    """Blocks of the change lists' staging for ``events`` events on ``device``: one unless
+    ``changes_grid()``; then one per CHANGES_PER_BLOCK events, at least one, at most one per
+    multiprocessor."""
+    if not changes_grid():
+        return 1
+    wanted = max(1, -(-int(events) // CHANGES_PER_BLOCK))
+    return min(wanted, max(1, runtime.device_info(device).multiprocessors))
+
+
+def _changes_kernel(scratch, sized: bool, blocks: int):
+    """The staging kernel for ``blocks`` blocks: the one-block kernels for one block unless the
+    switch is on (then the grid's, whatever its size, so a GPU test of the switch runs them)."""
+    grid = blocks > 1 or changes_grid()
+    name = "apply_changes" + ("_grid" if grid else "") + ("_sized" if sized else "")
+    return _kernel(scratch, name)
 
 
 def record_length(num_weights: int) -> int:
@@ -524,32 +561,37 @@ class PendingCommit:
         if self._expired:
             raise InternalError("the device data of this commit was reused by a later commit")
         ev = self.events
-        fn = _kernel(self.scratch, "apply_changes")
+        blocks = changes_blocks(ev.size, self.scratch.device)
+        fn = _changes_kernel(self.scratch, False, blocks)
         # the scratch's event views: they change only when the next commit reserves, which
         # expires this one first
-        fn((1,), (1024,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), self.scratch.ev_src,
+        fn((blocks,), (CHANGES_THREADS,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), self.scratch.ev_src,
                            self.scratch.ev_dst, self.scratch.increased, np.int32(self.scratch.num_weights),
                            np.int32(objective), changed_from, changed_to, heads, changed_count),
            stream=stream)
 
     def sized_staging(self, objective: int, changed_from, changed_to, heads, changed_count):
         """``stage_changes`` as a launch for the caller to enqueue (a captured engine run, fused.py
-        ENGINES_FUSED_CAPTURE): ``(function, arguments)`` of ``apply_changes_sized``, which reads
-        the batch's sizes from the device, so its arguments stay the same from batch to batch of one
-        scratch layout. None for a commit that staged nothing (an empty batch: no sizes on the
+        ENGINES_FUSED_CAPTURE): ``(function, arguments, (grid, block))`` of ``apply_changes_sized``
+        (of ``apply_changes_grid_sized`` over ``changes_blocks`` of the reserved event capacity with
+        ENGINES_CHANGES_GRID; the launch's dimensions as CuPy takes them: ``function(*dims, args)``),
+        which reads the batch's sizes from the device, so its arguments and grid stay the same from
+        batch to batch of one scratch layout. None for a commit that staged nothing (an empty batch: no sizes on the
         device). Valid until the graph's next commit, like the rest of this commit's device data."""
         if self._expired:
             raise InternalError("the device data of this commit was reused by a later commit")
         if not self._pending:
             return None
         sc = self.scratch
-        fn = _kernel(sc, "apply_changes_sized")
+        blocks = changes_blocks(sc.event_cap, sc.device)
+        fn = _changes_kernel(sc, True, blocks)
         # the scratch's part of the arguments is the same from commit to commit until a reserve
         # moves its buffers; kept on the scratch, whose reserve (the only place they move) drops it
         head = getattr(sc, "_sized_head", None)
         if head is None:
             head = sc._sized_head = (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased, np.int32(sc.num_weights))
-        return fn, head + (np.int32(objective), changed_from, changed_to, heads, changed_count)
+        return fn, head + (np.int32(objective), changed_from, changed_to, heads, changed_count), \
+            ((blocks,), (CHANGES_THREADS,))
 
     def num_changed(self, objective: int) -> int:
         return int(self.resolve()["changed"][int(objective)])
@@ -835,7 +877,7 @@ def reserve(dgraph, events, stream) -> None:
         key_sort.load_module(dgraph.device)
 
 
-__all__ = ["ApplyScratch", "DeviceChangeLists", "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS",
-           "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "commit",
+__all__ = ["ApplyScratch", "CHANGES_GRID_ENV", "CHANGES_PER_BLOCK", "CHANGES_THREADS", "DeviceChangeLists", "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS",
+           "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "changes_blocks", "changes_grid", "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "commit",
            "group_rule", "group_shift", "load_module", "min_events", "reserve", "record_length",
            "touched_scan_limit"]

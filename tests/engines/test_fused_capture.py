@@ -109,7 +109,7 @@ def test_the_captures_are_kept_least_recently_used_first(monkeypatch):
     log = []
     made = iter(range(100))
     monkeypatch.setattr(fused, "MAX_CAPTURED", 2)
-    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: tuple(args))
+    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: (blocks,) + tuple(args))
     monkeypatch.setattr(runtime, "capture", lambda device, enqueue: _Graph(f"g{next(made)}", log))
     monkeypatch.setattr(runtime, "wait_record", lambda control, s, syncs: "record")
     monkeypatch.setattr(fused, "_capture_states", {})
@@ -141,8 +141,8 @@ def test_the_captures_are_kept_least_recently_used_first(monkeypatch):
 
 def capturing_into_a_log(monkeypatch) -> list:
     """fused._run_captured without a GPU: each capture runs the enqueue on the stream "capture"
-    and makes a graph g0, g1, ... whose replays go into the returned log; keys are the kernel
-    arguments, the wait returns "record", no capture is kept from before."""
+    and makes a graph g0, g1, ... whose replays go into the returned log; keys are the grid and the
+    kernel arguments, the wait returns "record", no capture is kept from before."""
     log = []
     made = iter(range(100))
 
@@ -150,7 +150,7 @@ def capturing_into_a_log(monkeypatch) -> list:
         enqueue("capture")
         return _Graph(f"g{next(made)}", log)
 
-    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: tuple(args))
+    monkeypatch.setattr(fused, "_capture_key", lambda fn, blocks, args: (blocks,) + tuple(args))
     monkeypatch.setattr(runtime, "capture", capture)
     monkeypatch.setattr(runtime, "wait_record", lambda control, s, syncs: "record")
     monkeypatch.setattr(fused, "_capture_states", {})
@@ -179,17 +179,21 @@ def test_the_captured_graph_uploads_first_then_stages_the_change_lists_and_keys_
         log.append(("fused", stream))
 
     def sized(grid, block, args, stream=None):
-        assert (grid, block) == ((1,), (1024,))
-        log.append(("staging", args, stream))
+        log.append(("staging", grid, block, args, stream))
 
-    for staging in ((sized, ("sizes", "src")), None, (sized, ("sizes", "src"))):
+    one, three = ((1,), (1024,)), ((3,), (1024,))  # the staging's launch dimensions (ENGINES_CHANGES_GRID)
+    for staging in ((sized, ("sizes", "src"), one), None, (sized, ("sizes", "src"), one),
+                    (sized, ("sizes", "src"), three)):
         assert fused._run_captured(fn, 1, ("a",), _LoggingControl(log), "s", 0, "int32", None,
                                    staging) == "record"
-    assert log == [("upload", "capture"), ("staging", ("sizes", "src"), "capture"), ("fused", "capture"),
-                   ("download", "capture"), ("replay", "g0"),
+    assert log == [("upload", "capture"), ("staging", (1,), (1024,), ("sizes", "src"), "capture"),
+                   ("fused", "capture"), ("download", "capture"), ("replay", "g0"),
                    ("upload", "capture"), ("fused", "capture"), ("download", "capture"), ("replay", "g1"),
-                   ("replay", "g0")]
-    assert fused.capture_state(0, "int32").made == 2
+                   ("replay", "g0"),
+                   # another grid for the staging is another graph
+                   ("upload", "capture"), ("staging", (3,), (1024,), ("sizes", "src"), "capture"),
+                   ("fused", "capture"), ("download", "capture"), ("replay", "g2")]
+    assert fused.capture_state(0, "int32").made == 3
 
 
 def test_captured_staging_reads_the_sizes_on_the_device_and_zeroes_an_empty_batch(monkeypatch):
@@ -214,7 +218,7 @@ def test_captured_staging_reads_the_sizes_on_the_device_and_zeroes_an_empty_batc
 
     monkeypatch.setattr(device_apply, "load_module", lambda device: _Module())
     scratch = SimpleNamespace(device=0, num_weights=2, sizes="sizes", ev_src="src", ev_dst="dst",
-                              increased="inc")
+                              increased="inc", event_cap=8)
     views = (_View("from"), _View("to"), _View("heads"), _View("count"))
     ws = SimpleNamespace(change_views=lambda: views)
     for size, pending in ((5, True), (0, False)):
@@ -227,6 +231,7 @@ def test_captured_staging_reads_the_sizes_on_the_device_and_zeroes_an_empty_batc
             assert launch[0] == ("fn", "apply_changes_sized", np.dtype(np.int32), np.dtype(np.int32))
             assert launch[1][:4] == ("sizes", "src", "dst", "inc")
             assert [int(a) for a in launch[1][4:6]] == [2, 1] and launch[1][6:] == views
+            assert launch[2] == ((1,), (device_apply.CHANGES_THREADS,))  # one block unless switched
             assert views[3].filled is None
         else:
             assert launch is None and views[3].filled == 0

@@ -80,7 +80,7 @@ def test_a_mapped_captured_run_has_no_copies_and_its_own_graph(monkeypatch):
 
     control = _Control(log)
     for kernel in (control_in, None, control_in, None):
-        assert fused._run_captured(fn, 5, ("a",), control, "s", 0, "int32", None, (sized, ("sizes",)),
+        assert fused._run_captured(fn, 5, ("a",), control, "s", 0, "int32", None, (sized, ("sizes",), ((1,), (1024,))),
                                    control_in=kernel) == "record"
     assert log == [("control_in", 11, "ctl", "capture"), ("staging", "capture"), ("fused", (5,), "capture"),
                    ("replay", "g0"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engines import errors
+from engines.graph import device_apply
 from engines.sssp.cuda import fused, mapped, operators, switches
 
 from tests.switch_env import set_switch
@@ -32,7 +33,8 @@ def test_a_bad_flag_names_the_switch(monkeypatch, text):
 #: test_flag beside every switch.
 _FLAG_SWITCHES = [(mapped.enabled, mapped.MAPPED_RECORDS_ENV, True),
                   (fused.poll_record_enabled, fused.POLL_RECORD_ENV, False),
-                  (operators.captured_start_enabled, operators.CAPTURED_START_ENV, False)]
+                  (operators.captured_start_enabled, operators.CAPTURED_START_ENV, False),
+                  (device_apply.changes_grid, device_apply.CHANGES_GRID_ENV, False)]
 
 
 @pytest.mark.parametrize("reader, name, default", _FLAG_SWITCHES, ids=[n for _, n, _ in _FLAG_SWITCHES])

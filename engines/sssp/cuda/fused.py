@@ -497,7 +497,7 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
                   while_running=None, control_in=None):
     """A captured run: replay (capturing first when new) the graph of the control block's upload
     from its pinned initial record (staged by the caller), the change lists' staging
-    (``staging``: ``(function, arguments)`` of device_apply's sized kernel, None when the caller
+    (``staging``: ``(function, arguments, dims)`` of device_apply's sized kernel, None when the caller
     staged them), ``fn`` over ``blocks`` with ``args`` and the block's download into ``host_read``;
     then ``while_running()`` (host work that overlaps the run: the commit's record) and the run's
     one synchronization. Where capture failed, the same steps are enqueued from Python. Called
@@ -508,8 +508,8 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
     state = capture_state(device, vertex_dtype)
 
     def kernels(stream) -> None:
-        if staging is not None:  # the change lists (device_apply apply_changes_sized: one block)
-            staging[0]((1,), (1024,), staging[1], stream=stream)
+        if staging is not None:  # the change lists (device_apply apply_changes(_grid)_sized)
+            staging[0](*staging[2], staging[1], stream=stream)
         fn((blocks,), (runtime.BLOCK_SIZE,), args, stream=stream)
 
     def launch(stream) -> None:
@@ -531,7 +531,8 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
         # workspace made again after a discard may get its device buffers back at the same
         # addresses but other pinned memory
         key = (_capture_key(fn, blocks, args) + (control.host_init_ptr, control.host_read_ptr)
-               + (("staging",) + _capture_key(staging[0], 1, staging[1]) if staging is not None else ())
+               + (("staging",) + _capture_key(staging[0], staging[2][0][0], staging[1])
+                  if staging is not None else ())
                + (("mapped", id(control_in)) if control_in is not None else ()))
         graph = state.graphs.pop(key, None)
         if graph is not None:

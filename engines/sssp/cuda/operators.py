@@ -543,8 +543,8 @@ class _Run:
             else:
                 launch.single("ops_control_init", self.ctl, stream=stream)
             launch.over("ops_pack", n, *pack_args, stream=stream)
-            if staging is not None:  # one block, as PendingCommit.stage_changes launches it
-                staging[0]((1,), (1024,), staging[1], stream=stream)
+            if staging is not None:  # the grid PendingCommit.sized_staging gives (one block unless switched)
+                staging[0](*staging[2], staging[1], stream=stream)
             if rounds:
                 launch.over("ops_roots", change_work, *roots_args, stream=stream)
                 for r in range(rounds):
@@ -568,7 +568,8 @@ class _Run:
                runtime.capture_key("operators prologue",  # each kind of prologue has its own length
                                    pack_args + roots_args + jump_args + invalidate_args + heads_args
                                    + loop_args),
-               None if staging is None else (id(staging[0]), runtime.capture_key(id(staging[0]), staging[1])))
+               None if staging is None else (id(staging[0]), staging[2],
+                                             runtime.capture_key(id(staging[0]), staging[1])))
         _cached_graph(key, enqueue, self.device).launch(self.stream)
         return changed_from, changed_to, heads, changed_count, rounds
 

@@ -5,7 +5,8 @@
 ``ENGINES_MULTI_HOP_JUMP``, ``ENGINES_MAPPED_RECORDS``, ``ENGINES_FUSED_POLL_RECORD``,
 ``ENGINES_PULL_OFFERS``, ``ENGINES_FAR_APPEND``, ``ENGINES_PUSH_PRECHECK``), read at each run, and the device apply's
 ``ENGINES_APPLY_MIN_EVENTS`` and ``ENGINES_APPLY_TOUCHED_SCAN`` (engines/graph/device_apply.py),
-read when a graph's event buffers grow. One parse per kind of value, so every switch
+read when a graph's event buffers grow, and ``ENGINES_APPLY_GROUP`` and ``ENGINES_CHANGES_GRID``,
+read at every commit. One parse per kind of value, so every switch
 accepts the same spellings and a bad value is always an ``InvalidArgumentError`` naming the
 switch and what it expects, never a traceback.
 """

@@ -208,7 +208,8 @@ def test_sized_staging_follows_the_scratch_buffers(monkeypatch):
     sc.sizes, sc.ev_src, sc.ev_dst, sc.increased = (np.zeros(1) for _ in range(4))
     views = tuple(np.zeros(2) for _ in range(4))
     for objective in (0, 1, 1, 0):
-        fn, args = launch(objective, views)
+        fn, args, dims = launch(objective, views)
+        assert dims == ((1,), (da.CHANGES_THREADS,))  # one block unless ENGINES_CHANGES_GRID
         assert fn == ("fn", runtime.instantiation_name("apply_changes_sized", np.int32, np.int32))
         assert fn is module.functions(np.int32, np.int32)["apply_changes_sized"]
         want = (sc.sizes, sc.ev_src, sc.ev_dst, sc.increased, np.int32(2), np.int32(objective)) + views
