@@ -10,8 +10,8 @@
 // in event order, which is the literal rule
 // of algorithm.md §3.3: a deletion removes the first alive copy of its pair, an insertion upserts
 // the first alive copy or the pair's entry appended earlier in this batch, or appends. Untouched
-// rows move by their row's shift in one coalesced pass; touched rows are rebuilt by their warp
-// (survivors in order, then the appended entries). engines/graph/host_apply.py is the same editor on the
+// rows move by their row's shift in one coalesced pass; touched rows are rebuilt by their group of
+// lanes (survivors in order, then the appended entries). engines/graph/host_apply.py is the same editor on the
 // host; the tests require the two to agree byte for byte.
 //
 // Scratch that must read zero between commits (`mark` per old entry, `row_flag` and `row_delta`
@@ -645,8 +645,11 @@ __device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_inserti
 // barriers per 1024 insertions cost 64 us for a 25k-insertion batch on an H200). A block after the
 // first counts the increased insertions before its chunk itself (each thread a strided share of
 // them, loads independent): no block waits for another, at the price of reading those flags once
-// per later block. With one block that count is skipped and the pass is write_changes's. Until the
-// GPU tests and an A/B decide, the switch is off and the engines launch write_changes's kernels.
+// per later block (the last block reads about (blocks - 1) / blocks of the flags: an A/B decides
+// whether that beats the one block, on large batches and on small ones after the capacity grew).
+// With one block that count is skipped and the pass is write_changes's. Until the GPU tests and
+// the A/B decide, the switch is off and the engines launch write_changes's kernels. Positions are
+// 32-bit like the event indices (a batch holds fewer than 2^31 - 1024 x blocks events).
 namespace apply {
 template <typename V>
 __device__ __forceinline__ void write_changes_grid(i32 num_deletions, i32 num_insertions,

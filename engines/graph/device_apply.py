@@ -193,20 +193,19 @@ def changes_grid() -> bool:
     return switches.flag(CHANGES_GRID_ENV, default=False)
 
 
-def changes_blocks(events: int, device: int) -> int:
-    """Blocks of the change lists' staging for ``events`` events on ``device``: one unless
-    ``changes_grid()``; then one per CHANGES_PER_BLOCK events, at least one, at most one per
-    multiprocessor."""
-    if not changes_grid():
+def changes_blocks(events: int, device: int, grid: bool) -> int:
+    """Blocks of the change lists' staging for ``events`` events on ``device``: one unless ``grid``
+    (the commit's reading of ``changes_grid()``); then one per CHANGES_PER_BLOCK events, at least
+    one, at most one per multiprocessor."""
+    if not grid:
         return 1
     wanted = max(1, -(-int(events) // CHANGES_PER_BLOCK))
     return min(wanted, max(1, runtime.device_info(device).multiprocessors))
 
 
-def _changes_kernel(scratch, sized: bool, blocks: int):
-    """The staging kernel for ``blocks`` blocks: the one-block kernels for one block unless the
-    switch is on (then the grid's, whatever its size, so a GPU test of the switch runs them)."""
-    grid = blocks > 1 or changes_grid()
+def _changes_kernel(scratch, sized: bool, grid: bool):
+    """The staging kernel: the one-block kernels unless ``grid`` (then the grid's, whatever its
+    size, so a GPU test of the switch runs them)."""
     name = "apply_changes" + ("_grid" if grid else "") + ("_sized" if sized else "")
     return _kernel(scratch, name)
 
@@ -470,9 +469,15 @@ class PendingCommit:
     commit, which resolves this one first.
     """
 
+    #: ENGINES_CHANGES_GRID as the commit read it (below); off for a commit made without it
+    changes_grid = False
+
     def __init__(self, scratch: ApplyScratch, events, buffers, weight_sum_before, old_max,
-                 record_pending: bool):
+                 record_pending: bool, changes_grid: bool = False):
         self.scratch = scratch
+        # ENGINES_CHANGES_GRID as the commit read it (before anything changed): how the engines
+        # stage this commit's change lists
+        self.changes_grid = changes_grid
         self.events = events
         self.buffers = buffers
         # map(int, ...): the same ints as a generator of int(x), without a generator frame per item
@@ -561,8 +566,8 @@ class PendingCommit:
         if self._expired:
             raise InternalError("the device data of this commit was reused by a later commit")
         ev = self.events
-        blocks = changes_blocks(ev.size, self.scratch.device)
-        fn = _changes_kernel(self.scratch, False, blocks)
+        blocks = changes_blocks(ev.size, self.scratch.device, self.changes_grid)
+        fn = _changes_kernel(self.scratch, False, self.changes_grid)
         # the scratch's event views: they change only when the next commit reserves, which
         # expires this one first
         fn((blocks,), (CHANGES_THREADS,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), self.scratch.ev_src,
@@ -583,8 +588,8 @@ class PendingCommit:
         if not self._pending:
             return None
         sc = self.scratch
-        blocks = changes_blocks(sc.event_cap, sc.device)
-        fn = _changes_kernel(sc, True, blocks)
+        blocks = changes_blocks(sc.event_cap, sc.device, self.changes_grid)
+        fn = _changes_kernel(sc, True, self.changes_grid)
         # the scratch's part of the arguments is the same from commit to commit until a reserve
         # moves its buffers; kept on the scratch, whose reserve (the only place they move) drops it
         head = getattr(sc, "_sized_head", None)
@@ -649,6 +654,9 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
     launch = DEFAULT_LAUNCH if launch is None else launch
     if launch not in LAUNCHES:
         raise InternalError(f"unknown device apply launch {launch!r}")
+    # read here, first: a bad value is refused before the commit changes anything (the engines
+    # stage the lists after it, when a refusal would poison their results)
+    grid = changes_grid()
     cupy = cupy_module()
     cur = dgraph.current
     k = cur.num_weights
@@ -657,7 +665,7 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
     if count == 0:
         # An empty batch changes no array: the new state shares the current set (it differs only
         # in its identity, which Graph keeps).
-        return PendingCommit(_scratch(dgraph), events, cur, weight_sum, old_max, False)
+        return PendingCommit(_scratch(dgraph), events, cur, weight_sum, old_max, False, grid)
     scratch = _scratch(dgraph)
     target = dgraph.target(n_after, m_old + events.num_insertions, k, cur.offset_dtype)
     scratch.reserve(n_after, m_old, count, stream)
@@ -680,7 +688,7 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
     target.num_vertices = n_after
     target.num_edges = m_old + events.num_insertions  # an upper bound until resolved
     dgraph.publish(target)
-    return PendingCommit(scratch, events, target, weight_sum, old_max, True)
+    return PendingCommit(scratch, events, target, weight_sum, old_max, True, grid)
 
 
 def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:

@@ -25,6 +25,24 @@ from . import test_device_graph as D
 pytestmark = S.GPU
 
 
+def _recording_kernels(monkeypatch) -> list:
+    """The staging kernels' names and grids as launched (device_apply._changes_kernel wrapped)."""
+    launched = []
+    original = device_apply._changes_kernel
+
+    def recording(scratch, sized, grid):
+        fn = original(scratch, sized, grid)
+
+        def launch(dims, block, args, stream=None):
+            launched.append(("apply_changes" + ("_grid" if grid else "") + ("_sized" if sized else ""), dims[0]))
+            return fn(dims, block, args, stream=stream)
+
+        return launch
+
+    monkeypatch.setattr(device_apply, "_changes_kernel", recording)
+    return launched
+
+
 def _staged(graph, events, objective: int, grid: bool, captured: bool, monkeypatch):
     """The change lists of ``events`` (committed on ``graph``) as the engines' workspace receives
     them: ``(from, to, heads, count)`` on the host."""
@@ -64,10 +82,20 @@ def test_the_grid_writes_the_one_blocks_lists_and_the_hosts(monkeypatch, capture
         iw = np.full_like(iw, 101 if increased == "all" else 1)
     batch = H.make_batch((isrc, idst, iw, dsrc, ddst))
     snapshot = graph.snapshot()
+    launched = _recording_kernels(monkeypatch)
     got = {}
     for grid in (False, True):
         graph.restore(snapshot)
         got[grid] = _staged(graph, graph.events_for(batch), 1, grid, captured, monkeypatch)
+    # the one block, then the grid's kernel over one block per CHANGES_PER_BLOCK events (the
+    # reserved capacity's when captured), so a switch not honoured fails here
+    events = graph.events_for(batch).size
+    cap = graph._device.scratch.event_cap
+    sized = "_sized" if captured else ""
+    blocks = device_apply.changes_blocks(cap if captured else events, 0, True)
+    assert launched == [("apply_changes" + sized, (1,)), ("apply_changes_grid" + sized, (blocks,))], launched
+    if events > 2 * device_apply.CHANGES_PER_BLOCK:
+        assert blocks > 1
     delta = twin.apply(batch)[1]
     want = change_lists(delta, 1)
     for grid, (frm, to, heads, count, _) in got.items():
@@ -86,11 +114,16 @@ def test_update_chains_with_grid_staging_equal_the_host(monkeypatch, launch):
     rng = np.random.default_rng(D._seed("grid chains", launch))
     n, src, dst, w = H.random_graph(rng, "sparse", 20_000, 1, "mid")
     graph = engines.Graph.from_edges(src, dst, w, num_vertices=n)
+    twin = D.host_twin(graph)  # before the graph moves to the device
+    launched = _recording_kernels(monkeypatch)
     configs = ("fused", "operators") if S.fused_available() else ("operators",)
     results = {"host": sssp.compute(graph, 0, backend="host")}
     for name in configs:
         results[name] = sssp.compute(graph, 0, backend="cuda", update_launch=launch, **S.CUDA_CONFIGS[name])
     for size in (2_000, 30_000, 9_000, 30_000):
-        arrays = D.fixed_size_arrays(rng, D.host_twin(graph), size // 2, size - size // 2)
-        stats = S.update_all(graph, H.make_batch(arrays), results)
+        batch = H.make_batch(D.fixed_size_arrays(rng, twin, size // 2, size - size // 2))
+        twin.apply(batch)
+        stats = S.update_all(graph, batch, results)
         S.assert_conformant(results, stats, update=True)
+    assert launched and all(name.startswith("apply_changes_grid") for name, _ in launched)
+    assert max(dims[0] for _, dims in launched) > 1  # some batch staged over several blocks

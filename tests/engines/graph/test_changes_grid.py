@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from engines import errors
 from engines.graph import device_apply as da
 
 from tests.switch_env import set_switch
@@ -31,7 +32,28 @@ def device_with_132(monkeypatch):
 ])
 def test_the_blocks(monkeypatch, device_with_132, events, on, blocks):
     set_switch(monkeypatch, da.CHANGES_GRID_ENV, on)
-    assert da.changes_blocks(events, 0) == blocks
+    assert da.changes_blocks(events, 0, da.changes_grid()) == blocks
+
+
+def test_the_commit_reads_the_switch_first(monkeypatch):
+    """A bad value is refused by the commit before it touches the graph or the device (the engines
+    stage the lists after the commit, where a refusal would poison their results)."""
+    monkeypatch.setenv(da.CHANGES_GRID_ENV, "grid")
+    monkeypatch.setattr(da, "cupy_module", lambda: pytest.fail("the device was reached first"))
+    with pytest.raises(errors.InvalidArgumentError, match=da.CHANGES_GRID_ENV):
+        da.commit(object(), SimpleNamespace(n_after=3, size=5), (1,), (1,), "stream")
+
+
+def test_the_commit_carries_its_reading_to_the_staging(monkeypatch):
+    """The switch read once per commit: an empty batch's commit (no device work) carries it too."""
+    monkeypatch.setattr(da, "cupy_module", lambda: None)
+    dgraph = SimpleNamespace(current=SimpleNamespace(num_weights=1, num_edges=4),
+                             scratch=SimpleNamespace(num_weights=1))
+    events = SimpleNamespace(n_after=3, n_old=3, size=0, num_deletions=0, out_of_range=0)
+    for on in ("1", "0"):
+        monkeypatch.setenv(da.CHANGES_GRID_ENV, on)
+        pending = da.commit(dgraph, events, (1,), (1,), "stream")
+        assert pending.changes_grid is (on == "1")
 
 
 class _Module:
@@ -51,6 +73,7 @@ def test_a_captured_run_gets_the_capacitys_grid(monkeypatch, device_with_132, on
                               event_cap=cap)
     commit = da.PendingCommit.__new__(da.PendingCommit)
     commit.scratch, commit.events, commit._pending, commit._expired = scratch, SimpleNamespace(size=5), True, False
+    commit.changes_grid = da.changes_grid()  # as the commit reads it
     fn, args, dims = commit.sized_staging(0, "from", "to", "heads", "count")
     assert fn == kernel and dims == ((blocks,), (da.CHANGES_THREADS,))
     assert args[:4] == ("sizes", "src", "dst", "inc") and args[6:] == ("from", "to", "heads", "count")
@@ -67,6 +90,7 @@ def test_a_launch_from_python_gets_the_batchs_grid(monkeypatch, device_with_132,
     commit = da.PendingCommit.__new__(da.PendingCommit)
     events = SimpleNamespace(size=48_227, num_deletions=23_227, num_insertions=25_000)
     commit.scratch, commit.events, commit._expired = scratch, events, False
+    commit.changes_grid = da.changes_grid()
     commit.stage_changes(0, "from", "to", "heads", "count", stream="s")
     assert launched == [(kernel, (blocks,), (da.CHANGES_THREADS,), 23_227, 25_000)]
 
