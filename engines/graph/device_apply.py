@@ -134,29 +134,20 @@ GROUP_ENV = "ENGINES_APPLY_GROUP"
 GROUP_WIDTHS = (1, 2, 4, 8, 16, 32)
 GROUP_MIN = 4
 _GROUP_RULES = ("warp", "degree")
-#: Parsed values of the switch by its raw text (a stream of commits reads it each time).
-_group_values: dict[str, int | str] = {}
 
 
 def group_rule() -> int | str:
     """``ENGINES_APPLY_GROUP`` parsed: "degree" (unset), "warp" or a width; a bad value is an error
     naming it and what it accepts."""
-    text = switches.raw(GROUP_ENV)
-    value = _group_values.get(text)
-    if value is None:
-        given = text.strip().lower() or "degree"
-        if given in _GROUP_RULES:
-            value = given
-        elif given.isdigit() and int(given) in GROUP_WIDTHS:
-            value = int(given)
-        else:
-            from ..errors import InvalidArgumentError
+    given = switches.given(GROUP_ENV) or "degree"
+    if given in _GROUP_RULES:
+        return given
+    if given.isdigit() and int(given) in GROUP_WIDTHS:
+        return int(given)
+    from ..errors import InvalidArgumentError
 
-            raise InvalidArgumentError(
-                f"{GROUP_ENV}={text!r}: expected warp, degree or a width of "
-                f"{', '.join(map(str, GROUP_WIDTHS))} lanes")
-        _group_values[text] = value
-    return value
+    raise InvalidArgumentError(f"{GROUP_ENV}={switches.raw(GROUP_ENV)!r}: expected warp, degree or a width of "
+                               f"{', '.join(map(str, GROUP_WIDTHS))} lanes")
 
 
 def group_shift(num_vertices: int, num_edges: int) -> int:
@@ -469,9 +460,6 @@ class PendingCommit:
     commit, which resolves this one first.
     """
 
-    #: ENGINES_CHANGES_GRID as the commit read it (below); off for a commit made without it
-    changes_grid = False
-
     def __init__(self, scratch: ApplyScratch, events, buffers, weight_sum_before, old_max,
                  record_pending: bool, changes_grid: bool = False):
         self.scratch = scratch
@@ -565,15 +553,14 @@ class PendingCommit:
         buffers."""
         if self._expired:
             raise InternalError("the device data of this commit was reused by a later commit")
-        ev = self.events
-        blocks = changes_blocks(ev.size, self.scratch.device, self.changes_grid)
-        fn = _changes_kernel(self.scratch, False, self.changes_grid)
+        ev, sc = self.events, self.scratch
+        blocks = changes_blocks(ev.size, sc.device, self.changes_grid)
+        fn = _changes_kernel(sc, False, self.changes_grid)
         # the scratch's event views: they change only when the next commit reserves, which
         # expires this one first
-        fn((blocks,), (CHANGES_THREADS,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), self.scratch.ev_src,
-                           self.scratch.ev_dst, self.scratch.increased, np.int32(self.scratch.num_weights),
-                           np.int32(objective), changed_from, changed_to, heads, changed_count),
-           stream=stream)
+        fn((blocks,), (CHANGES_THREADS,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), sc.ev_src,
+                                           sc.ev_dst, sc.increased, np.int32(sc.num_weights), np.int32(objective),
+                                           changed_from, changed_to, heads, changed_count), stream=stream)
 
     def sized_staging(self, objective: int, changed_from, changed_to, heads, changed_count):
         """``stage_changes`` as a launch for the caller to enqueue (a captured engine run, fused.py
@@ -581,8 +568,9 @@ class PendingCommit:
         (of ``apply_changes_grid_sized`` over ``changes_blocks`` of the reserved event capacity with
         ENGINES_CHANGES_GRID; the launch's dimensions as CuPy takes them: ``function(*dims, args)``),
         which reads the batch's sizes from the device, so its arguments and grid stay the same from
-        batch to batch of one scratch layout. None for a commit that staged nothing (an empty batch: no sizes on the
-        device). Valid until the graph's next commit, like the rest of this commit's device data."""
+        batch to batch of one scratch layout. None for a commit that staged nothing (an empty
+        batch: no sizes on the device). Valid until the graph's next commit, like the rest of this
+        commit's device data."""
         if self._expired:
             raise InternalError("the device data of this commit was reused by a later commit")
         if not self._pending:
@@ -654,11 +642,13 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
     launch = DEFAULT_LAUNCH if launch is None else launch
     if launch not in LAUNCHES:
         raise InternalError(f"unknown device apply launch {launch!r}")
-    # read here, first: a bad value is refused before the commit changes anything (the engines
-    # stage the lists after it, when a refusal would poison their results)
+    # the switches read here, first: a bad value is refused before the commit changes anything
+    # (the engines stage the lists after it, when a refusal would poison their results), and the
+    # plan and its key take the width from one reading
     grid = changes_grid()
-    cupy = cupy_module()
     cur = dgraph.current
+    shift = group_shift(cur.num_vertices, cur.num_edges)
+    cupy = cupy_module()
     k = cur.num_weights
     m_old = cur.num_edges
     n_after, count = int(events.n_after), int(events.size)
@@ -674,10 +664,10 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
             scratch.stage(events, old_max, m_old, stream)
             scratch.arena.reset()
             if launch == "graph" and scratch.capture_problem is None:
-                _replay(dgraph, scratch, cur, target, n_after, stream)
+                _replay(dgraph, scratch, cur, target, n_after, stream, shift)
             else:
                 sized = (count, int(m_old), int(m_old) + events.num_insertions)
-                _enqueue(_plan(dgraph, scratch, cur, target, n_after, sized), scratch, stream)
+                _enqueue(_plan(dgraph, scratch, cur, target, n_after, shift, sized), scratch, stream)
             scratch.record_ready.record(stream)
     except BaseException:
         try:
@@ -691,13 +681,14 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
     return PendingCommit(scratch, events, target, weight_sum, old_max, True, grid)
 
 
-def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
+def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None) -> list:
     """The commit's steps in order: ``("kernel", function, grid, args, shared bytes)``,
     ``("sort", keys)`` (the library's), ``("block_sort", function, keys, BlockSort)`` (key_sort.py),
     ``("cumsum", source, out)`` and ``("download", record)``; with the sides in parallel
     (``scratch.in_side``), the in side's steps between the markers apply_sides.BRANCH and MAIN, and
     apply_sides.JOIN before the download.
 
+    ``shift``: log2 of the lanes per touched row (``group_shift``, read once by the commit).
     ``sized`` = (events, old entries, new entries upper bound) sizes the grids and the sort to the
     batch (launch "python"); None sizes them to the reserved capacity (launch "graph": the
     kernels read the batch's sizes on the device, and every key slot is sorted).
@@ -716,7 +707,6 @@ def _plan(dgraph, scratch, cur, target, n_after: int, sized=None) -> list:
     i32, i64 = np.int32, np.int64
     sizes, record = scratch.sizes, scratch.record
     ev_src, ev_dst, ins_w = scratch.ev_src, scratch.ev_dst, scratch.ev_weights
-    shift = group_shift(cur.num_vertices, cur.num_edges)
     row_blocks = blocks(count << shift, device)  # one group of 2^shift lanes per sorted event
     # apply_decide's per-block counters: the fixed record slots, plus the per-column groups when
     # they fit the shared memory every CUDA device offers a block (48 KiB)
@@ -820,27 +810,26 @@ def _enqueue(steps, scratch, stream) -> None:
                                               cupy.cuda.runtime.memcpyDeviceToHost, on.ptr)
 
 
-def _plan_key(cur, target, n_after: int, scratch) -> tuple:
+def _plan_key(cur, target, n_after: int, scratch, shift: int) -> tuple:
     """What a captured commit depends on, cheaply: the two buffer sets and the scratch layout
     (their serials stand for every address a launch fixes), the arena CuPy's temporaries come
     from, and the row count (the scan's length and a grid). Everything else in the plan is a
     function of these (the capacities and K belong to the sets and the layout), but for the lanes
-    per touched row (``group_shift``), a kernel argument."""
-    return (cur.serial, target.serial, scratch.layout, scratch.arena.serial, int(n_after),
-            group_shift(cur.num_vertices, cur.num_edges))
+    per touched row (``shift``), a kernel argument."""
+    return (cur.serial, target.serial, scratch.layout, scratch.arena.serial, int(n_after), int(shift))
 
 
-def _replay(dgraph, scratch, cur, target, n_after: int, stream) -> None:
+def _replay(dgraph, scratch, cur, target, n_after: int, stream, shift: int) -> None:
     """Launch the captured commit of this plan, capturing it first when the plan is new.
 
     A capture that fails (a CUDA or library call not allowed in a stream capture) or that needed
     temporaries beyond the arena (their addresses would not outlive the capture) is not kept:
     the commit launches one by one instead, and a failed capture is not tried again on this graph.
     """
-    key = _plan_key(cur, target, n_after, scratch)
+    key = _plan_key(cur, target, n_after, scratch, shift)
     graph = scratch.captured.get(key)
     if graph is None:
-        steps = _plan(dgraph, scratch, cur, target, n_after)
+        steps = _plan(dgraph, scratch, cur, target, n_after, shift)
         try:
             graph = runtime.capture(dgraph.device, lambda s: _enqueue(steps, scratch, s))
         except Exception as exc:  # noqa: BLE001 - any capture failure falls back to launches
@@ -885,7 +874,7 @@ def reserve(dgraph, events, stream) -> None:
         key_sort.load_module(dgraph.device)
 
 
-__all__ = ["ApplyScratch", "CHANGES_GRID_ENV", "CHANGES_PER_BLOCK", "CHANGES_THREADS", "DeviceChangeLists", "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS",
-           "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit", "changes_blocks", "changes_grid", "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "commit",
-           "group_rule", "group_shift", "load_module", "min_events", "reserve", "record_length",
-           "touched_scan_limit"]
+__all__ = ["ApplyScratch", "CHANGES_GRID_ENV", "CHANGES_PER_BLOCK", "CHANGES_THREADS", "DeviceChangeLists",
+           "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit",
+           "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "changes_blocks", "changes_grid", "commit", "group_rule",
+           "group_shift", "load_module", "min_events", "record_length", "reserve", "touched_scan_limit"]

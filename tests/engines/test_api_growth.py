@@ -15,6 +15,8 @@ from engines.errors import OutOfMemoryError
 from engines.graph import growth
 from engines.sssp import api
 
+from .host_memory import plenty_checked
+
 
 def _graph():
     rng = np.random.default_rng(7)
@@ -70,14 +72,7 @@ def test_an_insertion_at_a_large_id_raises_and_changes_nothing(monkeypatch):
 
 
 def test_a_growth_that_fits_gives_the_same_result(monkeypatch):
-    asked = []
-
-    def plenty():
-        asked.append(1)
-        return 1 << 50
-
-    monkeypatch.setattr(growth, "available_host_bytes", plenty)
-    monkeypatch.setattr(growth, "CHECK_FLOOR", 0)  # every growth checked
+    asked = plenty_checked(monkeypatch)  # every growth checked
     g = _graph()
     r0, r1 = sssp.compute(g, 0), sssp.compute(g, 5, objective=1)
     batch = engines.Batch([0, 3, 61, 61, 70], [61, 61, 70, 2, 4], [[1, 2], [4, 1], [2, 2], [1, 1], [3, 3]],

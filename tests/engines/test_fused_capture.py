@@ -225,6 +225,7 @@ def test_captured_staging_reads_the_sizes_on_the_device_and_zeroes_an_empty_batc
         events = SimpleNamespace(size=size, num_insertions=2 if size else 0)
         commit = device_apply.PendingCommit.__new__(device_apply.PendingCommit)
         commit.scratch, commit.events, commit._pending, commit._expired = scratch, events, pending, False
+        commit.changes_grid = False  # the switch as a commit reads it by default
         got, launch = device_apply.DeviceChangeLists(commit, 1).captured_staging(ws)
         assert got is views
         if size:

@@ -543,7 +543,7 @@ class _Run:
             else:
                 launch.single("ops_control_init", self.ctl, stream=stream)
             launch.over("ops_pack", n, *pack_args, stream=stream)
-            if staging is not None:  # the grid PendingCommit.sized_staging gives (one block unless switched)
+            if staging is not None:  # over PendingCommit.sized_staging's grid
                 staging[0](*staging[2], staging[1], stream=stream)
             if rounds:
                 launch.over("ops_roots", change_work, *roots_args, stream=stream)

@@ -68,7 +68,8 @@ def test_both_row_kernels_of_both_sides_take_the_shift(monkeypatch, text, shift,
 
 def test_a_captured_commit_is_planned_again_for_another_width(monkeypatch):
     """The shift is a kernel argument: a captured commit made for one width is not replayed for
-    another (the plan key changes), and the same width gives the same key."""
+    another (the plan key changes), and the same width gives the same key (the commit reads the
+    width once and passes it to the key and the plan)."""
     from types import SimpleNamespace
 
     cur = SimpleNamespace(serial=1, num_vertices=10, num_edges=20)
@@ -77,5 +78,17 @@ def test_a_captured_commit_is_planned_again_for_another_width(monkeypatch):
     keys = {}
     for text in ("warp", "1", "warp", "degree"):
         monkeypatch.setenv(device_apply.GROUP_ENV, text)
-        keys.setdefault(text, set()).add(device_apply._plan_key(cur, target, 10, scratch))
+        shift = device_apply.group_shift(cur.num_vertices, cur.num_edges)
+        keys.setdefault(text, set()).add(device_apply._plan_key(cur, target, 10, scratch, shift))
     assert len(keys["warp"]) == 1 and len({next(iter(v)) for v in keys.values()}) == 3
+
+
+def test_the_commit_reads_the_width_first(monkeypatch):
+    """A bad value is refused by the commit before it reaches the device or the graph's buffers."""
+    from types import SimpleNamespace
+
+    monkeypatch.setenv(device_apply.GROUP_ENV, "3")
+    monkeypatch.setattr(device_apply, "cupy_module", lambda: pytest.fail("the device was reached first"))
+    dgraph = SimpleNamespace(current=SimpleNamespace(num_vertices=10, num_edges=20))
+    with pytest.raises(errors.InvalidArgumentError, match=device_apply.GROUP_ENV):
+        device_apply.commit(dgraph, SimpleNamespace(n_after=10, size=5), (1,), (1,), "stream")

@@ -139,6 +139,7 @@ def test_sized_staging_takes_the_buffers_of_the_last_reserve_that_moved_them(mon
     monkeypatch.setattr(device_apply, "load_module", lambda device: _TableModule())
     pending = object.__new__(device_apply.PendingCommit)
     pending.scratch, pending._pending, pending._expired = scratch, True, False
+    pending.changes_grid = False  # the switch as a commit reads it by default
     views = tuple(np.zeros(2) for _ in range(4))
 
     def head():

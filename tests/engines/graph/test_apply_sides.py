@@ -140,7 +140,9 @@ def _planned(monkeypatch, parallel: bool, touched: bool, blocks=lambda items, de
                                num_edges=num_edges)
 
     graph = SimpleNamespace(device=0)
-    return scratch, device_apply._plan(graph, scratch, buffers(), buffers(), 10)
+    # the width as the commit reads it (once, for the plan and its key)
+    shift = device_apply.group_shift(10, num_edges)
+    return scratch, device_apply._plan(graph, scratch, buffers(), buffers(), 10, shift)
 
 
 def _side_scratch(step, scratch) -> set:

@@ -47,7 +47,7 @@ def test_the_commit_reads_the_switch_first(monkeypatch):
 def test_the_commit_carries_its_reading_to_the_staging(monkeypatch):
     """The switch read once per commit: an empty batch's commit (no device work) carries it too."""
     monkeypatch.setattr(da, "cupy_module", lambda: None)
-    dgraph = SimpleNamespace(current=SimpleNamespace(num_weights=1, num_edges=4),
+    dgraph = SimpleNamespace(current=SimpleNamespace(num_weights=1, num_edges=4, num_vertices=3),
                              scratch=SimpleNamespace(num_weights=1))
     events = SimpleNamespace(n_after=3, n_old=3, size=0, num_deletions=0, out_of_range=0)
     for on in ("1", "0"):

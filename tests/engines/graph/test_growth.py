@@ -14,6 +14,8 @@ from engines.arguments import VERTEX_MAX
 from engines.errors import OutOfMemoryError
 from engines.graph import growth
 
+from ..host_memory import plenty_checked
+
 
 def _state(g):
     return (g.version, g.state_id, g.num_vertices, g.num_edges, g.row_ptr.copy(), g.col_ind.copy(),
@@ -61,14 +63,7 @@ def test_forced_int64_offsets_count_sixteen_bytes(monkeypatch):
 
 
 def test_a_growth_that_fits_is_checked_and_proceeds(monkeypatch):
-    calls = []
-
-    def plenty():
-        calls.append(1)
-        return 1 << 50
-
-    monkeypatch.setattr(growth, "available_host_bytes", plenty)
-    monkeypatch.setattr(growth, "CHECK_FLOOR", 0)
+    calls = plenty_checked(monkeypatch)
     g = engines.Graph.from_edges([0, 1], [1, 2], [4, 5])
     summary, _ = g.apply(engines.Batch([2, 9], [9, 0], [3, 1]))
     assert calls == [1]
