@@ -530,6 +530,11 @@ class PendingCommit:
     def resolved(self) -> bool:
         return self._values is not None
 
+    @property
+    def expired(self) -> bool:
+        """Whether the graph committed again since (this commit's device data is reused)."""
+        return self._expired
+
     def expire(self) -> None:
         """The graph commits again: resolve now (the pinned record is about to be reused)."""
         self.resolve()

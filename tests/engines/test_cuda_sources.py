@@ -217,8 +217,9 @@ def test_kernel_parameter_lists_match_launcher():
     code = (CUDA_DIR / "fused.cu").read_text()
     tree = ast.parse((CUDA_DIR / "fused.py").read_text())
     launches = {}
+    kernel_of = {"_launch": "fused_update", "compute": "fused_compute"}  # the function that launches each
     for fn in tree.body:
-        if isinstance(fn, ast.FunctionDef) and fn.name in ("update", "compute"):
+        if isinstance(fn, ast.FunctionDef) and fn.name in kernel_of:
             bound = {node.targets[0].id: node.value for node in ast.walk(fn)
                      if isinstance(node, ast.Assign) and len(node.targets) == 1
                      and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Tuple)}
@@ -226,7 +227,7 @@ def test_kernel_parameter_lists_match_launcher():
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "fn":
                     args = node.args[2]
                     args = bound[args.id] if isinstance(args, ast.Name) else args
-                    launches[f"fused_{fn.name}"] = len(args.elts)
+                    launches[kernel_of[fn.name]] = len(args.elts)
     assert set(launches) == {"fused_update", "fused_compute"}
     for kernel, count in launches.items():
         sig = re.search(r"\b" + kernel + r"\((.*?)\)\s*\{", code, re.S).group(1)

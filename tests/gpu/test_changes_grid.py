@@ -26,7 +26,8 @@ pytestmark = S.GPU
 
 
 def _recording_kernels(monkeypatch) -> list:
-    """The staging kernels' names and grids as launched (device_apply._changes_kernel wrapped)."""
+    """The staging kernels' names and grids (CuPy's dimension tuples) as launched
+    (device_apply._changes_kernel wrapped)."""
     launched = []
     original = device_apply._changes_kernel
 
@@ -34,7 +35,7 @@ def _recording_kernels(monkeypatch) -> list:
         fn = original(scratch, sized, grid)
 
         def launch(dims, block, args, stream=None):
-            launched.append(("apply_changes" + ("_grid" if grid else "") + ("_sized" if sized else ""), dims[0]))
+            launched.append(("apply_changes" + ("_grid" if grid else "") + ("_sized" if sized else ""), tuple(dims)))
             return fn(dims, block, args, stream=stream)
 
         return launch

@@ -113,6 +113,21 @@ OFFERS_DEFAULT = 50
 #: alternates between the graph's two buffer sets (two captures serve it); room for a few results
 #: and restores more.
 MAX_CAPTURED = 8
+#: The launch memo of a captured update (issue 27, the small graph's host time): a steady stream
+#: of updates replays the same few captured graphs, yet each update works their key out afresh
+#: from the module, the grid, the device view, the workspace, the change lists' staging and about
+#: forty kernel arguments (on the 4,039-vertex graph's 1,760-change batches, H100 at 3a2e75d,
+#: 30-40 µs of host time between the device apply's enqueue and the engine's launch, where the
+#: host, not the GPU, is the critical path). The memo keys the captured graph by a handful of
+#: values that stand for all of that (``_memo_key``: the run choice, the plan's scalars, the
+#: graph's buffer set, the results' addresses and the layouts of the workspace and of the apply's
+#: scratch) and, on a hit, only stages the control block's initial record and replays. "off"
+#: (unset, 0): no memo; "on" (1): replay on a hit; "check": never replay from the memo, but work
+#: every key out as before and refuse (InternalError) a memo key that stands for two captures,
+#: which is how the GPU tests prove the memo key sound. Results never depend on it. Off by default
+#: until its GPU tests and an A/B decide.
+MEMO_ENV = "ENGINES_FUSED_MEMO"
+MEMO_MODES = ("off", "on", "check")
 _CAPTURED_DEFINES = ("SSSP_FUSED_CAPTURED",)
 #: The solo push's module variant (fused.cu solo_push, SOLO_ENV).
 _SOLO_DEFINES = ("SSSP_FUSED_SOLO",)
@@ -199,6 +214,19 @@ def poll_record_enabled() -> bool:
     return switches.flag(POLL_RECORD_ENV, default=False)
 
 
+def memo_mode() -> str:
+    """``ENGINES_FUSED_MEMO``: "off" (unset, 0 / off), "on" (1 / on) or "check" (MEMO_ENV says
+    what each does); a bad value is an error naming it."""
+    text = switches.given(MEMO_ENV)
+    if not text or text in switches.OFF:
+        return "off"
+    if text in switches.ON:
+        return "on"
+    if text == "check":
+        return "check"
+    raise errors.InvalidArgumentError(f"{MEMO_ENV}={text!r}: expected 1/on, 0/off or check")
+
+
 def phase_clock_enabled() -> bool:
     """``ENGINES_FUSED_PHASE_CLOCK``: whether runs load the phase clock's variant (off unless 1 /
     on); a bad value is an error naming it."""
@@ -244,9 +272,10 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
         mapped_records = bool(update and mapped.enabled()) and captured
         poll = bool(update and poll_record_enabled())
         offers = offers_percent() if update else 0
+        memo = memo_mode() if captured else "off"  # the memo serves a captured update only
         return dataclasses.replace(shared, defines=shared.defines + _own_defines(edges, captured, clock),
                                    solo_edges=edges, mapped_records=mapped_records, poll_record=poll,
-                                   offers_percent=offers)
+                                   offers_percent=offers, launch_memo=memo)
 
     return _choices.get((shared, bool(update)) + tuple(switches.raw(name) for name in _OWN_SWITCHES), make)
 
@@ -254,7 +283,8 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
 #: The switches this engine's run choice reads on top of the shared ones: their raw values key
 #: ``_choices`` (as variants.SWITCHES do the shared choices'), so a stream of updates parses each
 #: once, not six parses an update.
-_OWN_SWITCHES = (SOLO_ENV, CAPTURE_ENV, PHASE_CLOCK_ENV, mapped.MAPPED_RECORDS_ENV, POLL_RECORD_ENV, OFFERS_ENV)
+_OWN_SWITCHES = (SOLO_ENV, CAPTURE_ENV, PHASE_CLOCK_ENV, mapped.MAPPED_RECORDS_ENV, POLL_RECORD_ENV, OFFERS_ENV,
+                 MEMO_ENV)
 #: This engine's choices by (the shared choice, update or not, the raw values of _OWN_SWITCHES):
 #: ``run_choice``.
 _choices = Kept()
@@ -348,10 +378,11 @@ def _scalars(plan, vertex_dtype, chain_limits: tuple[int, int], far_queue: bool 
 
 
 def _run_setup(plan, device: int, vertex_dtype, update: bool, choice: variants.RunChoice | None = None):
-    """What update() and compute() set up alike before entering the stream: ``(stream, solo
-    edges, module, workspace, sync counter, _scalars)``, from ``choice`` (prepare()'s reading of
-    the switches; None: read them now, run_choice): the module variant and the chain limits in the
-    push argument come from the same reading."""
+    """What compute() sets up before entering the stream: ``(stream, solo edges, module,
+    workspace, sync counter, _scalars)``, from ``choice`` (prepare()'s reading of the switches;
+    None: read them now, run_choice): the module variant and the chain limits in the push argument
+    come from the same reading. (update() takes the same pieces itself, the module and the scalars
+    only when its launch memo misses.)"""
     if choice is None:
         choice = run_choice(plan, update)
     return (runtime.stream(device), choice.solo_edges, load_module(device, choice.defines),
@@ -383,67 +414,32 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
     cupy = runtime.cupy_module()
     vertex_dtype = np.dtype(parents.dtype)
     n = int(plan.num_vertices)
-    num_changed = changes.upper
-    num_heads = changes.num_heads
     if choice is None:
         choice = run_choice(plan, True)
-    s, edges, module, ws, syncs, scalars = _run_setup(plan, device, vertex_dtype, True, choice)
-    captured = "SSSP_FUSED_CAPTURED" in module.defines
-    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = scalars
+    s, ws, syncs = runtime.stream(device), workspace.get(device, vertex_dtype), runtime.SyncCounter()
     max_rounds = pointer_jumping_rounds(n)
     if choice.poll_record:  # until the record is read (POLL_RECORD_ENV)
         def while_running() -> None:
             runtime.poll_while_running(changes.resolve_ready, s)
     else:  # one look
         while_running = changes.resolve_ready
+    # an empty batch stages nothing (no sizes on the device): its launch differs, and it is rare
+    memo = choice.launch_memo if changes.upper else "off"
 
     with ws.lock:
         try:
             runtime.order_after_current_stream(s, device)
             with runtime.cuda_errors("running the fused engine"), cupy.cuda.Device(device), s:
-                dg, fn, blocks, solo = _kernel(module, "fused_update", graph, plan, vertex_dtype, edges)
-                ws.reserve(n, max(num_changed, num_heads, 1), s)  # within capacity: nothing
-                base = ws.next_generation(s)
-                control = ws.control("fused")
-                if captured:  # the change lists are staged by the captured graph itself
-                    (changed_from, changed_to, heads, changed_count), staging = changes.captured_staging(ws)
+                ws.reserve(n, max(changes.upper, changes.num_heads, 1), s)  # within capacity: nothing
+                memo_key = (_memo_key(graph, distances, parents, plan, changes, choice, ws)
+                            if memo != "off" else None)
+                entry = capture_state(device, vertex_dtype).memo.get(memo_key) if memo == "on" else None
+                if entry is not None:
+                    record = _replay_memo(entry, graph, plan, changes, choice, ws, s, device, vertex_dtype,
+                                          syncs, while_running)
                 else:
-                    # the control block's upload before the change lists' kernel, not between it
-                    # and the engine's (_run_captured says why)
-                    control.upload_initial(s)
-                    changed_from, changed_to, heads, changed_count = changes.stage(ws, s)
-                args = (
-                    vn, vsource,
-                    dg.out_ptr, dg.out_index, dg.out_weight,
-                    dg.in_ptr, dg.in_index, dg.in_weight,
-                    distances, parents,
-                    ws.word, ws.stamp, ws.in_far, ws.flag, ws.ancestor,
-                    ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
-                    ws.near_log,
-                    changed_from, changed_to, changed_count,
-                    # a captured kernel reads these four from the control block (zeros here keep
-                    # the arguments, hence the capture, the same from update to update; the solo
-                    # limit and the default delta follow the edge count, which most batches change)
-                    heads, vt(0 if captured else num_heads),
-                    bits, no_parent, bound, np.uint64(0) if captured else delta, push_shift,
-                    np.int32(0 if captured else base), np.int32(max_rounds),
-                    vt(0) if captured else solo, vt(offer_above(n, choice.offers_percent)),
-                    control.device,
-                )
-                if captured:
-                    control_in = (module.functions(vertex_dtype, dg.offset_dtype)[CONTROL_IN]
-                                  if choice.mapped_records else None)
-                    # the host record's address only when mapped: each field staged costs the
-                    # host about 0.4 us, and the initial record starts from zeros
-                    control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo,
-                                          delta=delta, **({} if control_in is None else
-                                                          {"host_record": control.host_read_ptr}))
-                    record = _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs, staging,
-                                           while_running=while_running, control_in=control_in)
-                else:
-                    fn((blocks,), (runtime.BLOCK_SIZE,), args)
-                    while_running()  # the commit's record, while the kernel runs
-                    record = runtime.synchronize(control, s, syncs)
+                    record = _launch(graph, distances, parents, plan, changes, choice, ws, s, device,
+                                     vertex_dtype, syncs, while_running, memo_key)
         except Exception:
             _reset_quietly(ws, s)
             raise
@@ -451,6 +447,114 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
         report = _epilogue(ws, s, record, syncs, changes.num_changed(), max_rounds)
     report.grid_syncs = grid_syncs(record, update=True, packed=plan.packed)
     return report
+
+
+def _launch(graph, distances, parents, plan, changes, choice, ws, s, device: int, vertex_dtype, syncs,
+            while_running, memo_key):
+    """An update's run without the memo (inside its device, stream and the workspace's lock, the
+    workspace reserved): the module, the grid and the kernel's arguments worked out, then the
+    captured run (``_run_captured``, which keeps its graph in the memo under ``memo_key`` unless
+    None) or the launch from Python; the control block's record once it is back."""
+    n = int(plan.num_vertices)
+    num_heads = changes.num_heads
+    module = load_module(device, choice.defines)
+    captured = "SSSP_FUSED_CAPTURED" in module.defines
+    vn, vsource, bits, no_parent, bound, delta, push_shift, vt = _scalars(
+        plan, vertex_dtype, choice.chain_limits, choice.far_queue, choice.precheck)
+    dg, fn, blocks, solo = _kernel(module, "fused_update", graph, plan, vertex_dtype, choice.solo_edges)
+    base = ws.next_generation(s)
+    control = ws.control("fused")
+    if captured:  # the change lists are staged by the captured graph itself
+        (changed_from, changed_to, heads, changed_count), staging = changes.captured_staging(ws)
+    else:
+        # the control block's upload before the change lists' kernel, not between it
+        # and the engine's (_run_captured says why)
+        control.upload_initial(s)
+        changed_from, changed_to, heads, changed_count = changes.stage(ws, s)
+    args = (
+        vn, vsource,
+        dg.out_ptr, dg.out_index, dg.out_weight,
+        dg.in_ptr, dg.in_index, dg.in_weight,
+        distances, parents,
+        ws.word, ws.stamp, ws.in_far, ws.flag, ws.ancestor,
+        ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
+        ws.near_log,
+        changed_from, changed_to, changed_count,
+        # a captured kernel reads these four from the control block (zeros here keep
+        # the arguments, hence the capture, the same from update to update; the solo
+        # limit and the default delta follow the edge count, which most batches change)
+        heads, vt(0 if captured else num_heads),
+        bits, no_parent, bound, np.uint64(0) if captured else delta, push_shift,
+        np.int32(0 if captured else base), np.int32(pointer_jumping_rounds(n)),
+        vt(0) if captured else solo, vt(offer_above(n, choice.offers_percent)),
+        control.device,
+    )
+    if not captured:
+        fn((blocks,), (runtime.BLOCK_SIZE,), args)
+        while_running()  # the commit's record, while the kernel runs
+        return runtime.synchronize(control, s, syncs)
+    control_in = (module.functions(vertex_dtype, dg.offset_dtype)[CONTROL_IN]
+                  if choice.mapped_records else None)
+    _stage_initial(control, base, num_heads, solo, delta, control_in is not None)
+    return _run_captured(fn, blocks, args, control, s, device, vertex_dtype, syncs, staging,
+                         while_running=while_running, control_in=control_in,
+                         memo=None if memo_key is None else (memo_key, choice))
+
+
+def _stage_initial(control, base: int, num_heads: int, solo, delta, mapped_record: bool) -> None:
+    """The captured kernel's per-update scalars into the control block's initial record; the host
+    record's address only when the records are mapped (each field staged costs the host about
+    0.4 us, and the initial record starts from zeros)."""
+    control.stage_initial(base_generation=base, num_heads=num_heads, solo_limit=solo, delta=delta,
+                          **({"host_record": control.host_read_ptr} if mapped_record else {}))
+
+
+def _memo_key(graph, distances, parents, plan, changes, choice, ws) -> tuple:
+    """What a captured update's graph depends on, read cheaply (MEMO_ENV): the run choice (the
+    module variant, hence the kernel, and every switch it read; by identity, the memo entry holding
+    it so that its id is not reused), the plan's scalars (vertex count, source, the packing's
+    three, the push expansion), the objective, the graph's current buffer set (its serial: the
+    device view's addresses and offset type), the results' addresses, the workspace's layout (its
+    buffers, change views and control blocks), the apply scratch's layout (the staging's buffers
+    and event capacity, hence its grid), how the commit stages its change lists and the grid's two
+    switches. The device and the vertex type choose the CaptureState that holds the memo."""
+    packing = plan.packing
+    pending = changes.pending
+    return (id(choice), plan.num_vertices, plan.source, packing.bits, packing.no_parent, packing.bound,
+            plan.push_expansion, changes.objective, graph._device.current.serial, distances.data.ptr,
+            parents.data.ptr, ws.layout, pending.scratch.layout, pending.changes_grid,
+            switches.raw(GRID_ENV), switches.raw(MAX_BLOCKS_ENV))
+
+
+class MemoEntry:
+    """A captured update's graph as the memo keeps it: the graph, its full capture key (what
+    "check" compares), whether its records are mapped (the initial record then carries the host
+    record's address) and the run choice its memo key names by identity (held so that the id stays
+    its own)."""
+
+    __slots__ = ("graph", "key", "mapped_record", "choice")
+
+    def __init__(self, graph, key: tuple, mapped_record: bool, choice) -> None:
+        self.graph, self.key, self.mapped_record, self.choice = graph, key, mapped_record, choice
+
+
+def _replay_memo(entry: MemoEntry, graph, plan, changes, choice, ws, s, device: int, vertex_dtype, syncs,
+                 while_running):
+    """A memo hit (inside the update's device, stream and lock): the per-update scalars staged
+    as ``_launch`` stages them, then the entry's graph replayed, the host work that overlaps it and
+    the run's one synchronization; the control block's record."""
+    n = int(plan.num_vertices)
+    if changes.pending.expired:
+        raise errors.InternalError("the device data of this commit was reused by a later commit")
+    control = ws.control("fused")
+    base = ws.next_generation(s)
+    # the device view's edge count, as _kernel's solo limit reads it
+    solo = vertex_dtype.type(solo_limit(n, graph._device.current.num_edges, choice.solo_edges))
+    _stage_initial(control, base, changes.num_heads, solo, np.uint64(plan.device_delta), entry.mapped_record)
+    entry.graph.launch(s)
+    capture_state(device, vertex_dtype).hits += 1
+    while_running()
+    return runtime.wait_record(control, s, syncs)
 
 
 def _values(record) -> dict:
@@ -463,12 +567,15 @@ def _values(record) -> dict:
 class CaptureState:
     """The captured launches of one device (``ENGINES_FUSED_CAPTURE``): the graphs by
     ``_capture_key``, how many were made, and why a capture failed here once (the runs then launch
-    from Python, the same kernel and copies; no capture is tried again in this process)."""
+    from Python, the same kernel and copies; no capture is tried again in this process); the
+    launch memo (MEMO_ENV) of the graphs kept, and how many updates it served."""
 
     def __init__(self) -> None:
         self.graphs: dict = {}
         self.made = 0
         self.problem: str | None = None
+        self.memo: dict = {}  # _memo_key -> MemoEntry (MEMO_ENV)
+        self.hits = 0  # updates replayed from the memo
 
 
 #: (device, vertex dtype) -> its CaptureState: one per workspace, used under the workspace's lock
@@ -494,7 +601,7 @@ def _capture_key(fn, blocks: int, args) -> tuple:
 
 
 def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, syncs, staging=None,
-                  while_running=None, control_in=None):
+                  while_running=None, control_in=None, memo=None):
     """A captured run: replay (capturing first when new) the graph of the control block's upload
     from its pinned initial record (staged by the caller), the change lists' staging
     (``staging``: ``(function, arguments, dims)`` of device_apply's sized kernel, None when the caller
@@ -504,7 +611,9 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
     under the workspace's lock. With ``control_in`` (mapped.py: the kernel that reads the initial
     record from pinned memory; the caller staged it with the host record's address) the graph has
     no copies: that kernel first, and the last block of ``fn`` stores the block into
-    ``host_read``."""
+    ``host_read``. With ``memo``, ``(memo key, run choice)`` (MEMO_ENV), the graph is kept in the
+    launch memo under that key; one already there under another capture key is an InternalError
+    (the memo key would be unsound)."""
     state = capture_state(device, vertex_dtype)
 
     def kernels(stream) -> None:
@@ -546,8 +655,11 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
             if graph is not None:
                 while len(state.graphs) >= MAX_CAPTURED:
                     state.graphs.pop(next(iter(state.graphs)))
+                    state.memo.clear()  # it may name the graph dropped
                 state.graphs[key] = graph
                 state.made += 1
+        if graph is not None and memo is not None:
+            _keep_in_memo(state, memo, key, graph, control_in is not None)
     if graph is not None:
         graph.launch(s)
     else:
@@ -555,6 +667,22 @@ def _run_captured(fn, blocks: int, args, control, s, device: int, vertex_dtype, 
     if while_running is not None:  # host work that overlaps the run (before its one wait)
         while_running()
     return runtime.wait_record(control, s, syncs)
+
+
+def _keep_in_memo(state: CaptureState, memo: tuple, key: tuple, graph, mapped_record: bool) -> None:
+    """The graph of capture key ``key`` into ``state``'s memo under ``memo``'s key (``(memo key,
+    run choice)``: the key names the choice by its id, and the entry holds the choice), unless an
+    entry there names another capture key: a memo key that stands for two captures is refused,
+    whatever the mode."""
+    memo_key, choice = memo
+    entry = state.memo.get(memo_key)
+    if entry is not None and entry.key != key:
+        raise errors.InternalError(
+            f"{MEMO_ENV}: one memo key stands for two captured launches (the memo key misses "
+            f"something the launch depends on); run with {MEMO_ENV}=0 and report it")
+    if entry is None and len(state.memo) >= MAX_CAPTURED:
+        state.memo.clear()
+    state.memo[memo_key] = MemoEntry(graph, key, mapped_record, choice)
 
 
 def _epilogue(ws, s, record, syncs, num_changed: int, max_rounds: int) -> EngineReport:
@@ -648,8 +776,9 @@ def _reset_quietly(ws, s) -> None:
         workspace.discard(ws.device, ws.vertex_dtype)
 
 
-__all__ = ["CAPTURE_ENV", "CHECKED_VARIANTS", "ENGINE", "INSTRUMENT_VARIANTS", "KERNELS", "OFFERS_DEFAULT", "OFFERS_ENV", "PHASE_CLOCK_DEFINES", "PHASE_CLOCK_ENV",
+__all__ = ["CAPTURE_ENV", "CHECKED_VARIANTS", "ENGINE", "INSTRUMENT_VARIANTS", "KERNELS", "MEMO_ENV", "MEMO_MODES",
+           "MemoEntry", "OFFERS_DEFAULT", "OFFERS_ENV", "PHASE_CLOCK_DEFINES", "PHASE_CLOCK_ENV",
            "POLL_RECORD_ENV",
            "SOLO_DEFAULT", "SOLO_ENV", "VARIANTS", "capture_enabled", "capture_state",
-           "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module", "max_blocks", "module_defines",
+           "compute", "grid_blocks", "grid_rule", "grid_syncs", "load_module", "max_blocks", "memo_mode", "module_defines",
            "offer_above", "offers_percent", "poll_record_enabled", "run_choice", "run_defines", "solo_edges", "solo_limit", "update", "work_blocks"]

@@ -3,7 +3,7 @@
 ``ENGINES_FUSED_GRID``, ``ENGINES_FUSED_MAX_BLOCKS``, ``ENGINES_PUSH_CHAIN``,
 ``ENGINES_PUSH_CHAIN_DEGREE``, ``ENGINES_OPERATORS_CAPTURED_START``, ``ENGINES_OPERATORS_WAIT_READ_AHEAD``,
 ``ENGINES_MULTI_HOP_JUMP``, ``ENGINES_MAPPED_RECORDS``, ``ENGINES_FUSED_POLL_RECORD``,
-``ENGINES_PULL_OFFERS``, ``ENGINES_FAR_APPEND``, ``ENGINES_PUSH_PRECHECK``), read at each run, and the device apply's
+``ENGINES_PULL_OFFERS``, ``ENGINES_FAR_APPEND``, ``ENGINES_PUSH_PRECHECK``, ``ENGINES_FUSED_MEMO``), read at each run, and the device apply's
 ``ENGINES_APPLY_MIN_EVENTS`` and ``ENGINES_APPLY_TOUCHED_SCAN`` (engines/graph/device_apply.py),
 read when a graph's event buffers grow, and ``ENGINES_APPLY_GROUP`` and ``ENGINES_CHANGES_GRID``,
 read at every commit. One parse per kind of value, so every switch

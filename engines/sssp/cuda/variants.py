@@ -23,7 +23,8 @@ class RunChoice:
     fused update maps its control records (mapped.py; a captured update only) and polls for the
     commit's record while it runs (fused.POLL_RECORD_ENV), and the percent of the vertices a fused
     update's candidates must exceed for its pull by offers (fused.OFFERS_ENV; 0: never), and whether
-    the fused push's far-pile entries go through a block queue (appends.FAR_ENV). prepare() takes
+    the fused push's far-pile entries go through a block queue (appends.FAR_ENV), and how a captured
+    fused update uses its launch memo ("off", "on" or "check"; fused.MEMO_ENV). prepare() takes
     it before the commit and hands it to the run (engines/sssp/cuda/__init__.py), so an update reads
     the switches once (a bad value is refused before anything changes) and the module it compiled is
     the one it loads."""
@@ -38,6 +39,7 @@ class RunChoice:
     offers_percent: int = 0
     far_queue: bool = False
     precheck: bool = True
+    launch_memo: str = "off"
 
 
 def defines(expansion: str, wide: bool = False, block_append: bool = False,

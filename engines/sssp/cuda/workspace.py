@@ -19,6 +19,7 @@ device memory. It holds:
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -213,6 +214,11 @@ def _grown(current: int, needed: int) -> int:
     return max(int(needed), int(current * GROWTH) + 1, 1)
 
 
+#: Layout serials of workspaces (``Workspace.layout``), one counter for all of them: a workspace
+#: made again after a discard never repeats an earlier one's number.
+_layouts = itertools.count(1)
+
+
 class Workspace:
     """Scratch of one device and vertex dtype, shared by both CUDA engines (algorithm.md §5.1)."""
 
@@ -233,6 +239,11 @@ class Workspace:
         self._change_views = None  # change_views(), cut once per changes_device
         self.near_log = None  # push.NEAR_LOG_CAPACITY near-list lengths of the last run
         self._controls: dict[str, ControlBlock] = {}
+        # A serial that stands for every buffer above and their addresses (a captured launch
+        # fixes them: fused.py's launch memo keys on it): new whenever a reserve (re)allocates
+        # anything, 0 until the first reserve is complete or while one is under way (a reserve
+        # that fails half-way leaves 0, which fits nothing, so the next reserve completes it).
+        self.layout = 0
 
     # -- reservation --------------------------------------------------------------------------
 
@@ -243,15 +254,12 @@ class Workspace:
         Growth reallocates and zeroes ``flag``, ``in_far`` and ``stamp`` (stream-ordered) and resets
         the generation; within capacity nothing is allocated. Raises ``OutOfMemoryError``.
         """
-        # Each growth is tested once, for the steady-state return and for the work below; the
-        # parts made once are all there when the change views (cut after the change buffer and
-        # its count are made), near_log and every control block are.
+        if self.fits(num_vertices, num_changes):
+            return  # the steady state (twice per update): no device or stream context to enter
         grow_vertices = num_vertices > self.vertex_capacity
         grow_changes = num_changes > self.change_capacity or self.changes_device is None
-        if not (grow_vertices or grow_changes or self._change_views is None or self.near_log is None
-                or len(self._controls) != len(CONTROL_LAYOUTS)):
-            return  # the steady state (twice per update): no device or stream context to enter
         cupy = cupy_module()
+        self.layout = 0  # until every buffer is in place
         with cuda_errors("reserving the CUDA workspace"), cupy.cuda.Device(self.device), stream:
             if grow_vertices:
                 self._reserve_vertices(_grown(self.vertex_capacity, num_vertices), stream)
@@ -272,6 +280,13 @@ class Workspace:
             for layout in CONTROL_LAYOUTS:
                 if layout not in self._controls:
                     self._controls[layout] = ControlBlock(layout, self.vertex_dtype, self.device)
+        self.layout = next(_layouts)
+
+    def fits(self, num_vertices: int, num_changes: int) -> bool:
+        """Whether ``reserve(num_vertices, num_changes)`` would leave everything as it is: a
+        completed reserve (``layout`` set: every buffer, the change views, ``near_log`` and each
+        control block in place) with room for both."""
+        return bool(self.layout) and num_vertices <= self.vertex_capacity and num_changes <= self.change_capacity
 
     def _reserve_vertices(self, cap: int, stream) -> None:
         cupy = cupy_module()
