@@ -166,22 +166,24 @@ def group_shift(num_vertices: int, num_edges: int) -> int:
 
 
 #: The change lists' staging over a grid (device_apply.cu write_changes_grid):
-#: ``ENGINES_CHANGES_GRID=1`` launches one block of 1024 threads per CHANGES_PER_BLOCK events (the
-#: reserved capacity's for a captured run, the batch's otherwise), at most one per multiprocessor;
-#: unset or ``0``: the one block of apply_changes(_sized), the rule before. The staging runs inside
-#: the engine's region (both engines): on roadNet-PA safe50k (48,227 events) the fused engine's
-#: region was 0.872 ms against its kernel's 810 us between the first and last stamps (H100,
-#: bench/engine_table.py and bench/fused_phases.py at da3d1a1). Not yet run on a GPU: its GPU tests
-#: (tests/gpu/test_changes_grid.py) and an A/B decide the default.
+#: ``ENGINES_CHANGES_GRID`` unset or ``1`` launches one block of 1024 threads per CHANGES_PER_BLOCK
+#: events (the reserved capacity's for a captured run, the batch's otherwise), at most one per
+#: multiprocessor; ``0``: the one block of apply_changes(_sized), the rule before. The staging runs
+#: inside the engine's region (both engines): on roadNet-PA safe50k (48,227 events) the fused
+#: engine's region was 0.872 ms against its kernel's 810 us between the first and last stamps (H100,
+#: bench/engine_table.py and bench/fused_phases.py at da3d1a1). Measured on an H100 at 0c71f5a:
+#: the staging kernel 31.9 -> 12.9 us under ncu there (bench/phase_breakdown.py --graph roadNet-PA
+#: --batch safe50k); the whole update of 50,000-change batches 0.997x per batch
+#: (bench/update_anatomy.py --ab-env ENGINES_CHANGES_GRID=0,1, interleaved), within the noise.
 CHANGES_GRID_ENV = "ENGINES_CHANGES_GRID"
 CHANGES_PER_BLOCK = 4096
 CHANGES_THREADS = 1024
 
 
 def changes_grid() -> bool:
-    """``ENGINES_CHANGES_GRID``: whether the change lists are staged over a grid (off unless 1 /
-    on); a bad value is an error naming it."""
-    return switches.flag(CHANGES_GRID_ENV, default=False)
+    """``ENGINES_CHANGES_GRID``: whether the change lists are staged over a grid (on unless 0 /
+    off); a bad value is an error naming it."""
+    return switches.flag(CHANGES_GRID_ENV, default=True)
 
 
 def changes_blocks(events: int, device: int, grid: bool) -> int:

@@ -34,7 +34,7 @@ def test_a_bad_flag_names_the_switch(monkeypatch, text):
 _FLAG_SWITCHES = [(mapped.enabled, mapped.MAPPED_RECORDS_ENV, True),
                   (fused.poll_record_enabled, fused.POLL_RECORD_ENV, False),
                   (operators.captured_start_enabled, operators.CAPTURED_START_ENV, False),
-                  (device_apply.changes_grid, device_apply.CHANGES_GRID_ENV, False)]
+                  (device_apply.changes_grid, device_apply.CHANGES_GRID_ENV, True)]
 
 
 @pytest.mark.parametrize("reader, name, default", _FLAG_SWITCHES, ids=[n for _, n, _ in _FLAG_SWITCHES])

@@ -25,7 +25,8 @@ def device_with_132(monkeypatch):
 
 
 @pytest.mark.parametrize("events, on, blocks", [
-    (48_227, None, 1),                       # off: one block whatever the batch
+    (48_227, "0", 1),                        # off: one block whatever the batch
+    (48_227, None, 12),                      # unset: the grid (the default)
     (0, "1", 1), (1, "1", 1), (da.CHANGES_PER_BLOCK, "1", 1), (da.CHANGES_PER_BLOCK + 1, "1", 2),
     (48_227, "1", 12),                       # roadNet-PA safe50k's events
     (10**7, "1", 132),                       # at most one a multiprocessor
@@ -62,7 +63,8 @@ class _Module:
 
 
 @pytest.mark.parametrize("on, cap, kernel, blocks", [
-    (None, 100_000, "apply_changes_sized", 1),
+    ("0", 100_000, "apply_changes_sized", 1),
+    (None, 100_000, "apply_changes_grid_sized", 25),  # unset: the grid
     ("1", 1024, "apply_changes_grid_sized", 1),       # the switch's kernel even for one block
     ("1", 100_000, "apply_changes_grid_sized", 25),   # sized by the reserved capacity, not the batch
 ])
@@ -79,7 +81,8 @@ def test_a_captured_run_gets_the_capacitys_grid(monkeypatch, device_with_132, on
     assert args[:4] == ("sizes", "src", "dst", "inc") and args[6:] == ("from", "to", "heads", "count")
 
 
-@pytest.mark.parametrize("on, kernel, blocks", [(None, "apply_changes", 1), ("1", "apply_changes_grid", 12)])
+@pytest.mark.parametrize("on, kernel, blocks", [("0", "apply_changes", 1), ("1", "apply_changes_grid", 12),
+                                                (None, "apply_changes_grid", 12)])
 def test_a_launch_from_python_gets_the_batchs_grid(monkeypatch, device_with_132, on, kernel, blocks):
     set_switch(monkeypatch, da.CHANGES_GRID_ENV, on)
     launched = []
