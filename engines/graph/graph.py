@@ -720,6 +720,13 @@ class Graph:
             g._device = dg
         return g
 
+    def __copy__(self) -> "Graph":
+        """``copy.copy(graph)`` is ``graph.copy()``: a shallow copy would share the device graph,
+        the snapshot owner and the spare buffers, so applying a batch to one would change the
+        other's device state under its unchanged version, and each would restore the other's
+        snapshots."""
+        return self.copy()
+
     def __repr__(self) -> str:
         where = "host" if self._device is None else f"cuda:{self._device.device}"
         return (f"Graph(n={self.num_vertices}, m={self.num_edges}, K={self._k}, version={self._version}, "

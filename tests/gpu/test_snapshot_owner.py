@@ -40,3 +40,23 @@ def test_a_device_snapshot_of_the_same_graph_still_restores_after_updates():
     assert (g.version, g.state_id) == (snap.version, snap.state_id)
     np.testing.assert_array_equal(g.row_ptr, row_ptr)
     np.testing.assert_array_equal(g.col_ind, col_ind)
+
+
+def test_a_shallow_copy_of_a_device_graph_has_its_own_device_state():
+    """copy.copy(graph) is Graph.copy(): its own device buffers, so a batch applied to the copy
+    leaves the original's device state (and a CUDA result on it) as they were."""
+    import copy
+
+    from engines import sssp
+
+    g = engines.Graph.from_edges([0, 1, 2, 0], [1, 2, 3, 3], [4, 5, 6, 20])
+    result = sssp.compute(g, 0, backend="cuda")
+    twin = copy.copy(g)
+    assert twin._device is not None and twin._device is not g._device
+    before = capture(g)
+    twin.apply(engines.Batch([0], [3], [1], [1], [2]))
+    assert_unchanged(g, before, "the original after a batch on its shallow copy")
+    batch = engines.Batch([], [], [], [0], [3])
+    sssp.update(g, batch, result)
+    host = sssp.compute(g, 0, backend="host")
+    assert [a.tobytes() for a in result.to_numpy()] == [a.tobytes() for a in host.to_numpy()]

@@ -49,10 +49,11 @@ def test_a_snapshot_of_the_same_graph_still_restores_after_updates():
 
 
 @pytest.mark.parametrize("duplicate", [engines.Graph.copy, lambda g: pickle.loads(pickle.dumps(g)),
-                                       copy.deepcopy], ids=["copy", "pickle", "deepcopy"])
+                                       copy.deepcopy, copy.copy], ids=["copy", "pickle", "deepcopy", "copy.copy"])
 def test_a_duplicate_refuses_the_originals_snapshots_and_the_original_its(duplicate):
-    # a duplicate (Graph.copy(), copy.deepcopy, pickle) is another graph: before, a deep copy or a
-    # pickle kept the original's id and took its snapshots (and the original took the duplicate's)
+    # a duplicate (Graph.copy(), copy.deepcopy, pickle, copy.copy) is another graph: before, a deep
+    # copy or a pickle kept the original's id and took its snapshots (and the original took the
+    # duplicate's), and a shallow copy shared the owner, the spares and the device graph
     g = engines.Graph.from_edges([0, 1], [1, 2], [4, 5])
     snap = g.snapshot()
     twin = duplicate(g)
@@ -76,3 +77,17 @@ def test_a_graph_duplicated_with_its_snapshot_still_restores_it(duplicate):
     assert (twin.num_edges, twin.version) == (2, 0)
     with pytest.raises(InvalidArgumentError, match="belongs to another graph"):
         g.restore(twin_snap)
+
+
+def test_a_shallow_copy_is_an_independent_graph():
+    """copy.copy(graph) is Graph.copy(): a batch applied to either leaves the other as it was."""
+    g = engines.Graph.from_edges([0, 1, 2], [1, 2, 0], [4, 5, 6])
+    twin = copy.copy(g)
+    assert type(twin) is engines.Graph and twin is not g
+    before = _state(g)
+    _assert_state(twin, before)
+    twin.apply(engines.Batch([2], [1], [9], [0], [1]))
+    _assert_state(g, before)
+    assert (twin.num_edges, twin.version) == (3, before[0] + 1)
+    g.apply(engines.Batch([], [], [], [1], [2]))
+    assert (g.num_edges, twin.num_edges) == (2, 3)
