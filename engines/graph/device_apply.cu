@@ -598,65 +598,24 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // ---------------------------------------------------------------------------------------------
 // The change lists of objective k (algorithm.md §3.4) in the engines' workspace buffers: every
 // deletion, then every insertion with increased[i, k], in order; heads = insert_dst of every
-// insertion; the changed count in *changed_count. One block of 1024 threads, one pass: each thread
-// counts a contiguous run of insertions, a block-wide exclusive scan gives every run its first
-// output slot, and each thread writes its run in order (a chunked loop with barriers per 1024
-// insertions cost 64 us for a 25k-insertion batch on an H200).
+// insertion; the changed count in *changed_count. Blocks of 1024 threads, one pass: the deletions
+// and the heads are copied over the whole grid; each block takes a contiguous chunk of the
+// insertions, in which each thread counts a contiguous run, a block-wide exclusive scan gives every
+// run its first output slot, and each thread writes its run in order (a chunked loop with barriers
+// per 1024 insertions cost 64 us for a 25k-insertion batch on an H200). A block after the first
+// counts the increased insertions before its chunk itself (each thread a strided share of them,
+// loads independent): no block waits for another, at the price of reading those flags once per
+// later block. With one block (ENGINES_CHANGES_GRID=0, or a batch of at most CHANGES_PER_BLOCK
+// events) that count is skipped. Issue 34: on roadNet-PA safe50k (48,227 events) the one block took
+// 31.9 us under ncu, twelve blocks 12.9 us (H100, 0c71f5a). Positions are 32-bit like the event
+// indices (a batch holds fewer than 2^31 - 1024 x blocks events).
 namespace apply {
-// The body of both change-list kernels (they differ in where the batch's sizes come from).
 template <typename V>
-__device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
-                                              const i32* __restrict__ ev_dst,
+__device__ __forceinline__ void write_changes(i32 num_deletions, i32 num_insertions,
+                                              const i32* __restrict__ ev_src, const i32* __restrict__ ev_dst,
                                               const unsigned char* __restrict__ increased, i32 K, i32 k,
                                               V* __restrict__ changed_from, V* __restrict__ changed_to,
                                               V* __restrict__ heads, V* __restrict__ changed_count) {
-    __shared__ i32 warp_sums[32];  // block_exclusive_scan's scratch (up to 1024 threads)
-    const int tid = threadIdx.x;
-    for (i32 j = tid; j < num_deletions; j += blockDim.x) {
-        changed_from[j] = static_cast<V>(ev_src[j]);
-        changed_to[j] = static_cast<V>(ev_dst[j]);
-    }
-    for (i32 i = tid; i < num_insertions; i += blockDim.x) heads[i] = static_cast<V>(ev_dst[num_deletions + i]);
-    const i32 per = (num_insertions + static_cast<i32>(blockDim.x) - 1) / static_cast<i32>(blockDim.x);
-    const i32 first = tid * per;
-    const i32 last = first + per < num_insertions ? first + per : num_insertions;
-    i32 mine = 0;
-    for (i32 i = first; i < last; ++i) mine += increased[static_cast<i64>(i) * K + k] != 0 ? 1 : 0;
-    i32 total;  // the increased insertions of the whole batch
-    const i32 before = block_exclusive_scan(mine, warp_sums, total);
-    i32 at = num_deletions + before;
-    for (i32 i = first; i < last; ++i) {
-        if (increased[static_cast<i64>(i) * K + k] != 0) {
-            changed_from[at] = static_cast<V>(ev_src[num_deletions + i]);
-            changed_to[at] = static_cast<V>(ev_dst[num_deletions + i]);
-            ++at;
-        }
-    }
-    if (tid == static_cast<int>(blockDim.x) - 1) *changed_count = static_cast<V>(num_deletions + total);
-}
-}  // namespace apply
-
-// The same change lists over a grid of such blocks (ENGINES_CHANGES_GRID; issue 34: on roadNet-PA
-// safe50k the one block copies 23k deletions and 25k heads and compacts 25k insertions inside the
-// engine's region, which ran about 62 us past the fused kernel's own stamps there). One pass: the
-// deletions and the heads are copied over the whole grid; each block takes a contiguous chunk of the
-// insertions, in which each thread counts a contiguous run, a block-wide exclusive scan gives
-// every run its first output slot, and each thread writes its run in order (a chunked loop with
-// barriers per 1024 insertions cost 64 us for a 25k-insertion batch on an H200). A block after the
-// first counts the increased insertions before its chunk itself (each thread a strided share of
-// them, loads independent): no block waits for another, at the price of reading those flags once
-// per later block (the last block reads about (blocks - 1) / blocks of the flags: an A/B decides
-// whether that beats the one block, on large batches and on small ones after the capacity grew).
-// With one block that count is skipped and the pass is write_changes's. Until the GPU tests and
-// the A/B decide, the switch is off and the engines launch write_changes's kernels. Positions are
-// 32-bit like the event indices (a batch holds fewer than 2^31 - 1024 x blocks events).
-namespace apply {
-template <typename V>
-__device__ __forceinline__ void write_changes_grid(i32 num_deletions, i32 num_insertions,
-                                                   const i32* __restrict__ ev_src, const i32* __restrict__ ev_dst,
-                                                   const unsigned char* __restrict__ increased, i32 K, i32 k,
-                                                   V* __restrict__ changed_from, V* __restrict__ changed_to,
-                                                   V* __restrict__ heads, V* __restrict__ changed_count) {
     __shared__ i32 warp_sums[32];  // block_exclusive_scan's scratch (up to 1024 threads)
     const int tid = threadIdx.x;
     const i32 threads = static_cast<i32>(blockDim.x);
@@ -702,6 +661,8 @@ __device__ __forceinline__ void write_changes_grid(i32 num_deletions, i32 num_in
 }
 }  // namespace apply
 
+// The change-list kernels (they differ in where the batch's sizes come from): the sizes as
+// arguments, for a launch from Python.
 template <typename V, typename O>
 __global__ void __launch_bounds__(1024)
     apply_changes(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
@@ -725,26 +686,4 @@ __global__ void __launch_bounds__(1024)
     apply::write_changes<V>(static_cast<i32>(sizes[apply::SZ_DELETIONS]),
                             static_cast<i32>(sizes[apply::SZ_INSERTIONS]), ev_src, ev_dst, increased, K, k,
                             changed_from, changed_to, heads, changed_count);
-}
-
-// The two kernels over a grid (write_changes_grid; ENGINES_CHANGES_GRID).
-template <typename V, typename O>
-__global__ void __launch_bounds__(1024)
-    apply_changes_grid(i32 num_deletions, i32 num_insertions, const i32* __restrict__ ev_src,
-                       const i32* __restrict__ ev_dst, const unsigned char* __restrict__ increased, i32 K,
-                       i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to, V* __restrict__ heads,
-                       V* __restrict__ changed_count) {
-    apply::write_changes_grid<V>(num_deletions, num_insertions, ev_src, ev_dst, increased, K, k, changed_from,
-                                 changed_to, heads, changed_count);
-}
-
-template <typename V, typename O>
-__global__ void __launch_bounds__(1024)
-    apply_changes_grid_sized(const i64* __restrict__ sizes, const i32* __restrict__ ev_src,
-                             const i32* __restrict__ ev_dst, const unsigned char* __restrict__ increased, i32 K,
-                             i32 k, V* __restrict__ changed_from, V* __restrict__ changed_to,
-                             V* __restrict__ heads, V* __restrict__ changed_count) {
-    apply::write_changes_grid<V>(static_cast<i32>(sizes[apply::SZ_DELETIONS]),
-                                 static_cast<i32>(sizes[apply::SZ_INSERTIONS]), ev_src, ev_dst, increased, K, k,
-                                 changed_from, changed_to, heads, changed_count);
 }

@@ -42,7 +42,7 @@ ENGINE = "apply"
 SOURCE = str(Path(__file__).resolve().with_name("device_apply.cu"))
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_touched_scan", "apply_row_ptr_touched",
            "apply_move", "apply_rebuild", "apply_rescan_max", "apply_changes", "apply_changes_sized",
-           "apply_changes_grid", "apply_changes_grid_sized", "apply_record_out")
+           "apply_record_out")
 #: How a commit's kernels are launched (module docstring; ``Options.update_launch``).
 LAUNCHES = ("python", "graph")
 #: The launch of a commit that names none (``Graph.apply``; ``update()`` passes the results'
@@ -165,10 +165,11 @@ def group_shift(num_vertices: int, num_edges: int) -> int:
     return int(rule).bit_length() - 1
 
 
-#: The change lists' staging over a grid (device_apply.cu write_changes_grid):
+#: The change lists' staging over a grid (device_apply.cu write_changes):
 #: ``ENGINES_CHANGES_GRID`` unset or ``1`` launches one block of 1024 threads per CHANGES_PER_BLOCK
 #: events (the reserved capacity's for a captured run, the batch's otherwise), at most one per
-#: multiprocessor; ``0``: the one block of apply_changes(_sized), the rule before. The staging runs
+#: multiprocessor; ``0``: one block of the same kernel, the rule before (whose own one-block pass,
+#: the grid's at one block, is gone). The staging runs
 #: inside the engine's region (both engines): on roadNet-PA safe50k (48,227 events) the fused
 #: engine's region was 0.872 ms against its kernel's 810 us between the first and last stamps (H100,
 #: bench/engine_table.py and bench/fused_phases.py at da3d1a1). Measured on an H100 at 0c71f5a:
@@ -196,11 +197,10 @@ def changes_blocks(events: int, device: int, grid: bool) -> int:
     return min(wanted, max(1, runtime.device_info(device).multiprocessors))
 
 
-def _changes_kernel(scratch, sized: bool, grid: bool):
-    """The staging kernel: the one-block kernels unless ``grid`` (then the grid's, whatever its
-    size, so a GPU test of the switch runs them)."""
-    name = "apply_changes" + ("_grid" if grid else "") + ("_sized" if sized else "")
-    return _kernel(scratch, name)
+def _changes_kernel(scratch, sized: bool):
+    """The staging kernel: ``apply_changes_sized`` (the batch's sizes read on the device) when
+    ``sized``, else ``apply_changes``; the grid is ``changes_blocks``'."""
+    return _kernel(scratch, "apply_changes_sized" if sized else "apply_changes")
 
 
 def record_length(num_weights: int) -> int:
@@ -562,7 +562,7 @@ class PendingCommit:
             raise InternalError("the device data of this commit was reused by a later commit")
         ev, sc = self.events, self.scratch
         blocks = changes_blocks(ev.size, sc.device, self.changes_grid)
-        fn = _changes_kernel(sc, False, self.changes_grid)
+        fn = _changes_kernel(sc, False)
         # the scratch's event views: they change only when the next commit reserves, which
         # expires this one first
         fn((blocks,), (CHANGES_THREADS,), (np.int32(ev.num_deletions), np.int32(ev.num_insertions), sc.ev_src,
@@ -572,8 +572,8 @@ class PendingCommit:
     def sized_staging(self, objective: int, changed_from, changed_to, heads, changed_count):
         """``stage_changes`` as a launch for the caller to enqueue (a captured engine run, fused.py
         ENGINES_FUSED_CAPTURE): ``(function, arguments, (grid, block))`` of ``apply_changes_sized``
-        (of ``apply_changes_grid_sized`` over ``changes_blocks`` of the reserved event capacity with
-        ENGINES_CHANGES_GRID; the launch's dimensions as CuPy takes them: ``function(*dims, args)``),
+        over ``changes_blocks`` of the reserved event capacity (the launch's dimensions as CuPy takes
+        them: ``function(*dims, args)``),
         which reads the batch's sizes from the device, so its arguments and grid stay the same from
         batch to batch of one scratch layout. None for a commit that staged nothing (an empty
         batch: no sizes on the device). Valid until the graph's next commit, like the rest of this
@@ -584,7 +584,7 @@ class PendingCommit:
             return None
         sc = self.scratch
         blocks = changes_blocks(sc.event_cap, sc.device, self.changes_grid)
-        fn = _changes_kernel(sc, True, self.changes_grid)
+        fn = _changes_kernel(sc, True)
         # the scratch's part of the arguments is the same from commit to commit until a reserve
         # moves its buffers; kept on the scratch, whose reserve (the only place they move) drops it
         head = getattr(sc, "_sized_head", None)

@@ -1,6 +1,6 @@
-"""The change lists' staging over a grid (``ENGINES_CHANGES_GRID=1``, device_apply.cu
-write_changes_grid) on the GPU: the lists a grid writes must be the one block's, byte for byte, and
-the host's (algorithm.md §3.4: every deletion, then every weight-increased insertion, in batch
+"""The change lists' staging over a grid (``ENGINES_CHANGES_GRID``, device_apply.cu
+write_changes) on the GPU: the lists a grid of blocks writes must be one block's (the switch at 0),
+byte for byte, and the host's (algorithm.md §3.4: every deletion, then every weight-increased insertion, in batch
 order; heads = every insertion's target), for batches of one block's events and of many blocks'
 (deletions only, insertions only, no weight raised, every re-weight raised), launched from Python and
 captured; and update() chains through both CUDA engines with batches of several blocks' events
@@ -31,11 +31,11 @@ def _recording_kernels(monkeypatch) -> list:
     launched = []
     original = device_apply._changes_kernel
 
-    def recording(scratch, sized, grid):
-        fn = original(scratch, sized, grid)
+    def recording(scratch, sized):
+        fn = original(scratch, sized)
 
         def launch(dims, block, args, stream=None):
-            launched.append(("apply_changes" + ("_grid" if grid else "") + ("_sized" if sized else ""), tuple(dims)))
+            launched.append(("apply_changes" + ("_sized" if sized else ""), tuple(dims)))
             return fn(dims, block, args, stream=stream)
 
         return launch
@@ -88,13 +88,13 @@ def test_the_grid_writes_the_one_blocks_lists_and_the_hosts(monkeypatch, capture
     for grid in (False, True):
         graph.restore(snapshot)
         got[grid] = _staged(graph, graph.events_for(batch), 1, grid, captured, monkeypatch)
-    # the one block, then the grid's kernel over one block per CHANGES_PER_BLOCK events (the
-    # reserved capacity's when captured), so a switch not honoured fails here
+    # one block, then one block per CHANGES_PER_BLOCK events (the reserved capacity's when
+    # captured), so a switch not honoured fails here on a batch of several blocks
     events = graph.events_for(batch).size
     cap = graph._device.scratch.event_cap
     sized = "_sized" if captured else ""
     blocks = device_apply.changes_blocks(cap if captured else events, 0, True)
-    assert launched == [("apply_changes" + sized, (1,)), ("apply_changes_grid" + sized, (blocks,))], launched
+    assert launched == [("apply_changes" + sized, (1,)), ("apply_changes" + sized, (blocks,))], launched
     if events > 2 * device_apply.CHANGES_PER_BLOCK:
         assert blocks > 1
     delta = twin.apply(batch)[1]
@@ -126,5 +126,5 @@ def test_update_chains_with_grid_staging_equal_the_host(monkeypatch, launch):
         twin.apply(batch)
         stats = S.update_all(graph, batch, results)
         S.assert_conformant(results, stats, update=True)
-    assert launched and all(name.startswith("apply_changes_grid") for name, _ in launched)
+    assert launched and all(name.startswith("apply_changes") for name, _ in launched)
     assert max(dims[0] for _, dims in launched) > 1  # some batch staged over several blocks

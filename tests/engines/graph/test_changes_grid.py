@@ -1,5 +1,5 @@
 """The change lists' staging over a grid (``ENGINES_CHANGES_GRID``, device_apply.cu
-write_changes_grid) without a GPU (the switch's spellings: tests/engines/test_switches.py): the
+write_changes) without a GPU (the switch's spellings: tests/engines/test_switches.py): the
 blocks it asks for, the kernel each launch takes, the launch a captured run gets (dimensions fixed by the
 reserved capacity), and the grid's partition of the insertions: a model of the kernel's
 arithmetic (each block's chunk, each thread's run, the count before the chunk) must write every
@@ -63,10 +63,10 @@ class _Module:
 
 
 @pytest.mark.parametrize("on, cap, kernel, blocks", [
-    ("0", 100_000, "apply_changes_sized", 1),
-    (None, 100_000, "apply_changes_grid_sized", 25),  # unset: the grid
-    ("1", 1024, "apply_changes_grid_sized", 1),       # the switch's kernel even for one block
-    ("1", 100_000, "apply_changes_grid_sized", 25),   # sized by the reserved capacity, not the batch
+    ("0", 100_000, "apply_changes_sized", 1),         # off: one block of the same kernel
+    (None, 100_000, "apply_changes_sized", 25),       # unset: the grid
+    ("1", 1024, "apply_changes_sized", 1),
+    ("1", 100_000, "apply_changes_sized", 25),        # sized by the reserved capacity, not the batch
 ])
 def test_a_captured_run_gets_the_capacitys_grid(monkeypatch, device_with_132, on, cap, kernel, blocks):
     set_switch(monkeypatch, da.CHANGES_GRID_ENV, on)
@@ -81,8 +81,8 @@ def test_a_captured_run_gets_the_capacitys_grid(monkeypatch, device_with_132, on
     assert args[:4] == ("sizes", "src", "dst", "inc") and args[6:] == ("from", "to", "heads", "count")
 
 
-@pytest.mark.parametrize("on, kernel, blocks", [("0", "apply_changes", 1), ("1", "apply_changes_grid", 12),
-                                                (None, "apply_changes_grid", 12)])
+@pytest.mark.parametrize("on, kernel, blocks", [("0", "apply_changes", 1), ("1", "apply_changes", 12),
+                                                (None, "apply_changes", 12)])
 def test_a_launch_from_python_gets_the_batchs_grid(monkeypatch, device_with_132, on, kernel, blocks):
     set_switch(monkeypatch, da.CHANGES_GRID_ENV, on)
     launched = []
@@ -99,7 +99,7 @@ def test_a_launch_from_python_gets_the_batchs_grid(monkeypatch, device_with_132,
 
 
 def _grid_model(flags: np.ndarray, blocks: int, threads: int) -> tuple[list, int]:
-    """write_changes_grid's arithmetic for the increased insertions (device_apply.cu): per block the
+    """write_changes's arithmetic for the increased insertions (device_apply.cu): per block the
     chunk [lo, hi), the count before it, each thread's run and its exclusive scan; the (slot,
     insertion) pairs written and the changed count (deletions left out: 0 of them here)."""
     n = flags.size
