@@ -57,6 +57,52 @@ def test_without_the_posix_dictionary_the_read_is_os_environ_get(monkeypatch):
     assert switches.raw(NAME) == "7" and asked == [NAME]
 
 
+NAMES = (NAME, NAME + "_B", NAME + "_C")
+
+
+@pytest.mark.parametrize("values", [(None, None, None), ("1", None, ""), (" On ", "16384", "é-ü"), ("", "", "a=b")])
+def test_the_values_read_at_once_are_what_os_environ_gives(monkeypatch, values):
+    """switches.raw_values as a key: each value decodes to os.environ.get's (unset reads None, an
+    empty value b"": two keys for one parse, never one key for two values)."""
+    for name, value in zip(NAMES, values):
+        set_switch(monkeypatch, name, value)
+    got = switches.raw_values(NAMES)
+    assert [("" if v is None else os.fsdecode(v)) for v in got] == [os.environ.get(n, "") for n in NAMES]
+    assert [v is None for v in got] == [value is None for value in values]
+
+
+@given(st.lists(st.sampled_from([None, "", "0", "1", "on", "16"]), min_size=6, max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_two_readings_are_equal_exactly_when_no_value_changed(values):
+    before, after = values[:3], values[3:]
+    saved = {n: os.environ.get(n) for n in NAMES}
+    try:
+        def apply(vals):
+            for name, value in zip(NAMES, vals):
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+        apply(before)
+        first = switches.raw_values(NAMES)
+        apply(after)
+        assert (switches.raw_values(NAMES) == first) == (before == after)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def test_without_the_posix_dictionary_the_values_are_os_environ_gets(monkeypatch):
+    monkeypatch.setenv(NAME, "7")
+    monkeypatch.delenv(NAMES[1], raising=False)
+    monkeypatch.setattr(switches.os, "name", "not-posix")
+    assert switches.raw_values(NAMES[:2]) == ("7", "")
+
+
 def _plan(expansion: str, batch_changes: int) -> Plan:
     return Plan(source=0, objective=0, num_vertices=1000, max_weight=100, delta=10,
                 packing=decide_packing(100, 1000), push_expansion=expansion, batch_changes=batch_changes)

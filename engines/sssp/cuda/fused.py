@@ -280,7 +280,7 @@ def run_choice(plan, update: bool = True) -> variants.RunChoice:
                                    solo_edges=edges, mapped_records=mapped_records, poll_record=poll,
                                    offers_percent=offers, launch_memo=memo)
 
-    return _choices.get((shared, bool(update)) + tuple(switches.raw(name) for name in _OWN_SWITCHES), make)
+    return _choices.get((shared, bool(update), switches.raw_values(_OWN_SWITCHES)), make)
 
 
 #: The switches this engine's run choice reads on top of the shared ones: their raw values key

@@ -69,7 +69,8 @@ def _choice_key(plan, engine: str) -> tuple:
     defaults for this run (hops and degree, read where they are defined, so a changed default
     changes the key) and the raw values of the switches."""
     return (engine, plan.push_expansion, appends.by_default(plan.batch_changes, engine),
-            jumps.by_default(plan.batch_changes), chains.default_hops(engine), chains.DEFAULT_DEGREE) + tuple(switches.raw(name) for name in SWITCHES)
+            jumps.by_default(plan.batch_changes), chains.default_hops(engine), chains.DEFAULT_DEGREE,
+            switches.raw_values(SWITCHES))
 
 
 def run_choice(plan, engine: str) -> RunChoice:
