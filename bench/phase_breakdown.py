@@ -3,8 +3,8 @@
 engine's host loop (a kernel per phase, algorithm.md §5 [ops]; the phases are the fused
 engine's, and the phase bodies are the same kernels.cuh functions) under Nsight Compute, which
 reports each kernel's GPU time (``gpu__time_duration.sum``). Printed per kernel: launches, total
-and mean µs, share. The change lists' staging (``apply_changes``, one block that writes the
-engine's change lists from the commit's events) is in the engine's region too, and in the table.
+and mean µs, share. The change lists' staging (``apply_changes``, which writes the engine's
+change lists from the commit's events) is in the engine's region too, and in the table.
 
 Profiling serializes and replays kernels, so these are not the engine's timings (measure those
 with make bench or bench/engine_table.py): they say which phases hold the time, and how many
@@ -52,9 +52,9 @@ CHILD_ENV = "SSSPAB_PHASE_BREAKDOWN_CHILD"
 #: What a run profiles: the operators engine's phases of one update, or the batch's device apply.
 PARTS = ("engine", "apply")
 #: The engine part's kernels (ncu --kernel-name): the operators engine's phases and the change
-#: lists' staging (device_apply.cu apply_changes: one block writes the engine's change lists from
-#: the commit's events, inside the engine's region in both engines), the one apply kernel an
-#: engine run launches.
+#: lists' staging (device_apply.cu apply_changes: it writes the engine's change lists from the
+#: commit's events, inside the engine's region in both engines), the one apply kernel an engine
+#: run launches.
 ENGINE_KERNELS = "regex:^(ops_|apply_changes)"
 
 

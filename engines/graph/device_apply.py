@@ -168,11 +168,11 @@ def group_shift(num_vertices: int, num_edges: int) -> int:
 #: The change lists' staging over a grid (device_apply.cu write_changes):
 #: ``ENGINES_CHANGES_GRID`` unset or ``1`` launches one block of 1024 threads per CHANGES_PER_BLOCK
 #: events (the reserved capacity's for a captured run, the batch's otherwise), at most one per
-#: multiprocessor; ``0``: one block of the same kernel, the rule before (whose own one-block pass,
-#: the grid's at one block, is gone). The staging runs
-#: inside the engine's region (both engines): on roadNet-PA safe50k (48,227 events) the fused
-#: engine's region was 0.872 ms against its kernel's 810 us between the first and last stamps (H100,
-#: bench/engine_table.py and bench/fused_phases.py at da3d1a1). Measured on an H100 at 0c71f5a:
+#: multiprocessor; ``0``: one block of the same kernel (the rule before; the grid's pass at one
+#: block is the old one-block pass, which is gone). The staging runs inside the engine's region
+#: (both engines): on roadNet-PA safe50k (48,227 events) the fused engine's region was 0.872 ms
+#: against its kernel's 810 us between the first and last stamps (H100, bench/engine_table.py and
+#: bench/fused_phases.py at da3d1a1). Measured on an H100 at 0c71f5a:
 #: the staging kernel 31.9 -> 12.9 us under ncu there (bench/phase_breakdown.py --graph roadNet-PA
 #: --batch safe50k); the whole update of 50,000-change batches 0.997x per batch
 #: (bench/update_anatomy.py --ab-env ENGINES_CHANGES_GRID=0,1, interleaved), within the noise.
@@ -464,6 +464,8 @@ class PendingCommit:
 
     def __init__(self, scratch: ApplyScratch, events, buffers, weight_sum_before, old_max,
                  record_pending: bool, changes_grid: bool = False):
+        # changes_grid: commit() always passes its reading of the switch; the default (one block)
+        # serves the tests that build a commit by hand
         self.scratch = scratch
         # ENGINES_CHANGES_GRID as the commit read it (before anything changed): how the engines
         # stage this commit's change lists
@@ -532,10 +534,11 @@ class PendingCommit:
     def resolved(self) -> bool:
         return self._values is not None
 
-    @property
-    def expired(self) -> bool:
-        """Whether the graph committed again since (this commit's device data is reused)."""
-        return self._expired
+    def require_current(self) -> None:
+        """InternalError if the graph committed again since (this commit's device data, the
+        events and ``increased`` that the engines' change lists are staged from, is reused)."""
+        if self._expired:
+            raise InternalError("the device data of this commit was reused by a later commit")
 
     def expire(self) -> None:
         """The graph commits again: resolve now (the pinned record is about to be reused)."""
@@ -546,8 +549,7 @@ class PendingCommit:
 
     def weight_increased(self) -> np.ndarray:
         """``(I, K)`` bool on the host (a download and a wait)."""
-        if self._expired:
-            raise InternalError("the device data of this commit was reused by a later commit")
+        self.require_current()
         ins, k = self.events.num_insertions, self.scratch.num_weights
         if ins == 0:
             return np.zeros((0, k), dtype=bool)
@@ -558,8 +560,7 @@ class PendingCommit:
     def stage_changes(self, objective: int, changed_from, changed_to, heads, changed_count, stream) -> None:
         """The change lists of one objective (algorithm.md §3.4) into the engine's workspace
         buffers."""
-        if self._expired:
-            raise InternalError("the device data of this commit was reused by a later commit")
+        self.require_current()
         ev, sc = self.events, self.scratch
         blocks = changes_blocks(ev.size, sc.device, self.changes_grid)
         fn = _changes_kernel(sc, False)
@@ -578,8 +579,7 @@ class PendingCommit:
         batch to batch of one scratch layout. None for a commit that staged nothing (an empty
         batch: no sizes on the device). Valid until the graph's next commit, like the rest of this
         commit's device data."""
-        if self._expired:
-            raise InternalError("the device data of this commit was reused by a later commit")
+        self.require_current()
         if not self._pending:
             return None
         sc = self.scratch

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from engines import errors
+from engines.graph import device_apply
 from engines.sssp.cuda import fused, runtime, switches, workspace
 
 from .test_fused_capture import _Control, capturing_into_a_log
@@ -238,12 +239,13 @@ def test_a_hit_stages_the_record_then_replays_then_waits(monkeypatch, mapped):
     entry = fused.MemoEntry(_Recorder(log), ("capture",), mapped, None)
     ws = SimpleNamespace(control=lambda layout: control, next_generation=lambda s: 41)
     state = fused.CaptureState()
-    monkeypatch.setattr(fused, "capture_state", lambda device, dtype=np.int32: state)
     monkeypatch.setattr(runtime, "wait_record", lambda control, s, syncs: log.append(("wait",)) or "record")
     graph, distances, parents, plan, changes, _ = _key_inputs(n=1000, num_edges=4000, delta=37, heads=9)
-    changes.pending.expired = False
+    commit = device_apply.PendingCommit.__new__(device_apply.PendingCommit)
+    commit._expired = False
+    changes.pending = commit  # its require_current: the same refusal as the staging's
     choice = SimpleNamespace(solo_edges=64)
-    record = fused._replay_memo(entry, graph, plan, changes, choice, ws, "s", 0, np.dtype(np.int32), None,
+    record = fused._replay_memo(entry, state, graph, plan, changes, choice, ws, "s", np.dtype(np.int32), None,
                                 lambda: log.append(("while running",)))
     assert record == "record" and state.hits == 1
     fields = log[0][1]
@@ -253,9 +255,9 @@ def test_a_hit_stages_the_record_then_replays_then_waits(monkeypatch, mapped):
         expected["host_record"] = 777
     assert fields == expected and type(fields["delta"]) is np.uint64 and type(fields["solo_limit"]) is np.int32
     assert [item[0] for item in log] == ["stage", "replay", "while running", "wait"]
-    changes.pending.expired = True
+    commit._expired = True
     with pytest.raises(errors.InternalError):
-        fused._replay_memo(entry, graph, plan, changes, choice, ws, "s", 0, np.dtype(np.int32), None, None)
+        fused._replay_memo(entry, state, graph, plan, changes, choice, ws, "s", np.dtype(np.int32), None, None)
 
 
 def test_the_switch_is_one_of_the_engines_switches():

@@ -75,25 +75,13 @@ def test_the_values_read_at_once_are_what_os_environ_gives(monkeypatch, values):
 @settings(max_examples=60, deadline=None)
 def test_two_readings_are_equal_exactly_when_no_value_changed(values):
     before, after = values[:3], values[3:]
-    saved = {n: os.environ.get(n) for n in NAMES}
-    try:
-        def apply(vals):
-            for name, value in zip(NAMES, vals):
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-
-        apply(before)
+    with pytest.MonkeyPatch.context() as mp:  # undone after each example
+        for name, value in zip(NAMES, before):
+            set_switch(mp, name, value)
         first = switches.raw_values(NAMES)
-        apply(after)
+        for name, value in zip(NAMES, after):
+            set_switch(mp, name, value)
         assert (switches.raw_values(NAMES) == first) == (before == after)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def test_without_the_posix_dictionary_the_values_are_os_environ_gets(monkeypatch):
@@ -130,14 +118,10 @@ def test_a_kept_choice_is_the_one_worked_out_anew(settings_, expansion, batch, e
     or the error, that reading them afresh gives."""
     module = fused if engine == "fused" else operators
     plan = _plan(expansion, batch)
-    saved = {name: os.environ.get(name) for name in SWITCH_NAMES}
-    try:
+    with pytest.MonkeyPatch.context() as mp:  # undone after each example
         for setting in settings_ + settings_[:1]:  # the first again: from the kept choices
             for name, value in setting.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+                set_switch(mp, name, value)
             try:
                 expected = _fresh(module, plan, update)
             except errors.InvalidArgumentError as exc:
@@ -147,12 +131,6 @@ def test_a_kept_choice_is_the_one_worked_out_anew(settings_, expansion, batch, e
                 continue
             assert module.run_choice(plan, update) == expected
             assert module.run_choice(plan, update) == expected
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def test_a_changed_default_is_not_answered_from_a_kept_choice(monkeypatch):

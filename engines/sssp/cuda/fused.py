@@ -225,8 +225,8 @@ def memo_mode() -> str:
         return "on"
     if text in switches.OFF:
         return "off"
-    if text == "check":
-        return "check"
+    if text in MEMO_MODES:
+        return text
     raise errors.InvalidArgumentError(f"{MEMO_ENV}={text!r}: expected 1/on, 0/off or check")
 
 
@@ -319,6 +319,11 @@ def work_blocks(num_vertices: int, co_resident: int, multiprocessors: int) -> in
     return min(wanted, int(co_resident))
 
 
+#: The switches the grid depends on besides the module: their raw values key ``_grids`` and the
+#: launch memo (``_memo_key``).
+_GRID_SWITCHES = (GRID_ENV, MAX_BLOCKS_ENV)
+
+
 def grid_rule() -> str:
     """``ENGINES_FUSED_GRID`` ("work" when unset); a bad value is an error naming the choices."""
     return switches.choice(GRID_ENV, GRIDS, "work")
@@ -339,8 +344,7 @@ def grid_blocks(module: runtime.CompiledModule, kernel: str, vertex_dtype, offse
     def make():
         return module, _grid_blocks(module, kernel, vertex_dtype, offset_dtype, num_vertices)
 
-    key = (id(module), kernel, vertex_dtype, offset_dtype, int(num_vertices),
-           switches.raw(GRID_ENV), switches.raw(MAX_BLOCKS_ENV))
+    key = (id(module), kernel, vertex_dtype, offset_dtype, int(num_vertices), switches.raw_values(_GRID_SWITCHES))
     kept, blocks = _grids.get(key, make)
     return blocks if kept is module else make()[1]
 
@@ -436,9 +440,10 @@ def update(graph, distances, parents, plan, changes, device: int, loop: str | No
                 ws.reserve(n, max(changes.upper, changes.num_heads, 1), s)  # within capacity: nothing
                 memo_key = (_memo_key(graph, distances, parents, plan, changes, choice, ws)
                             if memo != "off" else None)
-                entry = capture_state(device, vertex_dtype).memo.get(memo_key) if memo == "on" else None
+                state = capture_state(device, vertex_dtype) if memo == "on" else None
+                entry = state.memo.get(memo_key) if state is not None else None
                 if entry is not None:
-                    record = _replay_memo(entry, graph, plan, changes, choice, ws, s, device, vertex_dtype,
+                    record = _replay_memo(entry, state, graph, plan, changes, choice, ws, s, vertex_dtype,
                                           syncs, while_running)
                 else:
                     record = _launch(graph, distances, parents, plan, changes, choice, ws, s, device,
@@ -528,7 +533,7 @@ def _memo_key(graph, distances, parents, plan, changes, choice, ws) -> tuple:
     return (id(choice), plan.num_vertices, plan.source, packing.bits, packing.no_parent, packing.bound,
             plan.push_expansion, plan.objective, changes.objective, graph._device.current.serial, distances.data.ptr,
             parents.data.ptr, ws.layout, pending.scratch.layout, pending.changes_grid,
-            switches.raw(GRID_ENV), switches.raw(MAX_BLOCKS_ENV))
+            switches.raw_values(_GRID_SWITCHES))
 
 
 class MemoEntry:
@@ -543,21 +548,20 @@ class MemoEntry:
         self.graph, self.key, self.mapped_record, self.choice = graph, key, mapped_record, choice
 
 
-def _replay_memo(entry: MemoEntry, graph, plan, changes, choice, ws, s, device: int, vertex_dtype, syncs,
-                 while_running):
-    """A memo hit (inside the update's device, stream and lock): the per-update scalars staged
-    as ``_launch`` stages them, then the entry's graph replayed, the host work that overlaps it and
-    the run's one synchronization; the control block's record."""
+def _replay_memo(entry: MemoEntry, state: CaptureState, graph, plan, changes, choice, ws, s, vertex_dtype,
+                 syncs, while_running):
+    """A memo hit (inside the update's device, stream and lock; ``state`` holds the memo): the
+    per-update scalars staged as ``_launch`` stages them, then the entry's graph replayed, the host
+    work that overlaps it and the run's one synchronization; the control block's record."""
     n = int(plan.num_vertices)
-    if changes.pending.expired:
-        raise errors.InternalError("the device data of this commit was reused by a later commit")
+    changes.pending.require_current()  # as the staging's launch checks it on a miss
     control = ws.control("fused")
     base = ws.next_generation(s)
     # the device view's edge count, as _kernel's solo limit reads it
     solo = vertex_dtype.type(solo_limit(n, graph._device.current.num_edges, choice.solo_edges))
     _stage_initial(control, base, changes.num_heads, solo, np.uint64(plan.device_delta), entry.mapped_record)
     entry.graph.launch(s)
-    capture_state(device, vertex_dtype).hits += 1
+    state.hits += 1
     while_running()
     return runtime.wait_record(control, s, syncs)
 
