@@ -5,8 +5,13 @@
 #   OUT=/some/dir bash bench/gpu_session.sh [budget_seconds] [steps...]
 # steps: tests compare table campaign bench planted sanitize asv ab sweep noise switches phases stream whole (default:
 #   tests compare table campaign). tests: `make precompile`'s module build (66 modules, a process per
-#   core), then pytest -m gpu under TESTS_CAP seconds (default 480: the 845 GPU tests took about
-#   320 s on the H200 before 77efd46's session added about 70).
+#   core), then pytest -m gpu under TESTS_CAP seconds (default 480). With pytest-xdist importable
+#   (a wheel in .whl with execnet: the GPU machine has none), the GPU tests but the slow ones run in
+#   TEST_WORKERS worker processes on the one GPU (default 4; 1 runs them in one process as before):
+#   1,473 GPU tests took 299 s so on an H100 at 337fa74 against over 530 s for 1,138 in one
+#   process, which no longer fits one device call. The slow ones (marker slow: they time updates,
+#   and their guard rightly rejects rounds while another process uses the GPU) run after them,
+#   alone, under SLOW_TESTS_CAP (default 120).
 #   ab        an interleaved A/B of two configurations into $OUT/ab: AB_SIDES (default
 #             cuda:fused+group,cuda:fused+batched), AB_GRAPHS (roadNet-PA), AB_BATCHES (safe50k
 #             local10k), AB_ARGS (more perf_ab.py engines options)
@@ -146,7 +151,15 @@ for s in $STEPS; do
   case $s in
     tests)  # the modules first, in parallel (a fresh cache compiles 66 one by one otherwise)
       step precompile 240 python3 -m engines.sssp.cuda.precompile
-      step gpu_tests ${TESTS_CAP:-480} python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests} ;;
+      if [ "${TEST_WORKERS:-4}" -gt 1 ] && python3 -c "import xdist" 2>/dev/null; then
+        # each worker its own CUDA context, time-sliced on the one GPU (no GPU test asserts a time)
+        step gpu_tests ${TESTS_CAP:-480} python3 -m pytest -m "gpu and not slow" -n "${TEST_WORKERS:-4}" \
+             --dist load -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests}
+        step gpu_tests_slow ${SLOW_TESTS_CAP:-120} python3 -m pytest -m "gpu and slow" -q -rfE \
+             -p no:cacheprovider ${TEST_PATHS:-tests}
+      else
+        step gpu_tests ${TESTS_CAP:-480} python3 -m pytest -m gpu -q -rfE -p no:cacheprovider ${TEST_PATHS:-tests}
+      fi ;;
     compare) [ -f conformance/compare.py ] && step compare 150 python3 -m conformance compare --configs "$COMPARE_CONFIGS" ;;
     table) step engine_table 240 python3 bench/engine_table.py --graphs $TABLE_GRAPHS $TABLE_ARGS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \

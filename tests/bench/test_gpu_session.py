@@ -111,3 +111,48 @@ def test_the_session_packs_its_output_for_the_device_tool(tmp_path):
             "noise/base/rounds/r1.json"} <= names
     with tarfile.open(out / "kernel-cache.tgz") as archive:
         assert "./k.cubin" in archive.getnames()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("xdist, workers", [(True, None), (True, "1"), (False, None)])
+def test_the_tests_step_spreads_the_gpu_tests_over_workers_when_it_can(tmp_path, xdist, workers):
+    """The step ``tests`` with a stand-in python3 that logs its command lines: with pytest-xdist
+    importable, the GPU tests but the slow ones go to 4 worker processes (TEST_WORKERS, default 4),
+    then the slow ones alone (their guard rejects rounds while another process uses the GPU);
+    without it, or with TEST_WORKERS=1, every GPU test in one process as before."""
+    import shlex
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    fake = bin_dir / "python3"
+    fake.write_text(
+        "#!/bin/bash\n"
+        f'printf "%s\\n" "$(printf "%q " "$@")" >> {shlex.quote(str(log))}\n'
+        'case "$*" in\n'
+        f'  *"import xdist"*) exit {0 if xdist else 1} ;;\n'
+        '  *git_state*) echo "none clean" ;;\n'
+        "esac\n"
+        "exit 0\n")
+    fake.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "out"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path),
+           "CUPY_CACHE_DIR": str(tmp_path / "cupy")}
+    if workers is not None:
+        env["TEST_WORKERS"] = workers
+    run = subprocess.run(["bash", str(SCRIPT), "60", "tests"], cwd=work, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert "== done" in run.stdout, run.stdout + run.stderr
+    pytest_calls = [shlex.split(line) for line in log.read_text().splitlines() if line.startswith("-m pytest ")]
+    if xdist and workers is None:
+        assert len(pytest_calls) == 2, pytest_calls
+        first, second = pytest_calls
+        assert first[first.index("-m", 1) + 1] == "gpu and not slow"
+        assert first[first.index("-n") + 1] == "4" and "--dist" in first
+        assert second[second.index("-m", 1) + 1] == "gpu and slow" and "-n" not in second
+    else:
+        assert len(pytest_calls) == 1, pytest_calls
+        only = pytest_calls[0]
+        assert only[only.index("-m", 1) + 1] == "gpu" and "-n" not in only
