@@ -76,6 +76,10 @@
 #             roadNet-PA safe50k) and planted-1 (--plant-delay B:1, road_usa local10k).
 #             NOISE_EXPERIMENTS picks some (default all six). Then bench/noise_sources.py over the
 #             folders there into $OUT/noise/noise_sources.md and .json
+# The steps that write the committed records (campaign, bench, stream, whole, sweep: results/ below)
+#   write them into results/ only on the GPU model those records are of (RECORD_GPU, default H200);
+#   on another (a lent machine may be an H100 whatever was asked for) into $OUT/results, said in
+#   the log; RESULTS_DIR=DIR names the folder outright.
 # What comes back: $OUT/session.log, and everything else the steps wrote packed into
 #   $OUT/session.tgz (the device tool returns at most 8 files; PACK_OUT=0 keeps them loose), the
 #   results archive and $OUT/kernel-cache.tgz (CUPY_CACHE_DIR, default .cache/cupy in the tree:
@@ -146,6 +150,20 @@ echo "git: $GIT_STATE" | tee -a "$LOG"
 git status --porcelain 2>/dev/null | head -5 | tee -a "$LOG"
 case $GIT_STATE in *" clean") DIRTY_ARG= ;; *) DIRTY_ARG=--allow-dirty ;; esac
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$LOG"
+# The committed results/ are the project's record of one GPU model, the H200 (README): the steps
+# that write there (campaign, bench, stream, whole, sweep) do so only on a GPU of that name. A lent
+# machine may be another model than the one asked for (an H100 when no H200 came), and its records
+# would replace the H200's by accident; there they go into $OUT/results instead, said in the log.
+# RESULTS_DIR names the folder outright (results: the committed one whatever the GPU);
+# RECORD_GPU another model's name.
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+if [ -z "${RESULTS_DIR:-}" ]; then
+  case $GPU_NAME in
+    *"${RECORD_GPU:-H200}"*) RESULTS_DIR=results ;;
+    *) RESULTS_DIR="$OUT/results"
+       echo "note: this GPU (${GPU_NAME:-none found}) is not the committed records' ${RECORD_GPU:-H200}: the steps that write records write them into $RESULTS_DIR, not results/ (RESULTS_DIR=results overrides)" | tee -a "$LOG" ;;
+  esac
+fi
 
 for s in $STEPS; do
   case $s in
@@ -163,10 +181,16 @@ for s in $STEPS; do
     compare) [ -f conformance/compare.py ] && step compare 150 python3 -m conformance compare --configs "$COMPARE_CONFIGS" ;;
     table) step engine_table 240 python3 bench/engine_table.py --graphs $TABLE_GRAPHS $TABLE_ARGS --out "$OUT/table" ;;
     campaign) step campaign 600 python3 bench/perf_ab.py engines --graphs $CAMPAIGN_GRAPHS \
-                --batches safe50k unsafe50k local10k --out results --resume --allow-dirty --no-progress ;;
-    bench)  # the session's purpose is to replace results/ (bench-commit adds --force unless --resume)
-      step bench 600 make bench-commit DATA_DIR="$SSSPAB_DATA_DIR" \
-             BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG" ;;
+                --batches safe50k unsafe50k local10k --out "$RESULTS_DIR" --resume --allow-dirty --no-progress ;;
+    bench)  # the session's purpose is to replace results/ (bench-commit adds --force unless --resume);
+            # on another GPU model the same campaign goes into $RESULTS_DIR (make bench OUT=...)
+      if [ "$RESULTS_DIR" = results ]; then
+        step bench 600 make bench-commit DATA_DIR="$SSSPAB_DATA_DIR" \
+             BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG"
+      else
+        step bench 600 make bench OUT="$RESULTS_DIR" DATA_DIR="$SSSPAB_DATA_DIR" \
+             BENCH_ARGS="${BENCH_ARGS:-} --no-progress $DIRTY_ARG"
+      fi ;;
     planted)
       for run in planted unplanted; do
         step "$run" 300 python3 bench/perf_ab.py engines ${PLANT_ARGS:---graphs roadNet-PA --batches safe50k local10k \
@@ -183,10 +207,10 @@ for s in $STEPS; do
           --sides "${AB_SIDES:-cuda:fused+group,cuda:fused+batched}" ${AB_ARGS:-} \
           --out "$OUT/ab" --force --no-progress $DIRTY_ARG ;;
     stream) step stream 300 python3 bench/stream.py --graph luxembourg_osm --batches 10000 --batch-size 100 \
-              --engines fused operators host --out "${STREAM_OUT:-results/stream}" --no-progress ${STREAM_ARGS:-} ;;
+              --engines fused operators host --out "${STREAM_OUT:-$RESULTS_DIR/stream}" --no-progress ${STREAM_ARGS:-} ;;
     whole) step whole_update 540 python3 bench/engine_table.py --graphs ${WHOLE_GRAPHS:-roadNet-PA road_usa} \
-             --batches safe50k local10k --random-graph 4039,176000 --table --out results/whole_update ;;
-    sweep) step sweep 570 make sweep DATA_DIR="$SSSPAB_DATA_DIR" SWEEP_OUT=results/sweep \
+             --batches safe50k local10k --random-graph 4039,176000 --table --out "$RESULTS_DIR/whole_update" ;;
+    sweep) step sweep 570 make sweep DATA_DIR="$SSSPAB_DATA_DIR" SWEEP_OUT="$RESULTS_DIR/sweep" \
              SWEEP_ARGS="--resume --no-progress $DIRTY_ARG ${SWEEP_ARGS:-}" ;;
     noise)
       NOISE_C="python3 bench/perf_ab.py engines --sides cuda:fused,cuda:fused --objectives 0 --processes 6

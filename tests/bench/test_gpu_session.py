@@ -120,39 +120,85 @@ def test_the_tests_step_spreads_the_gpu_tests_over_workers_when_it_can(tmp_path,
     importable, the GPU tests but the slow ones go to 4 worker processes (TEST_WORKERS, default 4),
     then the slow ones alone (their guard rejects rounds while another process uses the GPU);
     without it, or with TEST_WORKERS=1, every GPU test in one process as before."""
-    import shlex
-
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    log = tmp_path / "calls.log"
-    fake = bin_dir / "python3"
-    fake.write_text(
-        "#!/bin/bash\n"
-        f'printf "%s\\n" "$(printf "%q " "$@")" >> {shlex.quote(str(log))}\n'
-        'case "$*" in\n'
-        f'  *"import xdist"*) exit {0 if xdist else 1} ;;\n'
-        '  *git_state*) echo "none clean" ;;\n'
-        "esac\n"
-        "exit 0\n")
-    fake.chmod(0o755)
-    work = tmp_path / "work"
-    work.mkdir()
-    out = tmp_path / "out"
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path),
-           "CUPY_CACHE_DIR": str(tmp_path / "cupy")}
-    if workers is not None:
-        env["TEST_WORKERS"] = workers
-    run = subprocess.run(["bash", str(SCRIPT), "60", "tests"], cwd=work, env=env, capture_output=True,
-                         text=True, timeout=120)
-    assert "== done" in run.stdout, run.stdout + run.stderr
-    pytest_calls = [shlex.split(line) for line in log.read_text().splitlines() if line.startswith("-m pytest ")]
+    env = {} if workers is None else {"TEST_WORKERS": workers}
+    calls = _run_with_stand_ins(tmp_path, "tests", xdist=xdist, gpu="NVIDIA H200", env=env)
+    pytest_calls = [c[2:] for c in calls if c[:3] == ["python3", "-m", "pytest"]]
     if xdist and workers is None:
         assert len(pytest_calls) == 2, pytest_calls
         first, second = pytest_calls
-        assert first[first.index("-m", 1) + 1] == "gpu and not slow"
+        assert first[first.index("-m") + 1] == "gpu and not slow"
         assert first[first.index("-n") + 1] == "4" and "--dist" in first
-        assert second[second.index("-m", 1) + 1] == "gpu and slow" and "-n" not in second
+        assert second[second.index("-m") + 1] == "gpu and slow" and "-n" not in second
     else:
         assert len(pytest_calls) == 1, pytest_calls
         only = pytest_calls[0]
-        assert only[only.index("-m", 1) + 1] == "gpu" and "-n" not in only
+        assert only[only.index("-m") + 1] == "gpu" and "-n" not in only
+
+
+def _run_with_stand_ins(tmp_path, steps, *, xdist=False, gpu="NVIDIA H200", env=None) -> list[list[str]]:
+    """Run the script's ``steps`` with stand-ins for python3, make and nvidia-smi (which names
+    ``gpu``) that log their command lines; those lines, each split as the script passed it."""
+    import shlex
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    log = tmp_path / "calls.log"
+    logged = f'printf "%s\\n" "$(printf "%q " "$(basename "$0")" "$@")" >> {shlex.quote(str(log))}\n'
+    stand_ins = {
+        "python3": ('case "$*" in\n'
+                    f'  *"import xdist"*) exit {0 if xdist else 1} ;;\n'
+                    '  *git_state*) echo "none clean" ;;\n'
+                    "esac\n"),
+        "make": "",
+        "nvidia-smi": f'case "$*" in *noheader*) echo {shlex.quote(gpu)} ;; *) echo "name"; echo {shlex.quote(gpu)} ;; esac\n',
+    }
+    for name, body in stand_ins.items():
+        path = bin_dir / name
+        path.write_text("#!/bin/bash\n" + logged + body + "exit 0\n")
+        path.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    full_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(tmp_path / "out"), "HOME": str(tmp_path),
+                "CUPY_CACHE_DIR": str(tmp_path / "cupy"), **(env or {})}
+    run = subprocess.run(["bash", str(SCRIPT), "60", *steps.split()], cwd=work, env=full_env,
+                         capture_output=True, text=True, timeout=120)
+    assert "== done" in run.stdout, run.stdout + run.stderr
+    return [shlex.split(line) for line in log.read_text().splitlines()]
+
+
+def _option(call: list[str], name: str) -> str:
+    return call[call.index(name) + 1]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_committed_records_are_written_only_on_their_gpu(tmp_path):
+    """The steps that write the committed records (campaign, bench, stream, whole, sweep) write into
+    results/ on an H200 and into $OUT/results on any other GPU (a lent H100 must not replace the
+    H200's records by accident); RESULTS_DIR=results overrides, RECORD_GPU names another model."""
+    steps = "campaign bench stream whole sweep"
+
+    def destinations(calls, out):
+        table = next(c for c in calls if "bench/engine_table.py" in c)
+        campaign = next(c for c in calls if "bench/perf_ab.py" in c and "engines" in c)
+        stream = next(c for c in calls if "bench/stream.py" in c)
+        makes = [c for c in calls if c[0] == "make"]
+        bench = next(c for c in makes if c[1] in ("bench", "bench-commit"))
+        sweep = next(c for c in makes if c[1] == "sweep")
+        sweep_out = next(a.split("=", 1)[1] for a in sweep if a.startswith("SWEEP_OUT="))
+        bench_out = next((a.split("=", 1)[1] for a in bench if a.startswith("OUT=")), None)
+        return (_option(campaign, "--out"), bench[1], bench_out, _option(stream, "--out"),
+                _option(table, "--out"), sweep_out)
+
+    on_h200 = destinations(_run_with_stand_ins(tmp_path / "a", steps, gpu="NVIDIA H200"), None)
+    assert on_h200 == ("results", "bench-commit", None, "results/stream", "results/whole_update", "results/sweep")
+    out = tmp_path / "b" / "out"
+    on_h100 = destinations(_run_with_stand_ins(tmp_path / "b", steps, gpu="NVIDIA H100 80GB HBM3"), out)
+    assert on_h100 == (f"{out}/results", "bench", f"{out}/results", f"{out}/results/stream",
+                       f"{out}/results/whole_update", f"{out}/results/sweep")
+    assert "not the committed records' H200" in (out / "session.log").read_text()
+    forced = destinations(_run_with_stand_ins(tmp_path / "c", steps, gpu="NVIDIA H100 80GB HBM3",
+                                              env={"RESULTS_DIR": "results"}), None)
+    assert forced == on_h200
+    other = destinations(_run_with_stand_ins(tmp_path / "d", steps, gpu="NVIDIA H100 80GB HBM3",
+                                             env={"RECORD_GPU": "H100"}), None)
+    assert other == on_h200
