@@ -8,7 +8,8 @@ after ``--warmup``), the **whole update, user path** per CUDA engine (the wall t
 engine, as a user pays it; the call returns after the engine's final synchronization), the host
 reference's update time (wall clock, ``--host-repeats`` runs, skipped above
 ``--host-max-vertices``), ``compute()`` per engine, with iterations, epochs and host syncs, and the
-derived cost of one host round trip ((operators - fused) / (syncs_ops - syncs_fused)), and the
+derived cost of one host round trip (each engine's host time beyond its engine region, operators'
+minus fused's, over the operators engine's extra syncs: round_trip_us), and the
 fused engine's grid syncs per run beside the latency floor they imply (bench/floor.py: grid syncs x
 (one barrier + one dependent chain of loads), both measured on this GPU at the fused engine's grid
 for the graph before its cells, and printed), so a row says how far each engine is from that floor.
@@ -322,9 +323,9 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         f, o = row["fused"], row["operators"]
         row.update(floor_columns(f, o, constants))
         row["floor_constants"] = None if constants is None else constants.to_dict()
-        extra_syncs = o["host_syncs"] - f["host_syncs"]
-        if extra_syncs > 0 and f["device_ms"] is not None and o["device_ms"] is not None:
-            row["round_trip_us"] = (o["host_ms"] - f["host_ms"]) / extra_syncs * 1e3
+        cost = round_trip_us(f, o)
+        if cost is not None:
+            row["round_trip_us"] = cost
         emit(row)
     graph.restore(graph_snapshot)
 
@@ -347,6 +348,25 @@ def floor_constants(graph, args) -> floor.FloorConstants | None:
             _floor_cache[blocks] = None
             print(f"engine_table.py: no floor column: {exc}", file=sys.stderr, flush=True)
     return _floor_cache[blocks]
+
+
+def round_trip_us(fused_row: dict, operators_row: dict) -> float | None:
+    """What one more host synchronization costs the operators engine beyond the GPU's own work, in
+    µs: each engine's host time outside its engine region (host_ms - device_ms: launches, readbacks
+    and waits the GPU's work does not cover), the operators engine's minus the fused engine's, over
+    the operators engine's extra synchronizations. None without extra synchronizations or without
+    both device times. Near zero, or below, where the readbacks overlap the engine's GPU work.
+
+    The host times alone (the column before) charged the syncs with the two engines' different GPU
+    work too: on an H100, roadNet-PA safe50k read 166 µs where the host time beyond the device
+    region differs by about 2 µs a sync, and road_usa safe50k -217 µs, the operators engine's
+    region being the shorter there."""
+    extra = operators_row["host_syncs"] - fused_row["host_syncs"]
+    if extra <= 0 or fused_row.get("device_ms") is None or operators_row.get("device_ms") is None:
+        return None
+    beyond_fused = fused_row["host_ms"] - fused_row["device_ms"]
+    beyond_operators = operators_row["host_ms"] - operators_row["device_ms"]
+    return (beyond_operators - beyond_fused) / extra * 1e3
 
 
 def floor_columns(fused_row: dict, operators_row: dict, constants: floor.FloorConstants | None) -> dict:

@@ -317,3 +317,22 @@ def test_inputs_are_the_gates_then_the_random_graphs_and_no_out_writes_nothing(t
         assert table.out is None
         table.add(_table_row("g1"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_round_trip_is_charged_only_with_host_time_beyond_the_engine_region():
+    """round_trip_us: the operators engine's host time beyond its engine region minus the fused
+    engine's, over the extra syncs, so two engines' different GPU work is not charged to the syncs
+    (measured rows of an H100 run: roadNet-PA safe50k and road_usa safe50k)."""
+    round_trip_us = et.round_trip_us
+    fused = {"host_ms": 1.263267, "device_ms": 0.896032, "host_syncs": 1}
+    operators = {"host_ms": 1.929788, "device_ms": 1.555392, "host_syncs": 5}
+    assert round_trip_us(fused, operators) == pytest.approx(((1.929788 - 1.555392) - (1.263267 - 0.896032)) / 4 * 1e3)
+    assert round_trip_us(fused, operators) == pytest.approx(1.79, abs=0.01)
+    # road_usa safe50k: the operators engine's region is the shorter; the host times alone read -217
+    fused = {"host_ms": 31.69, "device_ms": 27.60, "host_syncs": 1}
+    operators = {"host_ms": 29.31, "device_ms": 25.23, "host_syncs": 12}
+    assert round_trip_us(fused, operators) == pytest.approx((4.08 - 4.09) / 11 * 1e3)
+    # no extra syncs, or a device time missing: nothing derived
+    assert round_trip_us(fused, dict(operators, host_syncs=1)) is None
+    assert round_trip_us(dict(fused, device_ms=None), operators) is None
+    assert round_trip_us(fused, dict(operators, device_ms=None)) is None
