@@ -6,7 +6,7 @@ operators engines (CUDA events on the engine stream and host time, median of ``-
 after ``--warmup``), the **whole update, user path** per CUDA engine (the wall time of the complete
 ``sssp.update(graph, batch, result)`` call, batch validation and upload, device apply, dispatch and
 engine, as a user pays it; the call returns after the engine's final synchronization), the host
-reference's update time (wall clock, ``--host-repeats`` runs, skipped above
+reference's update time (wall clock, ``--host-repeats`` runs after one untimed, skipped above
 ``--host-max-vertices``), ``compute()`` per engine, with iterations, epochs and host syncs, and the
 derived cost of one host round trip (each engine's host time beyond its engine region, operators'
 minus fused's, over the operators engine's extra syncs: round_trip_us), and the
@@ -221,6 +221,30 @@ def _compute_ms(graph, source, objective, config: EngineConfig, repeats: int):
     return _median(times), stats
 
 
+def host_warmup(args) -> int:
+    """Untimed runs of the host reference (and of SciPy's recompute beside it) before their timed
+    ones: one, or none where ``--warmup 0`` asks for none. A process's first host compute() and
+    update() compile or load their Numba kernels: on a fresh H100 machine roadNet-PA's compute()
+    took 3,853 ms and its safe50k update 1,659 ms timed cold, against 192 and 384 ms once warm
+    (two engine tables of the same code, 2026-12-07)."""
+    return min(int(args.warmup), 1)
+
+
+def host_update_row(host_graph, host_snapshot, batch, source, objective, tree, repeats: int, warmup: int):
+    """The host reference's update of ``batch`` from ``tree`` on its host-only graph: ``repeats``
+    timed runs after ``warmup`` untimed, each from the restored state. Its row (host time,
+    runs, counters) and the tree it computed."""
+    d0, p0 = tree
+    host_graph.restore(host_snapshot)
+    base = HOST.from_arrays(host_graph, source, d0, p0, objective=objective, validate=False, canonicalize=False)
+    snapshot = base.clone()
+    times, st, _ = _time_updates(host_graph, batch, base, snapshot, host_snapshot, repeats, warmup,
+                                 on_device=False, whole=False)
+    row = {"host_ms": _median(times["host"]), "runs": len(times["host"]), "iterations": st.iterations,
+           "invalidated": st.invalidated, "affected": st.affected}
+    return row, base.to_numpy()
+
+
 def whole_columns(device_ms, whole_ms) -> dict:
     """``whole_ms`` beside the engine region (device events): their difference and ratio."""
     out = {"whole_ms": whole_ms, "whole_minus_engine_ms": None, "whole_over_engine": None}
@@ -272,9 +296,9 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         _compute_ms(graph, source, k, config, 1)  # compile, reserve
         compute_rows[engine] = _compute_ms(graph, source, k, config, args.repeats)
     if host_ok:
-        compute_rows["host"] = _compute_ms(host_graph, source, k, HOST, 1)
+        compute_rows["host"] = (host_bench.host_compute_ms(host_graph, source, k, 1, host_warmup(args)), None)
         # what a host user's alternative costs: SciPy's Dijkstra from scratch (issue 35)
-        scipy_ms = host_bench.scipy_recompute_ms(host_graph, source, k, 1, 0)
+        scipy_ms = host_bench.scipy_recompute_ms(host_graph, source, k, 1, host_warmup(args))
     for batch_name, batch in batches.items():
         row = {"graph": name, "origin": origin_kind, "n": graph.num_vertices,
                "m": graph.num_edges, "batch": batch_name, "batch_size": len(batch), "objective": k,
@@ -304,16 +328,9 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
                            # the last run is this engine's plain update of the batch
                            **push_columns(base, device_ms)}
         if host_ok:
-            host_graph.restore(host_snapshot)
-            base = HOST.from_arrays(host_graph, source, d0, p0, objective=k, validate=False, canonicalize=False)
-            snapshot = base.clone()
-            times, st, _ = _time_updates(host_graph, batch, base, snapshot, host_snapshot,
-                                         args.host_repeats, 0, on_device=False, whole=False)
-            trees["host"] = base.to_numpy()
-            row["host"] = {"host_ms": _median(times["host"]), "runs": len(times["host"]),
-                           "iterations": st.iterations, "invalidated": st.invalidated,
-                           "affected": st.affected, "compute_ms": compute_rows["host"][0],
-                           "scipy_ms": scipy_ms}
+            row["host"], trees["host"] = host_update_row(host_graph, host_snapshot, batch, source, k, tree,
+                                                         args.host_repeats, host_warmup(args))
+            row["host"].update(compute_ms=compute_rows["host"][0], scipy_ms=scipy_ms)
         names = list(trees)
         ref = trees[names[0]]
         row["identical"] = all(np.array_equal(ref[0], trees[e][0]) and np.array_equal(ref[1], trees[e][1])

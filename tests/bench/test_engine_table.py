@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from bench import engine_table as et
+from bench import host_bench
 from engines import sssp
 from engines.exitcodes import ExitCode
 from engines.sssp import backends
@@ -336,3 +337,28 @@ def test_the_round_trip_is_charged_only_with_host_time_beyond_the_engine_region(
     assert round_trip_us(fused, dict(operators, host_syncs=1)) is None
     assert round_trip_us(dict(fused, device_ms=None), operators) is None
     assert round_trip_us(fused, dict(operators, device_ms=None)) is None
+
+
+@pytest.mark.parametrize("warmup, untimed", [(2, 1), (0, 0)])
+def test_the_host_reference_is_timed_after_an_untimed_run(monkeypatch, warmup, untimed):
+    """The host reference's compute() and update are each run once untimed before the timed runs
+    (a process's first call compiles or loads the Numba kernels), none with --warmup 0; the row
+    counts only the timed runs and its tree is the reference's update of the pre-batch tree."""
+    g = et.random_graph(300, 2400)
+    batch = et.random_batch(g)
+    d, p = sssp.compute(g, 0).to_numpy()
+    args = argparse.Namespace(warmup=warmup)
+    assert et.host_warmup(args) == untimed
+    computes, updates = [], []
+    real_compute, real_update = sssp.compute, sssp.update
+    monkeypatch.setattr(sssp, "compute", lambda *a, **kw: computes.append(1) or real_compute(*a, **kw))
+    monkeypatch.setattr(sssp, "update", lambda *a, **kw: updates.append(1) or real_update(*a, **kw))
+    ms = host_bench.host_compute_ms(g, 0, 0, 1, et.host_warmup(args))  # what measure_graph calls
+    assert len(computes) == 1 + untimed and ms > 0
+    snap = g.snapshot()
+    row, (dist, par) = et.host_update_row(g, snap, batch, 0, 0, (d, p), 3, et.host_warmup(args))
+    assert len(updates) == 3 + untimed and row["runs"] == 3 and row["host_ms"] > 0
+    g.restore(snap)
+    want = real_compute(g, 0)
+    real_update(g, batch, want)
+    assert np.array_equal(dist, want.distances) and np.array_equal(par, want.parents)
