@@ -114,20 +114,23 @@ def test_the_session_packs_its_output_for_the_device_tool(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-@pytest.mark.parametrize("xdist, workers", [(True, None), (True, "1"), (False, None)])
-def test_the_tests_step_spreads_the_gpu_tests_over_workers_when_it_can(tmp_path, xdist, workers):
+@pytest.mark.parametrize("importable, workers, spread", [
+    ("xdist execnet", None, "4"), ("xdist execnet", "auto", "auto"), ("xdist execnet", "1", None),
+    ("xdist execnet", "0", None), ("xdist", None, None), ("", None, None)])
+def test_the_tests_step_spreads_the_gpu_tests_over_workers_when_it_can(tmp_path, importable, workers, spread):
     """The step ``tests`` with a stand-in python3 that logs its command lines: with pytest-xdist
-    importable, the GPU tests but the slow ones go to 4 worker processes (TEST_WORKERS, default 4),
-    then the slow ones alone (their guard rejects rounds while another process uses the GPU);
-    without it, or with TEST_WORKERS=1, every GPU test in one process as before."""
+    and execnet importable (xdist's plugin needs both; ``import xdist`` alone succeeds without
+    execnet), the GPU tests but the slow ones go to TEST_WORKERS worker processes (xdist's -n:
+    default 4, or auto), then the slow ones alone (their guard rejects rounds while another process
+    uses the GPU); without them, or with TEST_WORKERS 0 or 1, every GPU test in one process."""
     env = {} if workers is None else {"TEST_WORKERS": workers}
-    calls = _run_with_stand_ins(tmp_path, "tests", xdist=xdist, gpu="NVIDIA H200", env=env)
+    calls = _run_with_stand_ins(tmp_path, "tests", importable=importable, gpu="NVIDIA H200", env=env)
     pytest_calls = [c[2:] for c in calls if c[:3] == ["python3", "-m", "pytest"]]
-    if xdist and workers is None:
+    if spread is not None:
         assert len(pytest_calls) == 2, pytest_calls
         first, second = pytest_calls
         assert first[first.index("-m") + 1] == "gpu and not slow"
-        assert first[first.index("-n") + 1] == "4" and "--dist" in first
+        assert first[first.index("-n") + 1] == spread and "--dist" in first
         assert second[second.index("-m") + 1] == "gpu and slow" and "-n" not in second
     else:
         assert len(pytest_calls) == 1, pytest_calls
@@ -135,9 +138,12 @@ def test_the_tests_step_spreads_the_gpu_tests_over_workers_when_it_can(tmp_path,
         assert only[only.index("-m") + 1] == "gpu" and "-n" not in only
 
 
-def _run_with_stand_ins(tmp_path, steps, *, xdist=False, gpu="NVIDIA H200", env=None) -> list[list[str]]:
-    """Run the script's ``steps`` with stand-ins for python3, make and nvidia-smi (which names
-    ``gpu``) that log their command lines; those lines, each split as the script passed it."""
+def _run_with_stand_ins(tmp_path, steps, *, importable="", gpu="NVIDIA H200", env=None,
+                        out_name="out") -> list[list[str]]:
+    """Run the script's ``steps`` with stand-ins for python3 (``-c "import a, b"`` succeeds when
+    every module named is in ``importable``), make and nvidia-smi (which names ``gpu``) that log
+    their command lines; those lines, each split as the script passed it. $OUT is
+    ``tmp_path / out_name``."""
     import shlex
 
     bin_dir = tmp_path / "bin"
@@ -146,8 +152,11 @@ def _run_with_stand_ins(tmp_path, steps, *, xdist=False, gpu="NVIDIA H200", env=
     logged = f'printf "%s\\n" "$(printf "%q " "$(basename "$0")" "$@")" >> {shlex.quote(str(log))}\n'
     stand_ins = {
         "python3": ('case "$*" in\n'
-                    f'  *"import xdist"*) exit {0 if xdist else 1} ;;\n'
                     '  *git_state*) echo "none clean" ;;\n'
+                    '  *"import "*) all="$*"; mods=${all##*import }\n'
+                    '    for m in ${mods//,/ }; do\n'
+                    f'      case " {importable} " in *" $m "*) ;; *) exit 1 ;; esac\n'
+                    "    done ;;\n"
                     "esac\n"),
         "make": "",
         "nvidia-smi": f'case "$*" in *noheader*) echo {shlex.quote(gpu)} ;; *) echo "name"; echo {shlex.quote(gpu)} ;; esac\n',
@@ -158,7 +167,7 @@ def _run_with_stand_ins(tmp_path, steps, *, xdist=False, gpu="NVIDIA H200", env=
         path.chmod(0o755)
     work = tmp_path / "work"
     work.mkdir()
-    full_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(tmp_path / "out"), "HOME": str(tmp_path),
+    full_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(tmp_path / out_name), "HOME": str(tmp_path),
                 "CUPY_CACHE_DIR": str(tmp_path / "cupy"), **(env or {})}
     run = subprocess.run(["bash", str(SCRIPT), "60", *steps.split()], cwd=work, env=full_env,
                          capture_output=True, text=True, timeout=120)
@@ -202,3 +211,38 @@ def test_the_committed_records_are_written_only_on_their_gpu(tmp_path):
     other = destinations(_run_with_stand_ins(tmp_path / "d", steps, gpu="NVIDIA H100 80GB HBM3",
                                              env={"RECORD_GPU": "H100"}), None)
     assert other == on_h200
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_bench_step_off_the_record_gpu_replaces_or_resumes_like_bench_commit(tmp_path):
+    """On another GPU the step ``bench`` runs ``make bench`` into $OUT/results with --force (as
+    bench-commit replaces, so ``campaign bench`` in one call does not stop at the campaign the
+    first step wrote), or with the user's --resume instead; RESULTS_DIR naming the committed
+    folder in another spelling is still bench-commit."""
+    def bench_args(calls):
+        bench = next(c for c in calls if c[0] == "make" and c[1] in ("bench", "bench-commit"))
+        return bench[1], next(a.split("=", 1)[1] for a in bench if a.startswith("BENCH_ARGS=")).split()
+
+    h100 = "NVIDIA H100 80GB HBM3"
+    target, args = bench_args(_run_with_stand_ins(tmp_path / "a", "bench", gpu=h100))
+    assert target == "bench" and "--force" in args and "--resume" not in args
+    target, args = bench_args(_run_with_stand_ins(tmp_path / "b", "bench", gpu=h100, env={"BENCH_ARGS": "--resume"}))
+    assert target == "bench" and "--resume" in args and "--force" not in args
+    work = tmp_path / "c" / "work"
+    target, _ = bench_args(_run_with_stand_ins(tmp_path / "c", "bench", gpu=h100,
+                                               env={"RESULTS_DIR": f"{work}/results/"}))
+    assert target == "bench-commit"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_a_records_folder_with_a_space_is_not_handed_to_make(tmp_path):
+    """make splits the Makefile's unquoted --out at spaces: off the record GPU, under an $OUT that
+    holds one, the make steps (bench, sweep) are skipped with a line saying why, and the steps
+    that call Python directly get the whole path."""
+    calls = _run_with_stand_ins(tmp_path, "bench sweep whole", gpu="NVIDIA H100 80GB HBM3", out_name="my out")
+    assert not [c for c in calls if c[0] == "make"]
+    table = next(c for c in calls if "bench/engine_table.py" in c)
+    assert _option(table, "--out") == f"{tmp_path / 'my out'}/results/whole_update"
+    log = (tmp_path / "my out" / "session.log").read_text()
+    assert "== bench: skipped: make cannot pass a folder whose path holds a space" in log
+    assert "== sweep: skipped: make cannot pass a folder whose path holds a space" in log

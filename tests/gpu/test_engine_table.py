@@ -20,7 +20,8 @@ def test_main_measures_a_random_graph_and_writes_every_table(tmp_path, capsys):
         assert row[engine]["device_ms"] > 0 and row[engine]["whole_ms"] > 0
         assert row[engine]["runs"] == 11
     assert row["fused"]["host_syncs"] == 1
-    # the host reference: its one timed run after an untimed one (host_warmup), beside its compute()
+    # the host reference's row through main(): one timed run (the untimed one before it is counted
+    # by tests/bench/test_engine_table.py), its compute() and SciPy's beside it
     assert row["host"]["runs"] == 1 and row["host"]["host_ms"] > 0
     assert row["host"]["compute_ms"] > 0 and row["host"]["scipy_ms"] > 0
     table = (out / "engine_table.md").read_text()
