@@ -124,7 +124,7 @@ def test_the_estimate_covers_what_a_growing_host_update_allocates():
     same 29.1 with NUMBA_DISABLE_JIT=1 (the compiled kernels' own arrays then count too: they
     allocate none of the new size); a process's RSS grew by 24 bytes per vertex for an 8-fold
     growth to 8 M vertices. An array of the new vertex count added to the update without its bytes
-    in the estimate fails this (the host engine's 18 bytes left out: 2 failures)."""
+    in the estimate fails this (so does the estimate without the host engine's 18 bytes)."""
     import tracemalloc
 
     rng = np.random.default_rng(11)
