@@ -296,7 +296,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         _compute_ms(graph, source, k, config, 1)  # compile, reserve
         compute_rows[engine] = _compute_ms(graph, source, k, config, args.repeats)
     if host_ok:
-        compute_rows["host"] = (host_bench.host_compute_ms(host_graph, source, k, 1, host_warmup(args)), None)
+        host_compute_ms = host_bench.host_compute_ms(host_graph, source, k, 1, host_warmup(args))
         # what a host user's alternative costs: SciPy's Dijkstra from scratch (issue 35)
         scipy_ms = host_bench.scipy_recompute_ms(host_graph, source, k, 1, host_warmup(args))
     for batch_name, batch in batches.items():
@@ -330,7 +330,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         if host_ok:
             row["host"], trees["host"] = host_update_row(host_graph, host_snapshot, batch, source, k, tree,
                                                          args.host_repeats, host_warmup(args))
-            row["host"].update(compute_ms=compute_rows["host"][0], scipy_ms=scipy_ms)
+            row["host"].update(compute_ms=host_compute_ms, scipy_ms=scipy_ms)
         names = list(trees)
         ref = trees[names[0]]
         row["identical"] = all(np.array_equal(ref[0], trees[e][0]) and np.array_equal(ref[1], trees[e][1])

@@ -158,14 +158,15 @@ print(g["commit"] or "none", "dirty" if g["dirty"] else "clean")')
 echo "git: $GIT_STATE" | tee -a "$LOG"
 git status --porcelain 2>/dev/null | head -5 | tee -a "$LOG"
 case $GIT_STATE in *" clean") DIRTY_ARG= ;; *) DIRTY_ARG=--allow-dirty ;; esac
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$LOG"
+GPU_FACTS=$(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv)
+echo "$GPU_FACTS" | tee -a "$LOG"
 # The committed results/ are the project's record of one GPU model, the H200 (README): the steps
 # that write there (campaign, bench, stream, whole, sweep) do so only on a GPU of that name. A lent
 # machine may be another model than the one asked for (an H100 when no H200 came), and its records
 # would replace the H200's by accident; there they go into $OUT/results instead, said in the log.
 # RESULTS_DIR names the folder outright (results: the committed one whatever the GPU);
 # RECORD_GPU another model's name.
-GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+GPU_NAME=$(echo "$GPU_FACTS" | sed -n 2p | cut -d, -f1)  # the first GPU's name, under the header
 if [ -z "${RESULTS_DIR:-}" ]; then
   case $GPU_NAME in
     *"${RECORD_GPU:-H200}"*) RESULTS_DIR=results ;;
