@@ -132,6 +132,13 @@ DEFAULT_MOVE = "rows"
 MOVE_ENTRIES_PER_BLOCK = 2048
 
 
+def move_blocks(entries: int, device: int) -> int:
+    """apply_move_segments' grid for ``entries`` old entries: a block per MOVE_ENTRIES_PER_BLOCK,
+    at least one, at most the operators' grid cap (every block co-resident)."""
+    wanted = max(1, -(-int(entries) // MOVE_ENTRIES_PER_BLOCK))
+    return min(wanted, runtime.operators_grid_cap(device))
+
+
 def move_rule() -> str:
     """``ENGINES_APPLY_MOVE`` or, unset, ``DEFAULT_MOVE``; a bad value is an error naming it."""
     return switches.choice(MOVE_ENV, MOVES, DEFAULT_MOVE)
@@ -775,7 +782,7 @@ def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None) ->
                     sizes, cur.ptr[side], sc.cum, target.ptr[side], i32(stats), record), 0),
             ]
         chain += [
-            ("kernel", fn["apply_move_segments"], blocks(-(-m_old // MOVE_ENTRIES_PER_BLOCK), device), (
+            ("kernel", fn["apply_move_segments"], move_blocks(m_old, device), (
                 sizes, sorted_keys, i32(k), cur.ptr[side], target.ptr[side], cur.key[side], cur.row_of[side],
                 old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0)
             if scratch.move == "segments" else
@@ -910,4 +917,4 @@ __all__ = ["ApplyScratch", "CHANGES_GRID_ENV", "CHANGES_PER_BLOCK", "CHANGES_THR
            "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "MOVES", "MOVE_ENV",
            "PendingCommit",
            "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "changes_blocks", "changes_grid", "commit", "group_rule",
-           "group_shift", "load_module", "min_events", "move_rule", "record_length", "reserve", "touched_scan_limit"]
+           "group_shift", "load_module", "min_events", "move_blocks", "move_rule", "record_length", "reserve", "touched_scan_limit"]

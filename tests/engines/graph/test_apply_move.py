@@ -68,13 +68,8 @@ def test_the_plan_moves_each_side_with_the_chosen_kernel(monkeypatch, move):
     segments' one walks that side's sorted keys on a grid of a block per MOVE_ENTRIES_PER_BLOCK
     old entries (the reserved capacity's here: the plan of a captured commit)."""
     monkeypatch.setenv(device_apply.MOVE_ENV, move)
-    asked = []
-
-    def blocks(items, device):
-        asked.append(items)
-        return 7
-
-    scratch, plan = _planned(monkeypatch, parallel=False, touched=False, blocks=blocks)
+    monkeypatch.setattr(device_apply.runtime, "operators_grid_cap", lambda device: 1056)
+    scratch, plan = _planned(monkeypatch, parallel=False, touched=False, blocks=lambda items, device: 7)
     kernels = [step[1] for step in plan if step[0] == "kernel"]
     wanted = "apply_move_segments" if move == "segments" else "apply_move"
     moves = [step for step in plan if step[0] == "kernel" and step[1] in ("apply_move", "apply_move_segments")]
@@ -87,8 +82,24 @@ def test_the_plan_moves_each_side_with_the_chosen_kernel(monkeypatch, move):
             keys = step[3][1]
             assert keys.base is scratch.keys and keys.size == hi - lo
             assert keys.__array_interface__["data"][0] == scratch.keys[lo:].__array_interface__["data"][0]
-        # m_old = 20 entries (the capacity): one block's worth
-        assert 1 in asked and device_apply.MOVE_ENTRIES_PER_BLOCK > 20
+        assert [step[2] for step in moves] == [1, 1]  # m_old = 20 entries (the capacity): one block
+    else:
+        assert [step[2] for step in moves] == [7, 7]  # runtime.operators_blocks'
+
+
+@pytest.mark.parametrize("entries, blocks", [
+    (0, 1), (1, 1), (2048, 1), (2049, 2),
+    (176_000, 86),          # the 4,039-vertex graph
+    (300_000, 147),
+    (3_083_796, 1056),      # roadNet-PA: the grid cap (an H200's or H100's 132 x 8 blocks)
+    (57_708_624, 1056),
+])
+def test_the_segments_grid(monkeypatch, entries, blocks):
+    """A block per MOVE_ENTRIES_PER_BLOCK old entries up to the grid cap (not the operators' rule of
+    a thread per item, which gave roadNet-PA 6 blocks of half a million entries each: 3.5 ms a side
+    on an H100 at 0cdc6e9)."""
+    monkeypatch.setattr(device_apply.runtime, "operators_grid_cap", lambda device: 1056)
+    assert device_apply.move_blocks(entries, 0) == blocks
 
 
 # -- the kernel's arithmetic ----------------------------------------------------------------------
