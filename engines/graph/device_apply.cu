@@ -467,6 +467,15 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // Four entries a thread with their dependent loads issued together measured no better (ncu, H100,
 // roadNet-PA safe50k: 82.7 -> 87.8 us a side; whole update() 1.009x per 50,000-change batch,
 // bench/update_anatomy.py --ab-env, c9c2608, reverted), so each thread moves one entry at a time.
+// Nor did runs without a lookup per entry (0cdc6e9, reverted): each block walked the side's sorted
+// events, whose rows bound runs of untouched entries that all move by one shift, and copied the
+// runs (key, row_of and the weights streamed, no row flag or offsets read per entry): the same
+// bytes (its GPU tests passed), but 83.8 us a side under ncu against this kernel's 71.5, and the
+// whole update() per batch 1.010x on roadNet-PA's 50,000-change batches, 1.033x on its 10,000-change
+// ones, 1.015x on the 4,039-vertex graph, 0.999x on luxembourg_osm's 100-change batches and 1.093x
+// on road_usa's 10,000-change batches (H100 80GB HBM3, bench/update_anatomy.py --ab-env
+// ENGINES_APPLY_MOVE=rows,segments, interleaved, trees equal). The row lookups hit the cache; the
+// move is bound by the entries it streams either way.
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     apply_move(const i64* __restrict__ sizes, i32 K, const O* __restrict__ old_ptr, const O* __restrict__ new_ptr,
@@ -483,138 +492,6 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
         new_key[to] = key[e];
         new_row_of[to] = r;
         for (i32 k = 0; k < K; ++k) new_weight[k * new_stride + to] = weight[k * stride + e];
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Untouched rows by segments (ENGINES_APPLY_MOVE=segments, device_apply.py MOVES): the same bytes
-// as apply_move without a row lookup per entry. Between two consecutive touched rows t' < t every
-// untouched row moves by the same shift, new_ptr[t] - old_ptr[t] (the row changes of the touched
-// rows before t, none between), so the untouched entries are runs of contiguous old entries, each
-// moved by one shift: a streaming copy of key, row_of and the weights. The touched rows are the
-// rows of the side's sorted events (apply_decide flags exactly those), so each block walks them
-// instead of reading row_flag, old_ptr and new_ptr at every entry's row.
-//
-// Block b copies the old entries [m_old * b / G, m_old * (b + 1) / G). A boundary is one sorted
-// event p of row t: its old range [lo, hi) and the shift of the rows before it, for a row t >=
-// n_old (a new vertex: no old entries) or past the last event (the sentinel) lo = hi = m_old and
-// the tail's shift new_ptr[n_old] - m_old. lo and hi never decrease with p, and the untouched entry
-// e moves by the shift of the first boundary with lo > e, which is the first boundary with hi > e
-// unless e lies in that boundary's row (lo <= e: a touched entry, rebuilt by apply_rebuild). Warp 0
-// finds the first boundary with hi > the block's first entry by a 32-way search; then up to
-// SSSP_BLOCK boundaries at a time go to shared memory and the threads copy the entries they cover.
-namespace apply {
-
-// The boundary of sorted event p (p == count: the sentinel).
-struct Boundary {
-    i64 lo, hi, shift;
-};
-
-template <typename O>
-__device__ __forceinline__ Boundary boundary_at(const i64* __restrict__ sorted, i64 p, i64 count,
-                                                   const O* __restrict__ old_ptr, const O* __restrict__ new_ptr,
-                                                   i32 n_old, i64 m_old, i64 tail_shift) {
-    Boundary b;
-    const i32 row = p < count ? event_row(sorted[p]) : n_old;
-    if (row < n_old) {
-        b.lo = static_cast<i64>(old_ptr[row]);
-        b.hi = static_cast<i64>(old_ptr[row + 1]);
-        b.shift = static_cast<i64>(new_ptr[row]) - b.lo;
-    } else {
-        b.lo = b.hi = m_old;
-        b.shift = tail_shift;
-    }
-    return b;
-}
-
-// The first p in [0, count] whose boundary ends past `entry` (hi > entry; the sentinel's always
-// does), found by the 32 lanes of one warp probing 32 positions a round: every lane returns it.
-template <typename O>
-__device__ __forceinline__ i64 first_boundary_past(const i64* __restrict__ sorted, i64 count,
-                                                   const O* __restrict__ old_ptr, i32 n_old, i64 m_old,
-                                                   i64 entry) {
-    i64 lo = 0, hi = count;  // the answer lies in [lo, hi]
-    const i64 lane = static_cast<i64>(lane_id());
-    while (lo < hi) {
-        const i64 step = (hi - lo + 31) / 32;
-        const i64 q = lo + (lane + 1) * step - 1;
-        bool past = true;  // positions at or beyond hi count as past (the answer is at most hi)
-        if (q < hi) {
-            const i32 row = event_row(sorted[q]);
-            past = (row < n_old ? static_cast<i64>(old_ptr[row + 1]) : m_old) > entry;
-        }
-        const unsigned ballot = __ballot_sync(SSSP_FULL_MASK, past);
-        const i64 first = static_cast<i64>(__ffs(ballot)) - 1;  // ballot != 0: lane 31 probes >= hi - 1
-        if (first < 0) return hi;  // lane 31 probed hi - 1, and even it is not past
-        const i64 new_hi = lo + (first + 1) * step - 1;
-        lo = first == 0 ? lo : lo + first * step;
-        hi = new_hi < hi ? new_hi : hi;
-    }
-    return lo;
-}
-
-}  // namespace apply
-
-template <typename V, typename O>
-__global__ void __launch_bounds__(SSSP_BLOCK)
-    apply_move_segments(const i64* __restrict__ sizes, const i64* __restrict__ sorted, i32 K,
-                        const O* __restrict__ old_ptr, const O* __restrict__ new_ptr,
-                        const i32* __restrict__ key, const i32* __restrict__ row_of,
-                        const i32* __restrict__ weight, i64 stride, i32* __restrict__ new_key,
-                        i32* __restrict__ new_row_of, i32* __restrict__ new_weight, i64 new_stride) {
-    using namespace apply;
-    __shared__ i64 s_lo[SSSP_BLOCK], s_hi[SSSP_BLOCK], s_shift[SSSP_BLOCK];
-    __shared__ i64 s_first;
-    __shared__ int s_stop;  // the first loaded boundary with lo >= the block's end (SSSP_BLOCK: none)
-    const i64 m_old = sizes[SZ_M_OLD];
-    const i64 count = sizes[SZ_COUNT];
-    const i32 n_old = static_cast<i32>(sizes[SZ_N_OLD]);
-    const i64 blocks = static_cast<i64>(gridDim.x);
-    const i64 begin = m_old * static_cast<i64>(blockIdx.x) / blocks;
-    const i64 end = m_old * (static_cast<i64>(blockIdx.x) + 1) / blocks;
-    if (begin >= end) return;  // uniform over the block
-    const i64 tail_shift = static_cast<i64>(new_ptr[n_old]) - m_old;
-    if (threadIdx.x < 32) {
-        const i64 first = first_boundary_past(sorted, count, old_ptr, n_old, m_old, begin);
-        if (threadIdx.x == 0) s_first = first;
-    }
-    __syncthreads();
-    i64 p = s_first;  // every boundary before p ends at or before `cur`
-    i64 cur = begin;
-    for (;;) {
-        // Up to SSSP_BLOCK boundaries from p (the sentinel ends them).
-        const i64 left = count + 1 - p;  // boundaries from p, the sentinel included
-        const int loaded = left < SSSP_BLOCK ? static_cast<int>(left) : SSSP_BLOCK;
-        if (threadIdx.x == 0) s_stop = SSSP_BLOCK;
-        __syncthreads();
-        if (static_cast<int>(threadIdx.x) < loaded) {
-            const Boundary b = boundary_at(sorted, p + threadIdx.x, count, old_ptr, new_ptr, n_old, m_old,
-                                              tail_shift);
-            s_lo[threadIdx.x] = b.lo;
-            s_hi[threadIdx.x] = b.hi;
-            s_shift[threadIdx.x] = b.shift;
-            if (b.lo >= end) atomicMin(&s_stop, static_cast<int>(threadIdx.x));
-        }
-        __syncthreads();
-        // The entries these boundaries decide: up to the block's end when one of them starts past
-        // it (or the sentinel came: its lo is m_old >= end), else up to the last one's start.
-        const bool last_round = s_stop < SSSP_BLOCK || loaded < SSSP_BLOCK;
-        const int usable = s_stop < SSSP_BLOCK ? s_stop + 1 : loaded;
-        const i64 upto = last_round ? end : (s_lo[loaded - 1] < end ? s_lo[loaded - 1] : end);
-        int j = 0;
-        for (i64 e = cur + threadIdx.x; e < upto; e += SSSP_BLOCK) {
-            while (j < usable - 1 && s_hi[j] <= e) ++j;  // e grows: j never goes back
-            if (s_lo[j] <= e) continue;                   // a touched row's entry
-            const i64 to = e + s_shift[j];
-            new_key[to] = key[e];
-            new_row_of[to] = row_of[e];
-            for (i32 k = 0; k < K; ++k) new_weight[k * new_stride + to] = weight[k * stride + e];
-        }
-        if (last_round) return;
-        // The last boundary loaded starts the next round (p grows by loaded - 1 >= 1 a round).
-        p += loaded - 1;
-        cur = upto;
-        __syncthreads();  // every thread is done with the shared boundaries
     }
 }
 

@@ -41,8 +41,8 @@ ENGINE = "apply"
 #: The apply's kernels, beside this file; compiled with the engines' shared header (runtime.read_source).
 SOURCE = str(Path(__file__).resolve().with_name("device_apply.cu"))
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_touched_scan", "apply_row_ptr_touched",
-           "apply_move", "apply_move_segments", "apply_rebuild", "apply_rescan_max", "apply_changes",
-           "apply_changes_sized", "apply_record_out")
+           "apply_move", "apply_rebuild", "apply_rescan_max", "apply_changes", "apply_changes_sized",
+           "apply_record_out")
 #: How a commit's kernels are launched (module docstring; ``Options.update_launch``).
 LAUNCHES = ("python", "graph")
 #: The launch of a commit that names none (``Graph.apply``; ``update()`` passes the results'
@@ -116,32 +116,6 @@ def touched_scan_limit() -> int:
     if not switches.given(TOUCHED_SCAN_ENV):
         return TOUCHED_SCAN_MAX
     return switches.count(TOUCHED_SCAN_ENV, "an event count", maximum=MAX_MIN_EVENTS)
-
-
-#: How the untouched rows move to the new buffer set (``ENGINES_APPLY_MOVE``): ``rows``
-#: (apply_move: each entry reads its row's flag and both offsets; the rule before) or ``segments``
-#: (apply_move_segments: each block walks the side's sorted events, which bound runs of entries
-#: that move by one shift, and copies them without a lookup per entry). The same bytes either way.
-#: Read when a graph's event buffers grow, like ``ENGINES_APPLY_KEY_SORT``.
-MOVE_ENV = "ENGINES_APPLY_MOVE"
-MOVES = ("rows", "segments")
-DEFAULT_MOVE = "rows"
-#: apply_move_segments' grid: one block per this many old entries (at most the grid cap; a block
-#: copies m_old / blocks entries, read on the device), so that a block's search for its first
-#: touched row is paid over a few thousand entries.
-MOVE_ENTRIES_PER_BLOCK = 2048
-
-
-def move_blocks(entries: int, device: int) -> int:
-    """apply_move_segments' grid for ``entries`` old entries: a block per MOVE_ENTRIES_PER_BLOCK,
-    at least one, at most the operators' grid cap (every block co-resident)."""
-    wanted = max(1, -(-int(entries) // MOVE_ENTRIES_PER_BLOCK))
-    return min(wanted, runtime.operators_grid_cap(device))
-
-
-def move_rule() -> str:
-    """``ENGINES_APPLY_MOVE`` or, unset, ``DEFAULT_MOVE``; a bad value is an error naming it."""
-    return switches.choice(MOVE_ENV, MOVES, DEFAULT_MOVE)
 
 
 #: The lanes that walk one touched row in apply_decide and apply_rebuild (device_apply.cu Group):
@@ -328,7 +302,6 @@ class ApplyScratch:
         self.keys = self.stage_key = self.stage_ins = self.increased = self.touched_cum = None
         self.touched_limit = 0  # touched_scan_limit(), read with the event buffers' capacity
         self.key_sort = key_sort.DEFAULT_KEY_SORT  # key_sort.chosen(), read with it too
-        self.move = DEFAULT_MOVE  # move_rule(), read with it too
         self.parallel = False  # apply_sides.parallel_sides(), read with it too
         self.mapped_record = False  # mapped.enabled(), read with it too: the record stored by a kernel
         self.in_side = None  # the in side's scratch while parallel
@@ -368,7 +341,7 @@ class ApplyScratch:
             return
         cupy = cupy_module()
         if grow_events:  # before anything changes: a bad value refuses the commit with the scratch as it was
-            floor, touched, sort, move = min_events(), touched_scan_limit(), key_sort.chosen(), move_rule()
+            floor, touched, sort = min_events(), touched_scan_limit(), key_sort.chosen()
             parallel = apply_sides.parallel_sides()
             mapped_record = mapped.enabled()
         caps = (self.m_cap, self.n_cap, self.event_cap)
@@ -417,7 +390,6 @@ class ApplyScratch:
                 self.event_cap = cap
                 self.touched_limit = touched
                 self.key_sort = sort
-                self.move = move
                 self.parallel = parallel
                 self.mapped_record = mapped_record
             # The in side's own scratch at the capacities above, made again when a group grew
@@ -782,10 +754,6 @@ def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None) ->
                     sizes, cur.ptr[side], sc.cum, target.ptr[side], i32(stats), record), 0),
             ]
         chain += [
-            ("kernel", fn["apply_move_segments"], move_blocks(m_old, device), (
-                sizes, sorted_keys, i32(k), cur.ptr[side], target.ptr[side], cur.key[side], cur.row_of[side],
-                old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0)
-            if scratch.move == "segments" else
             ("kernel", fn["apply_move"], blocks(m_old, device), (
                 sizes, i32(k), cur.ptr[side], target.ptr[side], sc.row_flag, cur.key[side], cur.row_of[side],
                 old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0),
@@ -914,7 +882,6 @@ def reserve(dgraph, events, stream) -> None:
 
 
 __all__ = ["ApplyScratch", "CHANGES_GRID_ENV", "CHANGES_PER_BLOCK", "CHANGES_THREADS", "DeviceChangeLists",
-           "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "MOVES", "MOVE_ENV",
-           "PendingCommit",
+           "GROUP_ENV", "GROUP_MIN", "GROUP_WIDTHS", "MAX_MIN_EVENTS", "MIN_EVENTS", "MIN_EVENTS_ENV", "PendingCommit",
            "TOUCHED_SCAN_ENV", "TOUCHED_SCAN_MAX", "changes_blocks", "changes_grid", "commit", "group_rule",
-           "group_shift", "load_module", "min_events", "move_blocks", "move_rule", "record_length", "reserve", "touched_scan_limit"]
+           "group_shift", "load_module", "min_events", "record_length", "reserve", "touched_scan_limit"]

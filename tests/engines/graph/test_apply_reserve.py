@@ -64,7 +64,6 @@ def _fresh_scratch():
     sc.keys = sc.stage_key = sc.stage_ins = sc.increased = sc.staging = sc.touched_cum = None
     sc.touched_limit = 0
     sc.key_sort = key_sort.DEFAULT_KEY_SORT  # as ApplyScratch.__init__
-    sc.move = device_apply.DEFAULT_MOVE
     sc.parallel, sc.mapped_record, sc.in_side = False, False, None
     sc.record_host_ptr = 4242  # the pinned record's address (no pinned memory here)
     sc.record = sc.sizes = sc.ev_src = sc.ev_dst = sc.ev_weights = None
