@@ -46,10 +46,14 @@ class DeviceGraphView:
     # The edge arrays are the buffer set's whole columns, capacity long: the first num_edges
     # entries are the graph's (kernels take pointers and the sizes apart; slicing them to m on
     # every update cost a steady stream tens of µs of host time, since m moves with most batches).
+    # Row v of a side is [ptr[v], end[v]) (kernels.cuh CsrView): for these packed sets end is ptr
+    # from its second entry (a view of the same array), each row ending where the next begins.
     out_ptr: object  # (n + 1,) offset dtype
+    out_end: object  # (n,) offset dtype: out_ptr[1:]
     out_index: object  # (m_cap,) int32: heads of the out-edges
     out_weight: object  # (m_cap,) int32: the objective's column, CSR order
     in_ptr: object  # (n + 1,) offset dtype
+    in_end: object  # (n,) offset dtype: in_ptr[1:]
     in_index: object  # (m_cap,) int32: tails of the in-edges
     in_weight: object  # (m_cap,) int32: the objective's column, in-edge order
 
@@ -220,9 +224,11 @@ class DeviceGraph:
             vertex_dtype=np.dtype(np.int32),
             offset_dtype=cur.offset_dtype,
             out_ptr=cur.ptr["out"][: n + 1],
+            out_end=cur.ptr["out"][1: n + 1],
             out_index=cur.key["out"],
             out_weight=cur.weight["out"][k],
             in_ptr=cur.ptr["in"][: n + 1],
+            in_end=cur.ptr["in"][1: n + 1],
             in_index=cur.key["in"],
             in_weight=cur.weight["in"][k],
         )

@@ -185,6 +185,10 @@ def test_the_graph_view_follows_the_edge_count_around_the_same_buffers(engine):
         assert view.out_index.data.ptr == cur.key["out"].data.ptr and view.out_index.size == cur.m_cap
         assert view.in_weight.data.ptr == cur.weight["in"][0].data.ptr
         assert view.out_ptr.size == graph.num_vertices + 1
+        # each row ends where the next begins: the ends are the offsets' own memory, one entry on
+        for ptr, end in ((view.out_ptr, view.out_end), (view.in_ptr, view.in_end)):
+            assert end.size == graph.num_vertices and end.dtype == ptr.dtype
+            assert end.data.ptr == ptr.data.ptr + ptr.dtype.itemsize
         np.testing.assert_array_equal(view.out_index[:view.num_edges].get(), np.asarray(graph.col_ind))
         seen.setdefault(cur.serial, set()).add(view.num_edges)
     assert any(len(counts) > 1 for counts in seen.values())  # one set served several edge counts

@@ -327,9 +327,9 @@ __global__ void __launch_bounds__(SSSP_BLOCK) fused_control_in(const sssp::u64* 
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_update(
     V n, V source,
-    const O* __restrict__ out_ptr, const V* __restrict__ out_index,
+    const O* __restrict__ out_ptr, const O* __restrict__ out_end, const V* __restrict__ out_index,
     const sssp::i32* __restrict__ out_weight,
-    const O* __restrict__ in_ptr, const V* __restrict__ in_index,
+    const O* __restrict__ in_ptr, const O* __restrict__ in_end, const V* __restrict__ in_index,
     const sssp::i32* __restrict__ in_weight,
     sssp::i64* distances, V* parents,
     sssp::u64* words, sssp::i32* stamp, sssp::i32* in_far, sssp::i32* flag, V* ancestor,
@@ -345,8 +345,8 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
     cg::grid_group grid = cg::this_grid();
     const GridStride gs;
     const Packing k{bits, no_parent};
-    const CsrView<V, O> out{out_ptr, out_index, out_weight};
-    const CsrView<V, O> in{in_ptr, in_index, in_weight};
+    const CsrView<V, O> out{out_ptr, out_end, out_index, out_weight};
+    const CsrView<V, O> in{in_ptr, in_end, in_index, in_weight};
     const i64 nn = static_cast<i64>(n);
     __shared__ fused::BlockSlots<V> slots;
 #if SSSP_FUSED_CAPTURED
@@ -452,7 +452,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_updat
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compute(
     V n, V source,
-    const O* __restrict__ out_ptr, const V* __restrict__ out_index,
+    const O* __restrict__ out_ptr, const O* __restrict__ out_end, const V* __restrict__ out_index,
     const sssp::i32* __restrict__ out_weight,
     sssp::i64* distances, V* parents,
     sssp::u64* words, sssp::i32* stamp, sssp::i32* in_far,
@@ -464,7 +464,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_FUSED_MIN_BLOCKS) fused_compu
     cg::grid_group grid = cg::this_grid();
     const GridStride gs;
     const Packing k{bits, no_parent};
-    const CsrView<V, O> out{out_ptr, out_index, out_weight};
+    const CsrView<V, O> out{out_ptr, out_end, out_index, out_weight};
     const i64 nn = static_cast<i64>(n);
     __shared__ fused::BlockSlots<V> slots;
 

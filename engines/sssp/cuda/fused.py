@@ -481,8 +481,8 @@ def _launch(graph, distances, parents, plan, changes, choice, ws, s, device: int
         changed_from, changed_to, heads, changed_count = changes.stage(ws, s)
     args = (
         vn, vsource,
-        dg.out_ptr, dg.out_index, dg.out_weight,
-        dg.in_ptr, dg.in_index, dg.in_weight,
+        dg.out_ptr, dg.out_end, dg.out_index, dg.out_weight,
+        dg.in_ptr, dg.in_end, dg.in_index, dg.in_weight,
         distances, parents,
         ws.word, ws.stamp, ws.in_far, ws.flag, ws.ancestor,
         ws.candidates, ws.frontier, ws.near_a, ws.near_b, ws.far_a, ws.far_b,
@@ -749,7 +749,7 @@ def compute(graph, plan, device: int, loop: str | None = None, choice: variants.
                     (runtime.BLOCK_SIZE,),
                     (
                         vn, vsource,
-                        dg.out_ptr, dg.out_index, dg.out_weight,
+                        dg.out_ptr, dg.out_end, dg.out_index, dg.out_weight,
                         distances, parents,
                         ws.word, ws.stamp, ws.in_far,
                         ws.near_a, ws.near_b, ws.far_a, ws.far_b, ws.near_log,

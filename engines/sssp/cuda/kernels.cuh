@@ -330,12 +330,17 @@ __device__ __forceinline__ GridStride block_stride() {
 // never written during a launch, so plain (read-only cache) loads are safe here.
 template <typename V, typename O>
 struct CsrView {
-    const O* ptr;     // n + 1 offsets
-    const V* index;   // m neighbours (out: heads; in: tails)
-    const i32* weight;  // m weights of the run's objective, in the same order
+    const O* ptr;     // row starts: row v's entries begin at ptr[v]
+    const O* ends;    // row ends: row v's entries end before ends[v]
+    const V* index;   // neighbours (out: heads; in: tails)
+    const i32* weight;  // weights of the run's objective, in the same order
 
+    // A row is [ptr[v], ends[v]). A packed CSR passes ends = ptr + 1 (each row ends where the next
+    // begins: the same addresses as reading ptr[v + 1]); the engines read rows through these two
+    // alone, so a layout whose rows keep room to grow in place (issue 27: an apply without
+    // whole-array moves) needs no other change in them.
     __device__ __forceinline__ O begin(i64 v) const { return __ldg(ptr + v); }
-    __device__ __forceinline__ O end(i64 v) const { return __ldg(ptr + v + 1); }
+    __device__ __forceinline__ O end(i64 v) const { return __ldg(ends + v); }
     __device__ __forceinline__ V neighbour(O e) const { return __ldg(index + e); }
     __device__ __forceinline__ u64 weight_of(O e) const {
         return static_cast<u64>(__ldg(weight + e));

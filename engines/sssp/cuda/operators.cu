@@ -192,10 +192,10 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_pull(V count, const V* __restrict__ candidates, const O* __restrict__ in_ptr,
-             const V* __restrict__ in_src, const i32* __restrict__ in_weight,
+             const O* __restrict__ in_end, const V* __restrict__ in_src, const i32* __restrict__ in_weight,
              u64* __restrict__ words, u64 bound, u32 bits, u64 no_parent, i32* __restrict__ stamp,
              i32 generation, V* __restrict__ frontier, OperatorsControl<V>* ctl) {
-    const CsrView<V, O> in{in_ptr, in_src, in_weight};
+    const CsrView<V, O> in{in_ptr, in_end, in_src, in_weight};
     pull_candidates<V, O>(count, candidates, in, sssp::ops::make_packing(bits, no_parent), bound,
                           words, stamp, generation, frontier, &ctl->frontier);
 }
@@ -310,12 +310,12 @@ __device__ __forceinline__ void push_phase(V count, const V* __restrict__ near_l
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     ops_push(V count, const V* __restrict__ near_list, const O* __restrict__ out_ptr,
-             const V* __restrict__ out_dst, const i32* __restrict__ out_weight,
+             const O* __restrict__ out_end, const V* __restrict__ out_dst, const i32* __restrict__ out_weight,
              u64* __restrict__ words, V source, u64 bound, u32 bits, u64 no_parent,
              i32* __restrict__ stamp, i32 generation, i32* __restrict__ in_far,
              V* __restrict__ next_list, V* __restrict__ far_list, i32 near_slot, i32 far_slot,
              u32 push_shift, V* __restrict__ near_log, i32 iteration, OperatorsControl<V>* ctl) {
-    const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+    const CsrView<V, O> out{out_ptr, out_end, out_dst, out_weight};
     push_phase<V, O>(count, near_list, out, words, source, bound, sssp::ops::make_packing(bits, no_parent),
                      stamp, generation, in_far, next_list, far_list, near_slot, far_slot,
                      push_shift, near_log, iteration, ctl);
@@ -515,6 +515,7 @@ __device__ __forceinline__ void finish_phase(OperatorsControl<V>* ctl) {
 // (neither is read after the pull).
 template <typename V, typename O>
 __device__ __forceinline__ void finish_step(i32 phase, V count, const O* __restrict__ out_ptr,
+                                            const O* __restrict__ out_end,
                                             const V* __restrict__ out_dst,
                                             const i32* __restrict__ out_weight,
                                             const u64* __restrict__ words,
@@ -532,7 +533,7 @@ __device__ __forceinline__ void finish_step(i32 phase, V count, const O* __restr
         recover_distances<V>(count, words, ctl->loop_source, distances, parents,
                              ctl->loop_count_affected != 0, ancestor, distance_changed);
     } else if (phase == LOOP_RECOVER_PARENTS) {
-        const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+        const CsrView<V, O> out{out_ptr, out_end, out_dst, out_weight};
         recover_tight_parents<V, O>(count, out, ctl->loop_source, words, parents);
     } else {  // LOOP_RECOVER_COUNT
         count_recovered_affected<V>(count, parents, ancestor, distance_changed, &ctl->affected);
@@ -544,9 +545,10 @@ __device__ __forceinline__ void finish_step(i32 phase, V count, const O* __restr
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
     ops_loop(V* __restrict__ near_a, V* __restrict__ near_b, V* __restrict__ far_a,
-             V* __restrict__ far_b, const O* __restrict__ out_ptr, const V* __restrict__ out_dst,
+             V* __restrict__ far_b, const O* __restrict__ out_ptr, const O* __restrict__ out_end,
+             const V* __restrict__ out_dst,
              const i32* __restrict__ out_weight, V* __restrict__ candidates,
-             const O* __restrict__ in_ptr, const V* __restrict__ in_src,
+             const O* __restrict__ in_ptr, const O* __restrict__ in_end, const V* __restrict__ in_src,
              const i32* __restrict__ in_weight, V* __restrict__ frontier, u64* __restrict__ words,
              i32* __restrict__ stamp, i32* __restrict__ in_far, V* __restrict__ ancestor,
              V* __restrict__ near_log, OperatorsControl<V>* ctl) {
@@ -567,7 +569,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
     const u32 bits = ctl->loop_bits;
     const Packing k = sssp::ops::make_packing(bits, ctl->loop_no_parent);
     if (phase == LOOP_PUSH) {
-        const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+        const CsrView<V, O> out{out_ptr, out_end, out_dst, out_weight};
         push_phase<V, O>(count, near_slot ? near_b : near_a, out, words, ctl->loop_source,
                          ctl->loop_bound, k, stamp, ctl->generation, in_far,
                          near_slot ? near_a : near_b, far_slot ? far_b : far_a, near_slot, far_slot,
@@ -579,7 +581,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
                             in_far, near_slot ? near_b : near_a, far_slot ? far_a : far_b,
                             near_slot, far_slot, ctl);
     } else if (phase == LOOP_PULL) {
-        const CsrView<V, O> in{in_ptr, in_src, in_weight};
+        const CsrView<V, O> in{in_ptr, in_end, in_src, in_weight};
         pull_candidates<V, O>(count, candidates, in, k, ctl->loop_bound, words, stamp,
                               ctl->generation, frontier, &ctl->frontier);
     } else if (phase == LOOP_FIRST_MIN) {
@@ -588,7 +590,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK, SSSP_LOOP_MIN_BLOCKS)
         split_frontier_phase<V>(count, frontier, words, k, stamp, ctl->generation, in_far, near_a,
                                 far_a, ctl);
     } else {
-        finish_step<V, O>(phase, count, out_ptr, out_dst, out_weight, words, candidates, ancestor,
+        finish_step<V, O>(phase, count, out_ptr, out_end, out_dst, out_weight, words, candidates, ancestor,
                           ctl);
     }
     if (last_block_done(ctl) && threadIdx.x == 0) finish_phase(ctl);
@@ -627,10 +629,11 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
-    ops_recover_parents(V n, const O* __restrict__ out_ptr, const V* __restrict__ out_dst,
+    ops_recover_parents(V n, const O* __restrict__ out_ptr, const O* __restrict__ out_end,
+                        const V* __restrict__ out_dst,
                         const i32* __restrict__ out_weight, V source,
                         const u64* __restrict__ words, V* __restrict__ parents) {
-    const CsrView<V, O> out{out_ptr, out_dst, out_weight};
+    const CsrView<V, O> out{out_ptr, out_end, out_dst, out_weight};
     recover_tight_parents<V, O>(n, out, source, words, parents);
 }
 

@@ -345,7 +345,7 @@ class _Run:
             # the push's width rule at the widest group): a launch with room for the groups
             threads = push.launch_threads(candidates, launch.grid_cap * runtime.BLOCK_SIZE, push.MAX_GROUP_SHIFT)
             launch.over("ops_pull", threads, launch.v(candidates), ws.candidates, self.g.in_ptr,
-                        self.g.in_index, self.g.in_weight, ws.word, self.bound, self.bits,
+                        self.g.in_end, self.g.in_index, self.g.in_weight, ws.word, self.bound, self.bits,
                         self.no_parent, ws.stamp, self.generation(), ws.frontier, self.ctl)
         self.near_far(frontier_bound=1 if candidates is None else candidates)
 
@@ -371,7 +371,7 @@ class _Run:
                 threads = push.launch_threads(near_count, launch.grid_cap * runtime.BLOCK_SIZE,
                                               int(self.push_shift))
                 launch.over("ops_push", threads, launch.v(near_count), near_lists[near_slot],
-                            self.g.out_ptr, self.g.out_index, self.g.out_weight, ws.word,
+                            self.g.out_ptr, self.g.out_end, self.g.out_index, self.g.out_weight, ws.word,
                             launch.v(self.source), self.bound, self.bits, self.no_parent, ws.stamp,
                             self.generation(), ws.in_far, near_lists[1 - near_slot],
                             far_lists[far_slot], np.int32(near_slot), np.int32(far_slot),
@@ -499,8 +499,8 @@ class _Run:
     def _loop_arguments(self):
         """The arguments of ops_loop: buffer addresses only (the scalars are in the block)."""
         ws, g = self.ws, self.g
-        return (ws.near_a, ws.near_b, ws.far_a, ws.far_b, g.out_ptr, g.out_index, g.out_weight,
-                ws.candidates, g.in_ptr, g.in_index, g.in_weight, ws.frontier, ws.word, ws.stamp,
+        return (ws.near_a, ws.near_b, ws.far_a, ws.far_b, g.out_ptr, g.out_end, g.out_index, g.out_weight,
+                ws.candidates, g.in_ptr, g.in_end, g.in_index, g.in_weight, ws.frontier, ws.word, ws.stamp,
                 ws.in_far, ws.ancestor, ws.near_log, self.ctl)
 
     def _enqueue_loop(self, stream, steps: int) -> None:
@@ -592,7 +592,7 @@ class _Run:
         ws, launch, n = self.ws, self.launch, self.n
         launch.over("ops_recover_init", n, launch.v(n), ws.word, launch.v(self.source), distances,
                     parents, np.int32(1 if count_affected else 0), ws.ancestor, ws.candidates)
-        launch.over("ops_recover_parents", n, launch.v(n), self.g.out_ptr, self.g.out_index,
+        launch.over("ops_recover_parents", n, launch.v(n), self.g.out_ptr, self.g.out_end, self.g.out_index,
                     self.g.out_weight, launch.v(self.source), ws.word, parents)
         if count_affected:
             launch.over("ops_recover_count", n, launch.v(n), parents, ws.ancestor, ws.candidates,
