@@ -22,8 +22,10 @@ import numpy as np
 from .arguments import VERTEX_MAX, as_array, beyond_int64, integer_dtype, weight_matrix
 from .errors import InvalidArgumentError, NotSupportedError
 
-#: ``np.maximum.reduce``: the reduction ``ndarray.max`` ends in, without its Python wrapper.
+#: ``np.maximum.reduce`` / ``np.minimum.reduce``: the reductions ``ndarray.max`` / ``min`` end in,
+#: without their Python wrappers.
 _reduce_max = np.maximum.reduce
+_reduce_min = np.minimum.reduce
 
 
 def _filled(cls, **fields):
@@ -76,6 +78,17 @@ def check_ids(ids: np.ndarray, name: str) -> None:
         )
 
 
+def _checked_top(ids: np.ndarray, name: str) -> int:
+    """The largest id of ``ids`` (-1 for none), after ``check_ids``' rule: two reductions, and the
+    masks that name the first bad id only when one is out of range."""
+    if ids.size == 0:
+        return -1
+    top = int(_reduce_max(ids))
+    if top >= VERTEX_MAX or int(_reduce_min(ids)) < 0:
+        check_ids(ids, name)  # raises, naming the first negative id, else the first too large
+    return top
+
+
 class Batch:
     """A batch of edge insertions (upserts) and deletions; immutable once built.
 
@@ -84,7 +97,11 @@ class Batch:
     checked here; graph-dependent rules (K, ids fitting after growth) when applied.
     """
 
-    __slots__ = ("insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst", "_k")
+    # _top_insert / _top_delete: the largest id of the insertions / deletions (-1 for none), found
+    # by the id checks here, so that applying the batch to a graph (batch_events: the vertex count
+    # after it, the deletions that fall out of range) reads them instead of reducing the arrays again
+    __slots__ = ("insert_src", "insert_dst", "insert_weights", "delete_src", "delete_dst", "_k", "_top_insert",
+                 "_top_delete")
 
     def __init__(self, insert_src=(), insert_dst=(), insert_weights=None, delete_src=(), delete_dst=(),
                  *, delete_vertices=None):
@@ -119,11 +136,12 @@ class Batch:
             raise InvalidArgumentError(
                 f"delete_src and delete_dst differ in length ({dsrc.shape[0]} vs {ddst.shape[0]})"
             )
-        for arr, name in ((isrc, "insert_src"), (idst, "insert_dst"), (dsrc, "delete_src"), (ddst, "delete_dst")):
-            check_ids(arr, name)
+        tops = [_checked_top(arr, name) for arr, name in ((isrc, "insert_src"), (idst, "insert_dst"),
+                                                          (dsrc, "delete_src"), (ddst, "delete_dst"))]
         for arr in (isrc, idst, w, dsrc, ddst):
             arr.setflags(write=False)
-        fields = dict(insert_src=isrc, insert_dst=idst, insert_weights=w, delete_src=dsrc, delete_dst=ddst, _k=k)
+        fields = dict(insert_src=isrc, insert_dst=idst, insert_weights=w, delete_src=dsrc, delete_dst=ddst, _k=k,
+                      _top_insert=max(tops[0], tops[1]), _top_delete=max(tops[2], tops[3]))
         for name, value in fields.items():
             object.__setattr__(self, name, value)  # past __setattr__, which refuses every assignment
 
@@ -209,9 +227,7 @@ def validate_for_graph(batch: Batch, num_vertices: int, num_weights: int) -> int
             raise InvalidArgumentError(
                 f"the batch carries {batch.num_weights} weight columns but the graph has {num_weights}"
             )
-        # one elementwise maximum and one reduction instead of two reductions (each reduction of a
-        # small array costs about a microsecond of NumPy's call overhead); the same integer
-        top = int(_reduce_max(np.maximum(batch.insert_src, batch.insert_dst)))
+        top = batch._top_insert  # the largest insertion id, found when the batch was built
         if top + 1 > VERTEX_MAX:
             raise InvalidArgumentError(f"insertion id {top} makes the vertex count overflow int32")
         return max(int(num_vertices), top + 1)
@@ -261,10 +277,10 @@ def batch_events(batch: Batch, num_vertices: int, num_weights: int) -> BatchEven
     deletions = dsrc.shape[0]
     kept = deletions
     # Step 3's filter keeps a deletion whose two ids are below n_after. Every deletion is kept
-    # exactly when the larger of all its ids is below n_after, which one elementwise maximum and
-    # one reduction tell; the mask is built only when some deletion falls out (a small update
-    # calls this once, and the mask, its count and the "and" cost three NumPy calls more).
-    if deletions and not int(_reduce_max(np.maximum(dsrc, ddst))) < n_after:
+    # exactly when the largest of all their ids (found when the batch was built) is below n_after;
+    # the mask is built only when some deletion falls out (a small update calls this once, and the
+    # mask, its count and the "and" cost three NumPy calls more).
+    if deletions and not batch._top_delete < n_after:
         in_range = (dsrc < n_after) & (ddst < n_after)
         kept = int(np.count_nonzero(in_range))
         dsrc, ddst = dsrc[in_range], ddst[in_range]
