@@ -295,10 +295,11 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
         config = cuda_config(engine, args.push_expansion)
         _compute_ms(graph, source, k, config, 1)  # compile, reserve
         compute_rows[engine] = _compute_ms(graph, source, k, config, args.repeats)
+    host_warm = host_warmup(args)
     if host_ok:
-        host_compute_ms = host_bench.host_compute_ms(host_graph, source, k, 1, host_warmup(args))
+        host_compute_ms = host_bench.host_compute_ms(host_graph, source, k, 1, host_warm)
         # what a host user's alternative costs: SciPy's Dijkstra from scratch (issue 35)
-        scipy_ms = host_bench.scipy_recompute_ms(host_graph, source, k, 1, host_warmup(args))
+        scipy_ms = host_bench.scipy_recompute_ms(host_graph, source, k, 1, host_warm)
     for batch_name, batch in batches.items():
         row = {"graph": name, "origin": origin_kind, "n": graph.num_vertices,
                "m": graph.num_edges, "batch": batch_name, "batch_size": len(batch), "objective": k,
@@ -329,7 +330,7 @@ def measure_graph(name: str, origin_kind, graph, source: int, tree, batches: dic
                            **push_columns(base, device_ms)}
         if host_ok:
             row["host"], trees["host"] = host_update_row(host_graph, host_snapshot, batch, source, k, tree,
-                                                         args.host_repeats, host_warmup(args))
+                                                         args.host_repeats, host_warm)
             row["host"].update(compute_ms=host_compute_ms, scipy_ms=scipy_ms)
         names = list(trees)
         ref = trees[names[0]]
