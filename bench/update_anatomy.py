@@ -209,19 +209,22 @@ def launch_ab(batches, fresh, *, warmup: int, ab_env: AbEnv | None = None) -> in
 
     import os
 
-    if ab_env is not None:  # one launch ("graph"), two values of the variable
-        a, b = ab_env.a, ab_env.b
-        setting = {a: (ab_env.name, a), b: (ab_env.name, b)}
-        sides = {a: fresh("graph"), b: fresh("graph")}
-    else:
-        a, b = "python", "graph"
-        setting = {}
-        sides = {launch: fresh(launch) for launch in (a, b)}
-    times = {side: [] for side in sides}
     # the variable as it was before the A/B, put back after it (what runs next in this process,
     # e.g. a caller's own measurement, must not inherit side B's value)
     before = os.environ.get(ab_env.name) if ab_env is not None else None
     try:
+        if ab_env is not None:  # one launch ("graph"), two values of the variable
+            a, b = ab_env.a, ab_env.b
+            setting = {a: (ab_env.name, a), b: (ab_env.name, b)}
+            sides = {}
+            for side in (a, b):  # each side's graph made under its own value (a switch read when the
+                os.environ[ab_env.name] = side  # graph goes to the device: ENGINES_APPLY_LAYOUT)
+                sides[side] = fresh("graph")
+        else:
+            a, b = "python", "graph"
+            setting = {}
+            sides = {launch: fresh(launch) for launch in (a, b)}
+        times = {side: [] for side in sides}
         for i, batch in enumerate(batches):
             for side in ((a, b) if i % 2 == 0 else (b, a)):
                 if side in setting:

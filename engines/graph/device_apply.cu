@@ -40,7 +40,15 @@ enum RecordSlot : int {
     REC_INSERTED = 2,
     REC_UPDATED = 3,
     REC_EDGES = 4,
-    REC_FIXED = 6,
+    REC_TAIL = 5,  // a slack commit's tail (the farther side's): what the host bounds the next by
+    REC_LONGEST = 6,  // a slack set's longest row (a bound: the longer side's), ditto
+    REC_FIXED = 8,
+};
+// A slack set's meta slots (device_graph.py CsrBuffers.meta): per side its tail, then per side a
+// bound on its longest row (rows only grow in touched rows, which raise it).
+enum MetaSlot : int {
+    META_TAIL = 0,
+    META_LONGEST = 2,
 };
 // Slots of the int64 sizes block (device_apply.py SIZE_* mirrors them).
 enum SizeSlot : int {
@@ -84,12 +92,13 @@ struct Side {
     i64 stride;
 };
 
-// The row range of row r in the old state (rows of new vertices are empty).
+// The row range of row r in the old state (rows of new vertices are empty): [ptr[r], ends[r]),
+// where a packed set passes ends = ptr + 1 and a slack set its own row ends (device_graph.py).
 template <typename O>
-__device__ __forceinline__ void old_range(const O* ptr, i32 n_old, i32 r, i64& lo, i64& hi) {
+__device__ __forceinline__ void old_range(const O* ptr, const O* ends, i32 n_old, i32 r, i64& lo, i64& hi) {
     if (r < n_old) {
         lo = static_cast<i64>(ptr[r]);
-        hi = static_cast<i64>(ptr[r + 1]);
+        hi = static_cast<i64>(ends[r]);
     } else {
         lo = hi = 0;
     }
@@ -224,8 +233,9 @@ template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     apply_decide(const i64* __restrict__ sizes, const i64* __restrict__ sorted, const i32* __restrict__ ev_key,
                  const i32* __restrict__ ins_w, i32 K,
-                 const O* __restrict__ ptr, const i32* __restrict__ key, const i32* __restrict__ weight,
-                 i64 stride, i32* mark, i32* __restrict__ row_flag, i64* __restrict__ row_delta,
+                 const O* __restrict__ ptr, const O* __restrict__ ends, const i32* __restrict__ key,
+                 const i32* __restrict__ weight, i64 stride, i32* mark, i32* __restrict__ row_flag,
+                 i64* __restrict__ row_delta,
                  i32* stage_key, i32* stage_ins, i32 stats, i64* __restrict__ record,
                  unsigned char* __restrict__ increased, i32 shared_cols, i32 group_shift) {
     using namespace apply;
@@ -249,7 +259,7 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
         if (p > 0 && event_row(sorted[p - 1]) == row) continue;  // not the row's first event
         const i64 end = segment_end(grp, sorted, p, count, row);
         i64 lo, hi;
-        old_range(ptr, n_old, row, lo, hi);
+        old_range(ptr, ends, n_old, row, lo, hi);
         i64 hits = 0, missing = 0, appends = 0, updated = 0;
         for (i64 q = p; q < end; ++q) {
             const i32 j = event_index(sorted[q]);
@@ -482,12 +492,14 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
                const i32* __restrict__ row_flag, const i32* __restrict__ key,
                const i32* __restrict__ row_of, const i32* __restrict__ weight, i64 stride,
                i32* __restrict__ new_key, i32* __restrict__ new_row_of, i32* __restrict__ new_weight,
-               i64 new_stride) {
-    const i64 m_old = sizes[apply::SZ_M_OLD];
+               i64 new_stride, const i64* __restrict__ extent) {
+    // a slack set's entries reach its tail (`extent`, the side's meta slot), with room between
+    // rows (row_of -1); a packed set's are the first m_old
+    const i64 m_old = extent != nullptr ? *extent : sizes[apply::SZ_M_OLD];
     const GridStride g;
     for (i64 e = g.first; e < m_old; e += g.stride) {
         const i32 r = row_of[e];
-        if (row_flag[r]) continue;
+        if (r < 0 || row_flag[r]) continue;
         const i64 to = e + (static_cast<i64>(new_ptr[r]) - static_cast<i64>(old_ptr[r]));
         new_key[to] = key[e];
         new_row_of[to] = r;
@@ -499,10 +511,65 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 // Touched rows: the group of the row's first event writes the survivors in order (upserted weights
 // from their insertion) and then the staged appends; it clears the marks, row_flag and row_delta
 // it consumed.
+namespace apply {
+// The new row of one touched row at `base`, `length` entries: the old row [lo, hi) less its
+// removed entries (mark -1; upserted ones take their insertion's weights), then the staged
+// appends from sorted position p. Clears the marks it read.
+__device__ __forceinline__ void write_row(const Group& grp, i32 row, i64 p, i64 lo, i64 hi, i64 base, i64 length,
+                                          const i32* __restrict__ ins_w, i32 K, const i32* __restrict__ key,
+                                          const i32* __restrict__ weight, i64 stride, i32* __restrict__ mark,
+                                          i32* __restrict__ new_key, i32* __restrict__ new_row_of,
+                                          i32* __restrict__ new_weight, i64 new_stride,
+                                          const i32* __restrict__ stage_key, const i32* __restrict__ stage_ins) {
+    const int lane = grp.lane;
+    const unsigned below = (1u << lane) - 1u;  // the group's lanes before this one
+    i64 written = 0;
+    for (i64 chunk = lo; chunk < hi; chunk += grp.width) {
+        const i64 o = chunk + lane;
+        const i32 m = o < hi ? mark[o] : -1;
+        const bool alive = m != -1;
+        const unsigned ballot = group_ballot(grp, alive);
+        if (alive) {
+            const i64 to = base + written + __popc(ballot & below);
+            new_key[to] = key[o];
+            new_row_of[to] = row;
+            for (i32 k = 0; k < K; ++k) {
+                new_weight[k * new_stride + to] =
+                    m > 0 ? ins_w[static_cast<i64>(m - 1) * K + k] : weight[k * stride + o];
+            }
+        }
+        if (o < hi && m != 0) mark[o] = 0;
+        written += __popc(ballot);
+    }
+    for (i64 s = lane; s < length - written; s += grp.width) {
+        const i64 to = base + written + s;
+        new_key[to] = stage_key[p + s];
+        new_row_of[to] = row;
+        const i64 ins = stage_ins[p + s];
+        for (i32 k = 0; k < K; ++k) new_weight[k * new_stride + to] = ins_w[ins * K + k];
+    }
+}
+
+// Entries [lo, hi) of a slack set become room: no row's (row_of -1), weight 0 in every column
+// (the maxima rescan then reads a slack set's whole extent without a mask), key -1.
+__device__ __forceinline__ void clear_entries(const Group& grp, i64 lo, i64 hi, i32 K, i32* __restrict__ key,
+                                              i32* __restrict__ row_of, i32* __restrict__ weight, i64 stride) {
+    for (i64 e = lo + grp.lane; e < hi; e += grp.width) {
+        key[e] = -1;
+        row_of[e] = -1;
+        for (i32 k = 0; k < K; ++k) weight[k * stride + e] = 0;
+    }
+}
+
+// The capacity a slack row is given when it moves to the tail: its length and a quarter more,
+// and two entries (room for a few more insertions before it moves again).
+__device__ __forceinline__ i64 slack_capacity(i64 length) { return length + (length >> 2) + 2; }
+}  // namespace apply
+
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     apply_rebuild(const i64* __restrict__ sizes, const i64* __restrict__ sorted, const i32* __restrict__ ins_w,
-                  i32 K, const O* __restrict__ old_ptr, const i32* __restrict__ key,
+                  i32 K, const O* __restrict__ old_ptr, const O* __restrict__ old_end, const i32* __restrict__ key,
                   const i32* __restrict__ weight, i64 stride, i32* __restrict__ mark,
                   const O* __restrict__ new_ptr, i32* __restrict__ new_key, i32* __restrict__ new_row_of,
                   i32* __restrict__ new_weight, i64 new_stride, i32* __restrict__ row_flag,
@@ -512,47 +579,217 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
     const i64 count = sizes[SZ_COUNT];
     const i32 n_old = static_cast<i32>(sizes[SZ_N_OLD]);
     const Group grp = make_group(group_shift);
-    const int lane = grp.lane;
-    const unsigned below = (1u << lane) - 1u;  // the group's lanes before this one
     const i64 groups = (static_cast<i64>(gridDim.x) * blockDim.x) >> group_shift;
     for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) >> group_shift; p < count;
          p += groups) {
         const i32 row = event_row(sorted[p]);
         if (p > 0 && event_row(sorted[p - 1]) == row) continue;
         i64 lo, hi;
-        old_range(old_ptr, n_old, row, lo, hi);
+        old_range(old_ptr, old_end, n_old, row, lo, hi);
         const i64 base = static_cast<i64>(new_ptr[row]);
         const i64 length = static_cast<i64>(new_ptr[row + 1]) - base;
-        i64 written = 0;
-        for (i64 chunk = lo; chunk < hi; chunk += grp.width) {
-            const i64 o = chunk + lane;
-            const i32 m = o < hi ? mark[o] : -1;
-            const bool alive = m != -1;
-            const unsigned ballot = group_ballot(grp, alive);
-            if (alive) {
-                const i64 to = base + written + __popc(ballot & below);
-                new_key[to] = key[o];
-                new_row_of[to] = row;
-                for (i32 k = 0; k < K; ++k) {
-                    new_weight[k * new_stride + to] =
-                        m > 0 ? ins_w[static_cast<i64>(m - 1) * K + k] : weight[k * stride + o];
-                }
-            }
-            if (o < hi && m != 0) mark[o] = 0;
-            written += __popc(ballot);
-        }
-        for (i64 s = lane; s < length - written; s += grp.width) {
-            const i64 to = base + written + s;
-            new_key[to] = stage_key[p + s];
-            new_row_of[to] = row;
-            const i64 ins = stage_ins[p + s];
-            for (i32 k = 0; k < K; ++k) new_weight[k * new_stride + to] = ins_w[ins * K + k];
-        }
-        if (lane == 0) {
+        write_row(grp, row, p, lo, hi, base, length, ins_w, K, key, weight, stride, mark, new_key, new_row_of,
+                  new_weight, new_stride, stage_key, stage_ins);
+        if (grp.lane == 0) {
             row_flag[row] = 0;
             row_delta[row] = 0;
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The slack layout (device_apply.py LAYOUT_ENV, device_graph.py): row v of a side is
+// [ptr[v], end[v]) inside its room [ptr[v], limit[v]); entries in no row's range carry row_of -1
+// and weight 0, and so does every entry from the side's tail (meta[side]) on. A commit writes the
+// spare set in place: first the rows in which the spare differs from the current set (the rows of
+// the commit between them: apply_sync_rows), then the touched rows where they are. A row that
+// outgrows its room moves to the tail, the room it leaves cleared. A commit costs O(rows touched
+// by this commit and the last) instead of the packed layout's O(n + m) offsets and move; a
+// compaction (the packed layout's kernels, laying rows out tight again: apply_slack_lengths,
+// apply_slack_layout) runs when the tail has grown too far (device_apply.py decides, on the host).
+
+// The rows of a list of sorted keys (one side's slots, pads and rows past `dst_rows` skipped)
+// made equal in dst to src: their ranges, rooms and entries; the room a row leaves in dst cleared.
+// Block 0 also copies src's tail of the side. One group of lanes per key, the row's first key.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_sync_rows(const i64* __restrict__ keys, i64 slots, i32 K, i32 src_rows, const O* __restrict__ s_ptr,
+                    const O* __restrict__ s_end, const O* __restrict__ s_limit, const i32* __restrict__ s_key,
+                    const i32* __restrict__ s_row_of, const i32* __restrict__ s_weight, i64 s_stride,
+                    const i64* __restrict__ s_meta, i32 dst_rows, O* __restrict__ d_ptr, O* __restrict__ d_end,
+                    O* __restrict__ d_limit, i32* __restrict__ d_key, i32* __restrict__ d_row_of,
+                    i32* __restrict__ d_weight, i64 d_stride, i64* __restrict__ d_meta, i32 side, i32 group_shift) {
+    using namespace apply;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        d_meta[META_TAIL + side] = s_meta[META_TAIL + side];
+        d_meta[META_LONGEST + side] = s_meta[META_LONGEST + side];
+    }
+    const Group grp = make_group(group_shift);
+    const i64 groups = (static_cast<i64>(gridDim.x) * blockDim.x) >> group_shift;
+    for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) >> group_shift; p < slots;
+         p += groups) {
+        const i32 row = event_row(keys[p]);
+        if (row >= dst_rows) continue;  // padding keys (row 0x7fffffff) and rows the set has no room for
+        if (p > 0 && event_row(keys[p - 1]) == row) continue;
+        i64 s_lo = 0, s_hi = 0, s_lim = 0;
+        if (row < src_rows) {
+            s_lo = static_cast<i64>(s_ptr[row]);
+            s_hi = static_cast<i64>(s_end[row]);
+            s_lim = static_cast<i64>(s_limit[row]);
+        }
+        const i64 d_lo = static_cast<i64>(d_ptr[row]);
+        const i64 d_hi = static_cast<i64>(d_end[row]);
+        if (d_lo != s_lo) {
+            clear_entries(grp, d_lo, d_hi, K, d_key, d_row_of, d_weight, d_stride);
+        } else if (s_hi < d_hi) {
+            clear_entries(grp, s_hi, d_hi, K, d_key, d_row_of, d_weight, d_stride);
+        }
+        for (i64 e = s_lo + grp.lane; e < s_hi; e += grp.width) {
+            d_key[e] = s_key[e];
+            d_row_of[e] = s_row_of[e];
+            for (i32 k = 0; k < K; ++k) d_weight[k * d_stride + e] = s_weight[k * s_stride + e];
+        }
+        if (grp.lane == 0) {
+            d_ptr[row] = static_cast<O>(s_lo);
+            d_end[row] = static_cast<O>(s_hi);
+            d_limit[row] = static_cast<O>(s_lim);
+        }
+    }
+}
+
+// Touched rows of a slack set, in place (the set equals the current one in every row the commit
+// reads: apply_sync_rows ran), or into a fresh layout (`compact`: apply_slack_layout gave every
+// row its exact room). A row that no longer fits its room takes slack_capacity entries from the
+// side's tail (one atomic per moving row) and clears the room it had; a row that shrinks clears the
+// entries it gave up.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_rebuild_slack(const i64* __restrict__ sizes, const i64* __restrict__ sorted,
+                        const i32* __restrict__ ins_w, i32 K, const O* __restrict__ old_ptr,
+                        const O* __restrict__ old_end, const i32* __restrict__ key, const i32* __restrict__ weight,
+                        i64 stride, i32* __restrict__ mark, O* __restrict__ new_ptr, O* __restrict__ new_end,
+                        O* __restrict__ new_limit, i32* __restrict__ new_key, i32* __restrict__ new_row_of,
+                        i32* __restrict__ new_weight, i64 new_stride, i32* __restrict__ row_flag,
+                        i64* __restrict__ row_delta, const i32* __restrict__ stage_key,
+                        const i32* __restrict__ stage_ins, i64* __restrict__ meta, i32 side, i32 compact,
+                        i32 group_shift) {
+    using namespace apply;
+    const i64 count = sizes[SZ_COUNT];
+    const i32 n_old = static_cast<i32>(sizes[SZ_N_OLD]);
+    const Group grp = make_group(group_shift);
+    const i64 groups = (static_cast<i64>(gridDim.x) * blockDim.x) >> group_shift;
+    for (i64 p = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) >> group_shift; p < count;
+         p += groups) {
+        const i32 row = event_row(sorted[p]);
+        if (p > 0 && event_row(sorted[p - 1]) == row) continue;
+        i64 lo, hi;
+        old_range(old_ptr, old_end, n_old, row, lo, hi);
+        const i64 length = (hi - lo) + row_delta[row];
+        i64 base = static_cast<i64>(new_ptr[row]);
+        i64 limit = static_cast<i64>(new_limit[row]);
+        // what the row gives up here: the room it leaves (it moves to the tail), or the entries
+        // past its new end (it shrinks); cleared once its new entries are written
+        i64 give_lo = 0, give_hi = 0;
+        if (!compact) {
+            give_hi = static_cast<i64>(new_end[row]);  // the row's end here (the current set's)
+            if (length > limit - base) {
+                const i64 room = slack_capacity(length);
+                u64 taken = 0;
+                if (grp.lane == 0) {
+                    taken = atomicAdd(reinterpret_cast<u64*>(meta + META_TAIL + side), static_cast<u64>(room));
+                }
+                give_lo = base;
+                base = static_cast<i64>(__shfl_sync(grp.mask, taken, grp.base));  // the group's first lane took it
+                limit = base + room;
+            } else {
+                give_lo = base + length;
+            }
+        }
+        write_row(grp, row, p, lo, hi, base, length, ins_w, K, key, weight, stride, mark, new_key, new_row_of,
+                  new_weight, new_stride, stage_key, stage_ins);
+        clear_entries(grp, give_lo, give_hi, K, new_key, new_row_of, new_weight, new_stride);
+        if (grp.lane == 0) {
+            // the longest row's bound: a racy read first, so that the rows below it add no atomics
+            if (length > meta[META_LONGEST + side]) {
+                atomicMax(reinterpret_cast<long long*>(meta + META_LONGEST + side), static_cast<long long>(length));
+            }
+            new_ptr[row] = static_cast<O>(base);
+            new_end[row] = static_cast<O>(base + length);
+            new_limit[row] = static_cast<O>(limit);
+            row_flag[row] = 0;
+            row_delta[row] = 0;
+        }
+    }
+}
+
+// A compaction's row lengths after the commit, written into the new row ends (they are the
+// new rooms' sizes until apply_slack_layout; the library's prefix sum of them goes into the new
+// limits).
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_slack_lengths(const i64* __restrict__ sizes, const O* __restrict__ old_ptr, const O* __restrict__ old_end,
+                        const i64* __restrict__ row_delta, O* __restrict__ lengths) {
+    const i32 n_old = static_cast<i32>(sizes[apply::SZ_N_OLD]);
+    const i32 n_after = static_cast<i32>(sizes[apply::SZ_N_AFTER]);
+    const GridStride g;
+    for (i64 v = g.first; v < n_after; v += g.stride) {
+        const i64 had = v < n_old ? static_cast<i64>(old_end[v]) - static_cast<i64>(old_ptr[v]) : 0;
+        lengths[v] = static_cast<O>(had + row_delta[v]);
+    }
+}
+
+// A compaction's layout: row v's room is exactly its new length (`lengths`, the row ends so far),
+// starting where the rows before it end (`inclusive`: their prefix sum, the limits so far); rows
+// from n_after to the set's `rows` have none (start, end and limit 0). The side's tail is the
+// total.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_slack_layout(const i64* __restrict__ sizes, i32 rows, O* __restrict__ new_ptr, O* __restrict__ lengths,
+                       O* __restrict__ inclusive, i64* __restrict__ meta, i32 side) {
+    const i32 n_after = static_cast<i32>(sizes[apply::SZ_N_AFTER]);
+    const GridStride g;
+    if (g.first == 0) meta[apply::META_TAIL + side] = n_after > 0 ? static_cast<i64>(inclusive[n_after - 1]) : 0;
+    for (i64 v = g.first; v < rows; v += g.stride) {
+        if (v < n_after) {
+            const O stop = inclusive[v];
+            new_ptr[v] = static_cast<O>(stop - lengths[v]);
+            lengths[v] = stop;  // the row's end: its room is full
+        } else {
+            new_ptr[v] = O(0);
+            lengths[v] = O(0);
+            inclusive[v] = O(0);
+        }
+    }
+}
+
+// Entries [lo, hi) from the side's tail on cleared (a compaction's set, whose earlier tail may
+// have reached further than its new one).
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_clear_from_tail(i64 lo, i64 hi, const i64* __restrict__ meta, i32 side, i32 K, i32* __restrict__ key,
+                          i32* __restrict__ row_of, i32* __restrict__ weight, i64 stride) {
+    const i64 tail = meta[apply::META_TAIL + side];
+    const GridStride g;
+    for (i64 e = lo + g.first; e < hi; e += g.stride) {
+        if (e < tail) continue;
+        key[e] = -1;
+        row_of[e] = -1;
+        for (i32 k = 0; k < K; ++k) weight[k * stride + e] = 0;
+    }
+}
+
+// A slack commit's last record slots: the new edge count (the old one, plus the appends, less
+// the removals: the out side's counters), the farther of the two sides' tails and the longer of
+// their longest rows' bounds.
+template <typename V, typename O>
+__global__ void __launch_bounds__(SSSP_BLOCK)
+    apply_slack_finish(const i64* __restrict__ sizes, const i64* __restrict__ meta, i64* __restrict__ record) {
+    using namespace apply;
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    record[REC_EDGES] = sizes[SZ_M_OLD] + record[REC_INSERTED] - record[REC_DELETED];
+    record[REC_TAIL] = meta[META_TAIL] > meta[META_TAIL + 1] ? meta[META_TAIL] : meta[META_TAIL + 1];
+    record[REC_LONGEST] =
+        meta[META_LONGEST] > meta[META_LONGEST + 1] ? meta[META_LONGEST] : meta[META_LONGEST + 1];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -563,11 +800,13 @@ __global__ void __launch_bounds__(SSSP_BLOCK)
 template <typename V, typename O>
 __global__ void __launch_bounds__(SSSP_BLOCK)
     apply_rescan_max(const i64* __restrict__ sizes, const O* __restrict__ new_ptr, i32 K,
-                     const i32* __restrict__ weight, i64 stride, i64* __restrict__ record) {
+                     const i32* __restrict__ weight, i64 stride, i64* __restrict__ record,
+                     const i64* __restrict__ extent) {
     using namespace apply;
     __shared__ i64 warp_best[SSSP_BLOCK / 32];
     const i32 n_after = static_cast<i32>(sizes[SZ_N_AFTER]);
-    const i64 m_new = static_cast<i64>(new_ptr[n_after]);
+    // a slack set: every entry up to the out side's tail (room reads weight 0); packed: the first m_new
+    const i64 m_new = extent != nullptr ? *extent : static_cast<i64>(new_ptr[n_after]);
     const GridStride g;
     const int warp = static_cast<int>(threadIdx.x) >> 5;
     for (i32 k = 0; k < K; ++k) {

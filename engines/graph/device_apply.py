@@ -35,14 +35,17 @@ from ..batch import ApplySummary, apply_summary
 from ..errors import InternalError
 from ..sssp.cuda import mapped, runtime, switches
 from ..sssp.cuda.runtime import cuda_errors, cupy_module
-from . import apply_sides, key_sort
+from . import apply_sides, key_sort, slack_apply
 
 ENGINE = "apply"
 #: The apply's kernels, beside this file; compiled with the engines' shared header (runtime.read_source).
 SOURCE = str(Path(__file__).resolve().with_name("device_apply.cu"))
 KERNELS = ("apply_keys", "apply_decide", "apply_row_ptr", "apply_touched_scan", "apply_row_ptr_touched",
            "apply_move", "apply_rebuild", "apply_rescan_max", "apply_changes", "apply_changes_sized",
-           "apply_record_out")
+           "apply_record_out", "apply_sync_rows", "apply_rebuild_slack", "apply_slack_lengths", "apply_slack_layout",
+           "apply_clear_from_tail", "apply_slack_finish")
+#: A null device pointer as a kernel argument (a packed set's extent: the kernels take m from the sizes).
+NULL = np.uint64(0)
 #: How a commit's kernels are launched (module docstring; ``Options.update_launch``).
 LAUNCHES = ("python", "graph")
 #: The launch of a commit that names none (``Graph.apply``; ``update()`` passes the results'
@@ -96,8 +99,8 @@ TOUCHED_SCAN_MAX = 1024
 TOUCHED_SCAN_ENV = "ENGINES_APPLY_TOUCHED_SCAN"
 #: The apply record (int64): fixed slots, then six groups of K per-column slots
 #: (device_apply.cu RecordSlot and rec_*).
-REC_DELETED, REC_MISSING, REC_INSERTED, REC_UPDATED, REC_EDGES = 0, 1, 2, 3, 4
-REC_FIXED = 6
+REC_DELETED, REC_MISSING, REC_INSERTED, REC_UPDATED, REC_EDGES, REC_TAIL, REC_LONGEST = 0, 1, 2, 3, 4, 5, 6
+REC_FIXED = 8
 COL_SUM, COL_LOST, COL_WRITTEN, COL_RESCAN, COL_INCREASED, COL_OLD_MAX = range(6)
 #: The sizes block (int64, device_apply.cu SizeSlot).
 SIZE_COUNT, SIZE_DELETIONS, SIZE_INSERTIONS, SIZE_N_OLD, SIZE_N_AFTER, SIZE_M_OLD = range(6)
@@ -513,8 +516,12 @@ class PendingCommit:
                 with cuda_errors("waiting for the device apply"):
                     ready.synchronize()
             # tolist copies the pinned record (the next commit reuses it) and converts it at once
-            self._values = self._from_values(self.scratch.record_host.tolist())
+            rec = self.scratch.record_host.tolist()
+            self._values = self._from_values(rec)
             self.buffers.num_edges = self._values["num_edges"]
+            if self.buffers.slack:  # the tail and longest row the commit left: the next one's room counts from them
+                self.buffers.tail_ub = min(int(rec[REC_TAIL]), self.buffers.tail_ub)
+                self.buffers.longest_ub = min(int(rec[REC_LONGEST]), self.buffers.longest_ub)
         return self._values
 
     def resolve_ready(self) -> bool:
@@ -664,17 +671,28 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
         # in its identity, which Graph keeps).
         return PendingCommit(_scratch(dgraph), events, cur, weight_sum, old_max, False, grid)
     scratch = _scratch(dgraph)
-    target = dgraph.target(n_after, m_old + events.num_insertions, k, cur.offset_dtype)
-    scratch.reserve(n_after, m_old, count, stream)
+    scratch.reserve(n_after, cur.extent, count, stream)
+    captured = launch == "graph" and scratch.capture_problem is None
+    choice = None
+    if dgraph.slack:
+        choice = slack_apply.choose(dgraph, events, scratch.event_cap if captured else count)
+        captured = captured and choice.capturable
+        if not captured:
+            choice.slots = count  # launched one by one: the plan sorts the batch's keys alone
+        target = choice.target
+    else:
+        target = dgraph.target(n_after, m_old + events.num_insertions, k, cur.offset_dtype)
     try:
         with cuda_errors("applying the batch on the device"), cupy.cuda.Device(dgraph.device), stream:
             scratch.stage(events, old_max, m_old, stream)
             scratch.arena.reset()
-            if launch == "graph" and scratch.capture_problem is None:
-                _replay(dgraph, scratch, cur, target, n_after, stream, shift)
+            if choice is not None:
+                slack_apply.failed(choice)  # until the commit is enqueued: its target holds nothing known
+            if captured:
+                _replay(dgraph, scratch, cur, target, n_after, stream, shift, choice)
             else:
-                sized = (count, int(m_old), int(m_old) + events.num_insertions)
-                _enqueue(_plan(dgraph, scratch, cur, target, n_after, shift, sized), scratch, stream)
+                sized = (count, int(cur.extent), int(m_old) + events.num_insertions)
+                _enqueue(_plan(dgraph, scratch, cur, target, n_after, shift, sized, choice), scratch, stream)
             scratch.record_ready.record(stream)
     except BaseException:
         try:
@@ -682,13 +700,15 @@ def commit(dgraph, events, old_max, weight_sum, stream, launch: str | None = Non
         except Exception:
             dgraph.scratch = None  # could not even re-zero: start over at the next commit
         raise
+    if choice is not None:
+        slack_apply.published(choice, cur)
     target.num_vertices = n_after
     target.num_edges = m_old + events.num_insertions  # an upper bound until resolved
     dgraph.publish(target)
     return PendingCommit(scratch, events, target, weight_sum, old_max, True, grid)
 
 
-def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None) -> list:
+def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None, slack=None) -> list:
     """The commit's steps in order: ``("kernel", function, grid, args, shared bytes)``,
     ``("sort", keys)`` (the library's), ``("block_sort", function, keys, BlockSort)`` (key_sort.py),
     ``("cumsum", source, out)`` and ``("download", record)``; with the sides in parallel
@@ -699,6 +719,9 @@ def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None) ->
     ``sized`` = (events, old entries, new entries upper bound) sizes the grids and the sort to the
     batch (launch "python"); None sizes them to the reserved capacity (launch "graph": the
     kernels read the batch's sizes on the device, and every key slot is sorted).
+    ``slack``: a slack commit's ``slack_apply.SlackChoice`` (None: the packed layout's commit);
+    its steps also include ``("copy", dst, src, bytes)`` and ``("memset", dst, byte, bytes)``
+    (device pointers).
     """
     k = cur.num_weights
     device = dgraph.device
@@ -711,6 +734,8 @@ def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None) ->
         m_old, m_new = cur.m_cap, target.m_cap
     else:
         count, m_old, m_new = sized
+        if slack is not None:
+            m_new = max(m_new, slack.need)
     i32, i64 = np.int32, np.int64
     sizes, record = scratch.sizes, scratch.record
     ev_src, ev_dst, ins_w = scratch.ev_src, scratch.ev_dst, scratch.ev_weights
@@ -735,12 +760,19 @@ def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None) ->
                                                  ("in", keys_in, ev_src, 0,
                                                   scratch if scratch.in_side is None else scratch.in_side)):
         old_w, new_w = cur.weight[side], target.weight[side]
-        chain = by_side[side] = [
+        chain = by_side[side] = []
+        if slack is not None and slack.kind != "compact":
+            chain += slack_sync_steps(fn, blocks, device, slack, cur, target, side, shift)
+        chain += [
             ("kernel", fn["apply_decide"], row_blocks, (
-                sizes, sorted_keys, ev_key, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
-                sc.mark, sc.row_flag, sc.row_delta, sc.stage_key, sc.stage_ins,
+                sizes, sorted_keys, ev_key, ins_w, i32(k), cur.ptr[side], cur.end[side], cur.key[side], old_w,
+                i64(cur.m_cap), sc.mark, sc.row_flag, sc.row_delta, sc.stage_key, sc.stage_ins,
                 i32(stats), record, scratch.increased, i32(shared_cols), i32(shift)), decide_shared),
         ]
+        if slack is not None:
+            chain += slack_side_steps(fn, blocks, device, slack, cur, target, side, sc, sizes, sorted_keys, ins_w,
+                                      n_after, m_old, row_blocks, shift)
+            continue
         if touched:
             chain += [
                 ("kernel", fn["apply_touched_scan"], 1, (sizes, sorted_keys, sc.row_delta, sc.touched_cum), 0),
@@ -756,23 +788,110 @@ def _plan(dgraph, scratch, cur, target, n_after: int, shift: int, sized=None) ->
         chain += [
             ("kernel", fn["apply_move"], blocks(m_old, device), (
                 sizes, i32(k), cur.ptr[side], target.ptr[side], sc.row_flag, cur.key[side], cur.row_of[side],
-                old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap)), 0),
+                old_w, i64(cur.m_cap), target.key[side], target.row_of[side], new_w, i64(target.m_cap), NULL), 0),
             ("kernel", fn["apply_rebuild"], row_blocks, (
-                sizes, sorted_keys, ins_w, i32(k), cur.ptr[side], cur.key[side], old_w, i64(cur.m_cap),
+                sizes, sorted_keys, ins_w, i32(k), cur.ptr[side], cur.end[side], cur.key[side], old_w, i64(cur.m_cap),
                 sc.mark, target.ptr[side], target.key[side], target.row_of[side], new_w, i64(target.m_cap),
                 sc.row_flag, sc.row_delta, sc.stage_key, sc.stage_ins, i32(shift)), 0),
         ]
     # the maxima rescan reads the out side alone: in parallel it follows the out side's chain
+    extent = NULL if slack is None else target.side_meta("out")
     rescan = ("kernel", fn["apply_rescan_max"], blocks(m_new, device), (
-        sizes, target.ptr["out"], i32(k), target.weight["out"], i64(target.m_cap), record), 0)
+        sizes, target.ptr["out"], i32(k), target.weight["out"], i64(target.m_cap), record, extent), 0)
     if scratch.in_side is not None:
         steps += [apply_sides.BRANCH, *by_side["in"], apply_sides.MAIN, *by_side["out"], rescan, apply_sides.JOIN]
     else:
         steps += [*by_side["out"], *by_side["in"], rescan]
+    if slack is not None:
+        # the record's edge count and tail; then this commit's sorted keys into the target (the
+        # rows the next commit copies), after every side read the list it replaces
+        steps += [("kernel", fn["apply_slack_finish"], 1, (sizes, target.meta, record), 0),
+                  ("copy", _at(target.touched), _at(keys), 2 * count * 8)]
     if scratch.mapped_record:  # one block stores the record into its pinned mirror (mapped.py)
         return steps + [("kernel", fn["apply_record_out"], 1, (
             record, np.uint64(scratch.record_host_ptr), i32(record.size)), 0)]
     return steps + [("download", record)]
+
+
+def _side_index(side: str) -> int:
+    return 0 if side == "out" else 1
+
+
+def _at(arr, first: int = 0) -> int:
+    """The device address of ``arr[first]``."""
+    return int(arr.data.ptr) + int(first) * arr.itemsize
+
+
+def slack_sync_steps(fn, blocks, device, slack, cur, target, side: str, shift: int) -> list:
+    """A slack commit's first steps on one side: ``target`` made equal to ``cur`` (``slack.kind``,
+    device_graph.SYNC_KINDS): nothing, the rows of one commit's sorted keys (apply_sync_rows), or
+    every row and entry by copies, the target's other rows and entries cleared."""
+    i32, i64 = np.int32, np.int64
+    k = cur.num_weights
+    si = _side_index(side)
+    if slack.kind == "same":
+        return []
+    if slack.kind != "full":
+        keys, slots = slack.rows_list(cur)
+        side_keys = keys[si * slots: (si + 1) * slots]
+        return [("kernel", fn["apply_sync_rows"], blocks(slots << shift, device), (
+            side_keys, i64(slots), i32(k), i32(cur.n_cap + 1), cur.ptr[side], cur.end[side], cur.limit[side],
+            cur.key[side], cur.row_of[side], cur.weight[side], i64(cur.m_cap), cur.meta, i32(target.n_cap + 1),
+            target.ptr[side], target.end[side], target.limit[side], target.key[side], target.row_of[side],
+            target.weight[side], i64(target.m_cap), target.meta, i32(si), i32(shift)), 0)]
+    steps = []
+    rows = min(cur.n_cap, target.n_cap) + 1
+    for name in ("ptr", "end", "limit"):
+        dst, src = getattr(target, name)[side], getattr(cur, name)[side]
+        steps += [("copy", _at(dst), _at(src), rows * dst.itemsize),
+                  ("memset", _at(dst, rows), 0, (target.n_cap + 1 - rows) * dst.itemsize)]
+    extent = min(cur.extent, target.m_cap)
+    dirty = max(min(slack.dirty, target.m_cap), extent)
+    columns = [(target.key[side], cur.key[side], 0xFF), (target.row_of[side], cur.row_of[side], 0xFF)]
+    columns += [(target.weight[side][c], cur.weight[side][c], 0) for c in range(k)]
+    for dst, src, room in columns:
+        steps += [("copy", _at(dst), _at(src), 4 * extent), ("memset", _at(dst, extent), room, 4 * (dirty - extent))]
+    return steps + [("copy", _at(target.meta, slot), _at(cur.meta, slot), 8) for slot in (si, 2 + si)]
+
+
+def slack_side_steps(fn, blocks, device, slack, cur, target, side: str, sc, sizes, sorted_keys, ins_w,
+                     n_after: int, m_old: int, row_blocks: int, shift: int) -> list:
+    """A slack commit's steps on one side after apply_decide: the touched rows rebuilt in place
+    (apply_rebuild_slack); for a compaction first the new tight layout (lengths, the library's
+    prefix sum, rooms) and the move of the untouched rows into it, then the room past the new tail
+    cleared."""
+    i32, i64 = np.int32, np.int64
+    k = cur.num_weights
+    si = _side_index(side)
+    compact = slack.kind == "compact"
+    steps = []
+    if compact:
+        # the longest row's bound carries over (the rebuild raises it where rows grow)
+        steps = [("copy", _at(target.meta, 2 + si), _at(cur.meta, 2 + si), 8)] if cur.slack else []
+        steps += [("kernel", fn["apply_slack_lengths"], blocks(n_after, device), (
+            sizes, cur.ptr[side], cur.end[side], sc.row_delta, target.end[side]), 0)]
+        if n_after > 0:
+            steps.append(("cumsum", target.end[side][:n_after], target.limit[side][:n_after], target.offset_dtype))
+        steps += [
+            ("kernel", fn["apply_slack_layout"], blocks(target.n_cap + 1, device), (
+                sizes, i32(target.n_cap + 1), target.ptr[side], target.end[side], target.limit[side],
+                target.meta, i32(si)), 0),
+            ("kernel", fn["apply_move"], blocks(m_old, device), (
+                sizes, i32(k), cur.ptr[side], target.ptr[side], sc.row_flag, cur.key[side],
+                cur.row_of[side], cur.weight[side], i64(cur.m_cap), target.key[side], target.row_of[side],
+                target.weight[side], i64(target.m_cap), cur.side_meta(side) if cur.slack else NULL), 0),
+        ]
+    steps.append(("kernel", fn["apply_rebuild_slack"], row_blocks, (
+        sizes, sorted_keys, ins_w, i32(k), cur.ptr[side], cur.end[side], cur.key[side], cur.weight[side],
+        i64(cur.m_cap), sc.mark, target.ptr[side], target.end[side], target.limit[side], target.key[side],
+        target.row_of[side], target.weight[side], i64(target.m_cap), sc.row_flag, sc.row_delta, sc.stage_key,
+        sc.stage_ins, target.meta, i32(si), i32(compact), i32(shift)), 0))
+    if compact:
+        dirty = min(slack.dirty, target.m_cap)
+        steps.append(("kernel", fn["apply_clear_from_tail"], blocks(dirty, device), (
+            i64(0), i64(dirty), target.meta, i32(si), i32(k), target.key[side], target.row_of[side],
+            target.weight[side], i64(target.m_cap)), 0))
+    return steps
 
 
 def _enqueue(steps, scratch, stream) -> None:
@@ -809,7 +928,17 @@ def _enqueue(steps, scratch, stream) -> None:
                 key_sort.launch(step[1], step[2], step[3], on)
             elif kind == "cumsum":
                 with on:  # the library's scan runs on the current stream
-                    cupy.cumsum(step[1], out=step[2])
+                    if len(step) > 3:  # a slack compaction's offsets: summed in their own type
+                        cupy.cumsum(step[1], dtype=step[3], out=step[2])
+                    else:
+                        cupy.cumsum(step[1], out=step[2])
+            elif kind == "copy":
+                if step[3]:
+                    cupy.cuda.runtime.memcpyAsync(step[1], step[2], step[3], cupy.cuda.runtime.memcpyDeviceToDevice,
+                                                  on.ptr)
+            elif kind == "memset":
+                if step[3]:
+                    cupy.cuda.runtime.memsetAsync(step[1], step[2], step[3], on.ptr)
             else:  # "download": the record into its pinned mirror
                 # the runtime's copy, not CuPy's copy_to_host_async, which refuses any
                 # device-to-host copy on a capturing stream (here it is a node of the graph)
@@ -817,26 +946,32 @@ def _enqueue(steps, scratch, stream) -> None:
                                               cupy.cuda.runtime.memcpyDeviceToHost, on.ptr)
 
 
-def _plan_key(cur, target, n_after: int, scratch, shift: int) -> tuple:
+def _plan_key(cur, target, n_after: int, scratch, shift: int, slack=None) -> tuple:
     """What a captured commit depends on, cheaply: the two buffer sets and the scratch layout
     (their serials stand for every address a launch fixes), the arena CuPy's temporaries come
     from, and the row count (the scan's length and a grid). Everything else in the plan is a
     function of these (the capacities and K belong to the sets and the layout), but for the lanes
     per touched row (``shift``), a kernel argument."""
-    return (cur.serial, target.serial, scratch.layout, scratch.arena.serial, int(n_after), int(shift))
+    key = (cur.serial, target.serial, scratch.layout, scratch.arena.serial, int(n_after), int(shift))
+    if slack is None:
+        return key
+    # a slack commit: what it copies first (the list's buffer and slots) and where its keys go
+    listed = slack.rows_list(cur)
+    return key + (slack.kind, target.touched_serial, 0 if listed is None else
+                  (cur if slack.kind == "rows_of_source" else target).touched_serial, 0 if listed is None else listed[1])
 
 
-def _replay(dgraph, scratch, cur, target, n_after: int, stream, shift: int) -> None:
+def _replay(dgraph, scratch, cur, target, n_after: int, stream, shift: int, slack=None) -> None:
     """Launch the captured commit of this plan, capturing it first when the plan is new.
 
     A capture that fails (a CUDA or library call not allowed in a stream capture) or that needed
     temporaries beyond the arena (their addresses would not outlive the capture) is not kept:
     the commit launches one by one instead, and a failed capture is not tried again on this graph.
     """
-    key = _plan_key(cur, target, n_after, scratch, shift)
+    key = _plan_key(cur, target, n_after, scratch, shift, slack)
     graph = scratch.captured.get(key)
     if graph is None:
-        steps = _plan(dgraph, scratch, cur, target, n_after, shift)
+        steps = _plan(dgraph, scratch, cur, target, n_after, shift, None, slack)
         try:
             graph = runtime.capture(dgraph.device, lambda s: _enqueue(steps, scratch, s))
         except Exception as exc:  # noqa: BLE001 - any capture failure falls back to launches
@@ -874,8 +1009,11 @@ def reserve(dgraph, events, stream) -> None:
     if events.size == 0:
         return
     scratch = _scratch(dgraph)
-    dgraph.target(int(events.n_after), cur.num_edges + events.num_insertions, cur.num_weights, cur.offset_dtype)
-    scratch.reserve(int(events.n_after), cur.num_edges, events.size, stream)
+    scratch.reserve(int(events.n_after), cur.extent, events.size, stream)
+    if dgraph.slack:
+        slack_apply.choose(dgraph, events, max(scratch.event_cap, events.size))
+    else:
+        dgraph.target(int(events.n_after), cur.num_edges + events.num_insertions, cur.num_weights, cur.offset_dtype)
     load_module(dgraph.device)
     if scratch.key_sort == "block":
         key_sort.load_module(dgraph.device)

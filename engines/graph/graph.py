@@ -623,7 +623,7 @@ class Graph:
 
         out, inn = self._host_out(), self._host_in()
         host = HostCsr(out[0].astype(wanted), out[1], out[2], inn[0].astype(wanted), inn[1], inn[2])
-        dg = device_graph.DeviceGraph(self._device.device)
+        dg = device_graph.DeviceGraph(self._device.device, self._device.layout)
         dg.load(host, runtime.stream(self._device.device))
         self._device = dg
 
@@ -663,6 +663,8 @@ class Graph:
             self._publish_host(out, inn, snapshot.scalars, snapshot.state_id)
         else:
             buffers = snapshot.buffers_on(self._device.device)
+            if buffers is not None and buffers.slack != self._device.slack:
+                buffers = None  # taken under the other layout (ENGINES_APPLY_LAYOUT): upload it in this one
             if buffers is None:  # a host snapshot (or another device's): upload it once
                 buffers = self._upload_snapshot(snapshot)
             self._device.publish(buffers)
@@ -685,7 +687,7 @@ class Graph:
         if inn is None:  # a new graph's state: the canonical transpose
             inn = canonical_in_csr(out[0], out[1], out[2], snapshot.num_vertices)
         device = self._device.device
-        holder = device_graph.DeviceGraph(device)
+        holder = device_graph.DeviceGraph(device, self._device.layout)
         with runtime.cupy_module().cuda.Device(device):
             holder.load(HostCsr(out[0], out[1], out[2], inn[0], inn[1], inn[2]), runtime.stream(device))
         snapshot.uploaded[device] = holder.current
@@ -714,7 +716,7 @@ class Graph:
             device = self._device.device
             with runtime.cupy_module().cuda.Device(device):
                 buffers = self._device.snapshot(runtime.stream(device))
-            dg = device_graph.DeviceGraph(device)
+            dg = device_graph.DeviceGraph(device, self._device.layout)
             dg.owned.append(buffers)
             dg.publish(buffers)
             g._device = dg

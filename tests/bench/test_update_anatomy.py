@@ -67,8 +67,8 @@ def test_ab_env_is_read_into_a_name_and_two_values():
 
 def test_launch_ab_takes_the_parsed_value_and_reads_no_text_again(monkeypatch, capsys):
     """--ab-env was parsed by argparse's type and again in launch_ab, from the text; now launch_ab
-    takes the parsed value: each side sets its value of the variable before its update, in the
-    alternating order, and the first --warmup batches are not timed."""
+    takes the parsed value: each side's graph is made under its value, each side sets its value
+    before its update, in the alternating order, and the first --warmup batches are not timed."""
     import os
 
     import numpy as np
@@ -90,12 +90,13 @@ def test_launch_ab_takes_the_parsed_value_and_reads_no_text_again(monkeypatch, c
     made = []
 
     def fresh(launch=None):
-        made.append(launch)
+        made.append((launch, os.environ["SSSPAB_TEST_SWITCH"]))
         return f"graph{len(made)}", Result()
 
     ab = update_anatomy.AbEnv("SSSPAB_TEST_SWITCH", "0", "1", "SSSPAB_TEST_SWITCH=0,1")
     assert update_anatomy.launch_ab(["b0", "b1", "b2"], fresh, warmup=1, ab_env=ab) == 0
-    assert made == ["graph", "graph"]  # one launch, a graph per value
+    # one launch, a graph per value, made under that value (a switch read when a graph goes to the device)
+    assert made == [("graph", "0"), ("graph", "1")]
     assert seen == [("b0", "0", "graph1"), ("b0", "1", "graph2"), ("b1", "1", "graph2"), ("b1", "0", "graph1"),
                     ("b2", "0", "graph1"), ("b2", "1", "graph2")]
     out = capsys.readouterr().out

@@ -199,12 +199,37 @@ def device_arrays(graph) -> dict[str, np.ndarray]:
     """The valid part of the current device buffer set, read directly (no allocation)."""
     cur = graph._device.current
     n, m, k = graph.num_vertices, graph.num_edges, graph.num_weights
+    if cur.slack:
+        return slack_device_arrays(cur, m, k)
     arrays = {}
     for side in SIDES:
         arrays[f"{side}.ptr"] = cur.ptr[side][: n + 1].get()
         arrays[f"{side}.key"] = cur.key[side][:m].get()
         arrays[f"{side}.row_of"] = cur.row_of[side][:m].get()
         arrays[f"{side}.weight"] = np.stack([cur.weight[side][c, :m].get() for c in range(k)])
+    return arrays
+
+
+def slack_device_arrays(cur, m: int, k: int) -> dict[str, np.ndarray]:
+    """A slack set's rows back to back (CsrBuffers.packed_order), as a packed set would hold them;
+    its room checked on the way: every entry in no row's range, up to the set's capacity, reads
+    row_of -1 and weight 0, and each row lies inside its room."""
+    arrays = {}
+    for side in SIDES:
+        ptr, source = cur.packed_order(side, m)
+        arrays[f"{side}.ptr"] = ptr
+        arrays[f"{side}.key"] = cur.key[side][source].get()
+        arrays[f"{side}.row_of"] = cur.row_of[side][source].get()
+        arrays[f"{side}.weight"] = np.stack([cur.weight[side][c][source].get() for c in range(k)])
+        n = cur.num_vertices
+        start, end, limit = (getattr(cur, name)[side][:n].get().astype(np.int64) for name in ("ptr", "end", "limit"))
+        assert np.all(start <= end) and np.all(end <= limit) and np.all(limit <= cur.m_cap), f"{side} rooms"
+        in_row = np.zeros(cur.m_cap, dtype=bool)
+        in_row[source.get()] = True
+        row_of = cur.row_of[side].get()
+        weight = cur.weight[side].get()
+        assert np.all(row_of[~in_row] == -1), f"{side}: an entry in no row's range has a row id"
+        assert np.all(weight[:, ~in_row] == 0), f"{side}: an entry in no row's range has a weight"
     return arrays
 
 

@@ -135,7 +135,7 @@ def _planned(monkeypatch, parallel: bool, touched: bool, blocks=lambda items, de
     def buffers():
         def side():
             return {name: np.zeros(4) for name in ("out", "in")}
-        return SimpleNamespace(ptr=side(), key=side(), weight=side(), row_of=side(), m_cap=20, serial=1,
+        return SimpleNamespace(ptr=side(), end=side(), key=side(), weight=side(), row_of=side(), m_cap=20, serial=1,
                                num_weights=2, offset_dtype=np.dtype(np.int32), num_vertices=10,
                                num_edges=num_edges)
 

@@ -87,7 +87,7 @@ def _scratch(k: int, rec=None, cap: int = 64):
 
 
 def _pending(k, events, rec, sum_before, old_max, record_pending=True, edges=77):
-    buffers = types.SimpleNamespace(num_edges=edges)
+    buffers = types.SimpleNamespace(num_edges=edges, slack=False)
     pending = da.PendingCommit(_scratch(k, rec), events, buffers, sum_before, old_max, record_pending)
     pending.sum_given, pending.old_max_given = sum_before, old_max
     return pending
