@@ -140,11 +140,10 @@ class CsrBuffers:
         """Room for ``slots`` sorted keys a side (both sides: 2 x slots) in ``touched``."""
         if self.touched is None or self.touched.size < 2 * slots:
             cupy = cupy_module()
-            self.touched = None
+            self.touched, self.touched_slots = None, 0  # the keys it held are gone
             with cupy.cuda.Device(self.device):
                 self.touched = cupy.empty(2 * max(int(slots), 1), dtype=cupy.uint64)
             self.touched_serial = next(_serials)
-            self.touched_slots = 0  # the keys it held are gone
 
     def fits(self, n: int, m: int, num_weights: int, offset_dtype, slack: bool = False) -> bool:
         return (n <= self.n_cap and m <= self.m_cap and num_weights == self.num_weights
@@ -178,6 +177,10 @@ class CsrBuffers:
             if self.slack:
                 _copy(self.end[side], other.end[side], n + 1, stream)
                 _copy(self.limit[side], other.limit[side], n + 1, stream)
+                for arr in (self.ptr[side], self.end[side], self.limit[side]):
+                    rest = arr[n + 1:]  # rows past the vertices have none (n_cap is at least 1)
+                    if rest.size:
+                        rest.data.memset_async(0, rest.nbytes, stream)
             _copy(self.key[side], other.key[side], extent, stream)
             _copy(self.row_of[side], other.row_of[side], extent, stream)
             for k in range(self.num_weights):

@@ -58,6 +58,9 @@ class SlackChoice:
     dirty: int  # the target's entries from here on were room before the commit
     slots: int  # sorted key slots a side of this commit's plan (set by the plan)
     insertions: int = 0  # the batch's
+    # the rows kinds: the sorted keys whose rows are copied first and their slots a side, taken
+    # when the choice is made (the commit marks its target unknown before it plans)
+    listed: tuple | None = None
 
     @property
     def capturable(self) -> bool:
@@ -65,13 +68,10 @@ class SlackChoice:
         the tails the host knows (a full copy or a compaction is launched one by one)."""
         return self.kind in ("same", "rows_of_source", "rows_of_target")
 
-    def rows_list(self, source):
-        """(keys, slots) of the rows to copy first (the rows kinds), else None."""
-        if self.kind == "rows_of_source":
-            return source.touched, source.touched_slots
-        if self.kind == "rows_of_target":
-            return self.target.touched, self.target.touched_slots
-        return None
+    def rows_list(self):
+        """(keys, slots, serial of the keys' buffer) of the rows to copy first (the rows kinds),
+        else None."""
+        return self.listed
 
 
 def choose(dgraph, events, slots: int) -> SlackChoice:
@@ -85,20 +85,36 @@ def choose(dgraph, events, slots: int) -> SlackChoice:
     k, offset = cur.num_weights, cur.offset_dtype
     growth = worst_growth(m_old, events.num_insertions, events.size, cur.longest_ub)
     compact = (not cur.slack or cur.lineage is None
-               or cur.tail_ub > COMPACT_AT * m_up + COMPACT_MIN)
+               or cur.tail_ub > COMPACT_AT * m_up + COMPACT_MIN
+               or cur.tail_ub + growth > offset_limit(offset))  # room past what the offsets hold
     if compact:
         # room for the compacted rows (at most m_up) and the next commits' moves
-        target = dgraph.target(n_after, m_up + growth, k, offset, room=m_up + growth + (m_up >> HEADROOM_SHIFT))
+        limit = offset_limit(offset)
+        target = dgraph.target(n_after, min(m_up + growth, limit), k, offset,
+                               room=min(m_up + growth + (m_up >> HEADROOM_SHIFT), limit))
         kind = "compact"
         need = m_up
     else:
         need = cur.tail_ub + growth
-        target = dgraph.target(n_after, need, k, offset, source=cur, room=need + (need >> HEADROOM_SHIFT))
+        target = dgraph.target(n_after, need, k, offset, source=cur,
+                               room=min(need + (need >> HEADROOM_SHIFT), offset_limit(offset)))
         kind = device_graph.sync_kind(target, cur)
     target.keep_touched(slots)
+    listed = None
     if kind != "compact":
         kind = device_graph.sync_kind(target, cur)  # keep_touched may have dropped the target's list
-    return SlackChoice(target, kind, int(need), int(target.tail_ub), int(slots), int(events.num_insertions))
+        owner = cur if kind == "rows_of_source" else target if kind == "rows_of_target" else None
+        if owner is not None:
+            listed = (owner.touched, owner.touched_slots, owner.touched_serial)
+    return SlackChoice(target, kind, int(need), int(target.tail_ub), int(slots), int(events.num_insertions),
+                       listed)
+
+
+def offset_limit(offset_dtype) -> int:
+    """The largest position a row offset of this type holds."""
+    import numpy as np
+
+    return int(np.iinfo(np.dtype(offset_dtype)).max)
 
 
 def published(choice: SlackChoice, source) -> None:
@@ -120,5 +136,5 @@ def failed(choice: SlackChoice) -> None:
     target.touched_slots = 0
 
 
-__all__ = ["COMPACT_AT", "COMPACT_MIN", "HEADROOM_SHIFT", "SlackChoice", "choose", "failed", "published", "slack_capacity",
+__all__ = ["COMPACT_AT", "COMPACT_MIN", "HEADROOM_SHIFT", "SlackChoice", "choose", "failed", "offset_limit", "published", "slack_capacity",
            "worst_growth"]

@@ -213,7 +213,8 @@ def device_arrays(graph) -> dict[str, np.ndarray]:
 def slack_device_arrays(cur, m: int, k: int) -> dict[str, np.ndarray]:
     """A slack set's rows back to back (CsrBuffers.packed_order), as a packed set would hold them;
     its room checked on the way: every entry in no row's range, up to the set's capacity, reads
-    row_of -1 and weight 0, and each row lies inside its room."""
+    row_of -1 and weight 0, each row lies inside its room and every room below the side's tail,
+    and rows past the vertices have none."""
     arrays = {}
     for side in SIDES:
         ptr, source = cur.packed_order(side, m)
@@ -223,7 +224,11 @@ def slack_device_arrays(cur, m: int, k: int) -> dict[str, np.ndarray]:
         arrays[f"{side}.weight"] = np.stack([cur.weight[side][c][source].get() for c in range(k)])
         n = cur.num_vertices
         start, end, limit = (getattr(cur, name)[side][:n].get().astype(np.int64) for name in ("ptr", "end", "limit"))
-        assert np.all(start <= end) and np.all(end <= limit) and np.all(limit <= cur.m_cap), f"{side} rooms"
+        tail = int(cur.meta[SIDES.index(side)].get())
+        assert np.all(start <= end) and np.all(end <= limit) and np.all(limit <= tail), f"{side} rooms past the tail"
+        assert tail <= cur.m_cap, f"{side} tail {tail} past the capacity {cur.m_cap}"
+        for name in ("ptr", "end", "limit"):  # rows past the vertices have none
+            assert not getattr(cur, name)[side][n:].get().any(), f"{side} {name} past the vertices"
         in_row = np.zeros(cur.m_cap, dtype=bool)
         in_row[source.get()] = True
         row_of = cur.row_of[side].get()

@@ -127,6 +127,49 @@ def test_restore_then_update_copies_the_targets_own_rows_back(slack_layout):
     D.assert_no_problems(D.graph_problems(graph, twin), "the snapshot after the loop")
 
 
+def test_restore_loop_with_new_vertices(slack_layout):
+    """The restore loop with batches that add vertices: the set one commit ahead has rows the
+    snapshot has not (they are copied back as empty rows), and every state equals the twin's."""
+    rng = np.random.default_rng(D._seed("restore growth", slack_layout))
+    graph = D._graph(rng, 120, 1)
+    twin = D.host_twin(graph)
+    graph.to_device()
+    _chain(rng, graph, twin, [(5, 5)] * 2, "warm-up")
+    snap, twin_snap = graph.snapshot(), twin.snapshot()
+    for step, kind in enumerate(("growth", "mixed", "outgrow", "growth", "all_rules")):
+        graph.restore(snap)
+        twin.restore(twin_snap)
+        D._apply_both(graph, twin, H.make_batch(D.batch_arrays(rng, kind, twin, "mid")), f"{kind} {step}")
+
+
+def test_an_empty_graph_snapshot_and_copy(slack_layout):
+    """A graph of no vertices in the slack layout: its snapshot and copy, then batches that add
+    vertices to each."""
+    rng = np.random.default_rng(D._seed("empty slack", slack_layout))
+    graph = engines_graph_of_no_vertices()
+    twin = D.host_twin(graph)
+    graph.to_device()
+    snap, twin_snap = graph.snapshot(), twin.snapshot()
+    other, other_twin = graph.copy(), twin.copy()
+    for step, (g, t) in enumerate(((graph, twin), (other, other_twin), (graph, twin))):
+        if step == 2:
+            graph.restore(snap)
+            twin.restore(twin_snap)
+        size = int(rng.integers(1, 6))
+        src = rng.integers(0, 4, size=size).astype(np.int64)
+        dst = rng.integers(0, 4, size=size).astype(np.int64)
+        w = rng.integers(1, 100, size=(size, 1)).astype(np.int64)
+        empty = np.zeros(0, dtype=np.int64)
+        D._apply_both(g, t, H.make_batch((src, dst, w, empty, empty)), f"growth from nothing {step}")
+
+
+def engines_graph_of_no_vertices():
+    import engines
+
+    empty = np.zeros(0, dtype=np.int64)
+    return engines.Graph.from_edges(empty, empty, np.zeros((0, 1), dtype=np.int64), num_vertices=0)
+
+
 def test_growth_of_the_vertex_count_and_copies(slack_layout):
     """Batches that add vertices (rows with no room yet), a copy of the graph that goes its own
     way, and the host download of both: each equals its host twin."""

@@ -98,3 +98,97 @@ def test_a_bad_layout_is_refused_by_name(monkeypatch):
     with pytest.raises(InvalidArgumentError, match=device_graph.LAYOUT_ENV):
         device_graph.chosen_layout()
     assert device_graph.DEFAULT_LAYOUT == "packed"  # until the slack layout's GPU tests have passed
+
+
+# -- the commits' choices over a graph's life (host bookkeeping only: no kernels run) -----------
+
+def _events(n_after=100, insertions=10, size=20):
+    return SimpleNamespace(n_after=n_after, num_insertions=insertions, size=size)
+
+
+class _Life:
+    """A slack DeviceGraph whose commits are chosen, marked and published as device_apply.commit
+    does, their records resolved as the device would report them (no kernels)."""
+
+    def __init__(self, monkeypatch, n=100, m=400):
+        import numpy as np
+
+        from ..fake_cupy import FakeCupy
+
+        monkeypatch.setattr(device_graph, "cupy_module", lambda: FakeCupy())
+        self.dg = device_graph.DeviceGraph(0, "slack")
+        loaded = self.dg.target(n, m, 1, np.int32)
+        loaded.num_vertices, loaded.num_edges, loaded.tail_ub, loaded.longest_ub = n, m, m, 8
+        loaded.state, loaded.lineage = device_graph.next_state(), device_graph.next_lineage()
+        self.dg.current = loaded
+        self.kinds = []
+
+    def commit(self, events=None, moved=5):
+        events = events or _events()
+        cur = self.dg.current
+        choice = slack_apply.choose(self.dg, events, 32)
+        assert choice.target is not cur and choice.target.m_cap >= choice.need
+        slack_apply.failed(choice)
+        slack_apply.published(choice, cur)
+        target = choice.target
+        # as many edges deleted as inserted; the record resolved: the tail moved by ``moved``
+        # entries (rows that left their rooms), the longest row as it was
+        target.num_vertices, target.num_edges = events.n_after, cur.num_edges
+        self.dg.publish(target)
+        target.tail_ub = (target.num_edges if choice.kind == "compact" else cur.tail_ub) + moved
+        target.longest_ub = cur.longest_ub
+        self.kinds.append(choice.kind)
+        return choice
+
+    def snapshot(self):
+        cur = self.dg.current
+        return SimpleNamespace(state=cur.state, lineage=cur.lineage, parent=None, slack=True, touched_slots=0,
+                               tail_ub=cur.tail_ub, longest_ub=cur.longest_ub, num_edges=cur.num_edges,
+                               num_vertices=cur.num_vertices, num_weights=1, offset_dtype=cur.offset_dtype,
+                               m_cap=cur.tail_ub, n_cap=cur.n_cap, touched=None, touched_serial=0,
+                               extent=cur.tail_ub)
+
+
+def test_a_steady_chain_settles_on_the_last_commits_rows(monkeypatch):
+    """Two full copies while the sets are made (the loaded set is too tight to be a target), then
+    every commit copies the rows of the one before it, with no new set."""
+    life = _Life(monkeypatch)
+    for _ in range(12):
+        life.commit()
+    assert life.kinds[:2] == ["full", "full"] and set(life.kinds[2:]) == {"rows_of_source"}, life.kinds
+    assert len(life.dg.owned) == 2
+
+
+def test_the_restore_loop_copies_the_targets_own_rows_back(monkeypatch):
+    """restore(snapshot), commit, again: the first commit writes the set that holds the snapshot's
+    state (nothing to copy), each later one the set one commit ahead of it (its own rows back)."""
+    life = _Life(monkeypatch)
+    for _ in range(4):
+        life.commit()
+    snap = life.snapshot()
+    life.kinds.clear()
+    for _ in range(5):
+        life.dg.current = snap  # restore(): the snapshot's set becomes current, uncopied
+        life.commit()
+    assert life.kinds == ["same"] + ["rows_of_target"] * 4, life.kinds
+
+
+def test_a_far_tail_compacts_and_the_next_commit_copies_everything(monkeypatch):
+    life = _Life(monkeypatch)
+    for _ in range(3):
+        life.commit()
+    life.dg.current.tail_ub = int(1.5 * 410) + slack_apply.COMPACT_MIN + 1  # rows moved far: past 1.5x the edges
+    assert life.commit().kind == "compact"
+    lineages = {s.lineage for s in life.dg.owned}
+    assert len(lineages) == 2  # the compacted set starts a lineage of its own
+    assert life.commit().kind == "full" and life.commit().kind == "rows_of_source"
+
+
+def test_a_commit_that_would_outgrow_its_offsets_compacts(monkeypatch):
+    """A tail whose worst growth would pass what the row offsets hold compacts instead of moving
+    rows there."""
+    life = _Life(monkeypatch)
+    for _ in range(3):
+        life.commit()
+    monkeypatch.setattr(slack_apply, "offset_limit", lambda offset: life.dg.current.tail_ub + 10)
+    assert life.commit().kind == "compact"

@@ -54,7 +54,10 @@ def _plan(monkeypatch, kind: str, parallel: bool = False):
     if kind == "rows_of_target":
         target.parent, target.touched_slots = 5, 8
     assert kind == "compact" or device_graph.sync_kind(target, cur) == kind
-    choice = slack_apply.SlackChoice(target, kind, need=50, dirty=45, slots=8, insertions=4)
+    owner = {"rows_of_source": cur, "rows_of_target": target}.get(kind)
+    listed = None if owner is None else (owner.touched, owner.touched_slots, owner.touched_serial)
+    choice = slack_apply.SlackChoice(target, kind, need=50, dirty=45, slots=8, insertions=4, listed=listed)
+    slack_apply.failed(choice)  # as the commit does before it plans: the list was taken before
     steps = device_apply._plan(SimpleNamespace(device=0), scratch, cur, target, N, 2, (8, 30, 24), choice)
     return scratch, cur, target, steps
 
@@ -145,7 +148,8 @@ def test_a_compaction_lays_out_moves_and_clears(monkeypatch):
 def test_the_plan_key_of_a_slack_commit_names_its_list(monkeypatch):
     scratch, cur, target, _ = _plan(monkeypatch, "rows_of_source")
     scratch.arena = SimpleNamespace(serial=3)
-    choice = slack_apply.SlackChoice(target, "rows_of_source", need=50, dirty=45, slots=8)
+    choice = slack_apply.SlackChoice(target, "rows_of_source", need=50, dirty=45, slots=8,
+                                     listed=(cur.touched, 8, cur.touched_serial))
     key = device_apply._plan_key(cur, target, N, scratch, 2, choice)
     other = slack_apply.SlackChoice(target, "same", need=50, dirty=45, slots=8)
     assert key != device_apply._plan_key(cur, target, N, scratch, 2, other)
