@@ -664,7 +664,11 @@ class Graph:
         else:
             buffers = snapshot.buffers_on(self._device.device)
             if buffers is not None and buffers.slack != self._device.slack:
-                buffers = None  # taken under the other layout (ENGINES_APPLY_LAYOUT): upload it in this one
+                # taken under the other layout (ENGINES_APPLY_LAYOUT): its upload in this one, made
+                # at an earlier restore, or a new upload
+                buffers = snapshot.uploaded.get(self._device.device)
+                if buffers is not None and buffers.slack != self._device.slack:
+                    buffers = None
             if buffers is None:  # a host snapshot (or another device's): upload it once
                 buffers = self._upload_snapshot(snapshot)
             self._device.publish(buffers)

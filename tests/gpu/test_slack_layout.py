@@ -225,5 +225,10 @@ def test_a_snapshot_of_the_other_layout_is_uploaded_again(monkeypatch, layout, s
     graph.restore(snap)
     twin.restore(twin_snap)
     assert graph._device.current.slack == graph._device.slack
+    uploaded = graph._device.current
     D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 10, 10)), "after the restore")
+    graph.restore(snap)  # the upload in this layout serves the next restore too
+    twin.restore(twin_snap)
+    assert graph._device.current is uploaded
+    D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 10, 10)), "after the second restore")
     _kinds.append("checked")  # a packed graph's commits make no slack choice
