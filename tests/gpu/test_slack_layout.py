@@ -61,15 +61,18 @@ def _chain(rng, graph, twin, sizes, what: str) -> None:
 
 
 def test_a_steady_chain_copies_only_the_last_commits_rows(slack_layout):
-    """After the first commits (each set laid out once), every commit brings its target up to date
-    by the rows of the commit before it; the state equals the host twin's at every step."""
+    """After the first commits (each set laid out once), commits bring their target up to date by
+    the rows of the commit before it; the state equals the host twin's at every step."""
     rng = np.random.default_rng(D._seed("steady slack", slack_layout))
     graph = D._graph(rng, 2000, 2)
     twin = D.host_twin(graph)
     graph.to_device()
     assert graph._device.slack and graph._device.current.slack
     _chain(rng, graph, twin, [(20, 20)] * 12, "steady")
-    assert set(_kinds[4:]) == {"rows_of_source"}, _kinds
+    # two full copies while the sets are made; later a set may be made again (larger) as rows that
+    # moved push the tail past its headroom, at most twice in twelve commits; never a compaction
+    assert _kinds[:2] == ["full", "full"] and "compact" not in _kinds, _kinds
+    assert _kinds.count("full") <= 4 and _kinds.count("rows_of_source") >= 8, _kinds
 
 
 def test_rows_that_outgrow_their_room_move_to_the_tail(slack_layout):
