@@ -832,7 +832,7 @@ def slack_sync_steps(fn, blocks, device, slack, cur, target, side: str, shift: i
     if slack.kind == "same":
         return []
     if slack.kind != "full":
-        keys, slots, _ = slack.rows_list()
+        keys, slots, _ = slack.listed
         side_keys = keys[si * slots: (si + 1) * slots]
         return [("kernel", fn["apply_sync_rows"], blocks(slots << shift, device), (
             side_keys, i64(slots), i32(k), i32(cur.n_cap + 1), cur.ptr[side], cur.end[side], cur.limit[side],
@@ -956,7 +956,7 @@ def _plan_key(cur, target, n_after: int, scratch, shift: int, slack=None) -> tup
     if slack is None:
         return key
     # a slack commit: what it copies first (the list's buffer and slots) and where its keys go
-    listed = slack.rows_list()
+    listed = slack.listed
     return key + (slack.kind, target.touched_serial) + ((0, 0) if listed is None else (listed[2], listed[1]))
 
 

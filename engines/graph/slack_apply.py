@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import device_graph
 
 #: A compaction once the tail passes this many times the edges (and COMPACT_MIN more): the room
@@ -58,8 +60,9 @@ class SlackChoice:
     dirty: int  # the target's entries from here on were room before the commit
     slots: int  # sorted key slots a side of this commit's plan (set by the plan)
     insertions: int = 0  # the batch's
-    # the rows kinds: the sorted keys whose rows are copied first and their slots a side, taken
-    # when the choice is made (the commit marks its target unknown before it plans)
+    # the rows kinds: (sorted keys whose rows are copied first, their slots a side, the serial of
+    # their buffer), taken when the choice is made (the commit marks its target unknown before it
+    # plans); None for the other kinds
     listed: tuple | None = None
 
     @property
@@ -67,11 +70,6 @@ class SlackChoice:
         """Whether a captured commit serves it: the steady kinds, whose launches do not depend on
         the tails the host knows (a full copy or a compaction is launched one by one)."""
         return self.kind in ("same", "rows_of_source", "rows_of_target")
-
-    def rows_list(self):
-        """(keys, slots, serial of the keys' buffer) of the rows to copy first (the rows kinds),
-        else None."""
-        return self.listed
 
 
 def choose(dgraph, events, slots: int) -> SlackChoice:
@@ -112,8 +110,6 @@ def choose(dgraph, events, slots: int) -> SlackChoice:
 
 def offset_limit(offset_dtype) -> int:
     """The largest position a row offset of this type holds."""
-    import numpy as np
-
     return int(np.iinfo(np.dtype(offset_dtype)).max)
 
 

@@ -54,6 +54,19 @@ def slack_layout(request, monkeypatch):
     assert _kinds, "no commit took the slack layout"
 
 
+def _on_device(rng, n: int, k: int):
+    """A random graph in the slack layout on the device and its host twin."""
+    graph = D._graph(rng, n, k)
+    twin = D.host_twin(graph)
+    graph.to_device()
+    return graph, twin
+
+
+def _restore(graph, twin, snap, twin_snap) -> None:
+    graph.restore(snap)
+    twin.restore(twin_snap)
+
+
 def _chain(rng, graph, twin, sizes, what: str) -> None:
     for step, (deletions, insertions) in enumerate(sizes):
         batch = H.make_batch(D.fixed_size_arrays(rng, twin, deletions, insertions))
@@ -64,9 +77,7 @@ def test_a_steady_chain_copies_only_the_last_commits_rows(slack_layout):
     """After the first commits (each set laid out once), commits bring their target up to date by
     the rows of the commit before it; the state equals the host twin's at every step."""
     rng = np.random.default_rng(D._seed("steady slack", slack_layout))
-    graph = D._graph(rng, 2000, 2)
-    twin = D.host_twin(graph)
-    graph.to_device()
+    graph, twin = _on_device(rng, 2000, 2)
     assert graph._device.slack and graph._device.current.slack
     _chain(rng, graph, twin, [(20, 20)] * 12, "steady")
     # two full copies while the sets are made; later a set may be made again (larger) as rows that
@@ -79,9 +90,7 @@ def test_rows_that_outgrow_their_room_move_to_the_tail(slack_layout):
     """Insertions piled into a few rows, commit after commit: those rows leave their rooms for the
     tail again and again (the tail moves), and the state equals the host twin's."""
     rng = np.random.default_rng(D._seed("outgrow rooms", slack_layout))
-    graph = D._graph(rng, 300, 1)
-    twin = D.host_twin(graph)
-    graph.to_device()
+    graph, twin = _on_device(rng, 300, 1)
     tails = []
     for step in range(10):
         hubs = rng.integers(0, 300, size=3)
@@ -101,9 +110,7 @@ def test_a_compaction_lays_the_rows_out_again(monkeypatch, slack_layout):
     monkeypatch.setattr(slack_apply, "COMPACT_AT", 1.0)
     monkeypatch.setattr(slack_apply, "COMPACT_MIN", 0)
     rng = np.random.default_rng(D._seed("compaction", slack_layout))
-    graph = D._graph(rng, 400, 2)
-    twin = D.host_twin(graph)
-    graph.to_device()
+    graph, twin = _on_device(rng, 400, 2)
     _chain(rng, graph, twin, [(30, 60), (60, 30), (5, 200), (100, 10), (40, 40), (0, 300), (50, 50)], "compacting")
     assert "compact" in _kinds and set(_kinds) - {"compact"}, _kinds
 
@@ -113,20 +120,16 @@ def test_restore_then_update_copies_the_targets_own_rows_back(slack_layout):
     writes the set that is one commit ahead of the snapshot, bringing it back by its own commit's
     rows; the snapshot's bytes never change."""
     rng = np.random.default_rng(D._seed("restore loop", slack_layout))
-    graph = D._graph(rng, 1500, 2)
-    twin = D.host_twin(graph)
-    graph.to_device()
+    graph, twin = _on_device(rng, 1500, 2)
     _chain(rng, graph, twin, [(10, 10)] * 3, "warm-up")
     snap, twin_snap = graph.snapshot(), twin.snapshot()
     _kinds.clear()
     for step in range(6):
-        graph.restore(snap)
-        twin.restore(twin_snap)
+        _restore(graph, twin, snap, twin_snap)
         batch = H.make_batch(D.fixed_size_arrays(rng, twin, 25, 25))
         D._apply_both(graph, twin, batch, f"restore then apply {step}")
     assert _kinds[0] == "same" and set(_kinds[1:]) == {"rows_of_target"}, _kinds
-    graph.restore(snap)
-    twin.restore(twin_snap)
+    _restore(graph, twin, snap, twin_snap)
     D.assert_no_problems(D.graph_problems(graph, twin), "the snapshot after the loop")
 
 
@@ -134,14 +137,11 @@ def test_restore_loop_with_new_vertices(slack_layout):
     """The restore loop with batches that add vertices: the set one commit ahead has rows the
     snapshot has not (they are copied back as empty rows), and every state equals the twin's."""
     rng = np.random.default_rng(D._seed("restore growth", slack_layout))
-    graph = D._graph(rng, 120, 1)
-    twin = D.host_twin(graph)
-    graph.to_device()
+    graph, twin = _on_device(rng, 120, 1)
     _chain(rng, graph, twin, [(5, 5)] * 2, "warm-up")
     snap, twin_snap = graph.snapshot(), twin.snapshot()
     for step, kind in enumerate(("growth", "mixed", "outgrow", "growth", "all_rules")):
-        graph.restore(snap)
-        twin.restore(twin_snap)
+        _restore(graph, twin, snap, twin_snap)
         D._apply_both(graph, twin, H.make_batch(D.batch_arrays(rng, kind, twin, "mid")), f"{kind} {step}")
 
 
@@ -156,8 +156,7 @@ def test_an_empty_graph_snapshot_and_copy(slack_layout):
     other, other_twin = graph.copy(), twin.copy()
     for step, (g, t) in enumerate(((graph, twin), (other, other_twin), (graph, twin))):
         if step == 2:
-            graph.restore(snap)
-            twin.restore(twin_snap)
+            _restore(graph, twin, snap, twin_snap)
         size = int(rng.integers(1, 6))
         src = rng.integers(0, 4, size=size).astype(np.int64)
         dst = rng.integers(0, 4, size=size).astype(np.int64)
@@ -177,9 +176,7 @@ def test_growth_of_the_vertex_count_and_copies(slack_layout):
     """Batches that add vertices (rows with no room yet), a copy of the graph that goes its own
     way, and the host download of both: each equals its host twin."""
     rng = np.random.default_rng(D._seed("slack growth", slack_layout))
-    graph = D._graph(rng, 100, 2)
-    twin = D.host_twin(graph)
-    graph.to_device()
+    graph, twin = _on_device(rng, 100, 2)
     for step, kind in enumerate(("growth", "outgrow", "all_rules", "growth")):
         D._apply_both(graph, twin, H.make_batch(D.batch_arrays(rng, kind, twin, "mid")), f"{kind} {step}")
     other, other_twin = graph.copy(), twin.copy()
@@ -193,9 +190,7 @@ def test_update_through_both_engines_on_a_slack_graph(slack_layout):
     """compute() and a chain of update() calls on a slack graph, fused and operators, equal the host
     reference's results byte for byte (the engines read the rows through their starts and ends)."""
     rng = np.random.default_rng(D._seed("slack engines", slack_layout))
-    graph = D._graph(rng, 800, 1)
-    twin = D.host_twin(graph)
-    graph.to_device()
+    graph, twin = _on_device(rng, 800, 1)
     configs = tuple(c for c in ("fused", "operators") if S.fused_available() or c != "fused")
     results = {"host": sssp.compute(twin, 0, backend="host")}
     for name in configs:
@@ -217,21 +212,17 @@ def test_a_snapshot_of_the_other_layout_is_uploaded_again(monkeypatch, layout, s
     under the other: it is uploaded in the graph's layout, and commits from it are right."""
     rng = np.random.default_rng(D._seed("other layout", layout, slack_layout))
     monkeypatch.setenv(device_graph.LAYOUT_ENV, layout)
-    graph = D._graph(rng, 200, 1)
-    twin = D.host_twin(graph)
-    graph.to_device()
+    graph, twin = _on_device(rng, 200, 1)
     snap, twin_snap = graph.snapshot(), twin.snapshot()
     graph.to_host()
     monkeypatch.setenv(device_graph.LAYOUT_ENV, "packed" if layout == "slack" else "slack")
     graph.to_device()
     D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 10, 10)), "in the other layout")
-    graph.restore(snap)
-    twin.restore(twin_snap)
+    _restore(graph, twin, snap, twin_snap)
     assert graph._device.current.slack == graph._device.slack
     uploaded = graph._device.current
     D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 10, 10)), "after the restore")
-    graph.restore(snap)  # the upload in this layout serves the next restore too
-    twin.restore(twin_snap)
+    _restore(graph, twin, snap, twin_snap)  # the upload in this layout serves the next restore too
     assert graph._device.current is uploaded
     D._apply_both(graph, twin, H.make_batch(D.fixed_size_arrays(rng, twin, 10, 10)), "after the second restore")
     _kinds.append("checked")  # a packed graph's commits make no slack choice
